@@ -1,0 +1,96 @@
+"""The actor subgraph: assemble -> react <-> tools -> conclude [-> check]."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import LLM_RETRY_POLICY
+from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.executor import (
+    ALWAYS_BOUND,
+    ActorFactory,
+    DefaultActorFactory,
+    make_assemble_node,
+    make_conclude_node,
+    make_react_node,
+    route_after_react,
+    route_after_tools,
+)
+from aimegraph.nodes.verifier import make_task_check_node
+from aimegraph.state import ActorInput, ActorOutput, ActorState
+from aimegraph.tools.execution import make_tool_node
+from aimegraph.tools.registry import ToolRegistry
+
+
+def build_actor_graph(
+    model: BaseChatModel | str,
+    *,
+    registry: ToolRegistry | None = None,
+    factory: ActorFactory | None = None,
+    config: AimeConfig | None = None,
+    verifier_model: BaseChatModel | str | None = None,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph:
+    """Build the executor: one specialised ReAct actor working on one task.
+
+    Args:
+        model: The actor model (or a spec string for ``resolve_model``).
+        registry: The tools actors may be given, in bundles.
+        factory: Assembles the actor for a task; defaults to
+            :class:`DefaultActorFactory` over ``registry``.
+        config: Budgets and policies (``max_actor_steps``, ``tool_calling``,
+            ``tool_timeout_s``, ``verify``, ...).
+        verifier_model: Checks results against completion criteria when
+            ``config.verify`` is ``"tasks"`` or ``"both"``; defaults to ``model``.
+        checkpointer: Only when used on its own; as a node it inherits the parent's.
+
+    Returns:
+        A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
+        ``dependency_results``). Output: ``tasks`` (the task with its result),
+        ``updates`` and ``usage``, ready to merge into ``AimeState``.
+    """
+    config = config or AimeConfig()
+    registry = registry or ToolRegistry()
+    factory = factory or DefaultActorFactory(registry, workspace=Path(config.workspace))
+    chat = resolve_model(model)
+    tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
+
+    builder = StateGraph(
+        ActorState, context_schema=AimeConfig, input_schema=ActorInput, output_schema=ActorOutput
+    )
+    builder.add_node("assemble", make_assemble_node(factory))
+    builder.add_node(
+        "react", make_react_node(chat, tools=tools, config=config), retry_policy=LLM_RETRY_POLICY
+    )
+    builder.add_node(
+        "tools",
+        make_tool_node(
+            list(tools.values()),
+            timeout_s=config.tool_timeout_s,
+            max_observation_chars=config.max_observation_chars,
+        ),
+    )
+    builder.add_node("conclude", make_conclude_node(config))
+
+    builder.add_edge(START, "assemble")
+    builder.add_edge("assemble", "react")
+    builder.add_conditional_edges(
+        "react", route_after_react(config), ["tools", "react", "conclude"]
+    )
+    builder.add_conditional_edges("tools", route_after_tools(config), ["react", "conclude"])
+    if config.verify in ("tasks", "both"):
+        checker = resolve_model(verifier_model) if verifier_model is not None else chat
+        builder.add_node(
+            "check", make_task_check_node(checker, config=config), retry_policy=LLM_RETRY_POLICY
+        )
+        builder.add_edge("conclude", "check")
+        builder.add_edge("check", END)
+    else:
+        builder.add_edge("conclude", END)
+    return builder.compile(checkpointer=checkpointer, name="executor")

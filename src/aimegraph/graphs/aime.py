@@ -1,0 +1,108 @@
+"""The top-level aime graph: planner -> orchestrator <-> executors -> reporter -> verifier."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
+from langgraph.types import Checkpointer
+
+from aimegraph.config import AimeConfig
+from aimegraph.graphs.actor import build_actor_graph
+from aimegraph.graphs.planner import build_planner_graph
+from aimegraph.graphs.verifier import build_verifier_graph
+from aimegraph.models.calls import LLM_RETRY_POLICY
+from aimegraph.models.resolve import resolve_models
+from aimegraph.nodes.executor import ActorFactory
+from aimegraph.nodes.orchestrator import make_orchestrator_node
+from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
+from aimegraph.state import AimeInput, AimeOutput, AimeState
+from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
+
+
+def build_aime_graph(
+    model: BaseChatModel | str,
+    *,
+    tools: ToolRegistry | Iterable[ToolLike] | None = None,
+    config: AimeConfig | None = None,
+    models: Mapping[str, BaseChatModel | str] | None = None,
+    checkpointer: Checkpointer = None,
+    store: BaseStore | None = None,
+    knowledge: Any | None = None,
+    factory: ActorFactory | None = None,
+    name: str = "aime",
+) -> CompiledStateGraph:
+    """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
+
+    Args:
+        model: The chat model for every role, or a spec: ``openai:<model>``,
+            ``local``, ``scripted:<scenario>``.
+        tools: A :class:`ToolRegistry` used as is, or tools to add to the built-in
+            bundles (files, compute, knowledge) in a ``custom`` bundle.
+        config: Budgets and policies; fields can be overridden per run through
+            ``context=`` (e.g. ``graph.invoke(inp, cfg, context={"max_parallel": 2})``).
+        models: Per-role models overriding ``model``: keys ``planner``, ``actor``,
+            ``verifier``, ``reporter``.
+        checkpointer: Enables pause/resume, human approval and crash recovery.
+        store: A LangGraph store, available to nodes and tools at run time.
+        knowledge: A knowledge base for the ``knowledge`` bundle.
+        factory: Assembles each task's actor; defaults to the built-in factory.
+        name: The compiled graph's name.
+
+    Returns:
+        A compiled graph. Input ``{"goal": ...}`` or ``{"messages": [...]}``; output
+        ``final_answer``, ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``
+        and the rest of ``AimeOutput``.
+    """
+    config = config or AimeConfig()
+    role_models = resolve_models(model, models)
+    registry = (
+        tools
+        if isinstance(tools, ToolRegistry)
+        else default_registry(Path(config.workspace), knowledge=knowledge, extra_tools=tools or ())
+    )
+
+    builder = StateGraph(
+        AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
+    )
+    builder.add_node(
+        "planner", build_planner_graph(role_models["planner"], registry=registry, config=config)
+    )
+    builder.add_node(
+        "orchestrator",
+        make_orchestrator_node(config),
+        destinations=("executor", "planner", "reporter"),
+    )
+    builder.add_node(
+        "executor",
+        build_actor_graph(
+            role_models["actor"],
+            registry=registry,
+            factory=factory,
+            config=config,
+            verifier_model=role_models["verifier"],
+        ),
+    )
+    builder.add_node(
+        "reporter",
+        make_reporter_node(role_models["reporter"], config=config),
+        retry_policy=LLM_RETRY_POLICY,
+    )
+    builder.add_node("verifier", build_verifier_graph(role_models["verifier"], config=config))
+
+    builder.add_edge(START, "planner")
+    builder.add_edge("planner", "orchestrator")
+    builder.add_edge("executor", "orchestrator")
+    builder.add_conditional_edges("reporter", route_after_reporter, ["verifier", END])
+    builder.add_conditional_edges("verifier", route_after_verifier, ["planner", END])
+    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+
+
+def route_after_verifier(state: AimeState) -> str:
+    """Back to the planner after a rejection with replans left, else the end."""
+    return "planner" if state.get("status") == "running" else END

@@ -1,0 +1,70 @@
+"""The planner subgraph: draft -> validate -> (repair | give_up | accept)."""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import LLM_RETRY_POLICY
+from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.planner import (
+    make_draft_node,
+    make_give_up_node,
+    make_validate_node,
+    route_after_validate,
+)
+from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
+from aimegraph.tools.registry import ToolRegistry
+
+
+def build_planner_graph(
+    model: BaseChatModel | str,
+    *,
+    registry: ToolRegistry | None = None,
+    config: AimeConfig | None = None,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph:
+    """Build the planner: it turns the goal and the progress list into a task DAG.
+
+    Args:
+        model: The planner model (or a spec string for ``resolve_model``).
+        registry: Tool bundles the plan may assign; without one, tasks get none.
+        config: Budgets and policies (``max_tasks``, ``max_plan_repairs``, ...).
+        checkpointer: Only when used on its own; as a node it inherits the parent's.
+
+    Returns:
+        A compiled graph. Input: ``goal`` (or ``messages``), ``tasks`` and the
+        feedback keys of ``AimeState``. Output: ``tasks`` (the changed tasks,
+        merged by id), ``plan_rationale``, ``usage``, and on failure
+        ``status="failed"`` with ``reason``.
+    """
+    config = config or AimeConfig()
+    registry = registry or ToolRegistry()
+    chat = resolve_model(model)
+
+    builder = StateGraph(
+        PlannerState,
+        context_schema=AimeConfig,
+        input_schema=PlannerInput,
+        output_schema=PlannerOutput,
+    )
+    builder.add_node(
+        "draft",
+        make_draft_node(chat, config=config, bundles_description=registry.describe()),
+        retry_policy=LLM_RETRY_POLICY,
+    )
+    builder.add_node("validate", make_validate_node(config=config, bundles=list(registry.bundles)))
+    builder.add_node("give_up", make_give_up_node())
+
+    builder.add_edge(START, "draft")
+    builder.add_edge("draft", "validate")
+    builder.add_conditional_edges(
+        "validate",
+        route_after_validate(config),
+        {"accept": END, "repair": "draft", "give_up": "give_up"},
+    )
+    builder.add_edge("give_up", END)
+    return builder.compile(checkpointer=checkpointer, name="planner")

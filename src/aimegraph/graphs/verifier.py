@@ -1,0 +1,49 @@
+"""The verifier subgraph: one ``judge`` node that sees the goal and the answer only."""
+
+from __future__ import annotations
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Checkpointer
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import LLM_RETRY_POLICY
+from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.verifier import make_judge_node
+from aimegraph.state import VerifierInput, VerifierOutput, VerifierState
+
+
+def build_verifier_graph(
+    model: BaseChatModel | str,
+    *,
+    config: AimeConfig | None = None,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph:
+    """Build the verifier: judges a final answer against the goal, without the plan.
+
+    Args:
+        model: The verifier model (or a spec string for ``resolve_model``).
+        config: ``max_replans`` and the budgets decide whether a rejection
+            leads to a replan (``status="running"``) or ends the run
+            (``status="rejected"``).
+        checkpointer: Only when used on its own; as a node it inherits the parent's.
+
+    Returns:
+        A compiled graph. Input: ``goal`` and ``final_answer`` (plus ``replans``,
+        ``steps`` and ``usage`` for the replan decision). Output: ``verdict``,
+        ``status``, ``reason``, ``replans``, ``replan_reason`` and ``usage``.
+    """
+    config = config or AimeConfig()
+    builder = StateGraph(
+        VerifierState,
+        context_schema=AimeConfig,
+        input_schema=VerifierInput,
+        output_schema=VerifierOutput,
+    )
+    builder.add_node(
+        "judge", make_judge_node(resolve_model(model), config=config), retry_policy=LLM_RETRY_POLICY
+    )
+    builder.add_edge(START, "judge")
+    builder.add_edge("judge", END)
+    return builder.compile(checkpointer=checkpointer, name="verifier")

@@ -1,0 +1,187 @@
+"""Calling chat models from graph nodes: usage accounting, retries, structured output.
+
+Failures split in two. Transient ones (rate limits, timeouts, dropped
+connections, 5xx) are re-raised so that LangGraph's ``RetryPolicy`` re-runs the
+node with exponential backoff and jitter, except on the node's last attempt,
+where they become data like every other failure. Nothing a model does escapes
+the graph as an exception.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+from langgraph.types import RetryPolicy
+from pydantic import BaseModel, ValidationError
+
+from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
+from aimegraph.models.resolve import supports_tool_calling
+from aimegraph.prompts import json_mode
+from aimegraph.state import RoleUsage, Usage
+
+M = TypeVar("M", bound=BaseModel)
+Mode = Literal["native", "json"]
+
+
+def is_transient(exc: BaseException) -> bool:
+    """Errors worth retrying: the service may answer next time."""
+    if isinstance(exc, TimeoutError | ConnectionError):
+        return True
+    status = getattr(exc, "status_code", None) or getattr(
+        getattr(exc, "response", None), "status_code", None
+    )
+    if isinstance(status, int):
+        return status in (408, 409, 429) or status >= 500
+    # openai / httpx timeouts and connection errors, without importing them.
+    name = type(exc).__name__
+    return name.endswith(("TimeoutError", "ConnectionError", "TimeoutException", "ConnectError"))
+
+
+LLM_RETRY_POLICY = RetryPolicy(
+    initial_interval=1.0,
+    backoff_factor=2.0,
+    max_interval=30.0,
+    max_attempts=3,
+    retry_on=is_transient,
+)
+"""Retry policy for every node that calls a model."""
+
+
+def reraise_if_retryable(exc: BaseException, runtime: Runtime[object] | None) -> None:
+    """Re-raise ``exc`` when it is transient and the node has attempts left."""
+    info = runtime.execution_info if runtime is not None else None
+    attempt = info.node_attempt if info is not None else LLM_RETRY_POLICY.max_attempts
+    if is_transient(exc) and attempt < LLM_RETRY_POLICY.max_attempts:
+        raise exc
+
+
+def usage_of(
+    message: BaseMessage,
+    role: str,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> Usage:
+    """One LLM call's usage, from the reply's ``usage_metadata``."""
+    meta = getattr(message, "usage_metadata", None) or {}
+    tokens_in, tokens_out = int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+    model_name = str(message.response_metadata.get("model_name", ""))
+    price = (prices or {}).get(model_name)
+    cost = (tokens_in * price[0] + tokens_out * price[1]) / 1e6 if price else 0.0
+    return Usage(
+        llm_calls=1,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        cost_usd=cost,
+        by_role={role: RoleUsage(llm_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)},
+    )
+
+
+def resolve_mode(setting: str, model: BaseChatModel) -> Mode:
+    """``auto`` means native tool calling when the model class implements it."""
+    if setting == "auto":
+        return "native" if supports_tool_calling(model) else "json"
+    return "json" if setting == "json" else "native"
+
+
+def with_json_instructions(messages: Sequence[BaseMessage], instructions: str) -> list[BaseMessage]:
+    """Append JSON-mode instructions to the system prompt (or add one)."""
+    out = list(messages)
+    if out and isinstance(out[0], SystemMessage):
+        out[0] = SystemMessage(content=f"{out[0].content}{instructions}")
+    else:
+        out.insert(0, SystemMessage(content=instructions))
+    return out
+
+
+@dataclass
+class StructuredReply(Generic[M]):
+    """The outcome of asking for a structured object: a value, or the reason there is none."""
+
+    value: M | None
+    error: str | None = None
+    usage: Usage = field(default_factory=Usage)
+
+
+def invoke_structured(
+    model: BaseChatModel,
+    schema: type[M],
+    messages: Sequence[BaseMessage],
+    *,
+    role: str,
+    mode: Mode,
+    retries: int,
+    runtime: Runtime[object] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> StructuredReply[M]:
+    """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
+
+    Native mode uses ``with_structured_output(include_raw=True)``; JSON mode puts
+    the JSON schema in the system prompt and parses the reply tolerantly. Either
+    way at most ``retries`` re-asks follow a reply that does not parse, does not
+    validate or is degenerate (empty, looping, cut off at the token limit).
+    """
+    usage = Usage()
+    base = list(messages)
+    if mode == "json":
+        schema_text = json.dumps(schema.model_json_schema(), indent=1)
+        base = with_json_instructions(base, json_mode.STRUCTURED.format(schema=schema_text))
+    conversation = base
+    error = "no reply"
+    for _ in range(retries + 1):
+        try:
+            value, raw_text, error_or_none, raw = _ask(model, schema, conversation, mode)
+        except Exception as exc:  # noqa: BLE001 - every model failure becomes data
+            reraise_if_retryable(exc, runtime)
+            return StructuredReply(None, f"model call failed: {type(exc).__name__}: {exc}", usage)
+        usage = usage + usage_of(raw, role, prices)
+        if value is not None:
+            return StructuredReply(value, None, usage)
+        error = error_or_none or "the reply held no structured output"
+        conversation = [
+            *base,
+            HumanMessage(
+                content=json_mode.PARSE_ERROR.format(error=error)
+                + (f"\nYour reply was:\n{raw_text[:2000]}" if raw_text else "")
+            ),
+        ]
+    return StructuredReply(
+        None, f"invalid {schema.__name__} after {retries + 1} tries: {error}", usage
+    )
+
+
+def _ask(
+    model: BaseChatModel, schema: type[M], conversation: list[BaseMessage], mode: Mode
+) -> tuple[M | None, str, str | None, AIMessage]:
+    """One attempt: (value or None, the reply as text, error or None, raw reply)."""
+    if mode == "native":
+        out = model.with_structured_output(schema, include_raw=True).invoke(conversation)
+        raw: AIMessage = out["raw"]
+        text = raw.text or json.dumps([c["args"] for c in raw.tool_calls])
+        if out.get("parsed") is not None:
+            return out["parsed"], text, None, raw
+        parsing_error = out.get("parsing_error")
+        return None, text, _describe(parsing_error) if parsing_error else None, raw
+    raw = model.invoke(conversation)
+    text = raw.text
+    finish = raw.response_metadata.get("finish_reason")
+    if degenerate := check_degenerate(text, finish_reason=finish):
+        return None, text, degenerate, raw
+    try:
+        return schema.model_validate(parse_json_reply(text)), text, None, raw
+    except (JsonReplyError, ValidationError) as exc:
+        return None, text, _describe(exc), raw
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ValidationError):
+        problems = [
+            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
+            for err in exc.errors()[:8]
+        ]
+        return "the reply does not match the schema: " + "; ".join(problems)
+    return str(exc)

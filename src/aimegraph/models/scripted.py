@@ -1,0 +1,302 @@
+"""A deterministic chat model driven by a scenario file, for tests and the offline demo.
+
+It is a real ``BaseChatModel``: it supports ``bind_tools`` (and so LangChain's
+default ``with_structured_output``) by emitting tool calls, and it answers in
+JSON text when no tools are bound, exactly as a model in ``tool_calling="json"``
+mode is asked to. The graph never special-cases it; it reads the same prompts a
+real model reads.
+
+Which reply comes next:
+
+* The role is read from the ``# Role: <name>`` line that opens every system prompt.
+* ``actor``: the task id and attempt come from the ``<task id=... attempt=...>``
+  block of the task message; the step is the number of AI messages already in
+  the conversation. Replies are therefore a pure function of the conversation,
+  which keeps them right across retries, crashes and resumes. A task without a
+  script submits ``"<title>: done"``.
+* ``planner``, ``verifier``, ``reporter``: the next entry of the role's list
+  (the last one repeats once the list is used up). A verifier prompt about a
+  single ``<task id=...>`` reads ``task_checks[<id>]`` instead, and passes when
+  there is none.
+
+Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
+
+    goal: default goal for `aimegraph demo`
+    planner:  [ {rationale, tasks: [...], drop: [...]}, ... ]
+    actors:   { t1: [step, ...] }  or  { t1: {attempts: [[step, ...], [step, ...]]} }
+    verifier: [ {passed, reasoning, issues}, ... ]
+    task_checks: { t1: [ {passed, reasoning, issues}, ... ] }
+    reporter: [ {text: "..."}, ... ]
+
+A step is ``{tool: name, args: {...}}``, ``{calls: [{tool, args}, ...]}`` (parallel
+calls), ``{text: "..."}`` (a plain reply), ``{raw: "..."}`` (sent verbatim, to
+inject malformed output) or ``{error: connection|timeout|fatal, message: ...}``
+(raises, to inject transient and permanent failures). A planner or verifier
+entry that is not one of these is the structured object itself.
+
+String values may use ``{goal}``, ``{answer}``, ``{last_tool_output}``,
+``{dep:<id>}`` (a dependency's result in an actor prompt), ``{result:<id>}``
+(a task result in a reporter prompt) and ``{all_results}``; other braces are left alone, so code in
+arguments needs no escaping.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import uuid
+from collections.abc import Callable, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+Step = dict[str, Any]
+
+_ROLE = re.compile(r"^#\s*Role:\s*(\w+)", re.MULTILINE)
+_TASK = re.compile(r'<task id="([^"]+)"(?: attempt="(\d+)")?>')
+_PLACEHOLDER = re.compile(
+    r"\{(goal|answer|last_tool_output|all_results|dep:[\w.-]+|result:[\w.-]+)\}"
+)
+
+
+class ScenarioError(ValueError):
+    """A scenario file is missing or malformed."""
+
+
+class Scenario(BaseModel):
+    """The parsed scenario file."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "inline"
+    description: str = ""
+    goal: str = ""
+    planner: list[Step] = Field(min_length=1)
+    actors: dict[str, list[Step] | dict[str, list[list[Step]]]] = Field(default_factory=dict)
+    verifier: list[Step] = Field(default_factory=list)
+    task_checks: dict[str, list[Step]] = Field(default_factory=dict)
+    reporter: list[Step] = Field(default_factory=list)
+
+    def actor_steps(self, task_id: str, attempt: int) -> list[Step]:
+        script = self.actors.get(task_id, [])
+        if isinstance(script, list):
+            return script
+        attempts = script.get("attempts", [])
+        if not attempts:
+            return []
+        return attempts[min(attempt, len(attempts)) - 1]
+
+
+def load_scenario(name_or_path: str) -> Scenario:
+    """Load a bundled scenario by name (``demo``) or a YAML/JSON file by path."""
+    path = Path(name_or_path)
+    if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
+        text, name = path.read_text(encoding="utf-8"), path.stem
+    else:
+        bundled = resources.files("aimegraph.models") / "scenarios" / f"{name_or_path}.yaml"
+        if not bundled.is_file():
+            available = ", ".join(sorted(bundled_scenarios())) or "none"
+            raise ScenarioError(
+                f"unknown scenario {name_or_path!r}: not a .yaml/.json file and not bundled "
+                f"(bundled: {available})"
+            )
+        text, name = bundled.read_text(encoding="utf-8"), name_or_path
+    data = yaml.safe_load(text)
+    if not isinstance(data, dict):
+        raise ScenarioError(f"scenario {name_or_path!r} must be a mapping")
+    data.setdefault("name", name)
+    return Scenario.model_validate(data)
+
+
+def bundled_scenarios() -> list[str]:
+    folder = resources.files("aimegraph.models") / "scenarios"
+    return [p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")]
+
+
+class ScriptedChatModel(BaseChatModel):
+    """Replays a :class:`Scenario`; see the module docstring for the rules."""
+
+    scenario: Scenario
+
+    _cursors: dict[str, int] = PrivateAttr(default_factory=dict)
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @classmethod
+    def from_scenario(cls, name_or_path: str) -> ScriptedChatModel:
+        return cls(scenario=load_scenario(name_or_path))
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ScriptedChatModel:
+        return cls(scenario=Scenario.model_validate(data))
+
+    @property
+    def _llm_type(self) -> str:
+        return "aimegraph-scripted"
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        schemas = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
+
+    def reset(self) -> None:
+        """Start the planner, verifier and reporter lists from the top again."""
+        with self._lock:
+            self._cursors.clear()
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        tool_names = [t["function"]["name"] for t in kwargs.get("tools") or []]
+        step = self._next_step(messages)
+        message = self._render(step, messages, tool_names)
+        prompt_chars = sum(len(_text(m)) for m in messages)
+        reply_chars = len(_text(message)) + len(json.dumps(message.tool_calls))
+        message.usage_metadata = {
+            "input_tokens": prompt_chars // 4 + 1,
+            "output_tokens": reply_chars // 4 + 1,
+            "total_tokens": prompt_chars // 4 + reply_chars // 4 + 2,
+        }
+        message.response_metadata = {"model_name": f"scripted:{self.scenario.name}"}
+        return ChatResult(generations=[ChatGeneration(message=message)])
+
+    # --- choosing the step ---
+
+    def _next_step(self, messages: list[BaseMessage]) -> Step:
+        prompt = "\n".join(_text(m) for m in messages)
+        role_match = _ROLE.search(prompt)
+        role = role_match.group(1) if role_match else "reporter"
+        task_match = _TASK.search(prompt)
+        if role == "actor":
+            if task_match is None:
+                raise ScenarioError("actor prompt without a <task id=...> block")
+            task_id, attempt = task_match.group(1), int(task_match.group(2) or 1)
+            steps = self.scenario.actor_steps(task_id, attempt)
+            index = sum(isinstance(m, AIMessage) for m in messages)
+            if index < len(steps):
+                return steps[index]
+            title = re.search(r"^Title: (.*)$", prompt, re.MULTILINE)
+            done = f"{title.group(1) if title else task_id}: done"
+            return {"tool": "submit_result", "args": {"status": "completed", "summary": done}}
+        if role == "verifier" and task_match is not None:
+            key, entries = (
+                f"check:{task_match.group(1)}",
+                self.scenario.task_checks.get(task_match.group(1), []),
+            )
+            default: Step = {"passed": True, "reasoning": "Meets its criteria.", "issues": []}
+        elif role == "verifier":
+            key, entries = "verifier", self.scenario.verifier
+            default = {"passed": True, "reasoning": "The answer addresses the goal.", "issues": []}
+        elif role == "planner":
+            key, entries, default = "planner", self.scenario.planner, self.scenario.planner[-1]
+        else:
+            key, entries = "reporter", self.scenario.reporter
+            default = {"text": "Results:\n{all_results}"}
+        with self._lock:
+            index = self._cursors.get(key, 0)
+            self._cursors[key] = index + 1
+        return entries[min(index, len(entries) - 1)] if entries else default
+
+    # --- turning a step into a message ---
+
+    def _render(self, step: Step, messages: list[BaseMessage], tool_names: list[str]) -> AIMessage:
+        fill = _Filler(messages)
+        if "error" in step:
+            kind, text = step["error"], step.get("message", "scripted failure")
+            errors: dict[str, type[Exception]] = {
+                "connection": ConnectionError,
+                "timeout": TimeoutError,
+            }
+            raise errors.get(kind, RuntimeError)(text)
+        if "raw" in step:
+            return AIMessage(content=fill(step["raw"]))
+        if "text" in step:
+            return AIMessage(content=fill(step["text"]))
+        if "tool" in step or "calls" in step:
+            calls = step.get("calls") or [step]
+            payload = [(c["tool"], fill(c.get("args", {}))) for c in calls]
+        else:
+            # A structured object (plan or verdict): sent as a call of the one
+            # bound schema tool, or as JSON text when nothing is bound.
+            payload = [(tool_names[0] if tool_names else "", fill(step))]
+        if not tool_names:
+            body = [p[1] if not p[0] else {"tool": p[0], "args": p[1]} for p in payload]
+            return AIMessage(content=json.dumps(body[0] if len(body) == 1 else body, indent=1))
+        return AIMessage(
+            content="",
+            tool_calls=[
+                {
+                    "name": name,
+                    "args": args,
+                    "id": f"call_{uuid.uuid4().hex[:12]}",
+                    "type": "tool_call",
+                }
+                for name, args in payload
+            ],
+        )
+
+
+class _Filler:
+    """Substitutes ``{placeholder}`` values taken from the conversation."""
+
+    def __init__(self, messages: list[BaseMessage]) -> None:
+        self._prompt = "\n".join(_text(m) for m in messages)
+        tool_outputs = [m for m in messages if isinstance(m, ToolMessage)]
+        self._values = {
+            "last_tool_output": _text(tool_outputs[-1]).strip() if tool_outputs else "",
+            "goal": _section(
+                self._prompt, r"(?:Overall goal \(for context\)|Goal):\s*\n?(.*?)\n\n"
+            ),
+            "answer": _section(self._prompt, r"<answer>\n(.*?)\n</answer>"),
+            "all_results": "\n".join(
+                m.strip() for m in re.findall(r"<result [^>]*>\n(.*?)</result>", self._prompt, re.S)
+            ),
+        }
+
+    def _lookup(self, match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name.startswith(("dep:", "result:")):
+            tag = "dependency" if name.startswith("dep:") else "result"
+            ident = re.escape(name.split(":", 1)[1])
+            return _section(self._prompt, rf'<{tag} id="{ident}"[^>]*>\n(.*?)</{tag}>')
+        return self._values[name]
+
+    def __call__(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return _PLACEHOLDER.sub(self._lookup, value)
+        if isinstance(value, list):
+            return [self(v) for v in value]
+        if isinstance(value, dict):
+            return {k: self(v) for k, v in value.items()}
+        return value
+
+
+def _section(text: str, pattern: str) -> str:
+    match = re.search(pattern, text, re.S)
+    return match.group(1).strip() if match else ""
+
+
+def _text(message: BaseMessage) -> str:
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return "".join(part if isinstance(part, str) else str(part.get("text", "")) for part in content)

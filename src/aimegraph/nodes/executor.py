@@ -1,0 +1,321 @@
+"""The executor: AIME's actor factory and the nodes of one task's ReAct loop.
+
+The factory assembles an :class:`ActorSpec` for a task from five parts (persona,
+tools, knowledge, environment, output format); the loop then runs the actor
+(``react`` <-> ``tools``) until it submits a result, answers without a tool
+call, or hits its step cap, and ``conclude`` turns whatever happened into the
+task's result.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+from langchain_core.tools import BaseTool
+from langgraph.runtime import Runtime
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import reraise_if_retryable, resolve_mode, usage_of, with_json_instructions
+from aimegraph.models.json_tools import describe_tools, parse_tool_calls, plain_conversation
+from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
+from aimegraph.prompts import actor as prompts
+from aimegraph.prompts import json_mode
+from aimegraph.state import ActorState, ProgressUpdate, Task, TaskResult, Usage
+from aimegraph.tools.progress import submit_result, update_progress
+from aimegraph.tools.registry import ToolRegistry
+
+ActorNode = Callable[[ActorState, Runtime[Any]], dict[str, Any]]
+
+ALWAYS_BOUND: tuple[BaseTool, ...] = (update_progress, submit_result)
+"""Tools every actor has, whatever its bundles."""
+
+
+@dataclass(frozen=True)
+class ActorSpec:
+    """Everything that makes an actor specialised for its task (AIME's actor factory)."""
+
+    task_id: str
+    persona: str
+    tools: tuple[BaseTool, ...]
+    knowledge: tuple[str, ...]
+    environment: str
+    output_format: str
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    def system_prompt(self) -> str:
+        tools = [*self.tools, *ALWAYS_BOUND]
+        return prompts.SYSTEM.format(
+            persona=self.persona,
+            tools="\n".join(f"- {t.name}: {t.description.strip()}" for t in tools),
+            knowledge="\n\n".join(self.knowledge) or prompts.NO_KNOWLEDGE,
+            environment=self.environment,
+            output_format=self.output_format,
+        )
+
+
+class ActorFactory(Protocol):
+    """Builds the actor for a task. Pass your own to ``build_aime_graph(factory=...)``."""
+
+    def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
+        """The actor for ``task``."""
+        ...
+
+
+class DefaultActorFactory:
+    """Persona from the task (or a persona library), tools from the task's bundles."""
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        *,
+        workspace: Path,
+        personas: Mapping[str, str] | None = None,
+    ) -> None:
+        self.registry = registry
+        self.workspace = workspace
+        self.personas = dict(personas or {})
+
+    def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
+        return ActorSpec(
+            task_id=task.id,
+            persona=self.persona(task),
+            tools=tuple(self.tools(task)),
+            knowledge=(),
+            environment=self.environment(dependencies),
+            output_format=task.completion_criteria and (
+                f"{prompts.DEFAULT_OUTPUT_FORMAT} It must show that: {task.completion_criteria}"
+            ) or prompts.DEFAULT_OUTPUT_FORMAT,
+        )
+
+    def persona(self, task: Task) -> str:
+        if task.persona in self.personas:
+            return self.personas[task.persona]
+        if task.persona:
+            return f"You are {task.persona}. {prompts.DEFAULT_PERSONA.removeprefix('You are ')}"
+        return prompts.DEFAULT_PERSONA
+
+    def tools(self, task: Task) -> list[BaseTool]:
+        known = [b for b in task.tool_bundles if b in self.registry.bundles]
+        return self.registry.select(known) if known else list(self.registry.tools.values())
+
+    def environment(self, dependencies: Mapping[str, TaskResult]) -> str:
+        files = sorted(p.name + ("/" if p.is_dir() else "") for p in self.workspace.glob("*"))
+        shown = ", ".join(files[:30]) + (" ..." if len(files) > 30 else "")
+        lines = [
+            f"Workspace: file and python tools work in {self.workspace} (paths are relative to it).",
+            f"Files there now: {shown or '(empty)'}",
+        ]
+        if dependencies:
+            lines.append(f"Results of earlier tasks you can use: {', '.join(dependencies)}.")
+        return "\n".join(lines)
+
+
+def task_message(state: ActorState) -> HumanMessage:
+    """The human turn that hands the actor its task and its inputs."""
+    task = state["task"]
+    previous = ""
+    if task.attempts > 1 and task.result is not None and task.result.status == "failed":
+        previous = prompts.PREVIOUS_ATTEMPT.format(attempt=task.attempts, reason=task.result.summary)
+    deps = "".join(
+        prompts.DEPENDENCY.format(
+            task_id=dep_id,
+            summary=result.summary,
+            artifacts=_artifact_lines(result.artifacts),
+        )
+        for dep_id, result in state.get("dependency_results", {}).items()
+    )
+    return HumanMessage(
+        prompts.TASK.format(
+            goal=state["goal"],
+            task_id=task.id,
+            attempt=max(task.attempts, 1),
+            title=task.title,
+            description=task.description or task.title,
+            criteria=task.completion_criteria or "the task is done",
+            previous_attempt=previous,
+            dependencies=deps,
+        )
+    )
+
+
+def _artifact_lines(artifacts: Mapping[str, str]) -> str:
+    return "".join(f"- {name}: {value}\n" for name, value in artifacts.items())
+
+
+def make_assemble_node(factory: ActorFactory) -> ActorNode:
+    """The actor factory as a node: builds the spec and opens the conversation."""
+
+    def assemble(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+        task = state["task"]
+        spec = factory.build(task, state["goal"], state.get("dependency_results", {}))
+        runtime.stream_writer(
+            {"type": "actor", "event": "started", "task_id": task.id, "tools": spec.tool_names}
+        )
+        return {
+            "messages": [SystemMessage(spec.system_prompt()), task_message(state)],
+            "tool_names": spec.tool_names,
+            "steps": 0,
+            "result": None,
+            "error": None,
+        }
+
+    return assemble
+
+
+def make_react_node(
+    model: BaseChatModel, *, tools: Mapping[str, BaseTool], config: AimeConfig
+) -> ActorNode:
+    """One ReAct step: the model picks the next tool call (or answers)."""
+
+    def react(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
+        bound = [tools[n] for n in state.get("tool_names", []) if n in tools] + list(ALWAYS_BOUND)
+        steps = state.get("steps", 0) + 1
+        mode = resolve_mode(cfg.tool_calling, model)
+        try:
+            if mode == "native":
+                reply = model.bind_tools(bound).invoke(state["messages"])
+            else:
+                prompt = with_json_instructions(
+                    state["messages"], json_mode.TOOLS.format(tools=describe_tools(bound))
+                )
+                reply = model.invoke(plain_conversation(prompt))
+        except Exception as exc:  # noqa: BLE001 - a model failure fails the task, as data
+            reraise_if_retryable(exc, runtime)
+            return {"steps": steps, "error": f"model call failed: {type(exc).__name__}: {exc}"}
+        usage = usage_of(reply, "actor", cfg.prices)
+        if mode == "json":
+            return _json_step(reply, steps, usage)
+        usage = usage.model_copy(update={"tool_calls": len(reply.tool_calls)})
+        return {"messages": [reply], "steps": steps, "usage": usage}
+
+    return react
+
+
+def _json_step(reply: AIMessage, steps: int, usage: Usage) -> dict[str, Any]:
+    """Turn a JSON-mode reply into tool calls, or into a re-ask with the parse error."""
+    text = reply.text
+    problem = check_degenerate(text, finish_reason=reply.response_metadata.get("finish_reason"))
+    if problem is None:
+        try:
+            calls = parse_tool_calls(text)
+        except JsonReplyError as exc:
+            problem = str(exc)
+        else:
+            message = AIMessage(content=text, tool_calls=calls, id=reply.id)
+            usage = usage.model_copy(update={"tool_calls": len(calls)})
+            return {"messages": [message], "steps": steps, "usage": usage}
+    return {
+        "messages": [
+            AIMessage(content=text, id=reply.id),
+            HumanMessage(json_mode.PARSE_ERROR.format(error=problem)),
+        ],
+        "steps": steps,
+        "usage": usage,
+    }
+
+
+def route_after_react(config: AimeConfig) -> Callable[[ActorState, Runtime[Any]], str]:
+    """tools / react (a re-ask after unparseable output) / conclude."""
+
+    def route(state: ActorState, runtime: Runtime[Any]) -> str:
+        last = state["messages"][-1]
+        if state.get("error"):
+            return "conclude"
+        if isinstance(last, AIMessage) and last.tool_calls:
+            return "tools"
+        if isinstance(last, HumanMessage) and _steps_left(state, config.for_run(runtime)):
+            return "react"
+        return "conclude"
+
+    return route
+
+
+def route_after_tools(config: AimeConfig) -> Callable[[ActorState, Runtime[Any]], str]:
+    """conclude once a result is submitted or the steps are used up, else react."""
+
+    def route(state: ActorState, runtime: Runtime[Any]) -> str:
+        if state.get("result") is not None or not _steps_left(state, config.for_run(runtime)):
+            return "conclude"
+        return "react"
+
+    return route
+
+
+def _steps_left(state: ActorState, cfg: AimeConfig) -> bool:
+    steps = state.get("steps", 0)
+    budget = state.get("llm_call_budget")
+    return steps < cfg.max_actor_steps and (budget is None or steps < budget)
+
+
+def make_conclude_node(config: AimeConfig) -> ActorNode:
+    """Settles the task: the submitted result, the final answer, or a failure that
+    keeps the partial work."""
+
+    def conclude(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
+        result = state.get("result") or _unsubmitted_result(state, cfg)
+        return settle(state, result, runtime)
+
+    return conclude
+
+
+def settle(state: ActorState, result: TaskResult, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The actor's output for the parent: the task with its result, and a progress record."""
+    task = state["task"]
+    runtime.stream_writer(
+        {"type": "actor", "event": result.status, "task_id": task.id, "summary": result.summary}
+    )
+    return {
+        "result": result,
+        "tasks": {task.id: task.model_copy(update={"status": result.status, "result": result})},
+        "updates": [ProgressUpdate(task_id=task.id, status=result.status, message=result.summary)],
+    }
+
+
+def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
+    messages: Sequence[AnyMessage] = state.get("messages", [])
+    last = messages[-1] if messages else None
+    if error := state.get("error"):
+        return TaskResult(status="failed", summary=error)
+    if isinstance(last, AIMessage) and not last.tool_calls and last.text.strip():
+        # An answer without a tool call is the actor's final summary (DESIGN.md 4).
+        return TaskResult(status="completed", summary=last.text.strip())
+    steps = state.get("steps", 0)
+    budget = state.get("llm_call_budget")
+    why = "its share of the LLM-call budget" if budget is not None and steps >= budget else (
+        f"max_actor_steps={cfg.max_actor_steps}"
+    )
+    return TaskResult(
+        status="failed",
+        summary=prompts.STEP_CAP_SUMMARY.format(
+            steps=f"{steps} ({why})", transcript=_transcript(messages)
+        ),
+    )
+
+
+def _transcript(messages: Sequence[AnyMessage], limit: int = 3000) -> str:
+    """The tool calls and observations so far, newest last, cut to ``limit`` characters."""
+    lines = []
+    for message in messages:
+        if isinstance(message, AIMessage):
+            lines += [f"> {c['name']}({json.dumps(c['args'])[:300]})" for c in message.tool_calls]
+        elif isinstance(message, ToolMessage):
+            lines.append("  " + " ".join(message.text.split())[:500])
+    text = "\n".join(lines) or "(no tool calls)"
+    return text if len(text) <= limit else "..." + text[-limit:]

@@ -1,0 +1,167 @@
+"""Planner nodes: draft a PlanUpdate, validate it against the progress list, repair or give up."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import invoke_structured, resolve_mode
+from aimegraph.prompts import planner as prompts
+from aimegraph.state import PlanError, PlannerState, PlanUpdate, apply_plan, render_checklist
+
+PlannerNode = Callable[[PlannerState, Runtime[Any]], dict[str, Any]]
+
+_FINISHED = ("succeeded", "failed", "budget_exhausted", "rejected")
+
+
+def resolve_goal(state: PlannerState) -> str | None:
+    """The goal: the ``goal`` key, or the last human message when the goal is
+    absent or when a finished thread receives a new request."""
+    messages: list[AnyMessage] = state.get("messages") or []
+    last = messages[-1] if messages else None
+    asked = last.text.strip() if isinstance(last, HumanMessage) else ""
+    goal = (state.get("goal") or "").strip()
+    if asked and (not goal or state.get("status") in _FINISHED):
+        return asked
+    return goal or asked or None
+
+
+def make_draft_node(
+    model: BaseChatModel, *, config: AimeConfig, bundles_description: str
+) -> PlannerNode:
+    """The node that asks the planner model for a PlanUpdate."""
+
+    def draft(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
+        goal = resolve_goal(state)
+        if goal is None:
+            return {"draft": None, "plan_error": "no goal: pass 'goal' or a human message"}
+        new_run = state.get("status") in _FINISHED or "status" not in state
+        replans = 0 if new_run else state.get("replans", 0)
+        messages = [
+            SystemMessage(
+                prompts.SYSTEM.format(max_tasks=cfg.max_tasks, bundles=bundles_description)
+            ),
+            HumanMessage(
+                prompts.CONTEXT.format(
+                    goal=goal,
+                    replans=replans,
+                    max_replans=cfg.max_replans,
+                    checklist=render_checklist(state.get("tasks") or {}, with_results=True),
+                    sections=_feedback_sections(state, new_run),
+                )
+            ),
+        ]
+        if state.get("plan_error") and state.get("draft") is not None:
+            messages.append(
+                HumanMessage(
+                    prompts.REPAIR.format(
+                        error=state["plan_error"], draft=json.dumps(state["draft"], indent=1)
+                    )
+                )
+            )
+        reply = invoke_structured(
+            model,
+            PlanUpdate,
+            messages,
+            role="planner",
+            mode=resolve_mode(cfg.tool_calling, model),
+            retries=cfg.max_output_retries,
+            runtime=runtime,
+            prices=cfg.prices,
+        )
+        update: dict[str, Any] = {
+            "goal": goal,
+            "draft": reply.value.model_dump() if reply.value else None,
+            "plan_error": reply.error,
+            "usage": reply.usage,
+        }
+        if new_run:
+            update |= {
+                "status": "running",
+                "reason": None,
+                "replans": 0,
+                "steps": 0,
+                "verdict": None,
+                "final_answer": None,
+            }
+        return update
+
+    return draft
+
+
+def _feedback_sections(state: PlannerState, new_run: bool) -> str:
+    sections = []
+    if not new_run and (reason := state.get("replan_reason")):
+        sections.append(prompts.REASON.format(reason=reason))
+    verdict = state.get("verdict")
+    if not new_run and verdict is not None and not verdict.passed:
+        issues = "\n".join(f"- {i}" for i in verdict.issues) or "- (none listed)"
+        sections.append(prompts.REVIEW.format(reasoning=verdict.reasoning, issues=issues))
+    if notes := state.get("notes"):
+        sections.append(prompts.NOTES.format(notes="\n".join(f"- {n}" for n in notes)))
+    return "".join(sections)
+
+
+def make_validate_node(*, config: AimeConfig, bundles: Collection[str]) -> PlannerNode:
+    """The node that applies the draft to the progress list, or records why it can't."""
+
+    def validate(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
+        draft = state.get("draft")
+        if draft is None:
+            return {"repairs": state.get("repairs", 0) + 1}
+        try:
+            plan = PlanUpdate.model_validate(draft)
+            changed = apply_plan(
+                state.get("tasks") or {}, plan, max_tasks=cfg.max_tasks, bundles=bundles
+            )
+        except PlanError as exc:
+            return {"plan_error": str(exc), "repairs": state.get("repairs", 0) + 1}
+        merged = {**(state.get("tasks") or {}), **changed}
+        runtime.stream_writer(
+            {"type": "plan", "rationale": plan.rationale, "checklist": render_checklist(merged)}
+        )
+        return {
+            "tasks": changed,
+            "plan_error": None,
+            "plan_rationale": plan.rationale,
+            "replan_reason": None,
+        }
+
+    return validate
+
+
+def make_give_up_node() -> PlannerNode:
+    """Ends the run when no acceptable plan came out of the repairs."""
+
+    def give_up(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
+        error = state.get("plan_error") or "unknown error"
+        return {
+            "status": "failed",
+            "reason": f"the planner produced no valid plan after {state.get('repairs', 0)} "
+            f"attempt(s): {error}",
+        }
+
+    return give_up
+
+
+def route_after_validate(config: AimeConfig) -> Callable[[PlannerState, Runtime[Any]], str]:
+    """accept / repair / give_up."""
+
+    def route(state: PlannerState, runtime: Runtime[Any]) -> str:
+        if state.get("plan_error") is None:
+            return "accept"
+        cfg = config.for_run(runtime)
+        repairable = state.get("draft") is not None
+        if repairable and state.get("repairs", 0) <= cfg.max_plan_repairs:
+            return "repair"
+        return "give_up"
+
+    return route

@@ -1,0 +1,88 @@
+"""The reporter: the final answer, from the goal and the task results."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import reraise_if_retryable, usage_of
+from aimegraph.prompts import reporter as prompts
+from aimegraph.state import AimeState, Task, render_checklist
+
+
+def render_results(tasks: dict[str, Task]) -> str:
+    """Every task result as a tagged block, in plan order."""
+    blocks = [
+        prompts.RESULT.format(
+            task_id=task.id,
+            title=task.title,
+            status=task.result.status,
+            summary=task.result.summary,
+            artifacts="".join(f"- {k}: {v}\n" for k, v in task.result.artifacts.items()),
+        )
+        for task in tasks.values()
+        if task.result is not None
+    ]
+    return "\n".join(blocks) or "(no results)"
+
+
+def make_reporter_node(
+    model: BaseChatModel, *, config: AimeConfig
+) -> Callable[[AimeState, Runtime[Any]], dict[str, Any]]:
+    """Writes ``final_answer`` (also appended to ``messages``).
+
+    A run that stopped early (budget spent, no valid plan) gets a partial report
+    written without a model call. When the final answer is not to be verified,
+    the run succeeds here.
+    """
+
+    def reporter(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
+        tasks = dict(state.get("tasks") or {})
+        status = state.get("status", "running")
+        update: dict[str, Any] = {}
+        if status != "running":
+            answer = partial_report(state)
+        else:
+            messages = [
+                SystemMessage(prompts.SYSTEM),
+                HumanMessage(
+                    prompts.REQUEST.format(goal=state.get("goal", ""), results=render_results(tasks))
+                ),
+            ]
+            try:
+                reply = model.invoke(messages)
+                update["usage"] = usage_of(reply, "reporter", cfg.prices)
+                answer = reply.text.strip()
+            except Exception as exc:  # noqa: BLE001 - fall back to the results themselves
+                reraise_if_retryable(exc, runtime)
+                answer = ""
+                update["reason"] = f"the reporter model failed ({exc}); results listed as they are"
+            answer = answer or render_results(tasks)
+            if cfg.verify not in ("final", "both"):
+                update["status"] = "succeeded"
+        runtime.stream_writer({"type": "final_answer", "text": answer})
+        return update | {"final_answer": answer, "messages": [AIMessage(answer, name="aime")]}
+
+    return reporter
+
+
+def partial_report(state: AimeState) -> str:
+    tasks = dict(state.get("tasks") or {})
+    return prompts.PARTIAL.format(
+        status=state.get("status"),
+        reason=state.get("reason") or "unknown",
+        goal=state.get("goal", ""),
+        checklist=render_checklist(tasks),
+        results=render_results(tasks),
+    )
+
+
+def route_after_reporter(state: AimeState) -> str:
+    """verifier when the answer is to be judged, else the end."""
+    return "verifier" if state.get("status", "running") == "running" else "__end__"

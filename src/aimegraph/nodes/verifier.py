@@ -1,0 +1,118 @@
+"""Verifier nodes (BMW Agents' independent verifier).
+
+``judge`` sees only the goal and the final answer, never the plan, and sets the
+run's status. ``make_task_check_node`` checks one task's result against its
+completion criteria inside the actor graph (``verify="tasks"`` or ``"both"``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import invoke_structured, resolve_mode
+from aimegraph.nodes.executor import settle
+from aimegraph.prompts import verifier as prompts
+from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
+
+
+def _ask_verdict(
+    model: BaseChatModel, prompt: str, cfg: AimeConfig, runtime: Runtime[Any]
+) -> tuple[Verdict | None, str | None, Usage]:
+    reply = invoke_structured(
+        model,
+        Verdict,
+        [SystemMessage(prompts.SYSTEM), HumanMessage(prompt)],
+        role="verifier",
+        mode=resolve_mode(cfg.tool_calling, model),
+        retries=cfg.max_output_retries,
+        runtime=runtime,
+        prices=cfg.prices,
+    )
+    return reply.value, reply.error, reply.usage
+
+
+def make_judge_node(
+    model: BaseChatModel, *, config: AimeConfig
+) -> Callable[[VerifierState, Runtime[Any]], dict[str, Any]]:
+    """Judges the final answer against the goal and settles the run's status:
+    ``succeeded``; ``running`` with a replan reason when rejected and replans
+    are left; ``rejected`` otherwise; ``failed`` when no verdict could be had."""
+
+    def judge(state: VerifierState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
+        answer = state.get("final_answer") or "(no answer was produced)"
+        verdict, error, usage = _ask_verdict(
+            model, prompts.FINAL.format(goal=state.get("goal", ""), answer=answer), cfg, runtime
+        )
+        runtime.stream_writer({"type": "verdict", "verdict": verdict, "error": error})
+        if verdict is None:
+            return {
+                "verdict": None,
+                "usage": usage,
+                "status": "failed",
+                "reason": f"the verifier gave no verdict: {error}",
+            }
+        if verdict.passed:
+            return {"verdict": verdict, "usage": usage, "status": "succeeded", "reason": None}
+        replans = state.get("replans", 0)
+        if replans < cfg.max_replans:
+            return {
+                "verdict": verdict,
+                "usage": usage,
+                "status": "running",
+                "replans": replans + 1,
+                "replan_reason": "The reviewer rejected the final answer (issues below).",
+            }
+        return {
+            "verdict": verdict,
+            "usage": usage,
+            "status": "rejected",
+            "reason": f"the verifier rejected the answer; no replans left "
+            f"(max_replans={cfg.max_replans})",
+        }
+
+    return judge
+
+
+def make_task_check_node(
+    model: BaseChatModel, *, config: AimeConfig
+) -> Callable[[ActorState, Runtime[Any]], dict[str, Any]]:
+    """Checks a completed task's result against its completion criteria; a failed
+    check fails the task with the verifier's issues as the reason."""
+
+    def check(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
+        task, result = state["task"], state.get("result")
+        if result is None or result.status != "completed":
+            return {}
+        prompt = prompts.TASK.format(
+            task_id=task.id,
+            title=task.title,
+            description=task.description or task.title,
+            criteria=task.completion_criteria or "the task is done",
+            summary=result.summary,
+            artifacts="".join(f"- {k}: {v}\n" for k, v in result.artifacts.items()),
+        )
+        verdict, error, usage = _ask_verdict(model, prompt, cfg, runtime)
+        if verdict is not None and verdict.passed:
+            return {"usage": usage}
+        reason = (
+            f"{verdict.reasoning} Issues: {'; '.join(verdict.issues)}"
+            if verdict is not None
+            else f"no verdict: {error}"
+        )
+        failed = TaskResult(
+            status="failed",
+            summary=f"Did not pass the check of its completion criteria: {reason}\n"
+            f"The result was: {result.summary}",
+            artifacts=result.artifacts,
+        )
+        return settle(state, failed, runtime) | {"usage": usage}
+
+    return check

@@ -1,0 +1,68 @@
+"""Actor prompts: the five parts AIME's actor factory assembles, and the task message."""
+
+SYSTEM = """\
+# Role: actor
+{persona}
+
+## Your task
+You carry out one task of a larger plan. Work step by step with the tools. Report
+notable progress with `update_progress`. When the task is done, call
+`submit_result` with status "completed", a summary that holds the actual findings
+(numbers, names, conclusions; not just "done") and any artifacts (short named
+values or file paths). If the task cannot be done, call `submit_result` with status
+"failed" and explain why in the summary.
+
+## Tools
+{tools}
+
+## Knowledge
+{knowledge}
+
+## Environment
+{environment}
+
+## Output format
+{output_format}
+"""
+
+DEFAULT_PERSONA = "You are a careful, resourceful specialist who verifies every figure."
+
+DEFAULT_OUTPUT_FORMAT = (
+    "A concise summary in plain text with the key figures inline; "
+    "artifacts map short names to values or workspace paths."
+)
+
+NO_KNOWLEDGE = "(no retrieved passages)"
+
+TASK = """\
+Overall goal (for context): {goal}
+
+<task id="{task_id}" attempt="{attempt}">
+Title: {title}
+Description: {description}
+Done when: {criteria}
+</task>
+{previous_attempt}{dependencies}"""
+
+PREVIOUS_ATTEMPT = """
+This is attempt {attempt}. The previous attempt failed: {reason}
+Try a different approach.
+"""
+
+DEPENDENCY = """
+<dependency id="{task_id}">
+{summary}
+{artifacts}</dependency>
+"""
+
+STEP_CAP_SUMMARY = """\
+Stopped after {steps} steps without submitting a result. Partial work:
+{transcript}"""
+
+NO_TOOL_CALL = "Call one of the tools, or `submit_result` when you are done."
+
+REPEATED_ACTION = (
+    "You already called {tool} with these exact arguments {count} times and got the "
+    "same kind of answer. Change your approach: different arguments, another tool, "
+    "or submit_result."
+)

@@ -1,0 +1,71 @@
+"""Typed shared state: records, reducers and progress-list operations."""
+
+from aimegraph.state.aime_state import ActorInput, AimeInput, AimeOutput, AimeState
+from aimegraph.state.models import (
+    TERMINAL_TASK_STATUSES,
+    PlanUpdate,
+    ProgressUpdate,
+    ResultStatus,
+    RoleUsage,
+    RunStatus,
+    Task,
+    TaskResult,
+    TaskSpec,
+    TaskStatus,
+    Usage,
+    Verdict,
+)
+from aimegraph.state.progress import (
+    PlanError,
+    apply_plan,
+    dependency_results,
+    ready_tasks,
+    render_checklist,
+    validate_plan,
+)
+from aimegraph.state.reducers import add_usage, merge_tasks
+from aimegraph.state.role_states import (
+    ActorOutput,
+    ActorState,
+    PlannerInput,
+    PlannerOutput,
+    PlannerState,
+    VerifierInput,
+    VerifierOutput,
+    VerifierState,
+)
+
+__all__ = [
+    "TERMINAL_TASK_STATUSES",
+    "ActorInput",
+    "ActorOutput",
+    "ActorState",
+    "AimeInput",
+    "AimeOutput",
+    "AimeState",
+    "PlanError",
+    "PlanUpdate",
+    "PlannerInput",
+    "PlannerOutput",
+    "PlannerState",
+    "ProgressUpdate",
+    "ResultStatus",
+    "RoleUsage",
+    "RunStatus",
+    "Task",
+    "TaskResult",
+    "TaskSpec",
+    "TaskStatus",
+    "Usage",
+    "Verdict",
+    "VerifierInput",
+    "VerifierOutput",
+    "VerifierState",
+    "add_usage",
+    "apply_plan",
+    "dependency_results",
+    "merge_tasks",
+    "ready_tasks",
+    "render_checklist",
+    "validate_plan",
+]

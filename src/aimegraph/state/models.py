@@ -1,0 +1,142 @@
+"""The records that flow through the aime graph (DESIGN.md section 3, contract).
+
+All records are frozen pydantic models: a node never mutates what another node
+holds, it returns a new copy and the reducers merge it. That is what makes the
+parallel executors safe and every checkpoint a faithful snapshot.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
+ResultStatus = Literal["completed", "failed"]
+RunStatus = Literal["running", "succeeded", "failed", "budget_exhausted", "rejected"]
+
+TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "failed", "skipped"})
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class TaskResult(_Record):
+    """What an actor hands back for its task."""
+
+    status: ResultStatus
+    summary: str
+    artifacts: dict[str, str] = Field(default_factory=dict)
+
+
+class Task(_Record):
+    """One node of the progress list (AIME's hierarchical task list)."""
+
+    id: str
+    title: str
+    description: str = ""
+    parent_id: str | None = None
+    dependencies: tuple[str, ...] = ()
+    status: TaskStatus = "pending"
+    completion_criteria: str = ""
+    tool_bundles: tuple[str, ...] = ()
+    persona: str = ""
+    result: TaskResult | None = None
+    attempts: int = 0
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_TASK_STATUSES
+
+
+class ProgressUpdate(_Record):
+    """AIME's Update_Progress record: what an actor (or the engine) reported."""
+
+    task_id: str
+    status: str
+    message: str
+    at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+
+
+class Verdict(_Record):
+    """The verifier's judgement (also the verifier model's output schema)."""
+
+    passed: bool = Field(description="True when the answer fully achieves the goal.")
+    reasoning: str = Field(description="Why the answer passes or fails, citing the answer.")
+    issues: list[str] = Field(
+        default_factory=list,
+        description="Concrete problems to fix; empty when passed.",
+    )
+
+
+class RoleUsage(_Record):
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+
+
+class Usage(_Record):
+    """Resource use of a run; the state reducer adds these up."""
+
+    llm_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    tool_calls: int = 0
+    cost_usd: float = 0.0
+    by_role: dict[str, RoleUsage] = Field(default_factory=dict)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        roles = dict(self.by_role)
+        for role, used in other.by_role.items():
+            mine = roles.get(role, RoleUsage())
+            roles[role] = RoleUsage(
+                llm_calls=mine.llm_calls + used.llm_calls,
+                input_tokens=mine.input_tokens + used.input_tokens,
+                output_tokens=mine.output_tokens + used.output_tokens,
+            )
+        return Usage(
+            llm_calls=self.llm_calls + other.llm_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            tool_calls=self.tool_calls + other.tool_calls,
+            cost_usd=self.cost_usd + other.cost_usd,
+            by_role=roles,
+        )
+
+
+# --- what the planner model is asked for (DESIGN.md section 4, contract) ---
+
+
+class TaskSpec(BaseModel):
+    """A task as the planner writes it. An id that already exists revises that task."""
+
+    id: str = Field(description="Short stable id such as 't1'; reuse an id to revise that task.")
+    title: str = Field(description="Imperative one-line title.")
+    description: str = Field(default="", description="What to do and what to hand back.")
+    dependencies: list[str] = Field(
+        default_factory=list, description="Ids of tasks whose results this task needs."
+    )
+    completion_criteria: str = Field(default="", description="How to tell that the task is done.")
+    tool_bundles: list[str] = Field(
+        default_factory=list, description="Tool bundles the actor needs, e.g. files, compute."
+    )
+    persona: str = Field(default="", description="The specialist who should do it.")
+    parent_id: str | None = Field(
+        default=None, description="Id of the parent task when this is a sub-task."
+    )
+
+
+class PlanUpdate(BaseModel):
+    """The planner's output: new or revised tasks, and pending tasks to cancel."""
+
+    rationale: str = Field(description="Why this plan (or change of plan) reaches the goal.")
+    tasks: list[TaskSpec] = Field(
+        default_factory=list, description="New tasks, or revisions of existing ids."
+    )
+    drop: list[str] = Field(default_factory=list, description="Ids of pending tasks to cancel.")

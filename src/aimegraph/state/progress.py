@@ -1,0 +1,180 @@
+"""Operations on the progress list: applying a plan, DAG checks, the ready set and
+AIME's Markdown checklist."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+
+import networkx as nx
+
+from aimegraph.state.models import PlanUpdate, Task, TaskResult
+
+Tasks = Mapping[str, Task]
+
+_CHECKBOX = {
+    "pending": "[ ]",
+    "in_progress": "[~]",
+    "completed": "[x]",
+    "failed": "[!]",
+    "skipped": "[-]",
+}
+
+
+class PlanError(ValueError):
+    """A drafted plan cannot be accepted; the message is written for the planner model."""
+
+
+def apply_plan(
+    tasks: Tasks,
+    plan: PlanUpdate,
+    *,
+    max_tasks: int,
+    bundles: Collection[str] | None = None,
+) -> dict[str, Task]:
+    """Return the changed tasks after applying ``plan`` to ``tasks``, or raise PlanError.
+
+    Completed tasks are never lost: a spec that names a completed task is
+    refused. A revised task restarts as pending with its attempts reset.
+    Failed tasks that the plan neither revises nor drops are marked skipped (the
+    planner has seen them and chose to live without them); their result, with
+    the failure reason, is kept. When ``bundles`` is given, tasks may only name
+    those tool bundles.
+    """
+    errors: list[str] = []
+    seen: set[str] = set()
+    changed: dict[str, Task] = {}
+    for spec in plan.tasks:
+        task_id = spec.id.strip()
+        if not task_id:
+            errors.append(f"task {spec.title!r} has an empty id")
+            continue
+        if task_id in seen:
+            errors.append(f"duplicate task id {task_id!r}")
+            continue
+        seen.add(task_id)
+        existing = tasks.get(task_id)
+        if existing is not None and existing.status == "completed":
+            errors.append(
+                f"task {task_id!r} is already completed and cannot be revised; "
+                "add a new task with a new id instead"
+            )
+            continue
+        unknown = [b for b in spec.tool_bundles if bundles is not None and b not in bundles]
+        if unknown:
+            errors.append(
+                f"task {task_id!r} names unknown tool bundles {unknown}; "
+                f"available: {sorted(bundles or [])}"
+            )
+        changed[task_id] = Task(
+            id=task_id,
+            title=spec.title,
+            description=spec.description,
+            parent_id=spec.parent_id,
+            dependencies=tuple(dict.fromkeys(d.strip() for d in spec.dependencies)),
+            completion_criteria=spec.completion_criteria,
+            tool_bundles=tuple(spec.tool_bundles),
+            persona=spec.persona,
+        )
+    for task_id in plan.drop:
+        task = changed.get(task_id) or tasks.get(task_id)
+        if task is None:
+            errors.append(f"cannot drop unknown task {task_id!r}")
+        elif task.status in ("completed", "in_progress"):
+            errors.append(f"cannot drop task {task_id!r}: it is {task.status}")
+        else:
+            changed[task_id] = task.model_copy(update={"status": "skipped"})
+    for task_id, task in tasks.items():
+        if task.status == "failed" and task_id not in changed:
+            changed[task_id] = task.model_copy(update={"status": "skipped"})
+    if errors:
+        raise PlanError("; ".join(errors))
+    merged = {**tasks, **changed}
+    validate_plan(merged, max_tasks=max_tasks)
+    return changed
+
+
+def validate_plan(tasks: Tasks, *, max_tasks: int) -> None:
+    """Raise PlanError unless the open part of ``tasks`` is a runnable DAG."""
+    open_tasks = {i: t for i, t in tasks.items() if t.status != "skipped"}
+    errors: list[str] = []
+    if len(open_tasks) > max_tasks:
+        errors.append(f"the plan has {len(open_tasks)} tasks; at most {max_tasks} are allowed")
+    graph = nx.DiGraph()
+    graph.add_nodes_from(open_tasks)
+    for task in open_tasks.values():
+        if task.parent_id is not None and task.parent_id not in tasks:
+            errors.append(f"task {task.id!r} has unknown parent {task.parent_id!r}")
+        for dep in task.dependencies:
+            if dep == task.id:
+                errors.append(f"task {task.id!r} depends on itself")
+            elif dep not in tasks:
+                errors.append(f"task {task.id!r} depends on unknown task {dep!r}")
+            elif task.status == "pending" and tasks[dep].status == "skipped":
+                errors.append(
+                    f"task {task.id!r} depends on {dep!r}, which was skipped; revise or drop it"
+                )
+            else:
+                graph.add_edge(dep, task.id)
+    if cycle := _find_cycle(graph):
+        errors.append(f"dependency cycle {cycle}")
+    hierarchy = nx.DiGraph((t.parent_id, t.id) for t in open_tasks.values() if t.parent_id in tasks)
+    if cycle := _find_cycle(hierarchy):
+        errors.append(f"parent cycle {cycle}")
+    if errors:
+        raise PlanError("; ".join(errors))
+
+
+def _find_cycle(graph: nx.DiGraph) -> str | None:
+    try:
+        edges = nx.find_cycle(graph)
+    except nx.NetworkXNoCycle:
+        return None
+    return " -> ".join([edge[0] for edge in edges] + [edges[0][0]])
+
+
+def ready_tasks(tasks: Tasks) -> list[Task]:
+    """Pending tasks whose dependencies are all completed, in plan order."""
+    return [
+        task
+        for task in tasks.values()
+        if task.status == "pending"
+        and all(
+            tasks.get(d) is not None and tasks[d].status == "completed" for d in task.dependencies
+        )
+    ]
+
+
+def dependency_results(tasks: Tasks, task: Task) -> dict[str, TaskResult]:
+    """The results of ``task``'s direct dependencies, keyed by id."""
+    return {dep: result for dep in task.dependencies if (result := tasks[dep].result) is not None}
+
+
+def render_checklist(tasks: Tasks, *, with_results: bool = False) -> str:
+    """AIME's Markdown progress list: children indented under their parent.
+
+    ``[ ]`` pending, ``[~]`` in progress, ``[x]`` completed, ``[!]`` failed,
+    ``[-]`` skipped. Dependencies and, on request, results follow each line.
+    """
+    if not tasks:
+        return "(no tasks yet)"
+    children: dict[str | None, list[Task]] = {}
+    for task in tasks.values():
+        parent = task.parent_id if task.parent_id in tasks else None
+        children.setdefault(parent, []).append(task)
+
+    lines: list[str] = []
+
+    def walk(parent: str | None, depth: int) -> None:
+        for task in children.get(parent, []):
+            indent = "  " * depth
+            line = f"{indent}- {_CHECKBOX[task.status]} {task.id}: {task.title}"
+            if task.dependencies:
+                line += f" (after {', '.join(task.dependencies)})"
+            lines.append(line)
+            if with_results and task.result is not None:
+                summary = " ".join(task.result.summary.split())
+                lines.append(f"{indent}  - result ({task.result.status}): {summary}")
+            walk(task.id, depth + 1)
+
+    walk(None, 0)
+    return "\n".join(lines)

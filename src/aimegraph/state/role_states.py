@@ -1,0 +1,91 @@
+"""The states of the role subgraphs. Keys shared with AimeState carry the same
+reducers, so a subgraph used as a node merges straight into the parent."""
+
+from __future__ import annotations
+
+import operator
+from typing import Annotated, Any
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from aimegraph.state.aime_state import ActorInput
+from aimegraph.state.models import ProgressUpdate, RunStatus, Task, TaskResult, Usage, Verdict
+from aimegraph.state.reducers import add_usage, merge_tasks
+
+
+class PlannerInput(TypedDict, total=False):
+    """What the planner reads. Accumulating keys (``usage``) are left out, so that
+    the subgraph's output carries only its own share and the parent's reducer
+    does not count the run's usage twice."""
+
+    goal: str
+    messages: Annotated[list[AnyMessage], add_messages]
+    tasks: Annotated[dict[str, Task], merge_tasks]
+    notes: Annotated[list[str], operator.add]
+    verdict: Verdict | None
+    replan_reason: str | None
+    replans: int
+    status: RunStatus
+
+
+class PlannerOutput(TypedDict, total=False):
+    goal: str
+    tasks: Annotated[dict[str, Task], merge_tasks]
+    status: RunStatus
+    reason: str | None
+    usage: Annotated[Usage, add_usage]
+    plan_rationale: str
+    replan_reason: str | None
+    replans: int
+    steps: int
+    verdict: Verdict | None
+    final_answer: str | None
+
+
+class PlannerState(PlannerInput, PlannerOutput, total=False):
+    """``draft``, ``plan_error`` and ``repairs`` are the subgraph's own (the draft
+    is a plain dict so checkpoints hold only data)."""
+
+    draft: dict[str, Any] | None
+    plan_error: str | None
+    repairs: int
+
+
+class ActorOutput(TypedDict, total=False):
+    tasks: Annotated[dict[str, Task], merge_tasks]
+    updates: Annotated[list[ProgressUpdate], operator.add]
+    usage: Annotated[Usage, add_usage]
+
+
+class ActorState(ActorInput, ActorOutput, total=False):
+    """One task's ReAct loop. ``result`` is set by ``submit_result`` (or by the
+    loop's end); ``error`` holds a model failure."""
+
+    messages: Annotated[list[AnyMessage], add_messages]
+    tool_names: list[str]
+    steps: int
+    result: TaskResult | None
+    error: str | None
+
+
+class VerifierInput(TypedDict, total=False):
+    """Only the goal and the answer (and the replan count): never the plan."""
+
+    goal: str
+    final_answer: str | None
+    replans: int
+
+
+class VerifierOutput(TypedDict, total=False):
+    verdict: Verdict | None
+    status: RunStatus
+    reason: str | None
+    replans: int
+    replan_reason: str | None
+    usage: Annotated[Usage, add_usage]
+
+
+class VerifierState(VerifierInput, VerifierOutput, total=False):
+    pass
