@@ -1,0 +1,53 @@
+"""aimegraph: AIME-style multi-agent workflows as LangGraph graphs.
+
+    from aimegraph import build_aime_graph, AimeConfig
+    graph = build_aime_graph("scripted:demo", config=AimeConfig(max_parallel=4))
+    out = graph.invoke({"goal": "..."}, {"configurable": {"thread_id": "t1"}})
+    out["final_answer"], out["status"], out["tasks"], out["verdict"]
+"""
+
+from aimegraph.config import AimeConfig
+from aimegraph.drawing import draw, draw_plan
+from aimegraph.graphs import (
+    build_actor_graph,
+    build_aime_graph,
+    build_planner_graph,
+    build_verifier_graph,
+)
+from aimegraph.nodes import ActorFactory, ActorSpec, DefaultActorFactory
+from aimegraph.state import (
+    AimeState,
+    PlanUpdate,
+    ProgressUpdate,
+    Task,
+    TaskResult,
+    TaskSpec,
+    Usage,
+    Verdict,
+    render_checklist,
+)
+from aimegraph.tools import ToolRegistry, default_registry
+
+__all__ = [
+    "ActorFactory",
+    "ActorSpec",
+    "AimeConfig",
+    "AimeState",
+    "DefaultActorFactory",
+    "PlanUpdate",
+    "ProgressUpdate",
+    "Task",
+    "TaskResult",
+    "TaskSpec",
+    "ToolRegistry",
+    "Usage",
+    "Verdict",
+    "build_actor_graph",
+    "build_aime_graph",
+    "build_planner_graph",
+    "build_verifier_graph",
+    "default_registry",
+    "draw",
+    "draw_plan",
+    "render_checklist",
+]

@@ -130,6 +130,7 @@ class ScriptedChatModel(BaseChatModel):
     scenario: Scenario
 
     _cursors: dict[str, int] = PrivateAttr(default_factory=dict)
+    _calls: list[tuple[str, str]] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
 
     @classmethod
@@ -158,6 +159,12 @@ class ScriptedChatModel(BaseChatModel):
         """Start the planner, verifier and reporter lists from the top again."""
         with self._lock:
             self._cursors.clear()
+            self._calls.clear()
+
+    def prompts(self, role: str | None = None) -> list[str]:
+        """The text of every prompt received so far (of one role), oldest first."""
+        with self._lock:
+            return [text for r, text in self._calls if role is None or r == role]
 
     def _generate(
         self,
@@ -185,6 +192,8 @@ class ScriptedChatModel(BaseChatModel):
         prompt = "\n".join(_text(m) for m in messages)
         role_match = _ROLE.search(prompt)
         role = role_match.group(1) if role_match else "reporter"
+        with self._lock:
+            self._calls.append((role, prompt))
         task_match = _TASK.search(prompt)
         if role == "actor":
             if task_match is None:
