@@ -22,6 +22,7 @@ from aimegraph.nodes.executor import (
     route_after_react,
     route_after_tools,
 )
+from aimegraph.nodes.human import make_tool_approval
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.state import ActorInput, ActorOutput, ActorState
 from aimegraph.tools.execution import make_tool_node
@@ -74,6 +75,7 @@ def build_actor_graph(
             list(tools.values()),
             timeout_s=config.tool_timeout_s,
             max_observation_chars=config.max_observation_chars,
+            before_call=make_tool_approval(config),
         ),
     )
     builder.add_node("conclude", make_conclude_node(config))

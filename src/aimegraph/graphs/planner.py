@@ -10,7 +10,9 @@ from langgraph.types import Checkpointer
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.human import make_approve_plan_node
 from aimegraph.nodes.planner import (
+    make_commit_node,
     make_draft_node,
     make_give_up_node,
     make_validate_node,
@@ -28,6 +30,10 @@ def build_planner_graph(
     checkpointer: Checkpointer = None,
 ) -> CompiledStateGraph:
     """Build the planner: it turns the goal and the progress list into a task DAG.
+
+    ``draft -> validate -> commit``; an invalid draft goes back to ``draft`` with
+    the error (at most ``max_plan_repairs`` times) and then to ``give_up``. When the
+    run's config sets ``approve_plan``, an ``approve_plan`` interrupt comes before ``commit``.
 
     Args:
         model: The planner model (or a spec string for ``resolve_model``).
@@ -58,13 +64,25 @@ def build_planner_graph(
     )
     builder.add_node("validate", make_validate_node(config=config, bundles=list(registry.bundles)))
     builder.add_node("give_up", make_give_up_node())
+    builder.add_node("commit", make_commit_node())
+    builder.add_node(
+        "approve_plan",
+        make_approve_plan_node(config=config, bundles=list(registry.bundles)),
+        destinations=("commit", "approve_plan", END),
+    )
 
     builder.add_edge(START, "draft")
     builder.add_edge("draft", "validate")
     builder.add_conditional_edges(
         "validate",
         route_after_validate(config),
-        {"accept": END, "repair": "draft", "give_up": "give_up"},
+        {
+            "approve": "approve_plan",
+            "accept": "commit",
+            "repair": "draft",
+            "give_up": "give_up",
+        },
     )
+    builder.add_edge("commit", END)
     builder.add_edge("give_up", END)
     return builder.compile(checkpointer=checkpointer, name="planner")

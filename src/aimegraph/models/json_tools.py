@@ -30,7 +30,9 @@ def describe_tools(tools: Sequence[BaseTool]) -> str:
         schema = tool.tool_call_schema.model_json_schema()
         args = json.dumps(schema.get("properties", {}), separators=(",", ":"))
         required = schema.get("required", [])
-        lines.append(f"- {tool.name}: {tool.description.strip()}\n  args: {args} required: {required}")
+        lines.append(
+            f"- {tool.name}: {tool.description.strip()}\n  args: {args} required: {required}"
+        )
     return "\n".join(lines)
 
 

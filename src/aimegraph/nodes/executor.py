@@ -27,7 +27,12 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.calls import reraise_if_retryable, resolve_mode, usage_of, with_json_instructions
+from aimegraph.models.calls import (
+    reraise_if_retryable,
+    resolve_mode,
+    usage_of,
+    with_json_instructions,
+)
 from aimegraph.models.json_tools import describe_tools, parse_tool_calls, plain_conversation
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.prompts import actor as prompts
@@ -97,9 +102,9 @@ class DefaultActorFactory:
             tools=tuple(self.tools(task)),
             knowledge=(),
             environment=self.environment(dependencies),
-            output_format=task.completion_criteria and (
-                f"{prompts.DEFAULT_OUTPUT_FORMAT} It must show that: {task.completion_criteria}"
-            ) or prompts.DEFAULT_OUTPUT_FORMAT,
+            output_format=task.completion_criteria
+            and (f"{prompts.DEFAULT_OUTPUT_FORMAT} It must show that: {task.completion_criteria}")
+            or prompts.DEFAULT_OUTPUT_FORMAT,
         )
 
     def persona(self, task: Task) -> str:
@@ -117,7 +122,8 @@ class DefaultActorFactory:
         files = sorted(p.name + ("/" if p.is_dir() else "") for p in self.workspace.glob("*"))
         shown = ", ".join(files[:30]) + (" ..." if len(files) > 30 else "")
         lines = [
-            f"Workspace: file and python tools work in {self.workspace} (paths are relative to it).",
+            f"Workspace: file and python tools work in {self.workspace} "
+            "(paths are relative to it).",
             f"Files there now: {shown or '(empty)'}",
         ]
         if dependencies:
@@ -130,7 +136,9 @@ def task_message(state: ActorState) -> HumanMessage:
     task = state["task"]
     previous = ""
     if task.attempts > 1 and task.result is not None and task.result.status == "failed":
-        previous = prompts.PREVIOUS_ATTEMPT.format(attempt=task.attempts, reason=task.result.summary)
+        previous = prompts.PREVIOUS_ATTEMPT.format(
+            attempt=task.attempts, reason=task.result.summary
+        )
     deps = "".join(
         prompts.DEPENDENCY.format(
             task_id=dep_id,
@@ -298,8 +306,10 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
         return TaskResult(status="completed", summary=last.text.strip())
     steps = state.get("steps", 0)
     budget = state.get("llm_call_budget")
-    why = "its share of the LLM-call budget" if budget is not None and steps >= budget else (
-        f"max_actor_steps={cfg.max_actor_steps}"
+    why = (
+        "its share of the LLM-call budget"
+        if budget is not None and steps >= budget
+        else (f"max_actor_steps={cfg.max_actor_steps}")
     )
     return TaskResult(
         status="failed",

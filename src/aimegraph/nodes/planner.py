@@ -110,7 +110,8 @@ def _feedback_sections(state: PlannerState, new_run: bool) -> str:
 
 
 def make_validate_node(*, config: AimeConfig, bundles: Collection[str]) -> PlannerNode:
-    """The node that applies the draft to the progress list, or records why it can't."""
+    """Checks the draft against the progress list: a ``proposal`` of changed tasks,
+    or the ``plan_error`` that goes back to the model."""
 
     def validate(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
@@ -124,18 +125,27 @@ def make_validate_node(*, config: AimeConfig, bundles: Collection[str]) -> Plann
             )
         except PlanError as exc:
             return {"plan_error": str(exc), "repairs": state.get("repairs", 0) + 1}
-        merged = {**(state.get("tasks") or {}), **changed}
-        runtime.stream_writer(
-            {"type": "plan", "rationale": plan.rationale, "checklist": render_checklist(merged)}
-        )
-        return {
-            "tasks": changed,
-            "plan_error": None,
-            "plan_rationale": plan.rationale,
-            "replan_reason": None,
-        }
+        return {"proposal": changed, "plan_error": None, "plan_rationale": plan.rationale}
 
     return validate
+
+
+def make_commit_node() -> PlannerNode:
+    """Writes the accepted proposal into the progress list."""
+
+    def commit(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
+        changed = state.get("proposal") or {}
+        merged = {**(state.get("tasks") or {}), **changed}
+        runtime.stream_writer(
+            {
+                "type": "plan",
+                "rationale": state.get("plan_rationale", ""),
+                "checklist": render_checklist(merged),
+            }
+        )
+        return {"tasks": changed, "proposal": None, "replan_reason": None}
+
+    return commit
 
 
 def make_give_up_node() -> PlannerNode:
@@ -153,12 +163,12 @@ def make_give_up_node() -> PlannerNode:
 
 
 def route_after_validate(config: AimeConfig) -> Callable[[PlannerState, Runtime[Any]], str]:
-    """accept / repair / give_up."""
+    """approve (a human must approve first) / accept / repair / give_up."""
 
     def route(state: PlannerState, runtime: Runtime[Any]) -> str:
-        if state.get("plan_error") is None:
-            return "accept"
         cfg = config.for_run(runtime)
+        if state.get("plan_error") is None:
+            return "approve" if cfg.approve_plan else "accept"
         repairable = state.get("draft") is not None
         if repairable and state.get("repairs", 0) <= cfg.max_plan_repairs:
             return "repair"

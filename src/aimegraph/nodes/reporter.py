@@ -52,7 +52,9 @@ def make_reporter_node(
             messages = [
                 SystemMessage(prompts.SYSTEM),
                 HumanMessage(
-                    prompts.REQUEST.format(goal=state.get("goal", ""), results=render_results(tasks))
+                    prompts.REQUEST.format(
+                        goal=state.get("goal", ""), results=render_results(tasks)
+                    )
                 ),
             ]
             try:

@@ -45,12 +45,15 @@ class PlannerOutput(TypedDict, total=False):
 
 
 class PlannerState(PlannerInput, PlannerOutput, total=False):
-    """``draft``, ``plan_error`` and ``repairs`` are the subgraph's own (the draft
-    is a plain dict so checkpoints hold only data)."""
+    """``draft``, ``plan_error``, ``repairs``, ``proposal`` (the changed tasks
+    awaiting commit) and ``approval_error`` are the subgraph's own; the draft is
+    a plain dict so checkpoints hold only data."""
 
     draft: dict[str, Any] | None
     plan_error: str | None
     repairs: int
+    proposal: dict[str, Task] | None
+    approval_error: str | None
 
 
 class ActorOutput(TypedDict, total=False):

@@ -93,8 +93,8 @@ def default_registry(
     knowledge: Any | None = None,
     extra_tools: Iterable[ToolLike] = (),
 ) -> ToolRegistry:
-    """The built-in bundles (files, compute, and knowledge when a knowledge base is
-    given) plus ``extra_tools`` in a ``custom`` bundle."""
+    """The built-in bundles (files, compute, human, and knowledge when a knowledge
+    base is given) plus ``extra_tools`` in a ``custom`` bundle."""
     from aimegraph.tools.calculator import calculator
     from aimegraph.tools.files import make_file_tools
     from aimegraph.tools.python import make_python_tool
@@ -109,6 +109,11 @@ def default_registry(
         "compute",
         "Exact arithmetic and percentages, and running Python code on workspace data.",
         [calculator, make_python_tool(workspace)],
+    )
+    from aimegraph.tools.human import ask_human
+
+    registry.add_bundle(
+        "human", "Ask the human user a question and wait for the answer.", [ask_human]
     )
     if knowledge is not None:
         from aimegraph.tools.knowledge import make_knowledge_search_tool

@@ -1,0 +1,345 @@
+"""Open a LangGraph checkpointer from a URL, and the small thread helpers around it.
+
+Accepted URLs (``CHECKPOINT_URL_FORMS``):
+
+``memory``
+    ``InMemorySaver``: nothing persists after the process ends.
+``sqlite:///relative/path.db``, ``sqlite:////abs/path.db``, ``sqlite:///:memory:``
+    ``SqliteSaver`` / ``AsyncSqliteSaver`` (langgraph-checkpoint-sqlite, a core
+    dependency). The default, ``DEFAULT_CHECKPOINT_URL``, is
+    ``.aimegraph/checkpoints.db`` under the working directory.
+``postgresql://user:pass@host:port/db`` (also ``postgres://``)
+    ``PostgresSaver`` / ``AsyncPostgresSaver`` over a psycopg connection pool
+    (langgraph-checkpoint-postgres, extra ``aimegraph[postgres]``).
+
+Every saver is built with ``serde=make_serializer()`` (restricted deserialisation,
+see ``aimegraph.checkpoints.serde``), has its tables created before it is handed
+out, and has its connection closed when the ``with`` block exits.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, closing, contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+
+from aimegraph.checkpoints.serde import make_serializer
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection, Connection
+    from psycopg.rows import DictRow
+
+__all__ = [
+    "CHECKPOINT_URL_FORMS",
+    "DEFAULT_CHECKPOINT_URL",
+    "CheckpointConnectionError",
+    "CheckpointURLError",
+    "MissingCheckpointBackendError",
+    "aopen_checkpointer",
+    "new_thread_id",
+    "open_checkpointer",
+    "redact_url",
+    "thread_config",
+]
+
+DEFAULT_CHECKPOINT_URL = "sqlite:///.aimegraph/checkpoints.db"
+"""Where checkpoints go when no URL is given: an SQLite file under the working directory."""
+
+CHECKPOINT_URL_FORMS: tuple[str, ...] = (
+    "memory",
+    "sqlite:///relative/path.db",
+    "sqlite:////absolute/path.db",
+    "sqlite:///:memory:",
+    "postgresql://user:password@host:5432/dbname",
+    "postgres://user:password@host:5432/dbname",
+)
+"""The URL shapes ``open_checkpointer`` understands (quoted in error messages)."""
+
+POSTGRES_INSTALL_HINT = "pip install 'aimegraph[postgres]'"
+
+# The Postgres savers hold one lock per saver around every query, so a second
+# pooled connection would never run in parallel; the pool is there to replace
+# broken connections (server restart, idle timeout) instead of failing a long run.
+_PG_POOL_OPTIONS: dict[str, Any] = {
+    "min_size": 1,
+    "max_size": 2,
+    "num_workers": 1,
+    "name": "aimegraph-checkpoints",
+}
+_PG_CONNECT_TIMEOUT_S = 10
+# Key of the advisory lock that serialises setup() (any fixed 64-bit number).
+_PG_SETUP_LOCK_ID = 0x61696D65_67726170  # "aimegrap"
+
+# What langgraph-checkpoint-postgres requires of a connection it did not open
+# itself: autocommit (setup() and writes are not wrapped in a transaction of ours),
+# dict rows (it reads row["column"]) and no server-side prepared statements
+# (they break behind transaction poolers such as PgBouncer).
+_PG_CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
+
+
+class CheckpointURLError(ValueError):
+    """The checkpoint URL is not one of ``CHECKPOINT_URL_FORMS``."""
+
+
+class MissingCheckpointBackendError(ImportError):
+    """The URL needs an optional dependency that is not installed."""
+
+
+class CheckpointConnectionError(ConnectionError):
+    """The checkpoint database could not be reached (the message has the URL, redacted)."""
+
+
+@dataclass(frozen=True)
+class _Target:
+    kind: Literal["memory", "sqlite", "postgres"]
+    location: str  # sqlite: a path or ":memory:"; postgres: a libpq URL; memory: ""
+
+
+def _parse_url(url: str | None) -> _Target:
+    raw = DEFAULT_CHECKPOINT_URL if url is None else url.strip()
+    lowered = raw.lower()
+    if lowered in ("memory", "memory://", ":memory:"):
+        return _Target("memory", "")
+    if lowered.startswith("sqlite:///"):
+        # Strip the prefix literally instead of urlsplit(): an SQLite path may
+        # contain '?' or '#', and the fourth slash (absolute path) must survive.
+        path = raw[len("sqlite:///") :]
+        if not path:
+            raise CheckpointURLError(_bad_url_message(raw, "the sqlite URL has no file path"))
+        if path == ":memory:":
+            return _Target("sqlite", path)
+        return _Target("sqlite", str(Path(path).expanduser()))
+    if lowered.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        # libpq accepts postgresql:// and postgres:// itself; the SQLAlchemy-style
+        # driver suffix is dropped so URLs copied from other tools also work.
+        location = re.sub(r"^postgresql\+psycopg://", "postgresql://", raw, flags=re.I)
+        return _Target("postgres", location)
+    raise CheckpointURLError(_bad_url_message(raw, "unknown checkpoint URL scheme"))
+
+
+def _bad_url_message(url: str, reason: str) -> str:
+    forms = ", ".join(CHECKPOINT_URL_FORMS)
+    return f"{reason}: {redact_url(url)!r}. Use one of: {forms}"
+
+
+def _open_sqlite_connection(path: str) -> sqlite3.Connection:
+    if path != ":memory:":
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    # SqliteSaver guards the connection with its own lock, and graph nodes run in
+    # worker threads, so the connection must not be pinned to the opening thread.
+    return sqlite3.connect(path, check_same_thread=False)
+
+
+def _missing_postgres(exc: ImportError) -> MissingCheckpointBackendError:
+    return MissingCheckpointBackendError(
+        "postgresql:// checkpoints need langgraph-checkpoint-postgres and psycopg "
+        f"(with its pool); install them with: {POSTGRES_INSTALL_HINT} ({exc})"
+    )
+
+
+@contextmanager
+def open_checkpointer(
+    url: str | None = None, *, serde: SerializerProtocol | None = None
+) -> Iterator[BaseCheckpointSaver[Any]]:
+    """Open the checkpointer for ``url`` (sync savers) and close it on exit.
+
+    Args:
+        url: One of ``CHECKPOINT_URL_FORMS``; ``None`` means
+            ``DEFAULT_CHECKPOINT_URL``. SQLite parent directories are created.
+        serde: Serializer override; defaults to ``make_serializer()``. Pass
+            ``make_serializer(extra_types=[...])`` when your own graph keeps
+            custom classes in its state.
+
+    Yields:
+        A ready saver (tables set up) to pass as ``checkpointer=`` to ``compile()``.
+
+    Raises:
+        CheckpointURLError: ``url`` is not an accepted form.
+        MissingCheckpointBackendError: a Postgres URL without the ``[postgres]`` extra.
+        CheckpointConnectionError: the Postgres server could not be reached.
+
+    Example:
+        >>> with open_checkpointer("sqlite:///runs.db") as saver:  # doctest: +SKIP
+        ...     graph = builder.compile(checkpointer=saver)
+        ...     graph.invoke(inputs, thread_config(new_thread_id()))
+    """
+    target = _parse_url(url)
+    serde = serde if serde is not None else make_serializer()
+    if target.kind == "memory":
+        yield InMemorySaver(serde=serde)
+    elif target.kind == "sqlite":
+        from langgraph.checkpoint.sqlite import SqliteSaver
+
+        with closing(_open_sqlite_connection(target.location)) as conn:
+            sqlite_saver = SqliteSaver(conn, serde=serde)
+            sqlite_saver.setup()
+            yield sqlite_saver
+    else:
+        with _postgres_saver(target.location, serde) as pg_saver:
+            yield pg_saver
+
+
+@asynccontextmanager
+async def aopen_checkpointer(
+    url: str | None = None, *, serde: SerializerProtocol | None = None
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    """Async twin of ``open_checkpointer`` for ``ainvoke``/``astream``.
+
+    Yields ``InMemorySaver``, ``AsyncSqliteSaver`` (aiosqlite) or
+    ``AsyncPostgresSaver`` (async psycopg pool) with tables set up; closes the
+    connection on exit. Arguments and errors are those of ``open_checkpointer``.
+    Must be entered inside a running event loop (the async savers bind to it).
+    """
+    target = _parse_url(url)
+    serde = serde if serde is not None else make_serializer()
+    if target.kind == "memory":
+        yield InMemorySaver(serde=serde)
+    elif target.kind == "sqlite":
+        import aiosqlite
+        from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+        if target.location != ":memory:":
+            Path(target.location).parent.mkdir(parents=True, exist_ok=True)
+        async with aiosqlite.connect(target.location) as conn:
+            sqlite_saver = AsyncSqliteSaver(conn, serde=serde)
+            await sqlite_saver.setup()
+            yield sqlite_saver
+    else:
+        async with _apostgres_saver(target.location, serde) as pg_saver:
+            yield pg_saver
+
+
+@contextmanager
+def _postgres_saver(url: str, serde: SerializerProtocol) -> Iterator[BaseCheckpointSaver[Any]]:
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres import PostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import ConnectionPool
+    except ImportError as exc:
+        raise _missing_postgres(exc) from exc
+    # Connect once directly first: a wrong password or host then fails at once
+    # with the server's reason, where the pool would only report a timeout.
+    try:
+        guard = psycopg.connect(url, autocommit=True, connect_timeout=_PG_CONNECT_TIMEOUT_S)
+    except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
+        raise CheckpointURLError(_bad_url_message(url, str(exc).strip())) from exc
+    except psycopg.OperationalError as exc:
+        raise CheckpointConnectionError(_unreachable(url, exc)) from exc
+    with guard:
+        pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
+            url,
+            kwargs={**_PG_CONNECTION_KWARGS, "row_factory": dict_row},
+            check=ConnectionPool.check_connection,
+            open=False,
+            **_PG_POOL_OPTIONS,
+        )
+        with pool:  # opens the pool, and closes it on exit even when wait() fails
+            pool.wait(timeout=_PG_CONNECT_TIMEOUT_S)
+            saver = PostgresSaver(pool, serde=serde)
+            # The library's migrations are not safe to run from two processes at
+            # once on a fresh database (both insert the same version row), so
+            # concurrent first runs queue on a server-side lock.
+            guard.execute("SELECT pg_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,))
+            try:
+                saver.setup()
+            finally:
+                guard.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK_ID,))
+            guard.close()
+            yield saver
+
+
+@asynccontextmanager
+async def _apostgres_saver(
+    url: str, serde: SerializerProtocol
+) -> AsyncIterator[BaseCheckpointSaver[Any]]:
+    try:
+        import psycopg
+        from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+        from psycopg.rows import dict_row
+        from psycopg_pool import AsyncConnectionPool
+    except ImportError as exc:
+        raise _missing_postgres(exc) from exc
+    try:
+        guard = await psycopg.AsyncConnection.connect(
+            url, autocommit=True, connect_timeout=_PG_CONNECT_TIMEOUT_S
+        )
+    except psycopg.ProgrammingError as exc:
+        raise CheckpointURLError(_bad_url_message(url, str(exc).strip())) from exc
+    except psycopg.OperationalError as exc:
+        raise CheckpointConnectionError(_unreachable(url, exc)) from exc
+    async with guard:
+        pool: AsyncConnectionPool[AsyncConnection[DictRow]] = AsyncConnectionPool(
+            url,
+            kwargs={**_PG_CONNECTION_KWARGS, "row_factory": dict_row},
+            check=AsyncConnectionPool.check_connection,
+            open=False,
+            **_PG_POOL_OPTIONS,
+        )
+        async with pool:
+            await pool.wait(timeout=_PG_CONNECT_TIMEOUT_S)
+            saver = AsyncPostgresSaver(pool, serde=serde)
+            await guard.execute("SELECT pg_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,))
+            try:
+                await saver.setup()
+            finally:
+                await guard.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK_ID,))
+            await guard.close()
+            yield saver
+
+
+def _unreachable(url: str, exc: Exception) -> str:
+    return f"cannot connect to the checkpoint database {redact_url(url)}: {str(exc).strip()}"
+
+
+def thread_config(thread_id: str, **configurable: Any) -> RunnableConfig:
+    """Return the run config that selects (or starts) the checkpoint thread ``thread_id``.
+
+    Extra keyword arguments go into ``configurable`` as well, e.g.
+    ``thread_config("t1", checkpoint_id=...)`` to resume from an older checkpoint.
+    """
+    if not thread_id:
+        raise ValueError("thread_id must be a non-empty string")
+    return {"configurable": {**configurable, "thread_id": thread_id}}
+
+
+def new_thread_id(prefix: str = "") -> str:
+    """Return a fresh thread id: ``prefix`` + 12 hex digits of a random UUID4.
+
+    48 random bits keep ids short enough to type on the command line
+    (``aimegraph resume 3f9c0a1b2d4e``) while collisions stay negligible for
+    any realistic number of threads in one database.
+    """
+    return f"{prefix}{uuid.uuid4().hex[:12]}"
+
+
+_SECRET_QUERY = re.compile(r"(?i)((?:^|[?&;\s])password=)[^&;\s]*")
+
+
+def redact_url(url: str) -> str:
+    """Return ``url`` with any password replaced by ``***`` (for logs and errors).
+
+    Hides the password of ``scheme://user:password@host`` and ``password=`` query
+    or keyword parameters; everything else (user, host, database) stays readable.
+    """
+    redacted = url
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # e.g. an unbalanced '[' in the host; still hide query secrets
+        parts = None
+    if parts is not None and parts.password is not None:
+        userinfo, _, hostinfo = parts.netloc.rpartition("@")
+        user = userinfo.split(":", 1)[0]
+        redacted = urlunsplit(parts._replace(netloc=f"{user}:***@{hostinfo}"))
+    return _SECRET_QUERY.sub(r"\1***", redacted)

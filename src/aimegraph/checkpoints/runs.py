@@ -1,0 +1,117 @@
+"""Runs and threads on top of a checkpointer: the settings a run was started
+with (so that any process can resume it), and summaries of stored threads."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import StateSnapshot
+
+from aimegraph.config import AimeConfig
+
+SETTINGS_KEY = "aimegraph"
+"""Checkpoint metadata key holding the run's model spec and config."""
+
+
+class ThreadNotFoundError(LookupError):
+    """No checkpoint exists for the thread."""
+
+
+@dataclass(frozen=True)
+class RunSettings:
+    """What is needed to rebuild a run's graph in another process."""
+
+    model: str
+    config: AimeConfig
+
+    def as_metadata(self) -> dict[str, Any]:
+        return {SETTINGS_KEY: {"model": self.model, "config": self.config.model_dump(mode="json")}}
+
+    @classmethod
+    def from_metadata(cls, metadata: Mapping[str, Any] | None) -> RunSettings | None:
+        stored = (metadata or {}).get(SETTINGS_KEY)
+        if not isinstance(stored, Mapping):
+            return None
+        return cls(model=str(stored["model"]), config=AimeConfig.model_validate(stored["config"]))
+
+
+def run_config(
+    thread_id: str, settings: RunSettings | None = None, checkpoint_id: str | None = None
+) -> RunnableConfig:
+    """The RunnableConfig of a thread; the settings travel in the checkpoint metadata."""
+    configurable: dict[str, Any] = {"thread_id": thread_id}
+    if checkpoint_id:
+        configurable["checkpoint_id"] = checkpoint_id
+    config: RunnableConfig = {"configurable": configurable}
+    if settings is not None:
+        config["metadata"] = settings.as_metadata()
+    return config
+
+
+def latest_settings(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> RunSettings:
+    """The settings of the thread's newest checkpoint; ThreadNotFoundError if none."""
+    found = checkpointer.get_tuple(run_config(thread_id))
+    if found is None:
+        raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
+    settings = RunSettings.from_metadata(found.metadata)
+    if settings is None:
+        raise ThreadNotFoundError(
+            f"thread {thread_id!r} was not started by aimegraph's CLI (no run settings stored)"
+        )
+    return settings
+
+
+@dataclass(frozen=True)
+class ThreadSummary:
+    thread_id: str
+    goal: str
+    status: str
+    updated: str
+    paused: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "thread_id": self.thread_id,
+            "goal": self.goal,
+            "status": "paused" if self.paused else self.status,
+            "updated": self.updated,
+        }
+
+
+def list_threads(checkpointer: BaseCheckpointSaver[Any], limit: int = 200) -> list[ThreadSummary]:
+    """The newest top-level checkpoint of each thread, newest thread first."""
+    newest: dict[str, Any] = {}
+    for item in checkpointer.list(None):
+        configurable = item.config["configurable"]
+        if configurable.get("checkpoint_ns"):
+            continue
+        thread_id = configurable["thread_id"]
+        if thread_id not in newest or item.checkpoint["ts"] > newest[thread_id].checkpoint["ts"]:
+            newest[thread_id] = item
+    summaries = []
+    for thread_id, item in newest.items():
+        values = item.checkpoint.get("channel_values", {})
+        paused = any(write[1] == "__interrupt__" for write in item.pending_writes or [])
+        summaries.append(
+            ThreadSummary(
+                thread_id=thread_id,
+                goal=str(values.get("goal", "")),
+                status=str(values.get("status", "running")),
+                updated=str(item.checkpoint["ts"]),
+                paused=paused,
+            )
+        )
+    summaries.sort(key=lambda s: s.updated, reverse=True)
+    return summaries[:limit]
+
+
+def run_state(snapshot: StateSnapshot) -> str:
+    """``paused`` when the run waits on an interrupt, else the stored status
+    (``running`` means it stopped mid-way and can be resumed)."""
+    if snapshot.interrupts:
+        return "paused"
+    return str(snapshot.values.get("status", "running"))

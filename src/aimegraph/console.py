@@ -1,0 +1,117 @@
+"""Live progress in the terminal: the checklist and the actors at work, refreshed
+as the run's events stream in (``stream_mode=["updates", "custom"]``,
+``subgraphs=True``)."""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator
+from types import TracebackType
+from typing import Any
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.panel import Panel
+from rich.text import Text
+
+StreamChunk = tuple[tuple[str, ...], str, Any]
+
+_MARK_STYLES = {"[x]": "green", "[~]": "cyan", "[!]": "red", "[-]": "dim", "[ ]": ""}
+
+
+class LiveProgress:
+    """Renders stream events. On a terminal it redraws one live panel; elsewhere
+    (logs, CI, pipes) it prints each change as plain lines."""
+
+    def __init__(self, console: Console | None = None, *, title: str = "aimegraph") -> None:
+        self.console = console or Console(highlight=False)
+        self.title = title
+        self.checklist = "(planning...)"
+        self.working: dict[str, str] = {}
+        self.log: deque[str] = deque(maxlen=8)
+        self._live: Live | None = None
+
+    def __enter__(self) -> LiveProgress:
+        if self.console.is_terminal:
+            self._live = Live(self._render(), console=self.console, refresh_per_second=8)
+            self._live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self._live is not None:
+            self._live.__exit__(exc_type, exc, tb)
+
+    def follow(self, chunks: Iterator[StreamChunk]) -> None:
+        for _namespace, mode, payload in chunks:
+            if mode == "custom" and isinstance(payload, dict):
+                self.on_event(payload)
+
+    def on_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind in ("checklist", "plan"):
+            self.checklist = event["checklist"]
+            if kind == "plan":
+                self._say(f"plan: {event.get('rationale', '')}")
+            self._show_checklist()
+        elif kind == "actor":
+            task_id = event["task_id"]
+            if event["event"] == "started":
+                self.working[task_id] = f"started with tools: {', '.join(event['tools'])}"
+            else:
+                self.working.pop(task_id, None)
+                self._say(f"{task_id} {event['event']}: {_one_line(event.get('summary', ''))}")
+        elif kind == "progress":
+            self.working[event["task_id"]] = f"{event['status']}: {_one_line(event['message'])}"
+            self._say(f"{event['task_id']} {event['status']}: {_one_line(event['message'])}")
+        elif kind == "replan":
+            self._say(f"replanning: {_one_line(event['reason'])}")
+        elif kind == "verdict":
+            verdict = event.get("verdict")
+            self._say(
+                f"verifier: {'passed' if verdict and verdict.passed else 'rejected'}"
+                if verdict is not None
+                else f"verifier: no verdict ({event.get('error')})"
+            )
+        self._refresh()
+
+    def _say(self, line: str) -> None:
+        self.log.append(line)
+        if self._live is None:
+            self.console.print(f"  {line}", markup=False)
+
+    def _show_checklist(self) -> None:
+        if self._live is None:
+            self.console.print(Text("progress:", style="bold"))
+            self.console.print(_styled_checklist(self.checklist))
+
+    def _refresh(self) -> None:
+        if self._live is not None:
+            self._live.update(self._render())
+
+    def _render(self) -> Panel:
+        parts: list[Any] = [_styled_checklist(self.checklist)]
+        if self.working:
+            parts.append(Text("\nat work:", style="bold"))
+            parts += [Text(f"  {tid}: {msg}", style="cyan") for tid, msg in self.working.items()]
+        if self.log:
+            parts.append(Text("\nrecent:", style="bold"))
+            parts += [Text(f"  {line}", style="dim") for line in self.log]
+        return Panel(Group(*parts), title=self.title)
+
+
+def _styled_checklist(checklist: str) -> Text:
+    text = Text()
+    for line in checklist.splitlines():
+        style = next((s for mark, s in _MARK_STYLES.items() if mark in line), "")
+        text.append(line + "\n", style=style)
+    return text
+
+
+def _one_line(text: str, limit: int = 110) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

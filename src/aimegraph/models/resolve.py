@@ -1,0 +1,186 @@
+"""Model resolution: from a spec string (or a ready model) to a LangChain chat model.
+
+Accepted specs (see DESIGN.md section 5):
+
+- a ``BaseChatModel`` instance: returned unchanged;
+- ``openai:<model>``: :class:`langchain_openai.ChatOpenAI`. Honours ``OPENAI_API_KEY`` and
+  ``OPENAI_BASE_URL`` (or LangChain's ``OPENAI_API_BASE``), so any OpenAI-compatible server
+  works (vLLM, Ollama, llama.cpp server, LM Studio). With a base URL and no key a
+  placeholder key is sent, since such servers do not check it;
+- ``local`` or ``local:<path-to-gguf>``: the bundled Gemma 3 270M (or the given GGUF)
+  in-process through llama.cpp, see :mod:`aimegraph.models.local` (extra ``[local]``);
+- ``scripted:<scenario>``: the deterministic offline model of
+  :mod:`aimegraph.models.scripted`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+
+__all__ = [
+    "ROLES",
+    "ModelSpecError",
+    "resolve_model",
+    "resolve_models",
+    "supports_tool_calling",
+]
+
+ROLES: tuple[str, ...] = ("planner", "actor", "verifier", "reporter")
+
+ACCEPTED_SPECS = (
+    "'openai:<model>' (OpenAI or an OpenAI-compatible server via OPENAI_BASE_URL), "
+    "'local' or 'local:<path-to-gguf>' (llama.cpp, extra [local]), "
+    "'scripted:<scenario>' (offline demo), or a LangChain BaseChatModel instance"
+)
+
+# Sent when OPENAI_BASE_URL points at a server that does not check keys.
+PLACEHOLDER_API_KEY = "not-needed"
+
+
+class ModelSpecError(ValueError):
+    """A model spec cannot be resolved; the message says what to change."""
+
+
+def resolve_model(
+    spec: str | BaseChatModel,
+    *,
+    timeout: float | None = 120,
+    max_retries: int = 3,
+) -> BaseChatModel:
+    """Return the chat model a spec names; a ``BaseChatModel`` passes through unchanged.
+
+    ``timeout`` (seconds per request) and ``max_retries`` apply to remote models.
+
+    Raises:
+        ModelSpecError: for an unknown or incomplete spec, a missing API key, or a missing
+            optional dependency.
+    """
+    if isinstance(spec, BaseChatModel):
+        return spec
+    if not isinstance(spec, str):
+        raise ModelSpecError(
+            f"expected a model spec string or a BaseChatModel, got {type(spec).__name__}; "
+            f"accepted: {ACCEPTED_SPECS}"
+        )
+    text = spec.strip()
+    provider, sep, name = text.partition(":")
+    provider = provider.strip().lower()
+    name = name.strip()
+
+    if provider == "local":
+        from aimegraph.models.local import load_local_model
+
+        if sep and not name:
+            raise ModelSpecError("empty path in 'local:'; use 'local' for the bundled model")
+        return load_local_model(model_path=name) if name else load_local_model()
+
+    if not sep:
+        raise ModelSpecError(f"unknown model spec {spec!r}; accepted: {ACCEPTED_SPECS}")
+    if not name:
+        raise ModelSpecError(f"empty model name in {spec!r}; e.g. 'openai:gpt-4o-mini'")
+    if provider == "openai":
+        return _openai_model(name, timeout=timeout, max_retries=max_retries)
+    if provider == "scripted":
+        return _scripted_model(name)
+    raise ModelSpecError(
+        f"unknown model provider {provider!r} in {spec!r}; accepted: {ACCEPTED_SPECS}"
+    )
+
+
+def resolve_models(
+    model: str | BaseChatModel | None,
+    models: Mapping[str, str | BaseChatModel] | None = None,
+    *,
+    timeout: float | None = 120,
+    max_retries: int = 3,
+) -> dict[str, BaseChatModel]:
+    """One model per role in :data:`ROLES`: ``models[role]`` if given, else ``model``.
+
+    Each distinct spec string is resolved once, so roles sharing ``"local"`` share one
+    loaded model.
+
+    Raises:
+        ModelSpecError: for an unknown role name, a role left without a model, or a spec
+            :func:`resolve_model` rejects.
+    """
+    overrides = dict(models or {})
+    unknown = sorted(set(overrides) - set(ROLES))
+    if unknown:
+        raise ModelSpecError(
+            f"unknown model role(s) {', '.join(map(repr, unknown))}; roles are {', '.join(ROLES)}"
+        )
+    resolved: dict[str, BaseChatModel] = {}
+    by_spec: dict[str, BaseChatModel] = {}
+    for role in ROLES:
+        spec = overrides.get(role, model)
+        if spec is None:
+            raise ModelSpecError(f"no model for the {role} role: pass model= or models[{role!r}]")
+        if isinstance(spec, str):
+            key = spec.strip()
+            if key not in by_spec:
+                by_spec[key] = resolve_model(spec, timeout=timeout, max_retries=max_retries)
+            resolved[role] = by_spec[key]
+        else:
+            resolved[role] = resolve_model(spec, timeout=timeout, max_retries=max_retries)
+    return resolved
+
+
+def supports_tool_calling(model: BaseChatModel) -> bool:
+    """Whether ``model`` has native tool calling, for ``tool_calling="auto"``.
+
+    True when its class overrides ``bind_tools`` (``BaseChatModel.bind_tools`` raises
+    ``NotImplementedError``). The exception is ``ChatLlamaCpp``: its ``bind_tools`` only
+    works with a forced ``tool_choice`` (one named function, grammar-constrained); with free
+    choice the tools are ignored and the model never emits a tool call, so an actor would
+    never call its tools. It is reported as not supporting tool calling, so ``"auto"`` picks
+    the JSON mode for it (``"native"`` can still be asked for explicitly).
+    """
+    cls = type(model)
+    if getattr(cls, "bind_tools", None) is getattr(BaseChatModel, "bind_tools", None):
+        return False
+    return not any(base.__name__ == "ChatLlamaCpp" for base in cls.__mro__)
+
+
+def _openai_model(name: str, *, timeout: float | None, max_retries: int) -> BaseChatModel:
+    from langchain_openai import ChatOpenAI
+
+    api_key = _env("OPENAI_API_KEY")
+    base_url = _env("OPENAI_BASE_URL") or _env("OPENAI_API_BASE")
+    if api_key is None and base_url is None:
+        raise ModelSpecError(
+            "set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
+        )
+    kwargs: dict[str, Any] = {
+        "model": name,
+        "timeout": timeout,
+        "max_retries": max_retries,
+        # Usage chunk when streaming too, so usage_metadata (token budgets) is always filled.
+        "stream_usage": True,
+        "api_key": api_key or PLACEHOLDER_API_KEY,
+    }
+    if base_url is not None:
+        kwargs["base_url"] = base_url
+    return ChatOpenAI(**kwargs)
+
+
+def _scripted_model(scenario: str) -> BaseChatModel:
+    try:
+        from aimegraph.models.scripted import ScriptedChatModel
+    except ImportError as exc:  # pragma: no cover - the module ships with the package
+        raise ModelSpecError(f"scripted models are unavailable: {exc}") from exc
+    try:
+        model: BaseChatModel = ScriptedChatModel.from_scenario(scenario)
+    except ModelSpecError:
+        raise
+    except (LookupError, OSError, ValueError) as exc:
+        raise ModelSpecError(f"cannot load scripted scenario {scenario!r}: {exc}") from exc
+    return model
+
+
+def _env(name: str) -> str | None:
+    value = os.environ.get(name, "").strip()
+    return value or None

@@ -1,0 +1,127 @@
+"""Human in the loop, with ``interrupt()``: plan approval, tool approval, ``ask_human``.
+
+Every interrupt carries a dict with a ``kind`` and what the human needs to
+decide. Resume with ``Command(resume=...)`` (or ``Command(resume={interrupt_id:
+value, ...})`` when several actors wait at once):
+
+* ``approve_plan``: ``{"action": "approve"}``, ``{"action": "reject", "reason": ...}``
+  (ends the run with ``status="rejected"``) or ``{"action": "edit", "plan": {PlanUpdate}}``
+  (validated like any plan; an invalid edit is shown again with the error).
+* ``approve_tool``: ``{"action": "approve"}`` or ``{"action": "deny", "reason": ...}``
+  (the actor receives the reason as the tool's observation).
+* ``ask_human`` (the tool in ``aimegraph.tools.human``): the answer as a string,
+  or ``{"answer": ...}``.
+
+A bare ``True``/``"approve"`` approves; a bare string for an approval is a rejection
+reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from langchain_core.messages import ToolMessage
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.runtime import Runtime
+from langgraph.types import Command, interrupt
+
+from aimegraph.config import AimeConfig
+from aimegraph.state import PlanError, PlannerState, PlanUpdate, apply_plan, render_checklist
+
+Decision = Literal["approve", "reject", "edit"]
+
+
+def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
+    """Normalise a resume value for an approval into (action, details)."""
+    if value is True or (isinstance(value, str) and value.strip().lower() in ("approve", "yes")):
+        return "approve", {}
+    if value is False or value is None:
+        return "reject", {"reason": "rejected"}
+    if isinstance(value, str):
+        return "reject", {"reason": value}
+    if isinstance(value, dict):
+        action = str(value.get("action", "approve")).lower()
+        if action in ("approve", "yes"):
+            return "approve", value
+        if action == "edit" and isinstance(value.get("plan"), dict):
+            return "edit", value
+        return "reject", {"reason": str(value.get("reason") or "rejected")}
+    return "reject", {"reason": f"unrecognised answer {value!r}"}
+
+
+def make_approve_plan_node(
+    *, config: AimeConfig, bundles: list[str]
+) -> Callable[[PlannerState, Runtime[Any]], Command]:
+    """Pauses with the proposed plan; approve, reject or edit it."""
+
+    def approve_plan(state: PlannerState, runtime: Runtime[Any]) -> Command:
+        cfg = config.for_run(runtime)
+        tasks = state.get("tasks") or {}
+        proposal = state.get("proposal") or {}
+        answer = interrupt(
+            {
+                "kind": "approve_plan",
+                "checklist": render_checklist({**tasks, **proposal}),
+                "plan": state.get("draft"),
+                "error": state.get("approval_error"),
+            }
+        )
+        action, details = parse_decision(answer)
+        if action == "approve":
+            return Command(goto="commit", update={"approval_error": None})
+        if action == "reject":
+            return Command(
+                goto="__end__",
+                update={"status": "rejected", "reason": f"plan rejected: {details['reason']}"},
+            )
+        try:
+            edited = PlanUpdate.model_validate(details["plan"])
+            changed = apply_plan(tasks, edited, max_tasks=cfg.max_tasks, bundles=bundles)
+        except (PlanError, ValueError) as exc:
+            return Command(goto="approve_plan", update={"approval_error": str(exc)})
+        return Command(
+            goto="commit",
+            update={
+                "proposal": changed,
+                "draft": edited.model_dump(),
+                "plan_rationale": edited.rationale,
+                "approval_error": None,
+            },
+        )
+
+    return approve_plan
+
+
+def make_tool_approval(config: AimeConfig) -> Callable[[ToolCallRequest], ToolMessage | None]:
+    """A ToolNode pre-call hook: pauses before tools listed in ``approve_tools``.
+
+    Returns None to let the call run, or the observation that replaces it."""
+
+    def before_call(request: ToolCallRequest) -> ToolMessage | None:
+        cfg = config.override(request.runtime.context if request.runtime else None)
+        call = request.tool_call
+        if call["name"] not in cfg.approve_tools:
+            return None
+        state = request.state if isinstance(request.state, dict) else {}
+        task = state.get("task")
+        answer = interrupt(
+            {
+                "kind": "approve_tool",
+                "task_id": task.id if task is not None else None,
+                "tool": call["name"],
+                "args": call["args"],
+            }
+        )
+        action, details = parse_decision(answer)
+        if action == "approve":
+            return None
+        return ToolMessage(
+            content=f"The human denied this call to {call['name']}: {details['reason']}. "
+            "Do not retry it; find another way or report why you cannot.",
+            name=call["name"],
+            tool_call_id=call["id"],
+            status="error",
+        )
+
+    return before_call

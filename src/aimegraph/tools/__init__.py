@@ -1,0 +1,27 @@
+"""Tools: the registry and bundles, the built-in tools, and how tool calls are executed."""
+
+from aimegraph.tools.calculator import calculator
+from aimegraph.tools.files import Workspace, make_file_tools
+from aimegraph.tools.knowledge import make_knowledge_search_tool
+from aimegraph.tools.progress import submit_result, update_progress
+from aimegraph.tools.python import make_python_tool
+from aimegraph.tools.registry import (
+    ToolBundle,
+    ToolRegistry,
+    ToolRegistryError,
+    default_registry,
+)
+
+__all__ = [
+    "ToolBundle",
+    "ToolRegistry",
+    "ToolRegistryError",
+    "Workspace",
+    "calculator",
+    "default_registry",
+    "make_file_tools",
+    "make_knowledge_search_tool",
+    "make_python_tool",
+    "submit_result",
+    "update_progress",
+]

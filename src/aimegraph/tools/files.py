@@ -1,0 +1,237 @@
+"""File tools jailed to a workspace directory.
+
+Every path an LLM passes in is resolved by :meth:`Workspace.resolve`, which follows
+symlinks and refuses anything that ends up outside the workspace root. The check
+happens before each operation; a process that swaps a directory for a symlink
+between the check and the operation is out of scope (the workspace is assumed to
+be written only by these tools and the sandboxed python tool).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel, Field
+
+__all__ = ["Workspace", "make_file_tools"]
+
+# A listing longer than this would flood the context without helping the model.
+_MAX_LIST_ENTRIES = 1_000
+# Unread text is skipped in pieces so a large offset does not load the whole file.
+_SKIP_CHUNK_CHARS = 1 << 20
+
+
+class Workspace:
+    """A directory that file and code tools are confined to.
+
+    Args:
+        root: the workspace directory; created (with parents) if missing.
+    """
+
+    def __init__(self, root: str | Path) -> None:
+        self.root = Path(root).expanduser().resolve()
+        self.root.mkdir(parents=True, exist_ok=True)
+
+    def __repr__(self) -> str:
+        return f"Workspace({str(self.root)!r})"
+
+    def resolve(self, path: str) -> Path:
+        """Return the absolute, symlink-free location of ``path`` inside the workspace.
+
+        Relative paths are taken from the root; absolute paths are accepted only when
+        they point inside it.
+
+        Raises:
+            ToolException: ``path`` contains a NUL byte, or it (or a symlink along it)
+                leads outside the workspace.
+        """
+        if "\0" in path:
+            raise ToolException("path contains a NUL byte")
+        try:
+            resolved = (self.root / path).resolve()
+        except (OSError, RuntimeError) as exc:  # symlink loops, over-long names
+            raise ToolException(f"cannot resolve '{path}': {exc}") from exc
+        if not resolved.is_relative_to(self.root):
+            raise ToolException(
+                f"'{path}' is outside the workspace; use a path relative to the workspace root"
+            )
+        return resolved
+
+    def display(self, path: Path) -> str:
+        """``path`` relative to the root, as shown to the model."""
+        return path.relative_to(self.root).as_posix() or "."
+
+
+class _ReadFileInput(BaseModel):
+    path: str = Field(description="File path relative to the workspace root.")
+    offset: int = Field(default=0, ge=0, description="Character offset to start reading at.")
+    limit: int | None = Field(
+        default=None, ge=1, description="Maximum number of characters to read."
+    )
+
+
+class _WriteFileInput(BaseModel):
+    path: str = Field(description="File path relative to the workspace root.")
+    content: str = Field(description="Text to write.")
+
+
+class _ListDirInput(BaseModel):
+    path: str = Field(default=".", description="Directory path relative to the workspace root.")
+
+
+def make_file_tools(
+    workspace: Workspace | str | Path,
+    *,
+    max_read_chars: int = 100_000,
+    max_write_chars: int = 1_000_000,
+) -> list[BaseTool]:
+    """Build the ``read_file``, ``write_file``, ``append_file`` and ``list_dir`` tools.
+
+    Args:
+        workspace: the directory the tools are confined to.
+        max_read_chars: most characters one ``read_file`` call returns; longer reads
+            are truncated with a note giving the offset to continue from.
+        max_write_chars: most characters one ``write_file`` or ``append_file`` call
+            accepts.
+    """
+    ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+
+    def existing_file(path: str) -> Path:
+        target = ws.resolve(path)
+        if target.is_dir():
+            raise ToolException(f"'{ws.display(target)}' is a directory; use list_dir")
+        if not target.exists():
+            raise ToolException(f"file not found: '{ws.display(target)}'")
+        if not target.is_file():
+            raise ToolException(f"'{ws.display(target)}' is not a regular file")
+        return target
+
+    def read_file(path: str, offset: int = 0, limit: int | None = None) -> str:
+        target = existing_file(path)
+        shown = ws.display(target)
+        size = min(limit or max_read_chars, max_read_chars)
+        try:
+            with target.open(encoding="utf-8", errors="replace", newline="") as handle:
+                remaining = offset
+                while remaining:
+                    skipped = len(handle.read(min(remaining, _SKIP_CHUNK_CHARS)))
+                    if not skipped:
+                        break
+                    remaining -= skipped
+                # One extra character tells whether anything is left after this read.
+                text = handle.read(size + 1)
+        except PermissionError as exc:
+            raise ToolException(f"permission denied: '{shown}'") from exc
+        if "\0" in text:
+            raise ToolException(f"'{shown}' looks like a binary file; read_file reads text only")
+        if not text:
+            # An empty observation would leave the model guessing what happened.
+            if offset:
+                return f"[offset {offset} is at or past the end of '{shown}']"
+            return f"['{shown}' is empty]"
+        if len(text) <= size:
+            return text
+        end = offset + size
+        return (
+            f"{text[:size]}\n[truncated: showed characters {offset}-{end} of '{shown}'; "
+            f"call read_file with path='{shown}', offset={end} to read more]"
+        )
+
+    def check_content(content: str) -> None:
+        if len(content) > max_write_chars:
+            raise ToolException(
+                f"content is {len(content)} characters, the limit per call is "
+                f"{max_write_chars}; write the first part, then add the rest with append_file"
+            )
+
+    def save(path: str, content: str, mode: str) -> Path:
+        check_content(content)
+        target = ws.resolve(path)
+        if target.is_dir():
+            raise ToolException(f"'{ws.display(target)}' is a directory")
+        # Opening a FIFO or device would block or write somewhere unexpected.
+        if target.exists() and not target.is_file():
+            raise ToolException(f"'{ws.display(target)}' is not a regular file")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            with target.open(mode, encoding="utf-8", newline="") as handle:
+                handle.write(content)
+        except FileExistsError as exc:
+            raise ToolException(
+                f"cannot create '{ws.display(target)}': a parent path is a file"
+            ) from exc
+        except PermissionError as exc:
+            raise ToolException(f"permission denied: '{ws.display(target)}'") from exc
+        return target
+
+    def write_file(path: str, content: str) -> str:
+        target = save(path, content, "w")
+        return f"wrote {len(content)} characters to '{ws.display(target)}'"
+
+    def append_file(path: str, content: str) -> str:
+        target = save(path, content, "a")
+        return f"appended {len(content)} characters to '{ws.display(target)}'"
+
+    def list_dir(path: str = ".") -> str:
+        directory = ws.resolve(path)
+        shown = ws.display(directory)
+        if not directory.exists():
+            raise ToolException(f"directory not found: '{shown}'")
+        if not directory.is_dir():
+            raise ToolException(f"'{shown}' is a file; use read_file")
+        entries = sorted(directory.iterdir(), key=lambda entry: entry.name)
+        if not entries:
+            return f"'{shown}' is empty"
+        lines = [_describe(entry) for entry in entries[:_MAX_LIST_ENTRIES]]
+        if len(entries) > _MAX_LIST_ENTRIES:
+            lines.append(f"[... {len(entries) - _MAX_LIST_ENTRIES} more entries not shown]")
+        return "\n".join(lines)
+
+    return [
+        StructuredTool.from_function(
+            func=read_file,
+            name="read_file",
+            description=(
+                "Read a text file from the workspace. Long files are returned in pieces of "
+                f"at most {max_read_chars} characters; continue with the offset the note gives."
+            ),
+            args_schema=_ReadFileInput,
+        ),
+        StructuredTool.from_function(
+            func=write_file,
+            name="write_file",
+            description=(
+                "Create or overwrite a text file in the workspace (parent directories are "
+                f"created). At most {max_write_chars} characters per call."
+            ),
+            args_schema=_WriteFileInput,
+        ),
+        StructuredTool.from_function(
+            func=append_file,
+            name="append_file",
+            description=(
+                "Append text to a file in the workspace, creating it if missing. "
+                f"At most {max_write_chars} characters per call."
+            ),
+            args_schema=_WriteFileInput,
+        ),
+        StructuredTool.from_function(
+            func=list_dir,
+            name="list_dir",
+            description=(
+                "List a workspace directory: directories end with '/', files show their "
+                "size, symlinks end with '@'."
+            ),
+            args_schema=_ListDirInput,
+        ),
+    ]
+
+
+def _describe(entry: Path) -> str:
+    # Symlinks are not followed: their target may be outside the workspace.
+    if entry.is_symlink():
+        return f"{entry.name}@"
+    if entry.is_dir():
+        return f"{entry.name}/"
+    return f"{entry.name}  ({entry.stat().st_size} bytes)"

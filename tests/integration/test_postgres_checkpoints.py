@@ -1,0 +1,198 @@
+"""Checkpoints in a real PostgreSQL server (sync and async savers).
+
+The server defaults to ``postgresql://postgres@127.0.0.1:5432/test``; set
+``AIMEGRAPH_TEST_POSTGRES_URL`` to use another. When it cannot be reached the
+tests are skipped locally but fail when ``CI`` is set, because CI must run them.
+"""
+
+from __future__ import annotations
+
+import operator
+import os
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Annotated, Any
+
+import ormsgpack
+import pytest
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG
+from langgraph.graph import START, StateGraph
+from langgraph.graph.message import add_messages
+from typing_extensions import TypedDict
+
+from aimegraph.checkpoints import (
+    aopen_checkpointer,
+    new_thread_id,
+    open_checkpointer,
+    redact_url,
+    thread_config,
+)
+from aimegraph.state.models import ProgressUpdate, Task, TaskResult, Usage, Verdict
+
+pytestmark = pytest.mark.postgres
+
+DEFAULT_TEST_URL = "postgresql://postgres@127.0.0.1:5432/test"
+TABLES = {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
+
+
+def _unavailable(reason: str) -> None:
+    if os.environ.get("CI"):
+        pytest.fail(f"Postgres checkpoint tests must run in CI: {reason}")
+    pytest.skip(reason)
+
+
+@pytest.fixture(scope="module")
+def postgres_url() -> str:
+    """The test server's URL, after checking that it answers."""
+    url = os.environ.get("AIMEGRAPH_TEST_POSTGRES_URL", DEFAULT_TEST_URL)
+    try:
+        import psycopg
+        import psycopg_pool  # noqa: F401
+        from langgraph.checkpoint.postgres import PostgresSaver  # noqa: F401
+    except ImportError as exc:
+        _unavailable(f"the [postgres] extra is not installed ({exc})")
+    try:
+        psycopg.connect(url, connect_timeout=3).close()
+    except psycopg.Error as exc:
+        _unavailable(f"Postgres is not reachable at {redact_url(url)}: {exc}")
+    return url
+
+
+@pytest.fixture
+def thread_id(postgres_url: str) -> Iterator[str]:
+    """A thread id no other test (or earlier run) uses; its rows are deleted afterwards."""
+    tid = new_thread_id("pytest-")
+    yield tid
+    with open_checkpointer(postgres_url) as saver:
+        saver.delete_thread(tid)
+
+
+class MiniState(TypedDict, total=False):
+    messages: Annotated[list[AnyMessage], add_messages]
+    tasks: dict[str, Task]
+    updates: Annotated[list[ProgressUpdate], operator.add]
+    verdict: Verdict | None
+    usage: Usage
+
+
+def _records() -> dict[str, Any]:
+    return {
+        "messages": [
+            HumanMessage("add 40 and 2", id="m1"),
+            AIMessage(
+                "",
+                id="m2",
+                tool_calls=[{"name": "calculator", "args": {"expr": "40+2"}, "id": "call-1"}],
+            ),
+            ToolMessage("42", tool_call_id="call-1", name="calculator", id="m3"),
+        ],
+        "tasks": {
+            "t1": Task(
+                id="t1",
+                title="Compute",
+                dependencies=("t0",),
+                status="completed",
+                result=TaskResult(status="completed", summary="42", artifacts={"a": "42"}),
+            )
+        },
+        "updates": [
+            ProgressUpdate(
+                task_id="t1", status="completed", message="ok", at=datetime(2025, 1, 2, tzinfo=UTC)
+            )
+        ],
+        "verdict": Verdict(passed=True, reasoning="correct"),
+        "usage": Usage(llm_calls=2, input_tokens=7, output_tokens=3),
+    }
+
+
+def _work(state: MiniState) -> dict[str, Any]:
+    records = _records()
+    records["messages"] = records["messages"][1:]
+    return records
+
+
+def build_graph(saver: Any) -> Any:
+    builder = StateGraph(MiniState)
+    builder.add_node("work", _work)
+    builder.add_edge(START, "work")
+    return builder.compile(checkpointer=saver)
+
+
+def _tables(url: str) -> set[str]:
+    import psycopg
+
+    with psycopg.connect(url) as conn:
+        rows = conn.execute(
+            "SELECT table_name FROM information_schema.tables WHERE table_schema = current_schema()"
+        ).fetchall()
+    return {row[0] for row in rows}
+
+
+def _evil_payload(target: str) -> bytes:
+    return ormsgpack.packb(
+        ormsgpack.Ext(EXT_CONSTRUCTOR_SINGLE_ARG, ormsgpack.packb(("os", "system", target)))
+    )
+
+
+def test_sync_round_trip(postgres_url: str, thread_id: str) -> None:
+    from langgraph.checkpoint.postgres import PostgresSaver
+
+    config = thread_config(thread_id)
+    with open_checkpointer(postgres_url) as saver:
+        assert isinstance(saver, PostgresSaver)
+        assert _tables(postgres_url) >= TABLES
+        build_graph(saver).invoke({"messages": [HumanMessage("add 40 and 2", id="m1")]}, config)
+    assert saver.conn.closed  # the pool was closed on exit
+
+    with open_checkpointer(postgres_url) as reopened:
+        snapshot = build_graph(reopened).get_state(config)
+        assert snapshot.values == _records()
+        assert snapshot.next == ()
+        assert isinstance(snapshot.values["tasks"]["t1"].result, TaskResult)
+
+
+def test_postgres_scheme_alias_and_restricted_serde(
+    postgres_url: str, thread_id: str, tmp_path: Path
+) -> None:
+    url = postgres_url.replace("postgresql://", "postgres://", 1)
+    marker = tmp_path / "pwned"
+    with open_checkpointer(url) as saver:
+        graph = build_graph(saver)
+        config = thread_config(thread_id)
+        graph.invoke({"messages": [HumanMessage("add 40 and 2", id="m1")]}, config)
+        # A row written straight into the database goes through the allowlist.
+        stored = saver.get_tuple(config)
+        assert stored is not None
+        saver.put_writes(stored.config, [("evil", "placeholder")], task_id="evil-task")
+        import psycopg
+
+        with psycopg.connect(postgres_url, autocommit=True) as conn:
+            conn.execute(
+                "UPDATE checkpoint_writes SET type = 'msgpack', blob = %s"
+                " WHERE thread_id = %s AND task_id = 'evil-task'",
+                (_evil_payload(f"touch {marker}"), thread_id),
+            )
+        loaded = saver.get_tuple(config)
+    assert loaded is not None and loaded.pending_writes is not None
+    assert ("evil-task", "evil", f"touch {marker}") in loaded.pending_writes
+    assert not marker.exists()
+
+
+async def test_async_round_trip(postgres_url: str, thread_id: str) -> None:
+    from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
+
+    config = thread_config(thread_id)
+    async with aopen_checkpointer(postgres_url) as saver:
+        assert isinstance(saver, AsyncPostgresSaver)
+        await build_graph(saver).ainvoke(
+            {"messages": [HumanMessage("add 40 and 2", id="m1")]}, config
+        )
+    assert saver.conn.closed
+
+    async with aopen_checkpointer(postgres_url) as reopened:
+        snapshot = await build_graph(reopened).aget_state(config)
+        assert snapshot.values == _records()
+        history = [c async for c in reopened.alist(config)]
+        assert len(history) >= 2

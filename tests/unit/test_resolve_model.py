@@ -1,0 +1,276 @@
+"""Model resolution from spec strings, per-role models, and tool-calling detection."""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import Any
+
+import pytest
+from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_openai import ChatOpenAI
+
+import aimegraph.models.local as local_module
+from aimegraph.models.resolve import (
+    PLACEHOLDER_API_KEY,
+    ROLES,
+    ModelSpecError,
+    resolve_model,
+    resolve_models,
+    supports_tool_calling,
+)
+
+OPENAI_ENV = ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE")
+
+
+@pytest.fixture(autouse=True)
+def _clean_openai_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in OPENAI_ENV:
+        monkeypatch.delenv(name, raising=False)
+
+
+def fake_model(text: str = "hi") -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter([AIMessage(content=text)]))
+
+
+# --------------------------------------------------------------------------- pass-through
+
+
+def test_chat_model_instance_passes_through_unchanged() -> None:
+    model = fake_model()
+    assert resolve_model(model) is model
+
+
+@pytest.mark.parametrize("spec", [None, 42, ["openai:gpt-4o"]])
+def test_non_string_spec_is_rejected(spec: Any) -> None:
+    with pytest.raises(ModelSpecError, match="expected a model spec string or a BaseChatModel"):
+        resolve_model(spec)
+
+
+# --------------------------------------------------------------------------- openai
+
+
+def test_openai_with_api_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = resolve_model("openai:gpt-4o-mini", timeout=30, max_retries=5)
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "gpt-4o-mini"
+    assert model.request_timeout == 30
+    assert model.max_retries == 5
+    assert model.stream_usage is True
+    assert model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == "sk-test"
+    assert model.openai_api_base is None
+
+
+def test_openai_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = resolve_model("openai:gpt-4o-mini")
+    assert isinstance(model, ChatOpenAI)
+    assert model.request_timeout == 120
+    assert model.max_retries == 3
+
+
+def test_openai_compatible_server_without_key_gets_placeholder(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    model = resolve_model("openai:qwen2.5-7b-instruct")
+    assert isinstance(model, ChatOpenAI)
+    assert model.openai_api_base == "http://127.0.0.1:8080/v1"
+    assert model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == PLACEHOLDER_API_KEY
+    assert model.stream_usage is True
+
+
+def test_openai_base_url_with_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://vllm:8000/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "secret")
+    model = resolve_model("openai:m")
+    assert isinstance(model, ChatOpenAI)
+    assert model.openai_api_base == "http://vllm:8000/v1"
+    assert model.openai_api_key is not None
+    assert model.openai_api_key.get_secret_value() == "secret"
+
+
+def test_openai_legacy_api_base_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_BASE", "http://ollama:11434/v1")
+    model = resolve_model("openai:llama3.2")
+    assert isinstance(model, ChatOpenAI)
+    assert model.openai_api_base == "http://ollama:11434/v1"
+
+
+@pytest.mark.parametrize("blank", ["", "   "])
+def test_openai_missing_key_message(monkeypatch: pytest.MonkeyPatch, blank: str) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", blank)
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model("openai:gpt-4o-mini")
+    assert str(info.value) == (
+        "set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
+    )
+
+
+def test_spec_prefix_is_case_and_space_tolerant(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    model = resolve_model("  OpenAI: gpt-4o ")
+    assert isinstance(model, ChatOpenAI)
+    assert model.model_name == "gpt-4o"
+
+
+# --------------------------------------------------------------------------- bad specs
+
+
+@pytest.mark.parametrize("spec", ["openai:", "openai:  ", "scripted:"])
+def test_empty_model_name(spec: str) -> None:
+    with pytest.raises(ModelSpecError, match="empty model name"):
+        resolve_model(spec)
+
+
+@pytest.mark.parametrize("spec", ["gpt-4o", "", "anthropic:claude", "ollama:llama3", "remote"])
+def test_unknown_spec_lists_accepted_forms(spec: str) -> None:
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model(spec)
+    message = str(info.value)
+    for form in ("openai:<model>", "'local'", "local:<path-to-gguf>", "scripted:<scenario>"):
+        assert form in message
+
+
+def test_model_spec_error_is_a_value_error() -> None:
+    assert issubclass(ModelSpecError, ValueError)
+
+
+# --------------------------------------------------------------------------- local
+
+
+def test_local_spec_loads_bundled_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, Any]] = []
+    model = fake_model()
+
+    def fake_load(**kwargs: Any) -> BaseChatModel:
+        calls.append(kwargs)
+        return model
+
+    monkeypatch.setattr(local_module, "load_local_model", fake_load)
+    assert resolve_model("local") is model
+    assert resolve_model("local:/models/my.gguf") is model
+    assert calls == [{}, {"model_path": "/models/my.gguf"}]
+
+
+def test_local_spec_with_empty_path() -> None:
+    with pytest.raises(ModelSpecError, match="empty path"):
+        resolve_model("local:")
+
+
+def test_local_without_llama_cpp_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_llama_cpp() -> None:
+        raise ModelSpecError(local_module.INSTALL_HINT)
+
+    monkeypatch.setattr(local_module, "_require_llama_cpp", no_llama_cpp)
+    with pytest.raises(ModelSpecError, match=r"pip install 'aimegraph\[local\]'"):
+        resolve_model("local")
+
+
+def test_local_missing_gguf_path(tmp_path: Any) -> None:
+    pytest.importorskip("llama_cpp")
+    with pytest.raises(ModelSpecError, match="no such GGUF file"):
+        resolve_model(f"local:{tmp_path / 'missing.gguf'}")
+
+
+# --------------------------------------------------------------------------- scripted
+
+HAS_SCRIPTED = importlib.util.find_spec("aimegraph.models.scripted") is not None
+
+
+@pytest.mark.skipif(not HAS_SCRIPTED, reason="aimegraph.models.scripted is not written yet")
+def test_scripted_spec_dispatches_to_from_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
+    from aimegraph.models import scripted
+
+    seen: list[str] = []
+    model = fake_model()
+
+    def from_scenario(scenario: str) -> BaseChatModel:
+        seen.append(scenario)
+        return model
+
+    monkeypatch.setattr(scripted.ScriptedChatModel, "from_scenario", staticmethod(from_scenario))
+    assert resolve_model("scripted:research") is model
+    assert seen == ["research"]
+
+
+@pytest.mark.skipif(not HAS_SCRIPTED, reason="aimegraph.models.scripted is not written yet")
+def test_unknown_scripted_scenario_is_a_spec_error() -> None:
+    with pytest.raises(ModelSpecError, match="no-such-scenario"):
+        resolve_model("scripted:no-such-scenario")
+
+
+# --------------------------------------------------------------------------- per-role models
+
+
+def test_resolve_models_defaults_every_role_to_model() -> None:
+    model = fake_model()
+    resolved = resolve_models(model, None)
+    assert list(resolved) == list(ROLES) == ["planner", "actor", "verifier", "reporter"]
+    assert all(m is model for m in resolved.values())
+
+
+def test_resolve_models_overrides_roles(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    default, verifier = fake_model("a"), fake_model("b")
+    resolved = resolve_models(default, {"verifier": verifier, "planner": "openai:gpt-4o"})
+    assert resolved["actor"] is default and resolved["reporter"] is default
+    assert resolved["verifier"] is verifier
+    assert isinstance(resolved["planner"], ChatOpenAI)
+
+
+def test_resolve_models_resolves_each_spec_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    loads: list[int] = []
+
+    def fake_load(**kwargs: Any) -> BaseChatModel:
+        loads.append(1)
+        return fake_model()
+
+    monkeypatch.setattr(local_module, "load_local_model", fake_load)
+    resolved = resolve_models("local", {"verifier": "local"})
+    assert len(loads) == 1
+    assert len({id(m) for m in resolved.values()}) == 1
+
+
+def test_resolve_models_unknown_role() -> None:
+    with pytest.raises(ModelSpecError) as info:
+        resolve_models(fake_model(), {"critic": fake_model(), "planner": fake_model()})
+    assert "'critic'" in str(info.value)
+    assert "planner, actor, verifier, reporter" in str(info.value)
+
+
+def test_resolve_models_needs_a_model_for_every_role() -> None:
+    with pytest.raises(ModelSpecError, match="no model for the actor role"):
+        resolve_models(None, {"planner": fake_model()})
+
+
+def test_resolve_models_propagates_spec_errors() -> None:
+    with pytest.raises(ModelSpecError, match="unknown model provider"):
+        resolve_models(fake_model(), {"planner": "nope:x"})
+
+
+# --------------------------------------------------------------------------- tool calling
+
+
+def test_supports_tool_calling(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    assert supports_tool_calling(resolve_model("openai:gpt-4o-mini")) is True
+    assert supports_tool_calling(fake_model()) is False
+
+
+def test_supports_tool_calling_on_subclass_override() -> None:
+    class WithTools(GenericFakeChatModel):
+        def bind_tools(self, tools: Any, **kwargs: Any) -> Any:
+            return self
+
+    assert supports_tool_calling(WithTools(messages=iter([]))) is True
+
+
+def test_llama_cpp_chat_model_is_not_native_tool_calling() -> None:
+    community = pytest.importorskip("langchain_community.chat_models.llamacpp")
+    fake = community.ChatLlamaCpp.model_construct(model_path="x.gguf")
+    assert supports_tool_calling(fake) is False
