@@ -197,7 +197,8 @@ def make_python_tool(
         description=(
             "Run a Python 3 script in a fresh process. Returns what it printed; on errors, "
             "also the exit code and stderr. The working directory is the workspace, so "
-            "files written with the file tools are visible. Nothing persists between calls except files. Limits: "
+            "files written with the file tools are visible. Nothing persists between calls "
+            "except files. Limits: "
             f"{timeout_s:g} s and {memory_mb} MB of memory; no environment variables are "
             "inherited. "
             "Print the results you need."

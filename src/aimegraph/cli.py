@@ -1,0 +1,459 @@
+"""``aimegraph``: run, demo, resume, inspect and draw workflows from the terminal.
+
+Exit codes tell outcomes apart: 0 succeeded, 1 failed, 2 usage error, 3 rejected,
+4 budget exhausted, 5 paused (waiting for a human: see ``aimegraph resume``),
+6 unknown thread or nothing to resume.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+from collections.abc import Iterator, Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from langchain_core.load import dumpd
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command
+from rich.console import Console
+
+from aimegraph.checkpoints import (
+    DEFAULT_CHECKPOINT_URL,
+    RunSettings,
+    ThreadNotFoundError,
+    latest_settings,
+    list_threads,
+    new_thread_id,
+    open_checkpointer,
+    redact_url,
+    run_config,
+    run_state,
+)
+from aimegraph.config import AimeConfig
+from aimegraph.console import LiveProgress
+from aimegraph.graphs.aime import build_aime_graph
+from aimegraph.state import render_checklist
+
+EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
+EXIT_USAGE, EXIT_NOT_FOUND = 2, 6
+DEMO_SCENARIO = "scripted:demo"
+WORKSPACES = Path(".aimegraph/workspace")
+
+
+class CliError(Exception):
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    console = Console(stderr=args.json, highlight=False)
+    try:
+        with open_checkpointer(args.checkpoints) as checkpointer:
+            return int(args.handler(args, checkpointer, console))
+    except CliError as exc:
+        console.print(f"[red]error:[/red] {exc}")
+        return exc.code
+    except ValueError as exc:  # bad URLs, model specs, config values
+        console.print(f"[red]error:[/red] {exc}")
+        return EXIT_USAGE
+
+
+# --- commands ---
+
+
+def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    thread_id = args.thread or new_thread_id()
+    if saver.get_tuple(run_config(thread_id)) is not None:
+        raise CliError(f"thread {thread_id!r} exists; resume it or pick a new id", EXIT_USAGE)
+    config = _config_from_args(args, thread_id)
+    settings = RunSettings(model=args.model, config=config)
+    graph = _graph(settings, saver)
+    return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
+
+
+def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.models.scripted import load_scenario
+
+    thread_id = args.thread or new_thread_id("demo-")
+    workspace = WORKSPACES / thread_id
+    workspace.mkdir(parents=True, exist_ok=True)
+    data = resources.files("aimegraph.demo") / "data"
+    for item in data.iterdir():
+        if item.is_file():
+            shutil.copyfile(str(item), workspace / item.name)
+    settings = RunSettings(model=DEMO_SCENARIO, config=AimeConfig(workspace=workspace))
+    goal = load_scenario(DEMO_SCENARIO.removeprefix("scripted:")).goal.strip()
+    if not args.json:
+        console.print(f"[bold]goal:[/bold] {goal}")
+        console.print(f"workspace: {workspace} (sales.csv copied in)\n")
+    code = _execute(_graph(settings, saver), {"goal": goal}, thread_id, settings, args, console)
+    if not args.json:
+        report = workspace / "report.md"
+        if report.exists():
+            console.print(f"[bold]report:[/bold] {report}")
+    return code
+
+
+def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    settings = _settings_or_exit(saver, args.thread)
+    graph = _graph(settings, saver)
+    snapshot = graph.get_state(run_config(args.thread))
+    if not snapshot.next and not snapshot.interrupts:
+        raise CliError(
+            f"thread {args.thread!r} has nothing to resume (status: {run_state(snapshot)})",
+            EXIT_NOT_FOUND,
+        )
+    answer = _answer(args)
+    if snapshot.interrupts:
+        if answer is None:
+            _show_interrupts(snapshot.interrupts, console)
+            raise CliError("the run waits for a human: pass --approve, --reject or --answer", 5)
+        chosen = [i for i in snapshot.interrupts if args.interrupt in (None, i.id)]
+        if not chosen:
+            raise CliError(f"no pending interrupt {args.interrupt!r}", EXIT_NOT_FOUND)
+        inputs: Any = Command(resume={i.id: _answer_for(i.value, answer) for i in chosen})
+    else:
+        inputs = None  # stopped mid-way (crash, kill): carry on from the last checkpoint
+    return _execute(graph, inputs, args.thread, settings, args, console)
+
+
+def cmd_threads(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    threads = [t.as_dict() for t in list_threads(saver)]
+    if args.json:
+        print(json.dumps(threads, indent=2))
+        return 0
+    if not threads:
+        console.print("no threads yet")
+    for t in threads:
+        console.print(
+            f"{t['thread_id']:<24} {t['status']:<17} {t['updated'][:19]}  {t['goal'][:60]}",
+            markup=False,
+        )
+    return 0
+
+
+def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    settings = _settings_or_exit(saver, args.thread)
+    snapshot = _graph(settings, saver).get_state(run_config(args.thread))
+    summary = _summary(snapshot.values, args.thread, run_state(snapshot))
+    summary["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+        return 0
+    _print_summary(summary, console)
+    return 0
+
+
+def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    settings = _settings_or_exit(saver, args.thread)
+    graph = _graph(settings, saver)
+    rows = []
+    for snap in graph.get_state_history(run_config(args.thread)):
+        tasks = snap.values.get("tasks") or {}
+        done = sum(t.status == "completed" for t in tasks.values())
+        rows.append(
+            {
+                "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
+                "step": snap.metadata.get("step") if snap.metadata else None,
+                "next": list(snap.next),
+                "status": run_state(snap),
+                "tasks_done": f"{done}/{len(tasks)}",
+                "created_at": snap.created_at,
+            }
+        )
+    if args.json:
+        print(json.dumps(rows, indent=2, default=str))
+        return 0
+    for row in rows:
+        console.print(
+            f"{row['checkpoint_id']}  step {row['step']!s:>3}  {row['tasks_done']:>6} done  "
+            f"{row['status']:<16} next: {', '.join(row['next']) or '-'}",
+            markup=False,
+        )
+    return 0
+
+
+def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    settings = _settings_or_exit(saver, args.thread)
+    graph = _graph(settings, saver)
+    config = run_config(args.thread, checkpoint_id=args.checkpoint)
+    if saver.get_tuple(config) is None:
+        raise CliError(f"no checkpoint {args.checkpoint!r} in thread {args.thread!r}", 6)
+    if not args.json:
+        console.print(f"forking {args.thread} from checkpoint {args.checkpoint}")
+    return _execute(
+        graph, None, args.thread, settings, args, console, checkpoint_id=args.checkpoint
+    )
+
+
+def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.drawing import draw, draw_plan
+
+    if args.plan:
+        settings = _settings_or_exit(saver, args.plan)
+        snapshot = _graph(settings, saver).get_state(run_config(args.plan))
+        drawing = draw_plan(snapshot.values, args.output, format=args.format)
+    else:
+        graph = build_aime_graph(args.model, config=AimeConfig(workspace=WORKSPACES / "draw"))
+        drawing = draw(graph, args.output, format=args.format, xray=args.xray)
+    if args.output:
+        console.print(f"wrote {args.output}")
+    else:
+        data = drawing.data
+        sys.stdout.write(data if isinstance(data, str) else data.decode("latin-1"))
+    return 0
+
+
+# --- running and printing ---
+
+
+def _execute(
+    graph: CompiledStateGraph,
+    inputs: Any,
+    thread_id: str,
+    settings: RunSettings,
+    args: argparse.Namespace,
+    console: Console,
+    checkpoint_id: str | None = None,
+) -> int:
+    config = run_config(thread_id, settings, checkpoint_id)
+    chunks: Iterator[Any] = graph.stream(
+        inputs,
+        config,
+        stream_mode=["updates", "custom"],
+        subgraphs=True,
+        durability=getattr(args, "durability", "async"),
+    )
+    if args.json:
+        for _ in chunks:
+            pass
+    else:
+        console.print(f"[bold]thread:[/bold] {thread_id}")
+        with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
+            live.follow(chunks)
+    snapshot = graph.get_state(run_config(thread_id))
+    state = run_state(snapshot)
+    summary = _summary(snapshot.values, thread_id, state)
+    summary["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
+    if args.json:
+        print(json.dumps(summary, indent=2, default=str))
+    else:
+        _print_summary(summary, console)
+        if snapshot.interrupts:
+            _show_interrupts(snapshot.interrupts, console)
+            console.print(
+                f"resume with: aimegraph resume {thread_id} --approve "
+                "(or --reject REASON, --answer TEXT)"
+            )
+        console.print(
+            f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
+        )
+    return EXIT_CODES.get(state, 1)
+
+
+def _summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any]:
+    tasks = values.get("tasks") or {}
+    usage = values.get("usage")
+    verdict = values.get("verdict")
+    return {
+        "thread_id": thread_id,
+        "status": state,
+        "reason": values.get("reason"),
+        "goal": values.get("goal"),
+        "final_answer": values.get("final_answer"),
+        "checklist": render_checklist(tasks),
+        "tasks": {tid: t.model_dump(mode="json") for tid, t in tasks.items()},
+        "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
+        "usage": usage.model_dump(mode="json") if usage is not None else None,
+        "replans": values.get("replans", 0),
+    }
+
+
+def _print_summary(summary: dict[str, Any], console: Console) -> None:
+    console.print(
+        f"\n[bold]status:[/bold] {summary['status']}"
+        + (f" ({summary['reason']})" if summary.get("reason") else "")
+    )
+    console.print(summary["checklist"], markup=False)
+    if summary.get("verdict"):
+        v = summary["verdict"]
+        console.print(
+            f"[bold]verdict:[/bold] {'passed' if v['passed'] else 'rejected'}: {v['reasoning']}"
+        )
+    if summary.get("usage"):
+        u = summary["usage"]
+        console.print(
+            f"[bold]usage:[/bold] {u['llm_calls']} LLM calls, {u['input_tokens']} in / "
+            f"{u['output_tokens']} out tokens, {u['tool_calls']} tool calls"
+        )
+    if summary.get("final_answer"):
+        console.print("\n[bold]final answer:[/bold]")
+        console.print(summary["final_answer"], markup=False)
+
+
+def _show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
+    for item in interrupts:
+        value = dict(item.value)
+        kind = value.pop("kind", "interrupt")
+        console.print(f"\n[yellow]waiting ({kind})[/yellow] id={item.id}")
+        if kind == "approve_plan":
+            console.print(value.get("checklist", ""), markup=False)
+            if value.get("error"):
+                console.print(f"[red]last edit was invalid:[/red] {value['error']}")
+        else:
+            console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)
+
+
+def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
+    if args.approve:
+        return {"action": "approve"}
+    if args.reject is not None:
+        return {"action": "reject", "reason": args.reject}
+    if args.answer is not None:
+        return {"answer": args.answer}
+    if args.plan_file is not None:
+        return {"action": "edit", "plan": json.loads(Path(args.plan_file).read_text())}
+    return None
+
+
+def _answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
+    """Adapt the CLI's answer to the interrupt kind (a rejection denies a tool)."""
+    if interrupt_value.get("kind") == "approve_tool" and answer.get("action") == "reject":
+        return {"action": "deny", "reason": answer["reason"]}
+    if interrupt_value.get("kind") == "ask_human" and "answer" not in answer:
+        raise CliError("this interrupt asks a question: answer it with --answer TEXT", 2)
+    return answer
+
+
+def _graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> CompiledStateGraph:
+    return build_aime_graph(settings.model, config=settings.config, checkpointer=saver)
+
+
+def _settings_or_exit(saver: BaseCheckpointSaver[Any], thread_id: str) -> RunSettings:
+    try:
+        return latest_settings(saver, thread_id)
+    except ThreadNotFoundError as exc:
+        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+
+
+def _config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
+    fields: dict[str, Any] = json.loads(args.config) if args.config else {}
+    for name in (
+        "max_parallel",
+        "max_replans",
+        "max_llm_calls",
+        "max_tokens",
+        "max_steps",
+        "max_actor_steps",
+        "replan",
+        "verify",
+        "tool_calling",
+    ):
+        if (value := getattr(args, name)) is not None:
+            fields[name] = value
+    if args.approve_plan:
+        fields["approve_plan"] = True
+    if args.approve_tools:
+        fields["approve_tools"] = [t.strip() for t in args.approve_tools.split(",") if t.strip()]
+    fields.setdefault(
+        "workspace", str(Path(args.workspace) if args.workspace else WORKSPACES / thread_id)
+    )
+    Path(fields["workspace"]).mkdir(parents=True, exist_ok=True)
+    return AimeConfig.model_validate(fields)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="aimegraph",
+        description="AIME-style multi-agent workflows on LangGraph.",
+        epilog="exit codes: 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, "
+        "5 paused, 6 unknown thread or nothing to resume",
+    )
+    parser.add_argument(
+        "--checkpoints",
+        default=DEFAULT_CHECKPOINT_URL,
+        help=f"checkpoint store URL: memory, sqlite:///PATH, postgresql://... "
+        f"(default {redact_url(DEFAULT_CHECKPOINT_URL)})",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, handler: Any, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(handler=handler)
+        p.add_argument("--json", action="store_true", help="print the result as JSON, no live view")
+        return p
+
+    run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
+    run.add_argument("goal", help="what the agents should achieve")
+    run.add_argument(
+        "--model", default="openai:gpt-4o-mini", help="openai:<model>, local, scripted:<scenario>"
+    )
+    run.add_argument("--thread", help="thread id (default: a new one)")
+    run.add_argument(
+        "--workspace", help="directory for file and python tools (default: per thread)"
+    )
+    run.add_argument("--max-parallel", type=int)
+    run.add_argument("--max-replans", type=int)
+    run.add_argument("--max-llm-calls", type=int)
+    run.add_argument("--max-tokens", type=int)
+    run.add_argument("--max-steps", type=int)
+    run.add_argument("--max-actor-steps", type=int)
+    run.add_argument("--replan", choices=["on_failure", "every_step"])
+    run.add_argument("--verify", choices=["final", "tasks", "both", "off"])
+    run.add_argument("--tool-calling", choices=["auto", "native", "json"])
+    run.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
+    run.add_argument("--approve-tools", help="comma-separated tools that need approval")
+    run.add_argument("--config", help="AimeConfig fields as a JSON object")
+    run.add_argument(
+        "--durability",
+        choices=["sync", "async", "exit"],
+        default="async",
+        help="when checkpoints are written: sync (safest), async (default), exit",
+    )
+
+    demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
+    demo.add_argument("--thread", help="thread id (default: a new one)")
+    demo.add_argument("--durability", choices=["sync", "async", "exit"], default="async")
+
+    resume = command("resume", cmd_resume, "Resume a paused or interrupted thread.")
+    resume.add_argument("thread")
+    answer = resume.add_mutually_exclusive_group()
+    answer.add_argument("--approve", action="store_true", help="approve the plan or tool call")
+    answer.add_argument("--reject", metavar="REASON", help="reject the plan / deny the tool call")
+    answer.add_argument("--answer", metavar="TEXT", help="answer an ask_human question")
+    answer.add_argument(
+        "--plan-file", metavar="JSON", help="approve an edited plan (PlanUpdate JSON)"
+    )
+    resume.add_argument(
+        "--interrupt", metavar="ID", help="answer only this interrupt (default: all)"
+    )
+    resume.add_argument("--durability", choices=["sync", "async", "exit"], default="async")
+
+    command("threads", cmd_threads, "List stored threads (id, status, updated, goal).")
+    show = command("show", cmd_show, "Show a thread: checklist, verdict, final answer, usage.")
+    show.add_argument("thread")
+    history = command("history", cmd_history, "List a thread's checkpoints, newest first.")
+    history.add_argument("thread")
+    fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
+    fork.add_argument("thread")
+    fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
+
+    draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
+    draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")
+    draw.add_argument("--model", default=DEMO_SCENARIO, help=argparse.SUPPRESS)
+    draw.add_argument("--xray", action="store_true", help="expand the subgraphs")
+    draw.add_argument("--format", choices=["svg", "png", "mermaid"], default=None)
+    draw.add_argument("-o", "--output", help="file to write (default: stdout)")
+    return parser
+
+
+if __name__ == "__main__":
+    sys.exit(main())
