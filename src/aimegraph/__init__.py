@@ -1,9 +1,9 @@
 """aimegraph: AIME-style multi-agent workflows as LangGraph graphs.
 
-    from aimegraph import build_aime_graph, AimeConfig
-    graph = build_aime_graph("scripted:demo", config=AimeConfig(max_parallel=4))
-    out = graph.invoke({"goal": "..."}, {"configurable": {"thread_id": "t1"}})
-    out["final_answer"], out["status"], out["tasks"], out["verdict"]
+from aimegraph import build_aime_graph, AimeConfig
+graph = build_aime_graph("scripted:demo", config=AimeConfig(max_parallel=4))
+out = graph.invoke({"goal": "..."}, {"configurable": {"thread_id": "t1"}})
+out["final_answer"], out["status"], out["tasks"], out["verdict"]
 """
 
 from aimegraph.config import AimeConfig

@@ -6,7 +6,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
-
 from tests.conftest import GraphFactory, steps_of
 
 
@@ -70,7 +69,12 @@ def test_failed_task_is_retried_then_replanned_then_succeeds(scripted_graph: Gra
                 plan(spec("t2", description="another way")),
             ],
             "actors": {
-                "t1": {"attempts": [[submit("source offline", "failed")], [submit("still offline", "failed")]]},
+                "t1": {
+                    "attempts": [
+                        [submit("source offline", "failed")],
+                        [submit("still offline", "failed")],
+                    ]
+                },
                 "t2": [submit("done via mirror")],
             },
             "reporter": [{"text": "{all_results}"}],
@@ -139,9 +143,7 @@ def test_llm_call_budget_stops_with_a_partial_report(scripted_graph: GraphFactor
 
 
 def test_step_budget_and_replan_budget(scripted_graph: GraphFactory) -> None:
-    graph, _ = scripted_graph(
-        {"planner": [plan(spec("a"), spec("b", "a"))]}, max_steps=1
-    )
+    graph, _ = scripted_graph({"planner": [plan(spec("a"), spec("b", "a"))]}, max_steps=1)
     out = graph.invoke({"goal": "two steps"})
     assert out["status"] == "budget_exhausted" and "max_steps" in out["reason"]
 
@@ -176,7 +178,9 @@ def test_plan_that_stays_invalid_fails_cleanly(scripted_graph: GraphFactory) -> 
     )
     out = graph.invoke({"goal": "g"})
     assert out["status"] == "failed"
-    assert "no valid plan after 3 attempt(s)" in out["reason"] and "dependency cycle" in out["reason"]
+    assert (
+        "no valid plan after 3 attempt(s)" in out["reason"] and "dependency cycle" in out["reason"]
+    )
     assert len(model.prompts("planner")) == 3
     assert out["tasks"] == {} or all(t.status == "pending" for t in out["tasks"].values())
     assert "stopped before finishing (failed)" in out["final_answer"]
@@ -209,7 +213,9 @@ def test_every_step_consults_the_planner_after_each_batch(scripted_graph: GraphF
 
 
 def test_max_parallel_limits_each_batch(scripted_graph: GraphFactory) -> None:
-    graph, _ = scripted_graph({"planner": [plan(*(spec(f"t{i}") for i in range(5)))]}, max_parallel=2)
+    graph, _ = scripted_graph(
+        {"planner": [plan(*(spec(f"t{i}") for i in range(5)))]}, max_parallel=2
+    )
     steps = steps_of(graph, {"goal": "five"})
     per_step: dict[int, int] = {}
     for step, name in steps:
@@ -221,13 +227,16 @@ def test_max_parallel_limits_each_batch(scripted_graph: GraphFactory) -> None:
 def test_run_context_overrides_the_built_config(scripted_graph: GraphFactory) -> None:
     graph, _ = scripted_graph({"planner": [plan(*(spec(f"t{i}") for i in range(4)))]})
     events = [
-        e for e in graph.stream({"goal": "four"}, stream_mode="debug", context={"max_parallel": 1})
+        e
+        for e in graph.stream({"goal": "four"}, stream_mode="debug", context={"max_parallel": 1})
         if e["type"] == "task" and e["payload"]["name"] == "executor"
     ]
     assert len({e["step"] for e in events}) == 4
 
 
-def test_goal_from_the_last_human_message_inside_a_messages_graph(scripted_graph: GraphFactory) -> None:
+def test_goal_from_the_last_human_message_inside_a_messages_graph(
+    scripted_graph: GraphFactory,
+) -> None:
     aime, model = scripted_graph(
         {"planner": [plan(spec("t1"))], "reporter": [{"text": "The answer is 42."}]}
     )
@@ -244,7 +253,15 @@ def test_checklist_streams_in_custom_mode(scripted_graph: GraphFactory) -> None:
     graph, _ = scripted_graph(
         {
             "planner": [plan(spec("a"))],
-            "actors": {"a": [{"tool": "update_progress", "args": {"status": "working", "message": "half way"}}, submit("ok")]},
+            "actors": {
+                "a": [
+                    {
+                        "tool": "update_progress",
+                        "args": {"status": "working", "message": "half way"},
+                    },
+                    submit("ok"),
+                ]
+            },
         }
     )
     custom = [
@@ -256,7 +273,12 @@ def test_checklist_streams_in_custom_mode(scripted_graph: GraphFactory) -> None:
     ]
     checklists = [e["checklist"] for e in custom if e["type"] == "checklist"]
     assert checklists[0] == "- [~] a: Task a" and checklists[-1] == "- [x] a: Task a"
-    assert {"type": "progress", "task_id": "a", "status": "working", "message": "half way"} in custom
+    assert {
+        "type": "progress",
+        "task_id": "a",
+        "status": "working",
+        "message": "half way",
+    } in custom
     assert any(e["type"] == "final_answer" for e in custom)
 
 
@@ -264,7 +286,15 @@ def test_progress_updates_are_recorded(scripted_graph: GraphFactory) -> None:
     graph, _ = scripted_graph(
         {
             "planner": [plan(spec("a"), spec("b"))],
-            "actors": {"a": [{"tool": "update_progress", "args": {"status": "working", "message": "reading"}}, submit("a ok")]},
+            "actors": {
+                "a": [
+                    {
+                        "tool": "update_progress",
+                        "args": {"status": "working", "message": "reading"},
+                    },
+                    submit("a ok"),
+                ]
+            },
         }
     )
     out = graph.invoke({"goal": "g"})
@@ -277,7 +307,9 @@ def test_actor_step_cap_fails_the_task_and_keeps_partial_work(scripted_graph: Gr
     loop = [{"tool": "calculator", "args": {"expression": f"{i}*100"}} for i in range(1, 10)]
     graph, _ = scripted_graph(
         {"planner": [plan(spec("a"))], "actors": {"a": loop}},
-        max_actor_steps=3, task_retries=0, max_replans=0,
+        max_actor_steps=3,
+        task_retries=0,
+        max_replans=0,
     )
     out = graph.invoke({"goal": "g"})
     result = out["tasks"]["a"].result
@@ -288,15 +320,21 @@ def test_actor_step_cap_fails_the_task_and_keeps_partial_work(scripted_graph: Gr
 
 def test_model_failures_become_failed_tasks(scripted_graph: GraphFactory) -> None:
     graph, _ = scripted_graph(
-        {"planner": [plan(spec("a"))], "actors": {"a": [{"error": "fatal", "message": "model exploded"}]}},
-        task_retries=0, max_replans=0,
+        {
+            "planner": [plan(spec("a"))],
+            "actors": {"a": [{"error": "fatal", "message": "model exploded"}]},
+        },
+        task_retries=0,
+        max_replans=0,
     )
     out = graph.invoke({"goal": "g"})
     assert out["tasks"]["a"].result.summary == "model call failed: RuntimeError: model exploded"
     assert out["status"] == "budget_exhausted"
 
 
-def test_transient_model_errors_are_retried_by_the_retry_policy(scripted_graph: GraphFactory) -> None:
+def test_transient_model_errors_are_retried_by_the_retry_policy(
+    scripted_graph: GraphFactory,
+) -> None:
     graph, _ = scripted_graph(
         {"planner": [{"error": "connection", "message": "reset by peer"}, plan(spec("a"))]}
     )

@@ -41,8 +41,17 @@ def test_merge_tasks_replaces_by_id_and_keeps_the_rest() -> None:
 
 
 def test_usage_adds_up_including_roles() -> None:
-    one = Usage(llm_calls=1, input_tokens=10, output_tokens=2, by_role={"actor": RoleUsage(llm_calls=1, input_tokens=10, output_tokens=2)})
-    two = Usage(llm_calls=2, tool_calls=3, by_role={"actor": RoleUsage(llm_calls=2), "planner": RoleUsage(llm_calls=1)})
+    one = Usage(
+        llm_calls=1,
+        input_tokens=10,
+        output_tokens=2,
+        by_role={"actor": RoleUsage(llm_calls=1, input_tokens=10, output_tokens=2)},
+    )
+    two = Usage(
+        llm_calls=2,
+        tool_calls=3,
+        by_role={"actor": RoleUsage(llm_calls=2), "planner": RoleUsage(llm_calls=1)},
+    )
     total = add_usage(one, two)
     assert (total.llm_calls, total.input_tokens, total.tool_calls) == (3, 10, 3)
     assert total.by_role["actor"] == RoleUsage(llm_calls=3, input_tokens=10, output_tokens=2)
@@ -73,7 +82,10 @@ def test_ready_set_needs_all_dependencies_completed() -> None:
 
 def test_dependency_results_are_the_direct_ones() -> None:
     result = TaskResult(status="completed", summary="42")
-    tasks = {"a": task("a", status="completed").model_copy(update={"result": result}), "b": task("b", "a")}
+    tasks = {
+        "a": task("a", status="completed").model_copy(update={"result": result}),
+        "b": task("b", "a"),
+    }
     assert dependency_results(tasks, tasks["b"]) == {"a": result}
 
 
@@ -86,11 +98,7 @@ def test_checklist_indents_children_and_marks_status() -> None:
         "t3": task("t3", status="skipped"),
     }
     assert render_checklist(tasks) == (
-        "- [x] t1: T1\n"
-        "  - [~] t1a: T1A\n"
-        "  - [ ] t1b: T1B (after t1a)\n"
-        "- [!] t2: T2\n"
-        "- [-] t3: T3"
+        "- [x] t1: T1\n  - [~] t1a: T1A\n  - [ ] t1b: T1B (after t1a)\n- [!] t2: T2\n- [-] t3: T3"
     )
     assert render_checklist({}) == "(no tasks yet)"
 
@@ -99,7 +107,9 @@ def test_checklist_with_results() -> None:
     done = task("a", status="completed").model_copy(
         update={"result": TaskResult(status="completed", summary="found\n  42 rows")}
     )
-    assert "  - result (completed): found 42 rows" in render_checklist({"a": done}, with_results=True)
+    assert "  - result (completed): found 42 rows" in render_checklist(
+        {"a": done}, with_results=True
+    )
 
 
 @pytest.mark.parametrize(
@@ -108,7 +118,10 @@ def test_checklist_with_results() -> None:
         ([TaskSpec(id="a", title="A", dependencies=["a"])], "depends on itself"),
         ([TaskSpec(id="a", title="A", dependencies=["zz"])], "unknown task 'zz'"),
         (
-            [TaskSpec(id="a", title="A", dependencies=["b"]), TaskSpec(id="b", title="B", dependencies=["a"])],
+            [
+                TaskSpec(id="a", title="A", dependencies=["b"]),
+                TaskSpec(id="b", title="B", dependencies=["a"]),
+            ],
             "dependency cycle",
         ),
         ([TaskSpec(id="a", title="A"), TaskSpec(id="a", title="A again")], "duplicate task id 'a'"),
@@ -137,7 +150,11 @@ def test_replan_revises_drops_and_skips_unhandled_failures() -> None:
     tasks = {"a": task("a", status="completed"), "b": failed, "c": task("c"), "d": task("d")}
     changed = apply_plan(
         tasks,
-        plan(TaskSpec(id="c", title="C revised", dependencies=["a"]), TaskSpec(id="e", title="E"), drop=("d",)),
+        plan(
+            TaskSpec(id="c", title="C revised", dependencies=["a"]),
+            TaskSpec(id="e", title="E"),
+            drop=("d",),
+        ),
         max_tasks=10,
     )
     assert changed["c"].title == "C revised" and changed["c"].status == "pending"

@@ -60,6 +60,7 @@ def build_actor_graph(
     registry = registry or ToolRegistry()
     factory = factory or DefaultActorFactory(registry, workspace=Path(config.workspace))
     chat = resolve_model(model)
+    always = [t.name for t in ALWAYS_BOUND]
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
 
     builder = StateGraph(
@@ -75,6 +76,7 @@ def build_actor_graph(
             list(tools.values()),
             timeout_s=config.tool_timeout_s,
             max_observation_chars=config.max_observation_chars,
+            available=lambda state: [*state.get("tool_names", []), *always],
             before_call=make_tool_approval(config),
         ),
     )

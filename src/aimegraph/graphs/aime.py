@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -16,9 +15,10 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.planner import build_planner_graph
 from aimegraph.graphs.verifier import build_verifier_graph
+from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
-from aimegraph.nodes.executor import ActorFactory
+from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.state import AimeInput, AimeOutput, AimeState
@@ -33,7 +33,7 @@ def build_aime_graph(
     models: Mapping[str, BaseChatModel | str] | None = None,
     checkpointer: Checkpointer = None,
     store: BaseStore | None = None,
-    knowledge: Any | None = None,
+    knowledge: KnowledgeBase | None = None,
     factory: ActorFactory | None = None,
     name: str = "aime",
 ) -> CompiledStateGraph:
@@ -50,8 +50,10 @@ def build_aime_graph(
             ``verifier``, ``reporter``.
         checkpointer: Enables pause/resume, human approval and crash recovery.
         store: A LangGraph store, available to nodes and tools at run time.
-        knowledge: A knowledge base for the ``knowledge`` bundle.
-        factory: Assembles each task's actor; defaults to the built-in factory.
+        knowledge: A knowledge base: actors search it with the ``knowledge`` bundle's
+            tool, and the default factory puts the passages nearest each task in
+            the actor's prompt.
+        factory: Assembles each task's actor; defaults to :class:`DefaultActorFactory`.
         name: The compiled graph's name.
 
     Returns:
@@ -65,6 +67,10 @@ def build_aime_graph(
         tools
         if isinstance(tools, ToolRegistry)
         else default_registry(Path(config.workspace), knowledge=knowledge, extra_tools=tools or ())
+    )
+
+    factory = factory or DefaultActorFactory(
+        registry, workspace=Path(config.workspace), knowledge=knowledge
     )
 
     builder = StateGraph(
@@ -106,3 +112,33 @@ def build_aime_graph(
 def route_after_verifier(state: AimeState) -> str:
     """Back to the planner after a rejection with replans left, else the end."""
     return "planner" if state.get("status") == "running" else END
+
+
+def __getattr__(name: str) -> CompiledStateGraph:
+    """``aimegraph.graphs.aime:graph``, the graph ``langgraph.json`` serves.
+
+    Built on first access (not at import) from ``AIMEGRAPH_MODEL`` (default
+    ``scripted:demo``) and ``AIMEGRAPH_WORKSPACE`` (default
+    ``.aimegraph/workspace/server``). No checkpointer: LangGraph Server brings its own.
+    """
+    if name != "graph":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    import os
+
+    global graph
+    workspace = Path(os.environ.get("AIMEGRAPH_WORKSPACE", ".aimegraph/workspace/server"))
+    workspace.mkdir(parents=True, exist_ok=True)
+    graph = build_aime_graph(
+        os.environ.get("AIMEGRAPH_MODEL", "scripted:demo"), config=AimeConfig(workspace=workspace)
+    )
+    return graph
+
+
+def make_graph() -> CompiledStateGraph:
+    """The module-level ``graph`` as a zero-argument factory, for ``langgraph.json``.
+
+    LangGraph Server reads ``module.__dict__[name]``, which never reaches the lazy
+    ``__getattr__`` above, so it is pointed at this factory instead. The server calls
+    it per request; the graph is built once and reused.
+    """
+    return globals().get("graph") or __getattr__("graph")

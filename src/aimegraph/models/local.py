@@ -21,44 +21,58 @@ How the weights ship
     ``google/gemma-3-270m``: the *base* (pre-trained) model, not the instruction-tuned
     ``-it`` one, so expect it to continue text more than follow instructions.
 
-ChatLlamaCpp findings (langchain-community 0.4, llama-cpp-python 0.3)
-    See the notes in :func:`load_local_model` and the class below; in short:
-
-    - Chat template: no ``chat_format`` is given, so llama-cpp-python formats messages with
-      the Jinja template stored in the GGUF (``tokenizer.chat_template``), Gemma's
-      ``<start_of_turn>user ... <end_of_turn><start_of_turn>model`` turns. Gemma has no
-      system role: the template folds a leading system message into the first user turn
-      (system text, blank line, user text). It also raises on roles that do not alternate
-      user/model, and knows no ``tool`` role, so :class:`LocalChatLlamaCpp` normalises the
-      message list first (see ``_normalise_for_gemma``).
-    - Tool calling: ``ChatLlamaCpp.bind_tools`` passes the tools to llama.cpp, which only
-      honours a *forced* single function (``tool_choice={"type": "function", ...}``, what
-      ``with_structured_output`` sends): the reply is then grammar-constrained JSON for that
-      schema, returned as a tool call. With free choice the tools are ignored and the reply
-      is plain text, so ``supports_tool_calling`` reports False for it and
-      ``tool_calling="auto"`` uses the JSON mode.
-    - Usage metadata: ``ChatLlamaCpp`` puts llama.cpp's token counts only in
-      ``llm_output["token_usage"]`` and streams by default (no counts at all);
-      :class:`LocalChatLlamaCpp` fills ``AIMessage.usage_metadata`` and the defaults below
-      turn streaming off for ``invoke``.
+ChatLlamaCpp findings (langchain-community 0.4.2, llama-cpp-python 0.3.36)
+    - Chat format: this GGUF has no ``tokenizer.chat_template`` (it is a base model), so
+      llama-cpp-python silently falls back to the Llama 2 ``[INST]`` format. Its built-in
+      ``gemma`` format is no better here: it drops system messages (Gemma has no system
+      role; Gemma 3's own template folds the system text into the first user turn) and
+      ignores ``tool`` messages, and the base model never learnt the
+      ``<start_of_turn>``/``<end_of_turn>`` control tokens: it echoes the prompt and
+      emits junk until the token limit. A plain transcript (system text, then
+      ``User:``/``Assistant:``/``Tool:`` lines, stop on the next speaker) gets short, sane
+      replies, so the bundled model is loaded with that format (:func:`transcript_format`).
+      A GGUF given as ``local:<path>`` keeps llama-cpp-python's choice (its own template).
+    - Tool calling: ``ChatLlamaCpp.bind_tools`` passes the tools on, and llama.cpp honours
+      only a *forced* single function (``tool_choice={"type": "function", ...}``, which is
+      what ``with_structured_output`` sends): the reply is then grammar-constrained JSON
+      for that schema, returned as a tool call, so structured output parses even from
+      this model. With free choice the tools are ignored and the reply is plain text;
+      ``supports_tool_calling`` therefore reports False for ChatLlamaCpp (``"auto"`` picks
+      the JSON mode), while ``supports_structured_output`` reports True.
+    - Usage metadata: ``ChatLlamaCpp`` only puts llama.cpp's token counts in
+      ``llm_output["token_usage"]``, and ``invoke`` streams internally by default (no
+      counts at all). :class:`LocalChatLlamaCpp` makes ``invoke`` a single non-streaming
+      call and sets ``AIMessage.usage_metadata`` from llama.cpp's exact counts; when
+      streaming (``.stream()``, LangGraph ``stream_mode="messages"``) a last chunk carries
+      counts from re-tokenising the prompt and the reply (may be off by a token or two).
+    - Intel AMX: a llama-cpp-python built on a CPU reporting AMX (``-march=native``)
+      crashed with SIGILL in ``ggml_backend_amx_mul_mat`` (``tilezero``) on this project's
+      Firecracker VMs, although AMX itself works there. The AMX kernels are only used
+      through llama.cpp's "extra buffer types", which ``Llama`` does not expose, so they
+      are switched off while loading when the backend reports ``AMX_INT8 = 1``
+      (``use_extra_bufts=`` overrides; this also disables weight repacking).
+    - Speed on 2 shared vCPUs: load about 1 s, prompt processing a few hundred tokens/s,
+      generation roughly 20-40 tokens/s.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
-from langchain_core.outputs import ChatResult
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
 from aimegraph.models.resolve import ModelSpecError
 
@@ -72,9 +86,11 @@ __all__ = [
     "DEFAULT_LOCAL_SETTINGS",
     "INSTALL_HINT",
     "LocalChatLlamaCpp",
+    "TRANSCRIPT_STOP",
     "default_cache_dir",
     "load_local_model",
     "local_model_path",
+    "transcript_format",
 ]
 
 INSTALL_HINT = "the local model needs llama-cpp-python: pip install 'aimegraph[local]'"
@@ -90,7 +106,6 @@ DEFAULT_LOCAL_SETTINGS: dict[str, Any] = {
     "repeat_penalty": 1.1,
     "seed": 7,
     "verbose": False,
-    "streaming": False,  # invoke() returns llama.cpp's token counts; .stream() still streams
 }
 
 _CHUNK = 1 << 20
@@ -280,10 +295,13 @@ def load_local_model(**kwargs: Any) -> BaseChatModel:
     settings = {**DEFAULT_LOCAL_SETTINGS, "n_threads": _default_threads(), **kwargs}
     model_kwargs = dict(settings.pop("model_kwargs", None) or {})
     model_kwargs.setdefault("n_threads_batch", settings["n_threads"])
-    # The bundled GGUF (a base model) has no tokenizer.chat_template, and llama-cpp-python
-    # would then fall back to the Llama 2 [INST] format: ask for Gemma's turns explicitly.
-    if not model_path:
-        model_kwargs.setdefault("chat_format", "gemma")
+    if not model_path and "chat_format" not in model_kwargs:
+        # The bundled base model has no chat template (see the module docstring).
+        from llama_cpp.llama_chat_format import chat_formatter_to_chat_completion_handler
+
+        handler = chat_formatter_to_chat_completion_handler(transcript_format)
+        setattr(handler, _TRANSCRIPT_MARK, True)
+        model_kwargs.setdefault("chat_handler", handler)
     try:
         with _extra_buffer_types(enabled=bool(use_extra_bufts)):
             model = LocalChatLlamaCpp(model_path=str(path), model_kwargs=model_kwargs, **settings)
@@ -293,75 +311,134 @@ def load_local_model(**kwargs: Any) -> BaseChatModel:
 
 
 class LocalChatLlamaCpp(ChatLlamaCpp):
-    """``ChatLlamaCpp`` that fills ``usage_metadata`` and fits messages to Gemma's turns."""
+    """``ChatLlamaCpp`` whose replies carry ``usage_metadata``.
 
-    def _create_message_dicts(self, messages: list[BaseMessage]) -> list[dict[str, Any]]:
-        dicts = super()._create_message_dicts(messages)
-        if getattr(self.client, "chat_format", None) == "gemma":
-            return _normalise_for_gemma(dicts)
-        return dicts
+    ``invoke`` makes one non-streaming llama.cpp call (exact token counts); streaming is
+    left to LangChain's usual triggers (``.stream()``, streaming callback handlers).
+    """
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        params = {**self._get_parameters(stop), **kwargs}
+        response = self.client.create_chat_completion(
+            messages=self._create_message_dicts(messages), **params
+        )
+        return self._create_chat_result(response)
 
     def _create_chat_result(self, response: dict[str, Any]) -> ChatResult:
         result = super()._create_chat_result(response)
         usage = response.get("usage") or {}
-        if usage:
-            metadata = UsageMetadata(
-                input_tokens=int(usage.get("prompt_tokens", 0)),
-                output_tokens=int(usage.get("completion_tokens", 0)),
-                total_tokens=int(usage.get("total_tokens", 0)),
-            )
-            for generation in result.generations:
-                if isinstance(generation.message, AIMessage):
-                    generation.message.usage_metadata = metadata
+        for generation in result.generations:
+            message = generation.message
+            if not isinstance(message, AIMessage):
+                continue
+            if isinstance(message.content, str):
+                # Transcript prompts end with "Assistant:", so replies start with a space.
+                message.content = message.content.lstrip()
+            if usage:
+                message.usage_metadata = UsageMetadata(
+                    input_tokens=int(usage.get("prompt_tokens", 0)),
+                    output_tokens=int(usage.get("completion_tokens", 0)),
+                    total_tokens=int(usage.get("total_tokens", 0)),
+                )
         return result
 
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        parts: list[str] = []
+        for chunk in super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs):
+            parts.append(chunk.text)
+            yield chunk
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(content="", usage_metadata=self._stream_usage(messages, parts))
+        )
 
-def _normalise_for_gemma(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Fit OpenAI-style message dicts to Gemma's alternating ``user`` / ``model`` turns.
+    def _stream_usage(self, messages: list[BaseMessage], parts: list[str]) -> UsageMetadata:
+        """Token counts after a streamed reply (llama.cpp reports none when streaming).
 
-    llama-cpp-python's ``gemma`` chat format drops system messages and any role other than
-    user and assistant, and writes an empty turn as a bare header. So, as Gemma 3's own
-    template does, system text is folded into the next user turn (blank line separated);
-    tool results become user turns; assistant tool calls are written out as text; turns of
-    the same role are merged, and empty turns dropped.
+        The context now holds the prompt and the sampled tokens but the last one, stop
+        sequences included. With the transcript format the prompt is re-tokenised exactly;
+        otherwise the reply is, and the prompt is what remains of the context.
+        """
+        in_context = int(getattr(self.client, "n_tokens", 0))
+        if getattr(self.client.chat_handler, _TRANSCRIPT_MARK, False):
+            prompt = transcript_format(messages=self._create_message_dicts(messages)).prompt
+            input_tokens = self._count_tokens(prompt, add_bos=True)
+            output_tokens = max(in_context - input_tokens + 1, 0)
+        else:
+            output_tokens = self._count_tokens("".join(parts), add_bos=False)
+            input_tokens = max(in_context - output_tokens + 1, 0)
+        return UsageMetadata(
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            total_tokens=input_tokens + output_tokens,
+        )
+
+    def _count_tokens(self, text: str, *, add_bos: bool) -> int:
+        if not text:
+            return 0
+        return len(self.client.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True))
+
+
+_TRANSCRIPT_MARK = "_aimegraph_transcript"
+_SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
+TRANSCRIPT_STOP = ["\nUser:", "\nTool:", "\nAssistant:"]
+
+
+def transcript_format(
+    *, messages: Sequence[Mapping[str, Any]], tool_choice: Any = None, **_: Any
+) -> Any:
+    """A llama-cpp-python chat formatter writing the conversation as a plain transcript.
+
+    System messages come first as plain text; then one ``User:`` / ``Assistant:`` /
+    ``Tool:`` line (or paragraph) per message; the prompt ends with ``Assistant:`` and
+    generation stops when the model starts another speaker's line (except for a forced
+    function call, whose grammar ends the JSON). Assistant tool calls are written as JSON
+    (``{"tool": name, "args": {...}}``).
     """
-    out: list[dict[str, str]] = []
-    pending_system: list[str] = []
+    from llama_cpp.llama_chat_format import ChatFormatterResponse
+
+    system: list[str] = []
+    turns: list[str] = []
     for message in messages:
-        role = message.get("role")
+        role = str(message.get("role", "user"))
         content = _text_of(message.get("content")).strip()
         if role == "system":
             if content:
-                pending_system.append(content)
+                system.append(content)
             continue
-        if role == "assistant":
-            calls = message.get("tool_calls") or []
-            rendered = [
-                f"Tool call {call.get('function', {}).get('name')}: "
-                f"{call.get('function', {}).get('arguments')}"
-                for call in calls
-            ]
-            content = "\n".join(part for part in [content, *rendered] if part)
-        else:
-            if role == "tool":
-                content = f"Tool result:\n{content}"
-            role = "user"
-            if pending_system:
-                content = "\n\n".join([*pending_system, content]).strip()
-                pending_system = []
-        if not content:
-            continue
-        if out and out[-1]["role"] == role:
-            out[-1]["content"] += "\n\n" + content
-        else:
-            out.append({"role": role, "content": content})
-    if pending_system:  # system text after the last user turn (or alone)
-        text = "\n\n".join(pending_system)
-        if out and out[-1]["role"] == "user":
-            out[-1]["content"] += "\n\n" + text
-        else:
-            out.append({"role": "user", "content": text})
-    return [dict(m) for m in out]
+        if role in ("assistant", "model"):
+            calls = [_render_tool_call(call) for call in message.get("tool_calls") or []]
+            content = "\n".join(part for part in [content, *calls] if part)
+        speaker = _SPEAKERS.get(role, "User")
+        turns.append(f"{speaker}: {content}")
+    turns.append("Assistant:")
+    prompt = "\n".join(turns)
+    if system:
+        prompt = "\n\n".join(system) + "\n\n" + prompt
+    # A forced function call is grammar-constrained JSON: stop sequences would only cut it.
+    stop = None if isinstance(tool_choice, dict) else list(TRANSCRIPT_STOP)
+    return ChatFormatterResponse(prompt=prompt, stop=stop)
+
+
+def _render_tool_call(call: Mapping[str, Any]) -> str:
+    function = call.get("function") or {}
+    arguments = function.get("arguments")
+    try:
+        args = json.loads(arguments) if isinstance(arguments, str) else arguments
+    except ValueError:
+        args = arguments
+    return json.dumps({"tool": function.get("name"), "args": args}, ensure_ascii=False)
 
 
 def _text_of(content: Any) -> str:

@@ -26,6 +26,7 @@ __all__ = [
     "ModelSpecError",
     "resolve_model",
     "resolve_models",
+    "supports_structured_output",
     "supports_tool_calling",
 ]
 
@@ -143,6 +144,20 @@ def supports_tool_calling(model: BaseChatModel) -> bool:
     if getattr(cls, "bind_tools", None) is getattr(BaseChatModel, "bind_tools", None):
         return False
     return not any(base.__name__ == "ChatLlamaCpp" for base in cls.__mro__)
+
+
+def supports_structured_output(model: BaseChatModel) -> bool:
+    """Whether ``model.with_structured_output`` can work (natively, not by prompting).
+
+    ``BaseChatModel.with_structured_output`` is built on ``bind_tools``, so this is True
+    when the class overrides either of them. Unlike :func:`supports_tool_calling` it is True
+    for ``ChatLlamaCpp``, whose forced single-function call is grammar-constrained JSON.
+    """
+    cls = type(model)
+    return any(
+        getattr(cls, name, None) is not getattr(BaseChatModel, name, None)
+        for name in ("bind_tools", "with_structured_output")
+    )
 
 
 def _openai_model(name: str, *, timeout: float | None, max_retries: int) -> BaseChatModel:

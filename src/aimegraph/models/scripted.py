@@ -269,9 +269,8 @@ class _Filler:
 
     def __init__(self, messages: list[BaseMessage]) -> None:
         self._prompt = "\n".join(_text(m) for m in messages)
-        tool_outputs = [m for m in messages if isinstance(m, ToolMessage)]
         self._values = {
-            "last_tool_output": _text(tool_outputs[-1]).strip() if tool_outputs else "",
+            "last_tool_output": _last_observation(messages),
             "goal": _section(
                 self._prompt, r"(?:Overall goal \(for context\)|Goal):\s*\n?(.*?)\n\n"
             ),
@@ -297,6 +296,18 @@ class _Filler:
         if isinstance(value, dict):
             return {k: self(v) for k, v in value.items()}
         return value
+
+
+def _last_observation(messages: list[BaseMessage]) -> str:
+    """The newest tool result: a ToolMessage, or in JSON mode the flattened
+    "Observation from <tool>:" turn that stands for one."""
+    for message in reversed(messages):
+        if isinstance(message, ToolMessage):
+            return _text(message).strip()
+        found = re.findall(r"Observation from [^:\n]+:\n(.*?)(?=\n\n|\Z)", _text(message), re.S)
+        if found:
+            return str(found[-1]).strip()
+    return ""
 
 
 def _section(text: str, pattern: str) -> str:

@@ -12,9 +12,11 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
+from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
@@ -27,6 +29,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.calls import (
     reraise_if_retryable,
     resolve_mode,
@@ -49,10 +52,13 @@ ALWAYS_BOUND: tuple[BaseTool, ...] = (update_progress, submit_result)
 
 @dataclass(frozen=True)
 class ActorSpec:
-    """Everything that makes an actor specialised for its task (AIME's actor factory)."""
+    """Everything that makes an actor specialised for its task (AIME's actor
+    factory): persona, tools (from ``bundles``), retrieved knowledge,
+    environment and output format. Inspect it, or render ``system_prompt()``."""
 
     task_id: str
     persona: str
+    bundles: tuple[str, ...]
     tools: tuple[BaseTool, ...]
     knowledge: tuple[str, ...]
     environment: str
@@ -82,29 +88,53 @@ class ActorFactory(Protocol):
 
 
 class DefaultActorFactory:
-    """Persona from the task (or a persona library), tools from the task's bundles."""
+    """AIME's actor factory over a tool registry and an optional knowledge base.
+
+    * persona: the task's persona, looked up in ``personas`` (name -> full text)
+      when it is a known name;
+    * tools: the task's ``tool_bundles``; when it names none, the bundles whose
+      descriptions best match the task (semantic match with ``embeddings``, the
+      offline hashing embeddings by default), at most ``max_bundles``. Only these
+      are bound: fewer tools, fewer mistakes;
+    * knowledge: the ``knowledge_k`` passages of ``knowledge`` nearest the task;
+    * environment: the workspace and what is in it, today's date, the inputs;
+    * output format: what the result must show, from the completion criteria.
+    """
 
     def __init__(
         self,
         registry: ToolRegistry,
         *,
         workspace: Path,
+        knowledge: KnowledgeBase | None = None,
         personas: Mapping[str, str] | None = None,
+        embeddings: Embeddings | None = None,
+        max_bundles: int = 2,
+        knowledge_k: int = 3,
     ) -> None:
         self.registry = registry
-        self.workspace = workspace
+        self.workspace = Path(workspace)
+        self.knowledge = knowledge
         self.personas = dict(personas or {})
+        self.max_bundles = max_bundles
+        self.knowledge_k = knowledge_k
+        self._bundle_index = KnowledgeBase(embeddings)
+        bundles = list(registry.bundles.values())
+        self._bundle_index.add_texts(
+            [f"{b.name}: {b.description} Tools: {', '.join(b.tools)}." for b in bundles],
+            metadatas=[{"source": b.name} for b in bundles],
+        )
 
     def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
+        bundles = self.bundles(task)
         return ActorSpec(
             task_id=task.id,
             persona=self.persona(task),
-            tools=tuple(self.tools(task)),
-            knowledge=(),
+            bundles=tuple(bundles),
+            tools=tuple(self.registry.select(bundles)),
+            knowledge=tuple(self.retrieve(task)),
             environment=self.environment(dependencies),
-            output_format=task.completion_criteria
-            and (f"{prompts.DEFAULT_OUTPUT_FORMAT} It must show that: {task.completion_criteria}")
-            or prompts.DEFAULT_OUTPUT_FORMAT,
+            output_format=self.output_format(task),
         )
 
     def persona(self, task: Task) -> str:
@@ -114,9 +144,20 @@ class DefaultActorFactory:
             return f"You are {task.persona}. {prompts.DEFAULT_PERSONA.removeprefix('You are ')}"
         return prompts.DEFAULT_PERSONA
 
-    def tools(self, task: Task) -> list[BaseTool]:
+    def bundles(self, task: Task) -> list[str]:
         known = [b for b in task.tool_bundles if b in self.registry.bundles]
-        return self.registry.select(known) if known else list(self.registry.tools.values())
+        if known:
+            return known
+        matches = self._bundle_index.search(_task_text(task), k=self.max_bundles)
+        return [p.source for p in matches if p.source is not None and p.score > 0]
+
+    def retrieve(self, task: Task) -> list[str]:
+        if self.knowledge is None or self.knowledge_k == 0:
+            return []
+        return [
+            f"[{p.source or 'knowledge'}] {p.text.strip()}"
+            for p in self.knowledge.search(_task_text(task), k=self.knowledge_k)
+        ]
 
     def environment(self, dependencies: Mapping[str, TaskResult]) -> str:
         files = sorted(p.name + ("/" if p.is_dir() else "") for p in self.workspace.glob("*"))
@@ -125,10 +166,20 @@ class DefaultActorFactory:
             f"Workspace: file and python tools work in {self.workspace} "
             "(paths are relative to it).",
             f"Files there now: {shown or '(empty)'}",
+            f"Today is {date.today().isoformat()}.",
         ]
         if dependencies:
             lines.append(f"Results of earlier tasks you can use: {', '.join(dependencies)}.")
         return "\n".join(lines)
+
+    def output_format(self, task: Task) -> str:
+        if not task.completion_criteria:
+            return prompts.DEFAULT_OUTPUT_FORMAT
+        return f"{prompts.DEFAULT_OUTPUT_FORMAT} It must show that: {task.completion_criteria}"
+
+
+def _task_text(task: Task) -> str:
+    return f"{task.title}. {task.description}"
 
 
 def task_message(state: ActorState) -> HumanMessage:

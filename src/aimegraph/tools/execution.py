@@ -9,6 +9,7 @@ import logging
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from typing import Any
 
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
@@ -32,12 +33,15 @@ def make_tool_node(
     *,
     timeout_s: float,
     max_observation_chars: int,
+    available: Callable[[Any], Sequence[str]] | None = None,
     before_call: Callable[[ToolCallRequest], ToolMessage | None] | None = None,
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
 
-    ``before_call`` may answer a call instead of running it (human denial);
-    it runs after the unknown-tool and repeated-action checks.
+    ``available`` names the tools the current state's actor was given (default:
+    all ``tools``); a call of any other tool is refused. ``before_call`` may
+    answer a call instead of running it (human denial); it runs after the
+    availability and repeated-action checks.
     """
     by_name = {t.name: t for t in tools}
 
@@ -56,11 +60,11 @@ def make_tool_node(
 
     def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         call = request.tool_call
-        if request.tool is None:
+        names = available(request.state) if available is not None else list(by_name)
+        if request.tool is None or call["name"] not in names:
             return _observation(
                 call,
-                f"Error: tool {call['name']!r} is not available; choose from: "
-                f"{', '.join(by_name)}.",
+                f"Error: tool {call['name']!r} is not available; choose from: {', '.join(names)}.",
             )
         repeats = _count_identical_calls(request.state, call["name"], call["args"])
         if repeats >= REPEAT_LIMIT:

@@ -10,9 +10,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, StructuredTool
+
+if TYPE_CHECKING:
+    from aimegraph.knowledge import KnowledgeBase
 
 ToolLike = BaseTool | Callable[..., Any]
 
@@ -90,7 +93,7 @@ class ToolRegistry:
 def default_registry(
     workspace: str | Path,
     *,
-    knowledge: Any | None = None,
+    knowledge: KnowledgeBase | None = None,
     extra_tools: Iterable[ToolLike] = (),
 ) -> ToolRegistry:
     """The built-in bundles (files, compute, human, and knowledge when a knowledge

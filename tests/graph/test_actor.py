@@ -1,0 +1,302 @@
+"""Issue 3: the actor factory, tool failures as observations, JSON tool-calling mode."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.tools import BaseTool, ToolException, tool
+from tests.conftest import GraphFactory
+
+from aimegraph import ActorSpec, DefaultActorFactory, Task, ToolRegistry, default_registry
+from aimegraph.knowledge import KnowledgeBase
+from aimegraph.tools import ToolRegistryError
+
+
+def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
+    return {"rationale": "scripted", "tasks": list(tasks)}
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"tool": name, "args": args}
+
+
+def submit(summary: str) -> dict[str, Any]:
+    return call("submit_result", status="completed", summary=summary)
+
+
+@tool
+def explode(reason: str) -> str:
+    """Always fails (a tool with a bug)."""
+    raise RuntimeError(f"internal failure: {reason}")
+
+
+@tool
+def slow(seconds: float) -> str:
+    """Sleeps, then answers."""
+    time.sleep(seconds)
+    return "finally"
+
+
+@tool
+def chatty() -> str:
+    """Returns far too much text."""
+    return "x" * 50_000
+
+
+@tool
+def picky(value: int) -> str:
+    """Refuses odd numbers with a message for the model."""
+    if value % 2:
+        raise ToolException(f"{value} is odd; pass an even number")
+    return f"{value} accepted"
+
+
+CUSTOM = [explode, slow, chatty, picky]
+
+
+def last_actor_prompt(model: Any, task_id: str) -> str:
+    return [p for p in model.prompts("actor") if f'<task id="{task_id}"' in p][-1]
+
+
+def test_actor_recovers_from_unknown_tool_bad_arguments_and_exceptions(
+    scripted_graph: GraphFactory,
+) -> None:
+    graph, model = scripted_graph(
+        {
+            "planner": [
+                plan({"id": "a", "title": "Compute", "tool_bundles": ["compute", "custom"]})
+            ],
+            "actors": {
+                "a": [
+                    call("web_search", query="anything"),
+                    call("calculator"),
+                    call("calculator", expression="1/0"),
+                    call("explode", reason="disk on fire"),
+                    call("picky", value=3),
+                    call("calculator", expression="2+2"),
+                    submit("result {last_tool_output}"),
+                ]
+            },
+        },
+        tools=CUSTOM,
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["tasks"]["a"].result.summary == "result 4"
+    prompt = last_actor_prompt(model, "a")
+    assert "tool 'web_search' is not available; choose from: calculator, python" in prompt
+    assert "invalid arguments for calculator" in prompt and '"expression"' in prompt
+    assert "division by zero" in prompt
+    assert "the tool raised RuntimeError: internal failure: disk on fire" in prompt
+    assert "Error: 3 is odd; pass an even number" in prompt
+    assert "Traceback" not in prompt  # tracebacks go to the logs, not to the model
+
+
+def test_slow_tools_time_out_and_long_outputs_are_truncated(scripted_graph: GraphFactory) -> None:
+    graph, model = scripted_graph(
+        {
+            "planner": [plan({"id": "a", "title": "Try", "tool_bundles": ["custom"]})],
+            "actors": {"a": [call("slow", seconds=5), call("chatty"), submit("done")]},
+        },
+        tools=CUSTOM,
+        tool_timeout_s=0.3,
+        max_observation_chars=1000,
+    )
+    started = time.monotonic()
+    out = graph.invoke({"goal": "g"})
+    assert time.monotonic() - started < 4.5  # did not wait for the 5 s tool
+    assert out["tasks"]["a"].status == "completed"
+    prompt = last_actor_prompt(model, "a")
+    assert "slow did not finish within 0.3 s" in prompt
+    assert "[... output truncated: showing 1000 of 50000 characters]" in prompt
+    assert "x" * 1001 not in prompt
+
+
+def test_repeating_the_same_call_is_refused(scripted_graph: GraphFactory) -> None:
+    same = call("calculator", expression="1+1")
+    graph, model = scripted_graph(
+        {
+            "planner": [plan({"id": "a", "title": "Loop", "tool_bundles": ["compute"]})],
+            "actors": {"a": [same, same, same, submit("{last_tool_output}")]},
+        }
+    )
+    out = graph.invoke({"goal": "g"})
+    assert "already called calculator with these exact arguments 2 times" in (
+        out["tasks"]["a"].result.summary
+    )
+
+
+def test_json_mode_parses_fenced_and_malformed_replies(scripted_graph: GraphFactory) -> None:
+    fenced_plan = (
+        "Here is the plan:\n```json\n{'rationale': 'one task', 'tasks': "
+        "[{'id': 'a', 'title': 'Multiply', 'tool_bundles': ['compute']}],}\n```"
+    )
+    graph, model = scripted_graph(
+        {
+            "planner": [{"raw": fenced_plan}],
+            "actors": {
+                "a": [
+                    {"raw": "```json\n{'tool': 'calculator', 'args': {'expression': '6*7'},}\n```"},
+                    {"raw": "Let me think about what to do next."},
+                    {
+                        "raw": 'Done! {"tool": "submit_result", "args": {"status": "completed", '
+                        '"summary": "{last_tool_output}"}} Hope that helps.'
+                    },
+                ]
+            },
+            "verifier": [{"raw": '{"passed": true, "reasoning": "fine", "issues": []} trailing'}],
+            "reporter": [{"text": "The product is {result:a}."}],
+        },
+        tool_calling="json",
+    )
+    out = graph.invoke({"goal": "multiply"})
+    assert out["status"] == "succeeded", out.get("reason")
+    assert out["final_answer"].startswith("The product is 42")
+    prompts = model.prompts("actor")
+    assert "## How to call tools" in prompts[0]
+    assert "could not be used: no JSON" in prompts[2]  # the prose reply was sent back
+    assert "Observation from calculator:\n42" in prompts[2]
+    assert "## Reply format" in model.prompts("planner")[0]
+
+
+def test_json_mode_gives_up_after_bounded_reasks(scripted_graph: GraphFactory) -> None:
+    graph, _ = scripted_graph(
+        {
+            "planner": [plan({"id": "a", "title": "A"})],
+            "actors": {"a": [{"raw": "no json"}] * 10},
+        },
+        tool_calling="json",
+        max_actor_steps=3,
+        task_retries=0,
+        max_replans=0,
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["tasks"]["a"].status == "failed"
+    assert "Stopped after 3" in out["tasks"]["a"].result.summary
+
+
+# --- the factory ---
+
+
+def registry_for(workspace: Path) -> ToolRegistry:
+    kb = KnowledgeBase()
+    kb.add_texts(
+        [
+            "Refunds are paid within 14 days of the return being received.",
+            "The office is closed on public holidays.",
+        ],
+        metadatas=[{"source": "policy.md"}, {"source": "office.md"}],
+    )
+    return default_registry(workspace, knowledge=kb, extra_tools=[picky])
+
+
+def test_task_bundles_decide_the_tools(workspace: Path) -> None:
+    registry = registry_for(workspace)
+    factory = DefaultActorFactory(registry, workspace=workspace)
+    spec = factory.build(Task(id="a", title="Anything", tool_bundles=("files",)), "goal", {})
+    assert spec.bundles == ("files",)
+    assert spec.tool_names == ["read_file", "write_file", "append_file", "list_dir"]
+    prompt = spec.system_prompt()
+    assert "- write_file:" in prompt and "- python:" not in prompt
+    assert "- submit_result:" in prompt and "- update_progress:" in prompt
+
+
+@pytest.mark.parametrize(
+    ("title", "bundle"),
+    [
+        ("Compute the average and the percentage change of the figures", "compute"),
+        ("Write the summary into a text file in the workspace", "files"),
+        ("Search the knowledge base for background facts about refunds", "knowledge"),
+        ("Ask the human user which region matters most", "human"),
+    ],
+)
+def test_bundles_are_matched_semantically_when_the_task_names_none(
+    workspace: Path, title: str, bundle: str
+) -> None:
+    factory = DefaultActorFactory(registry_for(workspace), workspace=workspace, max_bundles=1)
+    assert factory.build(Task(id="a", title=title), "goal", {}).bundles == (bundle,)
+
+
+def test_spec_has_all_five_parts(workspace: Path) -> None:
+    (workspace / "data.csv").write_text("a,b\n1,2\n")
+    registry = registry_for(workspace)
+    kb = KnowledgeBase()
+    kb.add_texts(["Refunds are paid within 14 days."], metadatas=[{"source": "policy.md"}])
+    factory = DefaultActorFactory(
+        registry,
+        workspace=workspace,
+        knowledge=kb,
+        personas={"auditor": "You are a meticulous financial auditor."},
+    )
+    task = Task(
+        id="a",
+        title="Check the refund policy",
+        persona="auditor",
+        completion_criteria="the number of days is stated",
+        tool_bundles=("knowledge",),
+    )
+    spec = factory.build(task, "goal", {})
+    assert isinstance(spec, ActorSpec)
+    assert spec.persona == "You are a meticulous financial auditor."
+    assert spec.knowledge == ("[policy.md] Refunds are paid within 14 days.",)
+    assert "data.csv" in spec.environment
+    assert "the number of days is stated" in spec.output_format
+    prompt = spec.system_prompt()
+    for part in (spec.persona, spec.knowledge[0], "data.csv", "knowledge_search"):
+        assert part in prompt
+    other = factory.build(Task(id="b", title="x", persona="a statistician"), "goal", {})
+    assert other.persona.startswith("You are a statistician.")
+
+
+def test_a_custom_factory_is_used(scripted_graph: GraphFactory, workspace: Path) -> None:
+    built: list[str] = []
+
+    class OneToolFactory(DefaultActorFactory):
+        def build(self, task: Task, goal: str, dependencies: Any) -> ActorSpec:
+            built.append(task.id)
+            spec = super().build(task, goal, dependencies)
+            return ActorSpec(**{**spec.__dict__, "persona": "You are a pirate accountant."})
+
+    from aimegraph import AimeConfig, build_aime_graph
+    from aimegraph.models import ScriptedChatModel
+
+    model = ScriptedChatModel.from_dict({"planner": [plan({"id": "a", "title": "A"})]})
+    registry = default_registry(workspace)
+    graph = build_aime_graph(
+        model,
+        tools=registry,
+        config=AimeConfig(workspace=workspace),
+        factory=OneToolFactory(registry, workspace=workspace),
+    )
+    assert graph.invoke({"goal": "g"})["status"] == "succeeded"
+    assert built == ["a"] and "pirate accountant" in model.prompts("actor")[0]
+
+
+def test_registry_errors() -> None:
+    registry = ToolRegistry()
+    registry.add_bundle("math", "Arithmetic.", [picky])
+    with pytest.raises(ToolRegistryError, match="already registered"):
+        registry.add(picky, bundle="math")
+    with pytest.raises(ToolRegistryError, match="already registered"):
+        registry.add_bundle("math", "again")
+    with pytest.raises(ToolRegistryError, match="unknown bundle 'nope'"):
+        registry.add(explode, bundle="nope")
+    with pytest.raises(ToolRegistryError, match="unknown tool bundle 'web'"):
+        registry.select(["web"])
+
+    def double(x: int) -> int:
+        """Double a number."""
+        return 2 * x
+
+    added = registry.add(double, bundle="math")
+    assert isinstance(added, BaseTool) and added.invoke({"x": 4}) == 8
+    assert [t.name for t in registry.select(["math"])] == ["picky", "double"]
+
+
+def test_plain_tool_lists_join_a_custom_bundle(workspace: Path) -> None:
+    registry = default_registry(workspace, extra_tools=[picky])
+    assert set(registry.bundles) == {"files", "compute", "human", "custom"}
+    assert registry.bundles["custom"].tools == ("picky",)
+    assert "picky" in registry.describe()

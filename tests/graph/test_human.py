@@ -1,0 +1,365 @@
+"""Human in the loop through the public API: every interrupt kind with every answer.
+
+Each run pauses with ``interrupt()``; the tests read the payload from the
+snapshot (``snapshot.interrupts``) and resume with ``Command(resume=...)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from langchain_core.messages import ToolMessage
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
+from tests.conftest import GraphFactory
+
+from aimegraph.checkpoints import make_serializer, thread_config
+
+
+def submit(summary: str, status: str = "completed") -> dict[str, Any]:
+    return {"tool": "submit_result", "args": {"status": status, "summary": summary}}
+
+
+def spec(id: str, *deps: str, **extra: Any) -> dict[str, Any]:
+    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), **extra}
+
+
+def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
+    return {"rationale": "scripted", "tasks": list(tasks), "drop": []}
+
+
+def ask(question: str) -> dict[str, Any]:
+    return {"tool": "ask_human", "args": {"question": question}}
+
+
+CONFIG = thread_config("human-1")
+
+
+@pytest.fixture
+def saver() -> InMemorySaver:
+    return InMemorySaver(serde=make_serializer())
+
+
+def pending(graph: Any, config: Any = CONFIG) -> list[Any]:
+    """The interrupts the run waits on."""
+    return list(graph.get_state(config).interrupts)
+
+
+# --- approve_plan ---
+
+
+TWO_TASKS = {
+    "planner": [plan(spec("a"), spec("b", "a"))],
+    "actors": {"a": [submit("a ok")], "b": [submit("b ok")]},
+}
+
+
+def test_plan_approval_pauses_with_checklist_and_data_then_approve_runs_it(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, model = scripted_graph(TWO_TASKS, checkpointer=saver, approve_plan=True)
+    out = graph.invoke({"goal": "two steps"}, CONFIG)
+    (item,) = out["__interrupt__"]
+    assert item.value["kind"] == "approve_plan"
+    assert item.value["checklist"] == "- [ ] a: Task a\n- [ ] b: Task b (after a)"
+    assert [t["id"] for t in item.value["plan"]["tasks"]] == ["a", "b"]
+    assert item.value["plan"]["tasks"][1]["dependencies"] == ["a"]
+    assert item.value["error"] is None
+    assert model.prompts("actor") == []  # nothing ran before the approval
+    snapshot = graph.get_state(CONFIG)
+    assert snapshot.next == ("planner",) and snapshot.interrupts[0].id == item.id
+
+    out = graph.invoke(Command(resume={"action": "approve"}), CONFIG)
+    assert out["status"] == "succeeded"
+    assert {t.id: t.status for t in out["tasks"].values()} == {"a": "completed", "b": "completed"}
+    assert len(model.prompts("planner")) == 1  # approving does not redraft
+    assert pending(graph) == []
+
+
+@pytest.mark.parametrize("answer", [True, "approve"])
+def test_bare_approvals_are_accepted(
+    scripted_graph: GraphFactory, saver: InMemorySaver, answer: Any
+) -> None:
+    graph, _ = scripted_graph(TWO_TASKS, checkpointer=saver, approve_plan=True)
+    graph.invoke({"goal": "g"}, CONFIG)
+    assert graph.invoke(Command(resume=answer), CONFIG)["status"] == "succeeded"
+
+
+def test_plan_rejection_ends_the_run_rejected_with_the_reason(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, model = scripted_graph(TWO_TASKS, checkpointer=saver, approve_plan=True)
+    graph.invoke({"goal": "two steps"}, CONFIG)
+    out = graph.invoke(Command(resume={"action": "reject", "reason": "too costly"}), CONFIG)
+    assert out["status"] == "rejected"
+    assert "too costly" in out["reason"]
+    assert model.prompts("actor") == [] and model.prompts("verifier") == []
+    assert out["tasks"] == {}  # the rejected plan never entered the progress list
+    snapshot = graph.get_state(CONFIG)
+    assert snapshot.next == () and snapshot.interrupts == ()
+
+
+def test_edited_plan_is_validated_and_runs_instead(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, model = scripted_graph(
+        {**TWO_TASKS, "actors": {**TWO_TASKS["actors"], "x": [submit("x ok")]}},
+        checkpointer=saver,
+        approve_plan=True,
+    )
+    graph.invoke({"goal": "g"}, CONFIG)
+
+    # An invalid edit (a cycle) is shown again with the error; nothing runs.
+    cyclic = plan(spec("x", "y"), spec("y", "x"))
+    out = graph.invoke(Command(resume={"action": "edit", "plan": cyclic}), CONFIG)
+    (again,) = out["__interrupt__"]
+    assert again.value["kind"] == "approve_plan" and "cycle" in again.value["error"]
+    assert model.prompts("actor") == []
+    # So is one that does not even match the schema.
+    out = graph.invoke(Command(resume={"action": "edit", "plan": {"tasks": "not a list"}}), CONFIG)
+    assert out["__interrupt__"][0].value["error"]
+
+    edited = plan(spec("x", title="Only x"))
+    out = graph.invoke(Command(resume={"action": "edit", "plan": edited}), CONFIG)
+    assert out["status"] == "succeeded"
+    assert set(out["tasks"]) == {"x"} and out["tasks"]["x"].result.summary == "x ok"
+    assert out["tasks"]["x"].title == "Only x"
+    assert len(model.prompts("planner")) == 1
+
+
+# --- approve_tools ---
+
+
+CALC = {
+    "planner": [plan(spec("a", tool_bundles=["compute"]))],
+    "actors": {
+        "a": [
+            {"tool": "calculator", "args": {"expression": "6*7"}},
+            submit("observed: {last_tool_output}"),
+        ]
+    },
+}
+
+
+def test_listed_tool_pauses_with_name_and_arguments_then_runs_when_approved(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, _ = scripted_graph(CALC, checkpointer=saver, approve_tools=["calculator"])
+    out = graph.invoke({"goal": "multiply"}, CONFIG)
+    (item,) = out["__interrupt__"]
+    assert item.value == {
+        "kind": "approve_tool",
+        "task_id": "a",
+        "tool": "calculator",
+        "args": {"expression": "6*7"},
+    }
+    out = graph.invoke(Command(resume={"action": "approve"}), CONFIG)
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["a"].result.summary == "observed: 42"
+    assert out["usage"].tool_calls >= 1
+
+
+def test_denied_tool_call_becomes_the_actors_observation(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, model = scripted_graph(CALC, checkpointer=saver, approve_tools=["calculator"])
+    graph.invoke({"goal": "multiply"}, CONFIG)
+    out = graph.invoke(Command(resume={"action": "deny", "reason": "no maths today"}), CONFIG)
+    summary = out["tasks"]["a"].result.summary
+    assert "42" not in summary
+    assert "denied" in summary and "no maths today" in summary
+    # The actor saw the denial as the tool's (error) observation.
+    second_step = [p for p in model.prompts("actor") if "no maths today" in p]
+    assert second_step
+    assert out["status"] == "succeeded"
+
+
+def test_tools_not_listed_run_without_asking(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, _ = scripted_graph(CALC, checkpointer=saver, approve_tools=["python"])
+    out = graph.invoke({"goal": "multiply"}, CONFIG)
+    assert "__interrupt__" not in out and out["tasks"]["a"].result.summary == "observed: 42"
+
+
+# --- ask_human ---
+
+
+ASKING = {
+    "planner": [plan(spec("a", tool_bundles=["human"]))],
+    "actors": {"a": [ask("Which region?"), submit("the human said: {last_tool_output}")]},
+}
+
+
+@pytest.mark.parametrize("answer", ["North", {"answer": "North"}])
+def test_ask_human_answer_comes_back_as_the_tool_result(
+    scripted_graph: GraphFactory, saver: InMemorySaver, answer: Any
+) -> None:
+    graph, _ = scripted_graph(ASKING, checkpointer=saver)
+    out = graph.invoke({"goal": "pick a region"}, CONFIG)
+    (item,) = out["__interrupt__"]
+    assert item.value == {"kind": "ask_human", "question": "Which region?"}
+    out = graph.invoke(Command(resume=answer), CONFIG)
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["a"].result.summary == "the human said: North"
+
+
+def test_ask_human_with_an_empty_answer(scripted_graph: GraphFactory, saver: InMemorySaver) -> None:
+    graph, _ = scripted_graph(ASKING, checkpointer=saver)
+    graph.invoke({"goal": "g"}, CONFIG)
+    out = graph.invoke(Command(resume=""), CONFIG)
+    assert out["tasks"]["a"].result.summary == "the human said: (the human gave no answer)"
+
+
+PARALLEL = {
+    "planner": [
+        plan(
+            spec("a", tool_bundles=["human"]),
+            spec("b", tool_bundles=["human"]),
+            spec("c", "a", "b"),
+        )
+    ],
+    "actors": {
+        "a": [ask("Question from a?"), submit("a got {last_tool_output}")],
+        "b": [ask("Question from b?"), submit("b got {last_tool_output}")],
+        "c": [submit("c combined [{dep:a}] [{dep:b}]")],
+    },
+}
+
+
+def _by_question(interrupts: list[Any]) -> dict[str, str]:
+    return {i.value["question"]: i.id for i in interrupts}
+
+
+def test_parallel_actors_pause_together_and_resume_by_interrupt_id(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, _ = scripted_graph(PARALLEL, checkpointer=saver)
+    out = graph.invoke({"goal": "ask twice"}, CONFIG)
+    ids = _by_question(out["__interrupt__"])
+    assert set(ids) == {"Question from a?", "Question from b?"}
+    assert len(set(ids.values())) == 2
+
+    out = graph.invoke(
+        Command(
+            resume={ids["Question from a?"]: "alpha", ids["Question from b?"]: {"answer": "beta"}}
+        ),
+        CONFIG,
+    )
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["a"].result.summary == "a got alpha"
+    assert out["tasks"]["b"].result.summary == "b got beta"
+    assert out["tasks"]["c"].result.summary == "c combined [a got alpha] [b got beta]"
+
+
+def test_parallel_interrupts_can_be_answered_one_at_a_time(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, model = scripted_graph(PARALLEL, checkpointer=saver)
+    graph.invoke({"goal": "ask twice"}, CONFIG)
+    ids = _by_question(pending(graph))
+
+    out = graph.invoke(Command(resume={ids["Question from b?"]: "beta"}), CONFIG)
+    # b is answered; a still waits, with the same id, and nothing else moved on.
+    (left,) = out["__interrupt__"]
+    assert left.id == ids["Question from a?"] and left.value["question"] == "Question from a?"
+    assert not any('<task id="c"' in p for p in model.prompts("actor"))
+
+    out = graph.invoke(Command(resume={left.id: "alpha"}), CONFIG)
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["a"].result.summary == "a got alpha"
+    assert out["tasks"]["b"].result.summary == "b got beta"
+    # Each actor asked its question once: b was not re-asked while a waited.
+    b_prompts = [p for p in model.prompts("actor") if '<task id="b"' in p]
+    assert len(b_prompts) == 2  # the question, then the submission
+
+
+def test_parallel_tool_approvals_each_get_their_own_answer(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    calc = {"tool": "calculator", "args": {"expression": "2+2"}}
+    graph, _ = scripted_graph(
+        {
+            "planner": [plan(spec("a", tool_bundles=["compute"]), spec("b", tool_bundles=["compute"]))],
+            "actors": {
+                "a": [calc, submit("a: {last_tool_output}")],
+                "b": [calc, submit("b: {last_tool_output}")],
+            },
+        },
+        checkpointer=saver,
+        approve_tools=["calculator"],
+    )
+    out = graph.invoke({"goal": "g"}, CONFIG)
+    ids = {i.value["task_id"]: i.id for i in out["__interrupt__"]}
+    assert set(ids) == {"a", "b"}
+    out = graph.invoke(
+        Command(
+            resume={
+                ids["a"]: {"action": "approve"},
+                ids["b"]: {"action": "deny", "reason": "not b"},
+            }
+        ),
+        CONFIG,
+    )
+    assert out["tasks"]["a"].result.summary == "a: 4"
+    assert "not b" in out["tasks"]["b"].result.summary
+
+
+# --- notes and durability ---
+
+
+def test_a_note_added_between_steps_reaches_the_planner_at_the_next_replan(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, model = scripted_graph(
+        {
+            "planner": [plan(spec("a")), plan(spec("b", "a"))],
+            "actors": {"a": [submit("a ok")], "b": [submit("b ok")]},
+            "verifier": [
+                {"passed": False, "reasoning": "incomplete", "issues": ["b is missing"]},
+                {"passed": True, "reasoning": "ok", "issues": []},
+            ],
+        },
+        checkpointer=saver,
+    )
+    out = graph.invoke({"goal": "g"}, CONFIG, interrupt_before=["reporter"])
+    assert graph.get_state(CONFIG).next == ("reporter",)
+    assert out["tasks"]["a"].status == "completed"
+
+    graph.update_state(CONFIG, {"notes": ["Prefer the EU mirror for b."]})
+    assert graph.get_state(CONFIG).values["notes"] == ["Prefer the EU mirror for b."]
+    out = graph.invoke(None, CONFIG)
+    assert out["status"] == "succeeded" and out["replans"] == 1
+    first, second = model.prompts("planner")
+    assert "Prefer the EU mirror for b." not in first
+    assert "Prefer the EU mirror for b." in second and "b is missing" in second
+
+
+@pytest.mark.parametrize("durability", ["sync", "async", "exit"])
+def test_durability_is_passed_through_to_the_checkpointer(
+    scripted_graph: GraphFactory, saver: InMemorySaver, durability: str
+) -> None:
+    graph, _ = scripted_graph({"planner": [plan(spec("a"), spec("b", "a"))]}, checkpointer=saver)
+    out = graph.invoke({"goal": "g"}, CONFIG, durability=durability)
+    assert out["status"] == "succeeded"
+    history = list(graph.get_state_history(CONFIG))
+    assert history[0].values["status"] == "succeeded"
+    if durability == "exit":
+        assert len(history) == 1  # only the final checkpoint: cheapest, not crash-safe
+    else:
+        assert len(history) > 5  # one per super-step: resumable from any of them
+
+
+def test_denial_is_a_tool_message_in_the_actor_conversation(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, _ = scripted_graph(CALC, checkpointer=saver, approve_tools=["calculator"])
+    graph.invoke({"goal": "g"}, CONFIG)
+    # While paused, the actor's subgraph state can be inspected.
+    sub = graph.get_state(CONFIG, subgraphs=True).tasks[0].state
+    assert sub is not None
+    graph.invoke(Command(resume="not allowed"), CONFIG)  # a bare string denies
+    history = list(graph.get_state_history(CONFIG))
+    assert history[0].values["tasks"]["a"].result.summary.count("not allowed") == 1
+    assert isinstance(ToolMessage, type)
