@@ -27,7 +27,7 @@ NO_CHANGE = plan()
 def test_diamond_runs_a_and_b_together_and_c_sees_both(scripted_graph: GraphFactory) -> None:
     graph, model = scripted_graph(
         {
-            "planner": [plan(spec("a"), spec("b"), spec("c", "a", "b"))],
+            "planner": [plan(spec("a", tool_bundles=["compute"]), spec("b"), spec("c", "a", "b"))],
             "actors": {
                 "a": [
                     {"tool": "calculator", "args": {"expression": "6*7"}},

@@ -5,6 +5,7 @@ from __future__ import annotations
 import operator
 
 import pytest
+from pydantic import ValidationError
 
 from aimegraph.state import (
     PlanError,
@@ -65,7 +66,7 @@ def test_updates_append() -> None:
 
 
 def test_records_are_frozen() -> None:
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError, match="frozen"):
         task("a").status = "completed"  # type: ignore[misc]
 
 
