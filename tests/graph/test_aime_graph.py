@@ -306,14 +306,14 @@ def test_progress_updates_are_recorded(scripted_graph: GraphFactory) -> None:
 def test_actor_step_cap_fails_the_task_and_keeps_partial_work(scripted_graph: GraphFactory) -> None:
     loop = [{"tool": "calculator", "args": {"expression": f"{i}*100"}} for i in range(1, 10)]
     graph, _ = scripted_graph(
-        {"planner": [plan(spec("a"))], "actors": {"a": loop}},
+        {"planner": [plan(spec("a", tool_bundles=["compute"]))], "actors": {"a": loop}},
         max_actor_steps=3,
         task_retries=0,
         max_replans=0,
     )
     out = graph.invoke({"goal": "g"})
     result = out["tasks"]["a"].result
-    assert result.status == "failed" and "Stopped after 3" in result.summary
+    assert result.status == "failed" and "Stopped after 3 steps" in result.summary
     assert "max_actor_steps=3" in result.summary
     assert "300" in result.summary and "calculator" in result.summary  # the partial work
 

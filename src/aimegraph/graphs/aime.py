@@ -114,6 +114,9 @@ def route_after_verifier(state: AimeState) -> str:
     return "planner" if state.get("status") == "running" else END
 
 
+graph: CompiledStateGraph  # annotation only: assigned on first access by __getattr__
+
+
 def __getattr__(name: str) -> CompiledStateGraph:
     """``aimegraph.graphs.aime:graph``, the graph ``langgraph.json`` serves.
 
@@ -134,11 +137,17 @@ def __getattr__(name: str) -> CompiledStateGraph:
     return graph
 
 
-def make_graph() -> CompiledStateGraph:
+async def make_graph() -> CompiledStateGraph:
     """The module-level ``graph`` as a zero-argument factory, for ``langgraph.json``.
 
     LangGraph Server reads ``module.__dict__[name]``, which never reaches the lazy
-    ``__getattr__`` above, so it is pointed at this factory instead. The server calls
-    it per request; the graph is built once and reused.
+    ``__getattr__`` above, so ``langgraph.json`` names this factory instead. The
+    server awaits it per run on its event loop; the first call builds the graph in a
+    worker thread (it touches the filesystem), later calls return the same graph.
     """
-    return globals().get("graph") or __getattr__("graph")
+    import asyncio
+
+    built: CompiledStateGraph | None = globals().get("graph")
+    if built is None:
+        built = await asyncio.to_thread(__getattr__, "graph")
+    return built

@@ -365,7 +365,7 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
     return TaskResult(
         status="failed",
         summary=prompts.STEP_CAP_SUMMARY.format(
-            steps=f"{steps} ({why})", transcript=_transcript(messages)
+            steps=steps, why=why, transcript=_transcript(messages)
         ),
     )
 

@@ -56,7 +56,7 @@ DEPENDENCY = """
 """
 
 STEP_CAP_SUMMARY = """\
-Stopped after {steps} steps without submitting a result. Partial work:
+Stopped after {steps} steps ({why}) without submitting a result. Partial work:
 {transcript}"""
 
 NO_TOOL_CALL = "Call one of the tools, or `submit_result` when you are done."
