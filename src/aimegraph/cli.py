@@ -36,7 +36,7 @@ from aimegraph.checkpoints import (
 )
 from aimegraph.config import AimeConfig
 from aimegraph.console import LiveProgress
-from aimegraph.graphs.aime import build_aime_graph
+from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.state import render_checklist
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
@@ -149,6 +149,17 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         print(json.dumps(summary, indent=2, default=str))
         return 0
     _print_summary(summary, console)
+    if snapshot.interrupts:
+        _show_interrupts(snapshot.interrupts, console)
+        console.print(
+            f"resume with: aimegraph resume {args.thread} --approve "
+            "(or --reject REASON, --answer TEXT)"
+        )
+    elif snapshot.next:
+        console.print(
+            f"stopped before finishing (next: {', '.join(snapshot.next)}); "
+            f"carry on with: aimegraph resume {args.thread}"
+        )
     return 0
 
 
@@ -177,6 +188,7 @@ def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
             f"{row['checkpoint_id']}  step {row['step']!s:>3}  {row['tasks_done']:>6} done  "
             f"{row['status']:<16} next: {', '.join(row['next']) or '-'}",
             markup=False,
+            soft_wrap=True,
         )
     return 0
 
@@ -216,7 +228,7 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 
 def _execute(
-    graph: CompiledStateGraph,
+    graph: AimeGraph,
     inputs: Any,
     thread_id: str,
     settings: RunSettings,
@@ -326,14 +338,24 @@ def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
 
 def _answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
     """Adapt the CLI's answer to the interrupt kind (a rejection denies a tool)."""
-    if interrupt_value.get("kind") == "approve_tool" and answer.get("action") == "reject":
+    kind = interrupt_value.get("kind")
+    if kind == "approve_tool" and answer.get("action") == "reject":
         return {"action": "deny", "reason": answer["reason"]}
-    if interrupt_value.get("kind") == "ask_human" and "answer" not in answer:
-        raise CliError("this interrupt asks a question: answer it with --answer TEXT", 2)
+    if kind == "ask_human" and "answer" not in answer:
+        raise CliError("this interrupt asks a question: answer it with --answer TEXT", EXIT_USAGE)
+    if kind in ("approve_plan", "approve_tool") and "action" not in answer:
+        # A bare {"answer": ...} would read as an approval: refuse it instead.
+        raise CliError(
+            f"this interrupt ({kind}) needs a decision: --approve or --reject REASON", EXIT_USAGE
+        )
+    if kind == "approve_tool" and answer.get("action") == "edit":
+        raise CliError("--plan-file answers a plan approval, not a tool approval", EXIT_USAGE)
     return answer
 
 
-def _graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> CompiledStateGraph:
+def _graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any]
+) -> CompiledStateGraph[Any, Any, Any, Any]:
     return build_aime_graph(settings.model, config=settings.config, checkpointer=saver)
 
 

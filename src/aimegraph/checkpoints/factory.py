@@ -19,8 +19,10 @@ out, and has its connection closed when the ``with`` block exits.
 
 from __future__ import annotations
 
+import asyncio
 import re
 import sqlite3
+import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing, contextmanager
@@ -80,16 +82,19 @@ _PG_POOL_OPTIONS: dict[str, Any] = {
 _PG_CONNECT_TIMEOUT_S = 10
 # Key of the advisory lock that serialises setup() (any fixed 64-bit number).
 _PG_SETUP_LOCK_ID = 0x61696D65_67726170  # "aimegrap"
+_PG_SETUP_LOCK_TIMEOUT_S = 120.0
+_PG_SETUP_LOCK_POLL_S = 0.1
 
 # What langgraph-checkpoint-postgres requires of a connection it did not open
-# itself: autocommit (setup() and writes are not wrapped in a transaction of ours),
-# dict rows (it reads row["column"]) and no server-side prepared statements
-# (they break behind transaction poolers such as PgBouncer).
+# itself: autocommit (it never calls commit(), and its migrations include CREATE
+# INDEX CONCURRENTLY, which cannot run inside a transaction), dict rows (it reads
+# row["column"]) and no server-side prepared statements (they break behind
+# transaction poolers such as PgBouncer).
 _PG_CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
 
 
 class CheckpointURLError(ValueError):
-    """The checkpoint URL is not one of ``CHECKPOINT_URL_FORMS``."""
+    """The checkpoint URL is not one of ``CHECKPOINT_URL_FORMS`` (or libpq rejected it)."""
 
 
 class MissingCheckpointBackendError(ImportError):
@@ -167,7 +172,8 @@ def open_checkpointer(
     Raises:
         CheckpointURLError: ``url`` is not an accepted form.
         MissingCheckpointBackendError: a Postgres URL without the ``[postgres]`` extra.
-        CheckpointConnectionError: the Postgres server could not be reached.
+        CheckpointConnectionError: the Postgres server could not be reached, or
+            another process kept the table-setup lock for over two minutes.
 
     Example:
         >>> with open_checkpointer("sqlite:///runs.db") as saver:  # doctest: +SKIP
@@ -248,10 +254,7 @@ def _postgres_saver(url: str, serde: SerializerProtocol) -> Iterator[BaseCheckpo
         with pool:  # opens the pool, and closes it on exit even when wait() fails
             pool.wait(timeout=_PG_CONNECT_TIMEOUT_S)
             saver = PostgresSaver(pool, serde=serde)
-            # The library's migrations are not safe to run from two processes at
-            # once on a fresh database (both insert the same version row), so
-            # concurrent first runs queue on a server-side lock.
-            guard.execute("SELECT pg_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,))
+            _take_setup_lock(guard, url)
             try:
                 saver.setup()
             finally:
@@ -290,13 +293,51 @@ async def _apostgres_saver(
         async with pool:
             await pool.wait(timeout=_PG_CONNECT_TIMEOUT_S)
             saver = AsyncPostgresSaver(pool, serde=serde)
-            await guard.execute("SELECT pg_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,))
+            await _atake_setup_lock(guard, url)
             try:
                 await saver.setup()
             finally:
                 await guard.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK_ID,))
             await guard.close()
             yield saver
+
+
+# The library's migrations are not safe to run from two processes at once on a
+# fresh database (both insert the same version rows), so concurrent first runs
+# queue on a session-level advisory lock. They poll pg_try_advisory_lock rather
+# than block in pg_advisory_lock: setup() runs CREATE INDEX CONCURRENTLY, which
+# waits for every open transaction, including a blocked lock call, and the two
+# would wait for each other forever (Postgres does not detect that deadlock).
+
+
+def _take_setup_lock(guard: Connection[Any], url: str) -> None:
+    deadline = time.monotonic() + _PG_SETUP_LOCK_TIMEOUT_S
+    while True:
+        row = guard.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,)).fetchone()
+        if row is not None and row[0]:
+            return
+        if time.monotonic() > deadline:
+            raise CheckpointConnectionError(_setup_lock_timeout(url))
+        time.sleep(_PG_SETUP_LOCK_POLL_S)
+
+
+async def _atake_setup_lock(guard: AsyncConnection[Any], url: str) -> None:
+    deadline = time.monotonic() + _PG_SETUP_LOCK_TIMEOUT_S
+    while True:
+        cursor = await guard.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,))
+        row = await cursor.fetchone()
+        if row is not None and row[0]:
+            return
+        if time.monotonic() > deadline:
+            raise CheckpointConnectionError(_setup_lock_timeout(url))
+        await asyncio.sleep(_PG_SETUP_LOCK_POLL_S)
+
+
+def _setup_lock_timeout(url: str) -> str:
+    return (
+        f"gave up after {_PG_SETUP_LOCK_TIMEOUT_S:.0f} s waiting for another process to "
+        f"finish creating the checkpoint tables in {redact_url(url)}"
+    )
 
 
 def _unreachable(url: str, exc: Exception) -> str:

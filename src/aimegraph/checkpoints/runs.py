@@ -3,6 +3,7 @@ with (so that any process can resume it), and summaries of stored threads."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,7 +15,8 @@ from langgraph.types import StateSnapshot
 from aimegraph.config import AimeConfig
 
 SETTINGS_KEY = "aimegraph"
-"""Checkpoint metadata key holding the run's model spec and config."""
+"""Checkpoint metadata key holding the run's model spec and config (a JSON string:
+LangGraph copies only scalar values of ``config["metadata"]`` into a checkpoint)."""
 
 
 class ThreadNotFoundError(LookupError):
@@ -29,14 +31,22 @@ class RunSettings:
     config: AimeConfig
 
     def as_metadata(self) -> dict[str, Any]:
-        return {SETTINGS_KEY: {"model": self.model, "config": self.config.model_dump(mode="json")}}
+        settings = {"model": self.model, "config": self.config.model_dump(mode="json")}
+        return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
     def from_metadata(cls, metadata: Mapping[str, Any] | None) -> RunSettings | None:
         stored = (metadata or {}).get(SETTINGS_KEY)
-        if not isinstance(stored, Mapping):
+        if isinstance(stored, str):
+            try:
+                stored = json.loads(stored)
+            except ValueError:
+                return None
+        if not isinstance(stored, Mapping) or "model" not in stored:
             return None
-        return cls(model=str(stored["model"]), config=AimeConfig.model_validate(stored["config"]))
+        return cls(
+            model=str(stored["model"]), config=AimeConfig.model_validate(stored.get("config", {}))
+        )
 
 
 def run_config(
@@ -53,16 +63,18 @@ def run_config(
 
 
 def latest_settings(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> RunSettings:
-    """The settings of the thread's newest checkpoint; ThreadNotFoundError if none."""
-    found = checkpointer.get_tuple(run_config(thread_id))
-    if found is None:
+    """The settings of the thread's newest checkpoint that has them (a checkpoint
+    written by ``graph.update_state`` carries none); ThreadNotFoundError if none."""
+    root: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
+    if checkpointer.get_tuple(root) is None:
         raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
-    settings = RunSettings.from_metadata(found.metadata)
-    if settings is None:
-        raise ThreadNotFoundError(
-            f"thread {thread_id!r} was not started by aimegraph's CLI (no run settings stored)"
-        )
-    return settings
+    for item in checkpointer.list(root):
+        settings = RunSettings.from_metadata(item.metadata)
+        if settings is not None:
+            return settings
+    raise ThreadNotFoundError(
+        f"thread {thread_id!r} was not started by aimegraph's CLI (no run settings stored)"
+    )
 
 
 @dataclass(frozen=True)

@@ -37,7 +37,7 @@ def build_actor_graph(
     config: AimeConfig | None = None,
     verifier_model: BaseChatModel | str | None = None,
     checkpointer: Checkpointer = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, ActorOutput]:
     """Build the executor: one specialised ReAct actor working on one task.
 
     Args:

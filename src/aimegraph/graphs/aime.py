@@ -24,6 +24,8 @@ from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.state import AimeInput, AimeOutput, AimeState
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
+AimeGraph = CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput]
+
 
 def build_aime_graph(
     model: BaseChatModel | str,
@@ -36,7 +38,7 @@ def build_aime_graph(
     knowledge: KnowledgeBase | None = None,
     factory: ActorFactory | None = None,
     name: str = "aime",
-) -> CompiledStateGraph:
+) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
 
     Args:
@@ -114,10 +116,11 @@ def route_after_verifier(state: AimeState) -> str:
     return "planner" if state.get("status") == "running" else END
 
 
-graph: CompiledStateGraph  # annotation only: assigned on first access by __getattr__
+# Annotation only: assigned on first access by __getattr__.
+graph: AimeGraph
 
 
-def __getattr__(name: str) -> CompiledStateGraph:
+def __getattr__(name: str) -> AimeGraph:
     """``aimegraph.graphs.aime:graph``, the graph ``langgraph.json`` serves.
 
     Built on first access (not at import) from ``AIMEGRAPH_MODEL`` (default
@@ -137,7 +140,7 @@ def __getattr__(name: str) -> CompiledStateGraph:
     return graph
 
 
-async def make_graph() -> CompiledStateGraph:
+async def make_graph() -> AimeGraph:
     """The module-level ``graph`` as a zero-argument factory, for ``langgraph.json``.
 
     LangGraph Server reads ``module.__dict__[name]``, which never reaches the lazy
@@ -147,7 +150,7 @@ async def make_graph() -> CompiledStateGraph:
     """
     import asyncio
 
-    built: CompiledStateGraph | None = globals().get("graph")
+    built: AimeGraph | None = globals().get("graph")
     if built is None:
         built = await asyncio.to_thread(__getattr__, "graph")
     return built

@@ -28,7 +28,7 @@ def build_planner_graph(
     registry: ToolRegistry | None = None,
     config: AimeConfig | None = None,
     checkpointer: Checkpointer = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[PlannerState, AimeConfig, PlannerInput, PlannerOutput]:
     """Build the planner: it turns the goal and the progress list into a task DAG.
 
     ``draft -> validate -> commit``; an invalid draft goes back to ``draft`` with

@@ -19,7 +19,7 @@ def build_verifier_graph(
     *,
     config: AimeConfig | None = None,
     checkpointer: Checkpointer = None,
-) -> CompiledStateGraph:
+) -> CompiledStateGraph[VerifierState, AimeConfig, VerifierInput, VerifierOutput]:
     """Build the verifier: judges a final answer against the goal, without the plan.
 
     Args:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -53,7 +53,7 @@ LLM_RETRY_POLICY = RetryPolicy(
 """Retry policy for every node that calls a model."""
 
 
-def reraise_if_retryable(exc: BaseException, runtime: Runtime[object] | None) -> None:
+def reraise_if_retryable(exc: BaseException, runtime: Runtime[Any] | None) -> None:
     """Re-raise ``exc`` when it is transient and the node has attempts left."""
     info = runtime.execution_info if runtime is not None else None
     attempt = info.node_attempt if info is not None else LLM_RETRY_POLICY.max_attempts
@@ -115,7 +115,7 @@ def invoke_structured(
     role: str,
     mode: Mode,
     retries: int,
-    runtime: Runtime[object] | None = None,
+    runtime: Runtime[Any] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
 ) -> StructuredReply[M]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
@@ -159,7 +159,10 @@ def _ask(
 ) -> tuple[M | None, str, str | None, AIMessage]:
     """One attempt: (value or None, the reply as text, error or None, raw reply)."""
     if mode == "native":
-        out = model.with_structured_output(schema, include_raw=True).invoke(conversation)
+        out = cast(
+            dict[str, Any],
+            model.with_structured_output(schema, include_raw=True).invoke(conversation),
+        )
         raw: AIMessage = out["raw"]
         text = raw.text or json.dumps([c["args"] for c in raw.tool_calls])
         if out.get("parsed") is not None:

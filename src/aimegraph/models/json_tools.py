@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
@@ -23,11 +23,19 @@ _NAME_KEYS = ("tool", "name", "action", "function")
 _ARGS_KEYS = ("args", "arguments", "parameters", "input", "action_input")
 
 
+def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
+    """The JSON schema of the arguments the model fills in (injected ones excluded)."""
+    schema = tool.tool_call_schema
+    if isinstance(schema, dict):
+        return schema
+    return cast(dict[str, Any], schema.model_json_schema())  # type: ignore[union-attr]
+
+
 def describe_tools(tools: Sequence[BaseTool]) -> str:
     """One line per tool: name, description and argument schema."""
     lines = []
     for tool in tools:
-        schema = tool.tool_call_schema.model_json_schema()
+        schema = tool_args_schema(tool)
         args = json.dumps(schema.get("properties", {}), separators=(",", ":"))
         required = schema.get("required", [])
         lines.append(

@@ -60,6 +60,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import threading
 import warnings
@@ -73,6 +74,7 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
+from pydantic import PrivateAttr
 
 from aimegraph.models.resolve import ModelSpecError
 
@@ -215,6 +217,11 @@ def _sha256_of(path: Path) -> str:
 
 
 def _require_llama_cpp() -> None:
+    if "llama_cpp" not in sys.modules:
+        # llama.cpp's OpenMP workers spin while waiting by default; on a small, shared
+        # machine that can slow generation down twentyfold. libgomp reads this once, when
+        # llama.cpp's library is first loaded, and it leaves an explicit setting alone.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
     try:
         import llama_cpp  # noqa: F401
     except ImportError as exc:
@@ -261,17 +268,20 @@ def _extra_buffer_types(*, enabled: bool) -> Iterator[None]:
 
 
 def _default_threads() -> int:
+    """Usable cores less one (the graph's own work), between 1 and 4: plenty for 270M."""
     try:
-        return max(1, len(os.sched_getaffinity(0)))
+        cores = len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+        cores = os.cpu_count() or 1
+    return max(1, min(4, cores - 1))
 
 
 def load_local_model(**kwargs: Any) -> BaseChatModel:
     """Load the bundled Gemma 3 270M (or ``model_path=``) as a LangChain chat model.
 
     Returns a :class:`LocalChatLlamaCpp` (a ``ChatLlamaCpp``) with defaults for a small model
-    on a few CPU cores (:data:`DEFAULT_LOCAL_SETTINGS`, ``n_threads`` = usable cores). Any
+    on a few CPU cores (:data:`DEFAULT_LOCAL_SETTINGS`; ``n_threads`` = usable cores less
+    one, 1 to 4; ``OMP_WAIT_POLICY=PASSIVE`` unless set). Any
     ``ChatLlamaCpp`` field can be overridden by keyword; ``cache_dir=`` is passed to
     :func:`local_model_path`. Loading takes well under a second once the GGUF is cached.
 
@@ -311,11 +321,15 @@ def load_local_model(**kwargs: Any) -> BaseChatModel:
 
 
 class LocalChatLlamaCpp(ChatLlamaCpp):
-    """``ChatLlamaCpp`` whose replies carry ``usage_metadata``.
+    """``ChatLlamaCpp`` whose replies carry ``usage_metadata``, safe to share across threads.
 
     ``invoke`` makes one non-streaming llama.cpp call (exact token counts); streaming is
-    left to LangChain's usual triggers (``.stream()``, streaming callback handlers).
+    left to LangChain's usual triggers (``.stream()``, streaming callback handlers). One
+    ``llama_cpp.Llama`` holds one context and is not thread-safe, while LangGraph runs
+    parallel branches (``Send`` fan-out) in threads: calls are serialised by a lock.
     """
+
+    _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
 
     def _generate(
         self,
@@ -325,9 +339,10 @@ class LocalChatLlamaCpp(ChatLlamaCpp):
         **kwargs: Any,
     ) -> ChatResult:
         params = {**self._get_parameters(stop), **kwargs}
-        response = self.client.create_chat_completion(
-            messages=self._create_message_dicts(messages), **params
-        )
+        with self._lock:
+            response = self.client.create_chat_completion(
+                messages=self._create_message_dicts(messages), **params
+            )
         return self._create_chat_result(response)
 
     def _create_chat_result(self, response: dict[str, Any]) -> ChatResult:
@@ -356,12 +371,13 @@ class LocalChatLlamaCpp(ChatLlamaCpp):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         parts: list[str] = []
-        for chunk in super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs):
-            parts.append(chunk.text)
-            yield chunk
-        yield ChatGenerationChunk(
-            message=AIMessageChunk(content="", usage_metadata=self._stream_usage(messages, parts))
-        )
+        with self._lock:
+            stream = super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
+            for chunk in stream:
+                parts.append(chunk.text)
+                yield chunk
+            usage = self._stream_usage(messages, parts)
+        yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
 
     def _stream_usage(self, messages: list[BaseMessage], parts: list[str]) -> UsageMetadata:
         """Token counts after a streamed reply (llama.cpp reports none when streaming).
@@ -391,8 +407,8 @@ class LocalChatLlamaCpp(ChatLlamaCpp):
 
 
 _TRANSCRIPT_MARK = "_aimegraph_transcript"
-_SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool"}
-TRANSCRIPT_STOP = ["\nUser:", "\nTool:", "\nAssistant:"]
+_SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
+TRANSCRIPT_STOP = ["\nUser:", "\nTool:", "\nSystem:", "\nAssistant:"]
 
 
 def transcript_format(
@@ -400,11 +416,11 @@ def transcript_format(
 ) -> Any:
     """A llama-cpp-python chat formatter writing the conversation as a plain transcript.
 
-    System messages come first as plain text; then one ``User:`` / ``Assistant:`` /
-    ``Tool:`` line (or paragraph) per message; the prompt ends with ``Assistant:`` and
-    generation stops when the model starts another speaker's line (except for a forced
-    function call, whose grammar ends the JSON). Assistant tool calls are written as JSON
-    (``{"tool": name, "args": {...}}``).
+    Leading system messages come first as plain text; then one ``User:`` /
+    ``Assistant:`` / ``Tool:`` / ``System:`` line (or paragraph) per message. The prompt
+    ends with ``Assistant:`` and generation stops when the model starts another speaker's
+    line (except for a forced function call, whose grammar ends the JSON). Assistant tool
+    calls are written as JSON (``{"tool": name, "args": {...}}``).
     """
     from llama_cpp.llama_chat_format import ChatFormatterResponse
 
@@ -413,7 +429,7 @@ def transcript_format(
     for message in messages:
         role = str(message.get("role", "user"))
         content = _text_of(message.get("content")).strip()
-        if role == "system":
+        if role == "system" and not turns:
             if content:
                 system.append(content)
             continue

@@ -38,13 +38,14 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import describe_tools, parse_tool_calls, plain_conversation
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
+from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
 from aimegraph.state import ActorState, ProgressUpdate, Task, TaskResult, Usage
 from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.registry import ToolRegistry
 
-ActorNode = Callable[[ActorState, Runtime[Any]], dict[str, Any]]
+ActorNode = Node[ActorState]
 
 ALWAYS_BOUND: tuple[BaseTool, ...] = (update_progress, submit_result)
 """Tools every actor has, whatever its bundles."""

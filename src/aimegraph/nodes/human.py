@@ -27,6 +27,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.types import Node
 from aimegraph.state import PlanError, PlannerState, PlanUpdate, apply_plan, render_checklist
 
 Decision = Literal["approve", "reject", "edit"]
@@ -50,9 +51,7 @@ def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
     return "reject", {"reason": f"unrecognised answer {value!r}"}
 
 
-def make_approve_plan_node(
-    *, config: AimeConfig, bundles: list[str]
-) -> Callable[[PlannerState, Runtime[Any]], Command]:
+def make_approve_plan_node(*, config: AimeConfig, bundles: list[str]) -> Node[PlannerState]:
     """Pauses with the proposed plan; approve, reject or edit it."""
 
     def approve_plan(state: PlannerState, runtime: Runtime[Any]) -> Command:
@@ -116,8 +115,10 @@ def make_tool_approval(config: AimeConfig) -> Callable[[ToolCallRequest], ToolMe
         action, details = parse_decision(answer)
         if action == "approve":
             return None
+        # Anything else denies the call ("edit" has no meaning for a tool call).
+        reason = details.get("reason") or "no reason given"
         return ToolMessage(
-            content=f"The human denied this call to {call['name']}: {details['reason']}. "
+            content=f"The human denied this call to {call['name']}: {reason}. "
             "Do not retry it; find another way or report why you cannot.",
             name=call["name"],
             tool_call_id=call["id"],

@@ -8,13 +8,13 @@ reporter (all tasks settled, budget spent, or the run failed).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.types import Node
 from aimegraph.state import (
     ActorInput,
     AimeState,
@@ -27,10 +27,8 @@ from aimegraph.state import (
 
 PLANNER, EXECUTOR, REPORTER = "planner", "executor", "reporter"
 
-OrchestratorNode = Callable[[AimeState, Runtime[Any]], Command]
 
-
-def make_orchestrator_node(config: AimeConfig) -> OrchestratorNode:
+def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
     """The orchestrator node; routes with ``Command(goto=...)``."""
 
     def orchestrator(state: AimeState, runtime: Runtime[Any]) -> Command:
@@ -89,14 +87,14 @@ def make_orchestrator_node(config: AimeConfig) -> OrchestratorNode:
             )
         ready = ready_tasks(tasks)
         if ready:
-            command = _dispatch(ready[: cfg.max_parallel], tasks, retried, state, cfg)
+            started = {
+                t.id: t.model_copy(update={"status": "in_progress", "attempts": t.attempts + 1})
+                for t in ready[: cfg.max_parallel]
+            }
             runtime.stream_writer(
-                {
-                    "type": "checklist",
-                    "checklist": render_checklist(tasks | command.update["tasks"]),
-                }
+                {"type": "checklist", "checklist": render_checklist(tasks | started)}
             )
-            return command
+            return _dispatch(started, tasks, retried, state, cfg)
         if pending:
             blocked = ", ".join(f"{t.id} (after {', '.join(t.dependencies)})" for t in pending)
             return replan(f"Stalled: no task can start. Waiting: {blocked}")
@@ -107,21 +105,18 @@ def make_orchestrator_node(config: AimeConfig) -> OrchestratorNode:
 
 
 def _dispatch(
-    batch: list[Task],
+    started: dict[str, Task],
     tasks: dict[str, Task],
     retried: dict[str, Task],
     state: AimeState,
     cfg: AimeConfig,
 ) -> Command:
-    started = {
-        t.id: t.model_copy(update={"status": "in_progress", "attempts": t.attempts + 1})
-        for t in batch
-    }
+    """One Send per started task, each with its dependencies' results."""
     # Parallel actors share what is left of the call budget.
     call_budget = None
     if cfg.max_llm_calls is not None:
         used = (state.get("usage") or Usage()).llm_calls
-        call_budget = max(1, (cfg.max_llm_calls - used) // len(batch))
+        call_budget = max(1, (cfg.max_llm_calls - used) // len(started))
     sends = [
         Send(
             EXECUTOR,

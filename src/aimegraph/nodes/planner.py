@@ -12,10 +12,11 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import invoke_structured, resolve_mode
+from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.state import PlanError, PlannerState, PlanUpdate, apply_plan, render_checklist
 
-PlannerNode = Callable[[PlannerState, Runtime[Any]], dict[str, Any]]
+PlannerNode = Node[PlannerState]
 
 _FINISHED = ("succeeded", "failed", "budget_exhausted", "rejected")
 

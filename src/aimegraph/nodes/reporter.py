@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -11,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import reraise_if_retryable, usage_of
+from aimegraph.nodes.types import Node
 from aimegraph.prompts import reporter as prompts
 from aimegraph.state import AimeState, Task, render_checklist
 
@@ -31,9 +31,7 @@ def render_results(tasks: dict[str, Task]) -> str:
     return "\n".join(blocks) or "(no results)"
 
 
-def make_reporter_node(
-    model: BaseChatModel, *, config: AimeConfig
-) -> Callable[[AimeState, Runtime[Any]], dict[str, Any]]:
+def make_reporter_node(model: BaseChatModel, *, config: AimeConfig) -> Node[AimeState]:
     """Writes ``final_answer`` (also appended to ``messages``).
 
     A run that stopped early (budget spent, no valid plan) gets a partial report

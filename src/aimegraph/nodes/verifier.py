@@ -7,7 +7,6 @@ completion criteria inside the actor graph (``verify="tasks"`` or ``"both"``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -17,6 +16,7 @@ from langgraph.runtime import Runtime
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import invoke_structured, resolve_mode
 from aimegraph.nodes.executor import settle
+from aimegraph.nodes.types import Node
 from aimegraph.prompts import verifier as prompts
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
 
@@ -37,9 +37,7 @@ def _ask_verdict(
     return reply.value, reply.error, reply.usage
 
 
-def make_judge_node(
-    model: BaseChatModel, *, config: AimeConfig
-) -> Callable[[VerifierState, Runtime[Any]], dict[str, Any]]:
+def make_judge_node(model: BaseChatModel, *, config: AimeConfig) -> Node[VerifierState]:
     """Judges the final answer against the goal and settles the run's status:
     ``succeeded``; ``running`` with a replan reason when rejected and replans
     are left; ``rejected`` otherwise; ``failed`` when no verdict could be had."""
@@ -80,9 +78,7 @@ def make_judge_node(
     return judge
 
 
-def make_task_check_node(
-    model: BaseChatModel, *, config: AimeConfig
-) -> Callable[[ActorState, Runtime[Any]], dict[str, Any]]:
+def make_task_check_node(model: BaseChatModel, *, config: AimeConfig) -> Node[ActorState]:
     """Checks a completed task's result against its completion criteria; a failed
     check fails the task with the verifier's issues as the reason."""
 

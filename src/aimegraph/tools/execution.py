@@ -11,12 +11,13 @@ from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.prebuilt import ToolNode
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
 from langgraph.types import Command
 
+from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,7 @@ def make_tool_node(
     def describe_error(exc: Exception) -> str:
         if isinstance(exc, ToolInvocationError):
             tool = by_name.get(exc.tool_name)
-            schema = tool.tool_call_schema.model_json_schema() if tool else {}
+            schema = tool_args_schema(tool) if tool else {}
             return (
                 f"Error: invalid arguments for {exc.tool_name}: {exc.message}\n"
                 f"Expected arguments (JSON schema): {json.dumps(schema.get('properties', {}))}"
@@ -85,7 +86,7 @@ def make_tool_node(
     return ToolNode(tools, handle_tool_errors=describe_error, wrap_tool_call=guard)
 
 
-def _observation(call: dict, content: str) -> ToolMessage:  # type: ignore[type-arg]
+def _observation(call: ToolCall, content: str) -> ToolMessage:
     return ToolMessage(content=content, name=call["name"], tool_call_id=call["id"], status="error")
 
 
