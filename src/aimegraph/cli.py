@@ -392,6 +392,23 @@ def _config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
     return AimeConfig.model_validate(fields)
 
 
+DURABILITY_HELP = (
+    "when checkpoints are written. sync: each step's checkpoint is saved before the next "
+    "step starts, so a crash or kill loses at most the steps in flight (a little slower: "
+    "one database write per step). async (default): saved in the background while the "
+    "next step runs; faster, but a crash can also lose the last finished step, whose "
+    "tasks then run again. exit: saved only when the run ends or pauses; fastest, no "
+    "crash recovery and no step history. Use sync when tools have side effects that "
+    "must not repeat."
+)
+
+
+def _durability_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--durability", choices=["sync", "async", "exit"], default="async", help=DURABILITY_HELP
+    )
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aimegraph",
@@ -434,16 +451,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
     run.add_argument("--approve-tools", help="comma-separated tools that need approval")
     run.add_argument("--config", help="AimeConfig fields as a JSON object")
-    run.add_argument(
-        "--durability",
-        choices=["sync", "async", "exit"],
-        default="async",
-        help="when checkpoints are written: sync (safest), async (default), exit",
-    )
+    _durability_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
-    demo.add_argument("--durability", choices=["sync", "async", "exit"], default="async")
+    _durability_option(demo)
 
     resume = command("resume", cmd_resume, "Resume a paused or interrupted thread.")
     resume.add_argument("thread")
@@ -457,7 +469,7 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument(
         "--interrupt", metavar="ID", help="answer only this interrupt (default: all)"
     )
-    resume.add_argument("--durability", choices=["sync", "async", "exit"], default="async")
+    _durability_option(resume)
 
     command("threads", cmd_threads, "List stored threads (id, status, updated, goal).")
     show = command("show", cmd_show, "Show a thread: checklist, verdict, final answer, usage.")
@@ -467,6 +479,7 @@ def _parser() -> argparse.ArgumentParser:
     fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
     fork.add_argument("thread")
     fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
+    _durability_option(fork)
 
     draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")

@@ -10,6 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
+from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import (
@@ -34,6 +35,7 @@ def build_actor_graph(
     *,
     registry: ToolRegistry | None = None,
     factory: ActorFactory | None = None,
+    knowledge: KnowledgeBase | None = None,
     config: AimeConfig | None = None,
     verifier_model: BaseChatModel | str | None = None,
     checkpointer: Checkpointer = None,
@@ -44,7 +46,9 @@ def build_actor_graph(
         model: The actor model (or a spec string for ``resolve_model``).
         registry: The tools actors may be given, in bundles.
         factory: Assembles the actor for a task; defaults to
-            :class:`DefaultActorFactory` over ``registry``.
+            :class:`DefaultActorFactory` over ``registry`` and ``knowledge``.
+        knowledge: Passages nearest each task go into its actor's prompt (with
+            the default factory).
         config: Budgets and policies (``max_actor_steps``, ``tool_calling``,
             ``tool_timeout_s``, ``verify``, ...).
         verifier_model: Checks results against completion criteria when
@@ -58,7 +62,9 @@ def build_actor_graph(
     """
     config = config or AimeConfig()
     registry = registry or ToolRegistry()
-    factory = factory or DefaultActorFactory(registry, workspace=Path(config.workspace))
+    factory = factory or DefaultActorFactory(
+        registry, workspace=Path(config.workspace), knowledge=knowledge
+    )
     chat = resolve_model(model)
     always = [t.name for t in ALWAYS_BOUND]
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}

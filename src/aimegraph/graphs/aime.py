@@ -18,7 +18,7 @@ from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
-from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
+from aimegraph.nodes.executor import ActorFactory
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.state import AimeInput, AimeOutput, AimeState
@@ -71,10 +71,6 @@ def build_aime_graph(
         else default_registry(Path(config.workspace), knowledge=knowledge, extra_tools=tools or ())
     )
 
-    factory = factory or DefaultActorFactory(
-        registry, workspace=Path(config.workspace), knowledge=knowledge
-    )
-
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
     )
@@ -92,6 +88,7 @@ def build_aime_graph(
             role_models["actor"],
             registry=registry,
             factory=factory,
+            knowledge=knowledge,
             config=config,
             verifier_model=role_models["verifier"],
         ),

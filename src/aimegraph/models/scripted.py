@@ -82,7 +82,7 @@ class Scenario(BaseModel):
     name: str = "inline"
     description: str = ""
     goal: str = ""
-    planner: list[Step] = Field(min_length=1)
+    planner: list[Step] = Field(default_factory=list)
     actors: dict[str, list[Step] | dict[str, list[list[Step]]]] = Field(default_factory=dict)
     verifier: list[Step] = Field(default_factory=list)
     task_checks: dict[str, list[Step]] = Field(default_factory=dict)
@@ -216,6 +216,8 @@ class ScriptedChatModel(BaseChatModel):
             key, entries = "verifier", self.scenario.verifier
             default = {"passed": True, "reasoning": "The answer addresses the goal.", "issues": []}
         elif role == "planner":
+            if not self.scenario.planner:
+                raise ScenarioError(f"scenario {self.scenario.name!r} has no planner entries")
             key, entries, default = "planner", self.scenario.planner, self.scenario.planner[-1]
         else:
             key, entries = "reporter", self.scenario.reporter

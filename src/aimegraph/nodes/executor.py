@@ -73,6 +73,7 @@ class ActorSpec:
         tools = [*self.tools, *ALWAYS_BOUND]
         return prompts.SYSTEM.format(
             persona=self.persona,
+            habits=prompts.PERSONA_HABITS,
             tools="\n".join(f"- {t.name}: {t.description.strip()}" for t in tools),
             knowledge="\n\n".join(self.knowledge) or prompts.NO_KNOWLEDGE,
             environment=self.environment,
@@ -94,9 +95,10 @@ class DefaultActorFactory:
     * persona: the task's persona, looked up in ``personas`` (name -> full text)
       when it is a known name;
     * tools: the task's ``tool_bundles``; when it names none, the bundles whose
-      descriptions best match the task (semantic match with ``embeddings``, the
-      offline hashing embeddings by default), at most ``max_bundles``. Only these
-      are bound: fewer tools, fewer mistakes;
+      descriptions best match the task (cosine similarity with ``embeddings``, the
+      offline hashing embeddings by default): at most ``max_bundles``, each scoring
+      at least ``min_match`` and half the best score. Only these are bound: fewer
+      tools, fewer mistakes;
     * knowledge: the ``knowledge_k`` passages of ``knowledge`` nearest the task;
     * environment: the workspace and what is in it, today's date, the inputs;
     * output format: what the result must show, from the completion criteria.
@@ -111,6 +113,7 @@ class DefaultActorFactory:
         personas: Mapping[str, str] | None = None,
         embeddings: Embeddings | None = None,
         max_bundles: int = 2,
+        min_match: float = 0.05,
         knowledge_k: int = 3,
     ) -> None:
         self.registry = registry
@@ -118,6 +121,7 @@ class DefaultActorFactory:
         self.knowledge = knowledge
         self.personas = dict(personas or {})
         self.max_bundles = max_bundles
+        self.min_match = min_match
         self.knowledge_k = knowledge_k
         self._bundle_index = KnowledgeBase(embeddings)
         bundles = list(registry.bundles.values())
@@ -142,7 +146,7 @@ class DefaultActorFactory:
         if task.persona in self.personas:
             return self.personas[task.persona]
         if task.persona:
-            return f"You are {task.persona}. {prompts.DEFAULT_PERSONA.removeprefix('You are ')}"
+            return prompts.NAMED_PERSONA.format(persona=task.persona)
         return prompts.DEFAULT_PERSONA
 
     def bundles(self, task: Task) -> list[str]:
@@ -150,7 +154,11 @@ class DefaultActorFactory:
         if known:
             return known
         matches = self._bundle_index.search(_task_text(task), k=self.max_bundles)
-        return [p.source for p in matches if p.source is not None and p.score > 0]
+        if not matches:
+            return []
+        # A weak second match is noise, not a need: keep those close to the best.
+        floor = max(self.min_match, matches[0].score * 0.5)
+        return [p.source for p in matches if p.source is not None and p.score >= floor]
 
     def retrieve(self, task: Task) -> list[str]:
         if self.knowledge is None or self.knowledge_k == 0:

@@ -2,7 +2,7 @@
 
 SYSTEM = """\
 # Role: actor
-{persona}
+{persona} {habits}
 
 ## Your task
 You carry out one task of a larger plan. Work step by step with the tools. Report
@@ -25,7 +25,11 @@ values or file paths). If the task cannot be done, call `submit_result` with sta
 {output_format}
 """
 
-DEFAULT_PERSONA = "You are a careful, resourceful specialist who verifies every figure."
+DEFAULT_PERSONA = "You are a careful, resourceful specialist."
+
+NAMED_PERSONA = "You are {persona}."
+
+PERSONA_HABITS = "Work step by step and verify every figure you report."
 
 DEFAULT_OUTPUT_FORMAT = (
     "A concise summary in plain text with the key figures inline; "
