@@ -320,7 +320,9 @@ def test_postgres_without_the_extra_says_how_to_install_it(
 async def test_async_postgres_without_the_extra_says_how_to_install_it(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    # Block the submodule too: an earlier test may have imported it already.
     monkeypatch.setitem(sys.modules, "langgraph.checkpoint.postgres", None)
+    monkeypatch.setitem(sys.modules, "langgraph.checkpoint.postgres.aio", None)
     with pytest.raises(MissingCheckpointBackendError, match=r"aimegraph\[postgres\]"):
         async with aopen_checkpointer("postgres://postgres@127.0.0.1:5432/test"):
             pass
