@@ -13,8 +13,6 @@ from langgraph.graph.state import CompiledStateGraph
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel
 
-# Make checkpoint deserialisation strict in every test, as in production.
-os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
 
 
 @pytest.fixture
