@@ -55,14 +55,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
     console = Console(stderr=args.json, highlight=False)
+    errors = Console(stderr=True, highlight=False)
     try:
         with open_checkpointer(args.checkpoints) as checkpointer:
             return int(args.handler(args, checkpointer, console))
     except CliError as exc:
-        console.print(f"[red]error:[/red] {exc}")
+        errors.print(f"[red]error:[/red] {exc}")
         return exc.code
     except ValueError as exc:  # bad URLs, model specs, config values
-        console.print(f"[red]error:[/red] {exc}")
+        errors.print(f"[red]error:[/red] {exc}")
         return EXIT_USAGE
 
 
