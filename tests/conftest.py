@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,6 @@ from langgraph.graph.state import CompiledStateGraph
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel
-
 
 
 @pytest.fixture

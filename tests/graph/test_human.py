@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from langchain_core.messages import ToolMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from tests.conftest import GraphFactory
@@ -281,7 +280,9 @@ def test_parallel_tool_approvals_each_get_their_own_answer(
     calc = {"tool": "calculator", "args": {"expression": "2+2"}}
     graph, _ = scripted_graph(
         {
-            "planner": [plan(spec("a", tool_bundles=["compute"]), spec("b", tool_bundles=["compute"]))],
+            "planner": [
+                plan(spec("a", tool_bundles=["compute"]), spec("b", tool_bundles=["compute"]))
+            ],
             "actors": {
                 "a": [calc, submit("a: {last_tool_output}")],
                 "b": [calc, submit("b: {last_tool_output}")],
@@ -309,31 +310,77 @@ def test_parallel_tool_approvals_each_get_their_own_answer(
 # --- notes and durability ---
 
 
+REJECTED_ONCE = {
+    "planner": [plan(spec("a")), plan(spec("b", "a"))],
+    "actors": {"a": [submit("a ok")], "b": [submit("b ok")]},
+    "verifier": [
+        {"passed": False, "reasoning": "incomplete", "issues": ["b is missing"]},
+        {"passed": True, "reasoning": "ok", "issues": []},
+    ],
+}
+NOTE = "Prefer the EU mirror for b."
+
+
+def _note_reached_only_the_replan(model: Any) -> None:
+    first, *later = model.prompts("planner")
+    assert NOTE not in first
+    assert later and all(NOTE in p for p in later)
+
+
 def test_a_note_added_between_steps_reaches_the_planner_at_the_next_replan(
     scripted_graph: GraphFactory, saver: InMemorySaver
 ) -> None:
-    graph, model = scripted_graph(
-        {
-            "planner": [plan(spec("a")), plan(spec("b", "a"))],
-            "actors": {"a": [submit("a ok")], "b": [submit("b ok")]},
-            "verifier": [
-                {"passed": False, "reasoning": "incomplete", "issues": ["b is missing"]},
-                {"passed": True, "reasoning": "ok", "issues": []},
-            ],
-        },
-        checkpointer=saver,
-    )
-    out = graph.invoke({"goal": "g"}, CONFIG, interrupt_before=["reporter"])
-    assert graph.get_state(CONFIG).next == ("reporter",)
-    assert out["tasks"]["a"].status == "completed"
+    graph, model = scripted_graph(REJECTED_ONCE, checkpointer=saver)
+    graph.invoke({"goal": "g"}, CONFIG, interrupt_before=["orchestrator"])
+    assert graph.get_state(CONFIG).next == ("orchestrator",)
 
-    graph.update_state(CONFIG, {"notes": ["Prefer the EU mirror for b."]})
-    assert graph.get_state(CONFIG).values["notes"] == ["Prefer the EU mirror for b."]
+    graph.update_state(CONFIG, {"notes": [NOTE]})
+    assert graph.get_state(CONFIG).values["notes"] == [NOTE]
+    assert graph.get_state(CONFIG).next == ("orchestrator",)
     out = graph.invoke(None, CONFIG)
     assert out["status"] == "succeeded" and out["replans"] == 1
-    first, second = model.prompts("planner")
-    assert "Prefer the EU mirror for b." not in first
-    assert "Prefer the EU mirror for b." in second and "b is missing" in second
+    _note_reached_only_the_replan(model)
+    assert "b is missing" in model.prompts("planner")[1]
+
+
+def test_a_note_after_a_batch_of_actors(scripted_graph: GraphFactory, saver: InMemorySaver) -> None:
+    graph, model = scripted_graph(REJECTED_ONCE, checkpointer=saver)
+    graph.invoke({"goal": "g"}, CONFIG, interrupt_after=["executor"])
+    assert graph.get_state(CONFIG).next == ("orchestrator",)
+    # Executors start from Send, so LangGraph cannot infer them as the writer: name it.
+    graph.update_state(CONFIG, {"notes": [NOTE]}, as_node="executor")
+    assert graph.invoke(None, CONFIG)["status"] == "succeeded"
+    _note_reached_only_the_replan(model)
+
+
+def test_a_note_given_with_the_answer_to_a_waiting_actor(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    scenario = {
+        **REJECTED_ONCE,
+        "planner": [plan(spec("a", tool_bundles=["human"])), plan(spec("b", "a"))],
+        "actors": {"a": [ask("Which mirror?"), submit("a ok")], "b": [submit("b ok")]},
+    }
+    graph, model = scripted_graph(scenario, checkpointer=saver)
+    graph.invoke({"goal": "g"}, CONFIG)
+    out = graph.invoke(Command(resume="any", update={"notes": [NOTE]}), CONFIG)
+    assert out["status"] == "succeeded"
+    assert graph.get_state(CONFIG).values["notes"] == [NOTE]
+    _note_reached_only_the_replan(model)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="engine bug: update_state() while actors wait on interrupt() starts a new step "
+    "and drops their pending Send tasks; the run is left 'running' with nothing next",
+)
+def test_update_state_while_an_actor_waits_keeps_the_actor(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    graph, _ = scripted_graph(ASKING, checkpointer=saver)
+    graph.invoke({"goal": "g"}, CONFIG)
+    graph.update_state(CONFIG, {"notes": [NOTE]})
+    assert pending(graph), "the ask_human interrupt was lost"
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])
@@ -344,22 +391,8 @@ def test_durability_is_passed_through_to_the_checkpointer(
     out = graph.invoke({"goal": "g"}, CONFIG, durability=durability)
     assert out["status"] == "succeeded"
     history = list(graph.get_state_history(CONFIG))
-    assert history[0].values["status"] == "succeeded"
+    assert history[0].values["status"] == "succeeded" and history[0].next == ()
     if durability == "exit":
         assert len(history) == 1  # only the final checkpoint: cheapest, not crash-safe
     else:
         assert len(history) > 5  # one per super-step: resumable from any of them
-
-
-def test_denial_is_a_tool_message_in_the_actor_conversation(
-    scripted_graph: GraphFactory, saver: InMemorySaver
-) -> None:
-    graph, _ = scripted_graph(CALC, checkpointer=saver, approve_tools=["calculator"])
-    graph.invoke({"goal": "g"}, CONFIG)
-    # While paused, the actor's subgraph state can be inspected.
-    sub = graph.get_state(CONFIG, subgraphs=True).tasks[0].state
-    assert sub is not None
-    graph.invoke(Command(resume="not allowed"), CONFIG)  # a bare string denies
-    history = list(graph.get_state_history(CONFIG))
-    assert history[0].values["tasks"]["a"].result.summary.count("not allowed") == 1
-    assert isinstance(ToolMessage, type)

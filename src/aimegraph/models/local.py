@@ -89,9 +89,11 @@ __all__ = [
     "INSTALL_HINT",
     "LocalChatLlamaCpp",
     "TRANSCRIPT_STOP",
+    "amx_safe_loading",
     "default_cache_dir",
     "load_local_model",
     "local_model_path",
+    "transcript_chat_handler",
     "transcript_format",
 ]
 
@@ -267,6 +269,50 @@ def _extra_buffer_types(*, enabled: bool) -> Iterator[None]:
             lib.llama_model_default_params = original
 
 
+@contextmanager
+def amx_safe_loading(use_extra_bufts: bool | None = None) -> Iterator[None]:
+    """Load llama.cpp models inside this block without the crashing AMX kernels.
+
+    ``use_extra_bufts=None`` (the default) switches llama.cpp's extra buffer types off
+    when the CPU backend reports ``AMX_INT8 = 1`` (see the module docstring), and
+    leaves them on otherwise; ``True`` or ``False`` forces the choice. Used by
+    :func:`load_local_model` and by :mod:`aimegraph.models.local_server`.
+    """
+    _require_llama_cpp()
+    if use_extra_bufts is None:
+        use_extra_bufts = not _cpu_backend_has_amx()
+    with _extra_buffer_types(enabled=bool(use_extra_bufts)):
+        yield
+
+
+def transcript_chat_handler(*, max_tokens_cap: int | None = None) -> Any:
+    """A llama-cpp-python chat completion handler for :func:`transcript_format`.
+
+    With ``max_tokens_cap`` every completion is limited to that many tokens, whatever
+    the request asks (an absent ``max_tokens`` otherwise means "until the context is
+    full", which a base model that loops would use up): the server of
+    :mod:`aimegraph.models.local_server` relies on it, since OpenAI clients send no
+    limit by default. A capped reply ends with ``finish_reason="length"``.
+    """
+    from llama_cpp.llama_chat_format import chat_formatter_to_chat_completion_handler
+
+    base = chat_formatter_to_chat_completion_handler(transcript_format)
+    if max_tokens_cap is None:
+        handler = base
+    else:
+        cap = int(max_tokens_cap)
+        if cap < 1:
+            raise ValueError(f"max_tokens_cap must be at least 1, got {cap}")
+
+        def handler(**kwargs: Any) -> Any:
+            asked = kwargs.get("max_tokens")
+            kwargs["max_tokens"] = cap if asked is None or asked <= 0 else min(asked, cap)
+            return base(**kwargs)
+
+    setattr(handler, _TRANSCRIPT_MARK, True)
+    return handler
+
+
 def _default_threads() -> int:
     """Usable cores less one (the graph's own work), between 1 and 4: plenty for 270M."""
     try:
@@ -300,20 +346,14 @@ def load_local_model(**kwargs: Any) -> BaseChatModel:
         path = local_model_path(cache_dir)
 
     use_extra_bufts = kwargs.pop("use_extra_bufts", None)
-    if use_extra_bufts is None:
-        use_extra_bufts = not _cpu_backend_has_amx()
     settings = {**DEFAULT_LOCAL_SETTINGS, "n_threads": _default_threads(), **kwargs}
     model_kwargs = dict(settings.pop("model_kwargs", None) or {})
     model_kwargs.setdefault("n_threads_batch", settings["n_threads"])
     if not model_path and "chat_format" not in model_kwargs:
         # The bundled base model has no chat template (see the module docstring).
-        from llama_cpp.llama_chat_format import chat_formatter_to_chat_completion_handler
-
-        handler = chat_formatter_to_chat_completion_handler(transcript_format)
-        setattr(handler, _TRANSCRIPT_MARK, True)
-        model_kwargs.setdefault("chat_handler", handler)
+        model_kwargs.setdefault("chat_handler", transcript_chat_handler())
     try:
-        with _extra_buffer_types(enabled=bool(use_extra_bufts)):
+        with amx_safe_loading(use_extra_bufts):
             model = LocalChatLlamaCpp(model_path=str(path), model_kwargs=model_kwargs, **settings)
     except ValueError as exc:  # ChatLlamaCpp wraps load failures in ValueError
         raise ModelSpecError(f"cannot load GGUF {path}: {exc}") from exc

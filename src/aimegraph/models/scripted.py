@@ -112,7 +112,10 @@ def load_scenario(name_or_path: str) -> Scenario:
                 f"(bundled: {available})"
             )
         text, name = bundled.read_text(encoding="utf-8"), name_or_path
-    data = yaml.safe_load(text)
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ScenarioError(f"scenario {name_or_path!r} is not valid YAML: {exc}") from exc
     if not isinstance(data, dict):
         raise ScenarioError(f"scenario {name_or_path!r} must be a mapping")
     data.setdefault("name", name)

@@ -42,12 +42,13 @@ def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
     if isinstance(value, str):
         return "reject", {"reason": value}
     if isinstance(value, dict):
-        action = str(value.get("action", "approve")).lower()
+        action = str(value.get("action", "")).lower()
         if action in ("approve", "yes"):
             return "approve", value
         if action == "edit" and isinstance(value.get("plan"), dict):
             return "edit", value
-        return "reject", {"reason": str(value.get("reason") or "rejected")}
+        if action in ("reject", "deny", "no"):
+            return "reject", {"reason": str(value.get("reason") or "rejected")}
     return "reject", {"reason": f"unrecognised answer {value!r}"}
 
 

@@ -38,8 +38,11 @@ class AimeOutput(TypedDict, total=False):
 class AimeState(AimeOutput, total=False):
     """Public keys plus the engine's bookkeeping.
 
-    ``notes`` are human notes for the planner (append one with
-    ``graph.update_state(config, {"notes": ["..."]})``); ``replan_reason`` says
+    ``notes`` are human notes for the planner, read at its next call. Between
+    steps append one with ``graph.update_state(config, {"notes": [...]},
+    as_node="executor")``; while the run waits on an interrupt, send it with the
+    answer: ``Command(resume=..., update={"notes": [...]})`` (an ``update_state``
+    then would replace the pending step). ``replan_reason`` says
     why the planner is being called again; ``dispatched`` is the last batch the
     orchestrator sent out; ``steps`` counts orchestration steps.
     """
