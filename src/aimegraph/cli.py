@@ -19,7 +19,7 @@ from typing import Any
 from langchain_core.load import dumpd
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command
+from langgraph.types import Command, StateSnapshot
 from rich.console import Console
 
 from aimegraph.checkpoints import (
@@ -144,23 +144,7 @@ def cmd_threads(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _settings_or_exit(saver, args.thread)
     snapshot = _graph(settings, saver).get_state(run_config(args.thread))
-    summary = _summary(snapshot.values, args.thread, run_state(snapshot))
-    summary["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
-    if args.json:
-        print(json.dumps(summary, indent=2, default=str))
-        return 0
-    _print_summary(summary, console)
-    if snapshot.interrupts:
-        _show_interrupts(snapshot.interrupts, console)
-        console.print(
-            f"resume with: aimegraph resume {args.thread} --approve "
-            "(or --reject REASON, --answer TEXT)"
-        )
-    elif snapshot.next:
-        console.print(
-            f"stopped before finishing (next: {', '.join(snapshot.next)}); "
-            f"carry on with: aimegraph resume {args.thread}"
-        )
+    _report(snapshot, args.thread, args, console)
     return 0
 
 
@@ -253,23 +237,37 @@ def _execute(
         with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
             live.follow(chunks)
     snapshot = graph.get_state(run_config(thread_id))
+    state = _report(snapshot, thread_id, args, console)
+    if not args.json:
+        console.print(
+            f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
+        )
+    return EXIT_CODES.get(state, 1)
+
+
+def _report(
+    snapshot: StateSnapshot, thread_id: str, args: argparse.Namespace, console: Console
+) -> str:
+    """Print a thread's state (as JSON with --json) and what to do next; returns its status."""
     state = run_state(snapshot)
     summary = _summary(snapshot.values, thread_id, state)
     summary["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
     if args.json:
         print(json.dumps(summary, indent=2, default=str))
-    else:
-        _print_summary(summary, console)
-        if snapshot.interrupts:
-            _show_interrupts(snapshot.interrupts, console)
-            console.print(
-                f"resume with: aimegraph resume {thread_id} --approve "
-                "(or --reject REASON, --answer TEXT)"
-            )
+        return state
+    _print_summary(summary, console)
+    if snapshot.interrupts:
+        _show_interrupts(snapshot.interrupts, console)
         console.print(
-            f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
+            f"resume with: aimegraph resume {thread_id} --approve "
+            "(or --reject REASON, --answer TEXT)"
         )
-    return EXIT_CODES.get(state, 1)
+    elif snapshot.next:
+        console.print(
+            f"stopped before finishing (next: {', '.join(snapshot.next)}); "
+            f"carry on with: aimegraph resume {thread_id}"
+        )
+    return state
 
 
 def _summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any]:
