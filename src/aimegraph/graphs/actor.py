@@ -84,6 +84,7 @@ def build_actor_graph(
             max_observation_chars=config.max_observation_chars,
             available=lambda state: [*state.get("tool_names", []), *always],
             before_call=make_tool_approval(config),
+            untimed=always,
         ),
     )
     builder.add_node("conclude", make_conclude_node(config))

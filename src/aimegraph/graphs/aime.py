@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
@@ -21,7 +23,7 @@ from aimegraph.models.resolve import resolve_models
 from aimegraph.nodes.executor import ActorFactory
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
-from aimegraph.state import AimeInput, AimeOutput, AimeState
+from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
 AimeGraph = CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput]
@@ -104,13 +106,28 @@ def build_aime_graph(
     builder.add_edge("planner", "orchestrator")
     builder.add_edge("executor", "orchestrator")
     builder.add_conditional_edges("reporter", route_after_reporter, ["verifier", END])
-    builder.add_conditional_edges("verifier", route_after_verifier, ["planner", END])
-    return builder.compile(checkpointer=checkpointer, store=store, name=name)
+    builder.add_conditional_edges(
+        "verifier", route_after_verifier(config), ["planner", "orchestrator", END]
+    )
+    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
+    # small machines would serialise a batch wider than that.
+    return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))
 
 
-def route_after_verifier(state: AimeState) -> str:
-    """Back to the planner after a rejection with replans left, else the end."""
-    return "planner" if state.get("status") == "running" else END
+def route_after_verifier(config: AimeConfig) -> Callable[[AimeState, Runtime[Any]], str]:
+    """Back to the planner after a rejection with replans left, else the end. When
+    the run's budget is spent, the orchestrator (which stops it cleanly) instead."""
+
+    def route(state: AimeState, runtime: Runtime[Any]) -> str:
+        if state.get("status") != "running":
+            return END
+        spent = config.for_run(runtime).budget_spent(
+            state.get("usage") or Usage(), state.get("steps", 0)
+        )
+        return "orchestrator" if spent else "planner"
+
+    return route
 
 
 # Annotation only: assigned on first access by __getattr__.

@@ -14,6 +14,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
+import httpx
+import openai
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
@@ -29,18 +31,27 @@ M = TypeVar("M", bound=BaseModel)
 Mode = Literal["native", "json"]
 
 
+_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
+    TimeoutError,
+    ConnectionError,
+    httpx.TimeoutException,
+    httpx.TransportError,
+    openai.APITimeoutError,
+    openai.APIConnectionError,
+    openai.RateLimitError,
+    openai.InternalServerError,
+)
+
+
 def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: the service may answer next time."""
-    if isinstance(exc, TimeoutError | ConnectionError):
+    """Errors worth retrying: the service may answer next time (timeouts, dropped
+    connections, rate limits, 408/409/429 and 5xx answers)."""
+    if isinstance(exc, _TRANSIENT_TYPES):
         return True
     status = getattr(exc, "status_code", None) or getattr(
         getattr(exc, "response", None), "status_code", None
     )
-    if isinstance(status, int):
-        return status in (408, 409, 429) or status >= 500
-    # openai / httpx timeouts and connection errors, without importing them.
-    name = type(exc).__name__
-    return name.endswith(("TimeoutError", "ConnectionError", "TimeoutException", "ConnectError"))
+    return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
 
 
 LLM_RETRY_POLICY = RetryPolicy(

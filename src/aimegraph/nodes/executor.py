@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from langchain_core.embeddings import Embeddings
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -25,6 +25,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
@@ -249,15 +250,20 @@ def make_react_node(
     model: BaseChatModel, *, tools: Mapping[str, BaseTool], config: AimeConfig
 ) -> ActorNode:
     """One ReAct step: the model picks the next tool call (or answers)."""
+    # Converting tool schemas costs more than a fast model's reply: once per tool set.
+    bound_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
 
     def react(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
-        bound = [tools[n] for n in state.get("tool_names", []) if n in tools] + list(ALWAYS_BOUND)
+        names = tuple(n for n in state.get("tool_names", []) if n in tools)
+        bound = [tools[n] for n in names] + list(ALWAYS_BOUND)
         steps = state.get("steps", 0) + 1
         mode = resolve_mode(cfg.tool_calling, model)
         try:
             if mode == "native":
-                reply = model.bind_tools(bound).invoke(state["messages"])
+                if names not in bound_models:
+                    bound_models[names] = model.bind_tools(bound)
+                reply = bound_models[names].invoke(state["messages"])
             else:
                 prompt = with_json_instructions(
                     state["messages"], json_mode.TOOLS.format(tools=describe_tools(bound))

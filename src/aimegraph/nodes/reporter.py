@@ -12,7 +12,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import reraise_if_retryable, usage_of
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import reporter as prompts
-from aimegraph.state import AimeState, Task, render_checklist
+from aimegraph.state import AimeState, Task, Usage, render_checklist
 
 
 def render_results(tasks: dict[str, Task]) -> str:
@@ -36,7 +36,8 @@ def make_reporter_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Aime
 
     A run that stopped early (budget spent, no valid plan) gets a partial report
     written without a model call. When the final answer is not to be verified,
-    the run succeeds here.
+    the run succeeds here; when the report's own call spent the budget, the run
+    ends ``budget_exhausted`` with the unverified answer.
     """
 
     def reporter(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
@@ -64,8 +65,17 @@ def make_reporter_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Aime
                 answer = ""
                 update["reason"] = f"the reporter model failed ({exc}); results listed as they are"
             answer = answer or render_results(tasks)
+            spent = cfg.budget_spent(
+                (state.get("usage") or Usage()) + update.get("usage", Usage()),
+                state.get("steps", 0),
+            )
             if cfg.verify not in ("final", "both"):
                 update["status"] = "succeeded"
+            elif spent:
+                update |= {
+                    "status": "budget_exhausted",
+                    "reason": f"{spent} before the answer could be verified",
+                }
         runtime.stream_writer({"type": "final_answer", "text": answer})
         return update | {"final_answer": answer, "messages": [AIMessage(answer, name="aime")]}
 

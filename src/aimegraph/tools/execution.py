@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextvars
 import json
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
@@ -36,13 +36,15 @@ def make_tool_node(
     max_observation_chars: int,
     available: Callable[[Any], Sequence[str]] | None = None,
     before_call: Callable[[ToolCallRequest], ToolMessage | None] | None = None,
+    untimed: Collection[str] = (),
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
 
     ``available`` names the tools the current state's actor was given (default:
     all ``tools``); a call of any other tool is refused. ``before_call`` may
     answer a call instead of running it (human denial); it runs after the
-    availability and repeated-action checks.
+    availability and repeated-action checks. Tools named in ``untimed`` (instant
+    bookkeeping such as ``submit_result``) skip the timeout's worker thread.
     """
     by_name = {t.name: t for t in tools}
 
@@ -74,6 +76,8 @@ def make_tool_node(
             )
         if before_call is not None and (answer := before_call(request)) is not None:
             return answer
+        if call["name"] in untimed:
+            return execute(request)
         outcome = _run_with_timeout(execute, request, timeout_s)
         if outcome is None:
             return _observation(

@@ -1,0 +1,1 @@
+"""Benchmarks of aimegraph: run `python -m bench` (see bench/__main__.py)."""
