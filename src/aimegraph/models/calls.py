@@ -23,7 +23,7 @@ from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
-from aimegraph.models.resolve import supports_tool_calling
+from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.prompts import json_mode
 from aimegraph.state import RoleUsage, Usage
 
@@ -92,10 +92,26 @@ def usage_of(
     )
 
 
-def resolve_mode(setting: str, model: BaseChatModel) -> Mode:
-    """``auto`` means native tool calling when the model class implements it."""
+def _usage_of_completion(completion: Any, role: str) -> Usage:
+    """Usage from an OpenAI completion object (when LangChain raised before wrapping it)."""
+    used = getattr(completion, "usage", None)
+    tokens_in = int(getattr(used, "prompt_tokens", 0) or 0)
+    tokens_out = int(getattr(used, "completion_tokens", 0) or 0)
+    return Usage(
+        llm_calls=1,
+        input_tokens=tokens_in,
+        output_tokens=tokens_out,
+        by_role={role: RoleUsage(llm_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)},
+    )
+
+
+def resolve_mode(setting: str, model: BaseChatModel, *, structured: bool = False) -> Mode:
+    """``auto`` means native when the model class implements it: tool calling for
+    actors; for ``structured`` output (plans, verdicts), ``with_structured_output``,
+    which some local models offer as grammar-constrained JSON without tool calling."""
     if setting == "auto":
-        return "native" if supports_tool_calling(model) else "json"
+        native = supports_structured_output(model) if structured else supports_tool_calling(model)
+        return "native" if native else "json"
     return "json" if setting == "json" else "native"
 
 
@@ -146,13 +162,22 @@ def invoke_structured(
     for _ in range(retries + 1):
         try:
             value, raw_text, error_or_none, raw = _ask(model, schema, conversation, mode)
+        except openai.LengthFinishReasonError as exc:
+            # A native structured reply cut off at the token limit: a degenerate
+            # reply like any other, to be re-asked, and its tokens were spent.
+            usage = usage + _usage_of_completion(exc.completion, role)
+            value, raw_text, error_or_none = None, "", "the reply was cut off at the token limit"
         except Exception as exc:  # noqa: BLE001 - every model failure becomes data
-            reraise_if_retryable(exc, runtime)
+            if usage.llm_calls == 0:  # a node retry would not count calls already made
+                reraise_if_retryable(exc, runtime)
             return StructuredReply(None, f"model call failed: {type(exc).__name__}: {exc}", usage)
-        usage = usage + usage_of(raw, role, prices)
+        else:
+            usage = usage + usage_of(raw, role, prices)
         if value is not None:
             return StructuredReply(value, None, usage)
-        error = error_or_none or "the reply held no structured output"
+        error = (error_or_none or "the reply held no structured output") + (
+            "; answer briefly" if "token limit" in (error_or_none or "") else ""
+        )
         conversation = [
             *base,
             HumanMessage(
@@ -182,13 +207,13 @@ def _ask(
         return None, text, _describe(parsing_error) if parsing_error else None, raw
     raw = model.invoke(conversation)
     text = raw.text
-    finish = raw.response_metadata.get("finish_reason")
-    if degenerate := check_degenerate(text, finish_reason=finish):
-        return None, text, degenerate, raw
     try:
         return schema.model_validate(parse_json_reply(text)), text, None, raw
     except (JsonReplyError, ValidationError) as exc:
-        return None, text, _describe(exc), raw
+        # A good object followed by rambling still counts; degeneracy (looping,
+        # cut off) only explains why nothing usable came back.
+        finish = raw.response_metadata.get("finish_reason")
+        return None, text, check_degenerate(text, finish_reason=finish) or _describe(exc), raw
 
 
 def _describe(exc: BaseException) -> str:

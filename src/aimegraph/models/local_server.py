@@ -18,7 +18,10 @@ This is ``llama_cpp.server`` (extra ``[local]``, which pulls in
   (``--max-tokens``, 512 by default): OpenAI clients send no ``max_tokens`` by default,
   which llama.cpp reads as "until the context is full", minutes for a model that loops.
   A capped reply reports ``finish_reason="length"``, which the engine treats as a
-  degenerate reply and asks again.
+  degenerate reply and asks again;
+- :class:`OpenAIRequestShim`, translating the request fields of current OpenAI clients
+  that ``llama_cpp.server`` does not know (``response_format`` of type ``json_schema``,
+  which ``with_structured_output`` sends, and ``max_completion_tokens``).
 
 Any model name in a request is served by the one loaded model. Settings are taken from
 the command line only: ``llama_cpp.server``'s own settings classes would also read
@@ -28,6 +31,7 @@ environment variables such as ``API_KEY``, ``MODEL`` or ``N_CTX``.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -42,7 +46,15 @@ from aimegraph.models.local import (
 )
 from aimegraph.models.resolve import ModelSpecError
 
-__all__ = ["CHAT_FORMAT", "DEFAULT_ALIAS", "build_app", "main", "register_chat_format"]
+__all__ = [
+    "CHAT_FORMAT",
+    "DEFAULT_ALIAS",
+    "OpenAIRequestShim",
+    "build_app",
+    "main",
+    "register_chat_format",
+    "rewrite_chat_request",
+]
 
 CHAT_FORMAT = "aimegraph-transcript"
 """The name :func:`register_chat_format` gives the transcript format in llama-cpp-python."""
@@ -136,7 +148,83 @@ def build_app(
         verbose=verbose,
     )
     with amx_safe_loading(use_extra_bufts):  # create_app loads the model
-        return create_app(server_settings=server_settings, model_settings=[model_settings])
+        app = create_app(server_settings=server_settings, model_settings=[model_settings])
+    app.add_middleware(OpenAIRequestShim)
+    return app
+
+
+class OpenAIRequestShim:
+    """ASGI middleware: rewrites chat requests of today's OpenAI clients for llama.cpp.
+
+    ``llama_cpp.server`` predates two request fields that ``langchain-openai`` sends:
+
+    - ``response_format={"type": "json_schema", "json_schema": {"schema": ...}}``
+      (``with_structured_output``'s default method), which it rejects with HTTP 500, is
+      rewritten to its own ``{"type": "json_object", "schema": ...}``: the reply is then
+      grammar-constrained JSON for the schema;
+    - ``max_completion_tokens``, which it ignores, becomes ``max_tokens`` when that is
+      absent.
+
+    Other requests pass through untouched.
+    """
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if (
+            scope.get("type") != "http"
+            or scope.get("method") != "POST"
+            or not str(scope.get("path", "")).endswith("/chat/completions")
+        ):
+            await self.app(scope, receive, send)
+            return
+        parts: list[bytes] = []
+        while True:
+            message = await receive()
+            if message.get("type") != "http.request":  # the client went away
+                await self.app(scope, _replay([message], receive), send)
+                return
+            parts.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = rewrite_chat_request(b"".join(parts))
+        headers = [(k, v) for k, v in scope.get("headers", []) if k.lower() != b"content-length"]
+        headers.append((b"content-length", str(len(body)).encode()))
+        request = {"type": "http.request", "body": body, "more_body": False}
+        await self.app({**scope, "headers": headers}, _replay([request], receive), send)
+
+
+def _replay(messages: list[dict[str, Any]], receive: Any) -> Any:
+    pending = list(messages)
+
+    async def replayed() -> Any:
+        return pending.pop(0) if pending else await receive()
+
+    return replayed
+
+
+def rewrite_chat_request(body: bytes) -> bytes:
+    """The chat completion request ``body`` in the dialect ``llama_cpp.server`` accepts."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body  # let the server report it
+    if not isinstance(data, dict):
+        return body
+    changed = False
+    response_format = data.get("response_format")
+    if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+        spec = response_format.get("json_schema") or {}
+        rewritten: dict[str, Any] = {"type": "json_object"}
+        if isinstance(spec, dict) and isinstance(spec.get("schema"), dict):
+            rewritten["schema"] = spec["schema"]
+        data["response_format"] = rewritten
+        changed = True
+    if data.get("max_tokens") is None and data.get("max_completion_tokens") is not None:
+        data["max_tokens"] = data.pop("max_completion_tokens")
+        changed = True
+    return json.dumps(data).encode("utf-8") if changed else body
 
 
 def _explicit(settings_cls: type) -> type:

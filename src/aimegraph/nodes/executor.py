@@ -284,16 +284,15 @@ def make_react_node(
 def _json_step(reply: AIMessage, steps: int, usage: Usage) -> dict[str, Any]:
     """Turn a JSON-mode reply into tool calls, or into a re-ask with the parse error."""
     text = reply.text
-    problem = check_degenerate(text, finish_reason=reply.response_metadata.get("finish_reason"))
-    if problem is None:
-        try:
-            calls = parse_tool_calls(text)
-        except JsonReplyError as exc:
-            problem = str(exc)
-        else:
-            message = AIMessage(content=text, tool_calls=calls, id=reply.id)
-            usage = usage.model_copy(update={"tool_calls": len(calls)})
-            return {"messages": [message], "steps": steps, "usage": usage}
+    try:
+        calls = parse_tool_calls(text)
+    except JsonReplyError as exc:
+        finish = reply.response_metadata.get("finish_reason")
+        problem = check_degenerate(text, finish_reason=finish) or str(exc)
+    else:
+        message = AIMessage(content=text, tool_calls=calls, id=reply.id)
+        usage = usage.model_copy(update={"tool_calls": len(calls)})
+        return {"messages": [message], "steps": steps, "usage": usage}
     return {
         "messages": [
             AIMessage(content=text, id=reply.id),

@@ -72,7 +72,7 @@ def make_draft_node(
             PlanUpdate,
             messages,
             role="planner",
-            mode=resolve_mode(cfg.tool_calling, model),
+            mode=resolve_mode(cfg.tool_calling, model, structured=True),
             retries=cfg.max_output_retries,
             runtime=runtime,
             prices=cfg.prices,

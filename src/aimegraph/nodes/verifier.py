@@ -29,7 +29,7 @@ def _ask_verdict(
         Verdict,
         [SystemMessage(prompts.SYSTEM), HumanMessage(prompt)],
         role="verifier",
-        mode=resolve_mode(cfg.tool_calling, model),
+        mode=resolve_mode(cfg.tool_calling, model, structured=True),
         retries=cfg.max_output_retries,
         runtime=runtime,
         prices=cfg.prices,
