@@ -25,20 +25,16 @@ from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable, RunnableConfig
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import PrivateAttr
 
 from aimegraph import AimeConfig
 from aimegraph.checkpoints import make_serializer
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.scripted import Scenario, ScriptedChatModel
 
 T = TypeVar("T")
 
@@ -319,24 +315,18 @@ def thread_config(**extra: Any) -> RunnableConfig:
 # --------------------------------------------------------------------------- models
 
 
-class LatencyChatModel(BaseChatModel):
-    """A ScriptedChatModel that takes ``latency_s`` seconds per call, like a remote LLM.
+class LatencyChatModel(ScriptedChatModel):
+    """The scripted model, taking ``latency_s`` seconds per call like a remote LLM.
 
-    It sleeps (releasing the GIL, as a network wait does), then delegates to the
-    scripted model. ``bind_tools`` binds the tool schemas on this wrapper, so the
-    tools reach ``_generate`` and are passed on, and LangChain's default
-    ``with_structured_output`` works exactly as with the scripted model.
+    It sleeps (releasing the GIL, as a network wait does), then answers as the
+    scripted model does, tool binding and structured output included.
     """
 
-    inner: ScriptedChatModel
     latency_s: float = 0.05
 
-    _calls: int = PrivateAttr(default=0)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-
     @classmethod
-    def from_dict(cls, data: dict[str, Any], latency_s: float) -> LatencyChatModel:
-        return cls(inner=ScriptedChatModel.from_dict(data), latency_s=latency_s)
+    def from_dict(cls, data: dict[str, Any], latency_s: float = 0.05) -> LatencyChatModel:
+        return cls(scenario=Scenario.model_validate(data), latency_s=latency_s)
 
     @property
     def _llm_type(self) -> str:
@@ -344,23 +334,8 @@ class LatencyChatModel(BaseChatModel):
 
     @property
     def calls(self) -> int:
-        return self._calls
-
-    def reset(self) -> None:
-        """Replay the scenario from the top and zero the call counter."""
-        self.inner.reset()
-        with self._lock:
-            self._calls = 0
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        schemas = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
+        """Calls since the last ``reset()``."""
+        return len(self.prompts())
 
     def _generate(
         self,
@@ -370,10 +345,7 @@ class LatencyChatModel(BaseChatModel):
         **kwargs: Any,
     ) -> ChatResult:
         time.sleep(self.latency_s)
-        with self._lock:
-            self._calls += 1
-        reply = self.inner.invoke(messages, stop=stop, **kwargs)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return super()._generate(messages, stop, run_manager, **kwargs)
 
 
 # --------------------------------------------------------------------------- checkpoints

@@ -39,7 +39,6 @@ from aimegraph.checkpoints import (
     list_threads,
     new_thread_id,
     open_checkpointer,
-    redact_url,
     run_config,
     thread_config,
 )
@@ -48,7 +47,6 @@ from aimegraph.models import ScriptedChatModel
 
 SCENARIOS = Path(__file__).parent.parent / "data" / "scenarios"
 CLI = [sys.executable, "-m", "aimegraph.cli"]
-DEFAULT_POSTGRES_URL = "postgresql://postgres@127.0.0.1:5432/test"
 
 
 def aimegraph(*args: str, cwd: Path, **popen: Any) -> subprocess.Popen[bytes]:
@@ -234,27 +232,6 @@ def test_resume_of_a_python_started_thread_needs_no_cli_settings(tmp_path: Path)
 
 
 # --- Postgres ---
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"Postgres tests must run in CI: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> str:
-    url = os.environ.get("AIMEGRAPH_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
-    try:
-        import psycopg
-        from langgraph.checkpoint.postgres import PostgresSaver  # noqa: F401
-    except ImportError as exc:
-        _unavailable(f"the [postgres] extra is not installed ({exc})")
-    try:
-        psycopg.connect(url, connect_timeout=3).close()
-    except psycopg.Error as exc:
-        _unavailable(f"Postgres is not reachable at {redact_url(url)}: {exc}")
-    return url
 
 
 @pytest.fixture

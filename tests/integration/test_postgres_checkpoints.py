@@ -8,7 +8,6 @@ tests are skipped locally but fail when ``CI`` is set, because CI must run them.
 from __future__ import annotations
 
 import operator
-import os
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
@@ -26,38 +25,13 @@ from aimegraph.checkpoints import (
     aopen_checkpointer,
     new_thread_id,
     open_checkpointer,
-    redact_url,
     thread_config,
 )
 from aimegraph.state.models import ProgressUpdate, Task, TaskResult, Usage, Verdict
 
 pytestmark = pytest.mark.postgres
 
-DEFAULT_TEST_URL = "postgresql://postgres@127.0.0.1:5432/test"
 TABLES = {"checkpoints", "checkpoint_blobs", "checkpoint_writes", "checkpoint_migrations"}
-
-
-def _unavailable(reason: str) -> None:
-    if os.environ.get("CI"):
-        pytest.fail(f"Postgres checkpoint tests must run in CI: {reason}")
-    pytest.skip(reason)
-
-
-@pytest.fixture(scope="module")
-def postgres_url() -> str:
-    """The test server's URL, after checking that it answers."""
-    url = os.environ.get("AIMEGRAPH_TEST_POSTGRES_URL", DEFAULT_TEST_URL)
-    try:
-        import psycopg
-        import psycopg_pool  # noqa: F401
-        from langgraph.checkpoint.postgres import PostgresSaver  # noqa: F401
-    except ImportError as exc:
-        _unavailable(f"the [postgres] extra is not installed ({exc})")
-    try:
-        psycopg.connect(url, connect_timeout=3).close()
-    except psycopg.Error as exc:
-        _unavailable(f"Postgres is not reachable at {redact_url(url)}: {exc}")
-    return url
 
 
 @pytest.fixture
