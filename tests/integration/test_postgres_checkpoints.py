@@ -7,19 +7,14 @@ tests are skipped locally but fail when ``CI`` is set, because CI must run them.
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Annotated, Any
 
 import ormsgpack
 import pytest
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolMessage
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG
-from langgraph.graph import START, StateGraph
-from langgraph.graph.message import add_messages
-from typing_extensions import TypedDict
+from tests.unit.test_checkpoints import build_graph, expected_values
 
 from aimegraph.checkpoints import (
     aopen_checkpointer,
@@ -27,7 +22,7 @@ from aimegraph.checkpoints import (
     open_checkpointer,
     thread_config,
 )
-from aimegraph.state.models import ProgressUpdate, Task, TaskResult, Usage, Verdict
+from aimegraph.state.models import TaskResult
 
 pytestmark = pytest.mark.postgres
 
@@ -41,57 +36,6 @@ def thread_id(postgres_url: str) -> Iterator[str]:
     yield tid
     with open_checkpointer(postgres_url) as saver:
         saver.delete_thread(tid)
-
-
-class MiniState(TypedDict, total=False):
-    messages: Annotated[list[AnyMessage], add_messages]
-    tasks: dict[str, Task]
-    updates: Annotated[list[ProgressUpdate], operator.add]
-    verdict: Verdict | None
-    usage: Usage
-
-
-def _records() -> dict[str, Any]:
-    return {
-        "messages": [
-            HumanMessage("add 40 and 2", id="m1"),
-            AIMessage(
-                "",
-                id="m2",
-                tool_calls=[{"name": "calculator", "args": {"expr": "40+2"}, "id": "call-1"}],
-            ),
-            ToolMessage("42", tool_call_id="call-1", name="calculator", id="m3"),
-        ],
-        "tasks": {
-            "t1": Task(
-                id="t1",
-                title="Compute",
-                dependencies=("t0",),
-                status="completed",
-                result=TaskResult(status="completed", summary="42", artifacts={"a": "42"}),
-            )
-        },
-        "updates": [
-            ProgressUpdate(
-                task_id="t1", status="completed", message="ok", at=datetime(2025, 1, 2, tzinfo=UTC)
-            )
-        ],
-        "verdict": Verdict(passed=True, reasoning="correct"),
-        "usage": Usage(llm_calls=2, input_tokens=7, output_tokens=3),
-    }
-
-
-def _work(state: MiniState) -> dict[str, Any]:
-    records = _records()
-    records["messages"] = records["messages"][1:]
-    return records
-
-
-def build_graph(saver: Any) -> Any:
-    builder = StateGraph(MiniState)
-    builder.add_node("work", _work)
-    builder.add_edge(START, "work")
-    return builder.compile(checkpointer=saver)
 
 
 def _tables(url: str) -> set[str]:
@@ -122,9 +66,9 @@ def test_sync_round_trip(postgres_url: str, thread_id: str) -> None:
 
     with open_checkpointer(postgres_url) as reopened:
         snapshot = build_graph(reopened).get_state(config)
-        assert snapshot.values == _records()
+        assert snapshot.values == expected_values()
         assert snapshot.next == ()
-        assert isinstance(snapshot.values["tasks"]["t1"].result, TaskResult)
+        assert isinstance(snapshot.values["tasks"]["t2"].result, TaskResult)
 
 
 def test_postgres_scheme_alias_and_restricted_serde(
@@ -167,6 +111,6 @@ async def test_async_round_trip(postgres_url: str, thread_id: str) -> None:
 
     async with aopen_checkpointer(postgres_url) as reopened:
         snapshot = await build_graph(reopened).aget_state(config)
-        assert snapshot.values == _records()
+        assert snapshot.values == expected_values()
         history = [c async for c in reopened.alist(config)]
         assert len(history) >= 2

@@ -12,6 +12,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
+from aimegraph.checkpoints.factory import thread_config
 from aimegraph.config import AimeConfig
 
 SETTINGS_KEY = "aimegraph"
@@ -53,10 +54,8 @@ def run_config(
     thread_id: str, settings: RunSettings | None = None, checkpoint_id: str | None = None
 ) -> RunnableConfig:
     """The RunnableConfig of a thread; the settings travel in the checkpoint metadata."""
-    configurable: dict[str, Any] = {"thread_id": thread_id}
-    if checkpoint_id:
-        configurable["checkpoint_id"] = checkpoint_id
-    config: RunnableConfig = {"configurable": configurable}
+    extra = {"checkpoint_id": checkpoint_id} if checkpoint_id else {}
+    config = thread_config(thread_id, **extra)
     if settings is not None:
         config["metadata"] = settings.as_metadata()
     return config

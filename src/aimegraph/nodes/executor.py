@@ -204,7 +204,7 @@ def task_message(state: ActorState) -> HumanMessage:
         prompts.DEPENDENCY.format(
             task_id=dep_id,
             summary=result.summary,
-            artifacts=_artifact_lines(result.artifacts),
+            artifacts=artifact_lines(result.artifacts),
         )
         for dep_id, result in state.get("dependency_results", {}).items()
     )
@@ -222,7 +222,8 @@ def task_message(state: ActorState) -> HumanMessage:
     )
 
 
-def _artifact_lines(artifacts: Mapping[str, str]) -> str:
+def artifact_lines(artifacts: Mapping[str, str]) -> str:
+    """A result's artifacts as ``- name: value`` lines, for prompts."""
     return "".join(f"- {name}: {value}\n" for name, value in artifacts.items())
 
 

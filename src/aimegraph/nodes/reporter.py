@@ -10,6 +10,7 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import reraise_if_retryable, usage_of
+from aimegraph.nodes.executor import artifact_lines
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import reporter as prompts
 from aimegraph.state import AimeState, Task, Usage, render_checklist
@@ -23,7 +24,7 @@ def render_results(tasks: dict[str, Task]) -> str:
             title=task.title,
             status=task.result.status,
             summary=task.result.summary,
-            artifacts="".join(f"- {k}: {v}\n" for k, v in task.result.artifacts.items()),
+            artifacts=artifact_lines(task.result.artifacts),
         )
         for task in tasks.values()
         if task.result is not None

@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import invoke_structured, resolve_mode
-from aimegraph.nodes.executor import settle
+from aimegraph.nodes.executor import artifact_lines, settle
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import verifier as prompts
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
@@ -93,7 +93,7 @@ def make_task_check_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Ac
             description=task.description or task.title,
             criteria=task.completion_criteria or "the task is done",
             summary=result.summary,
-            artifacts="".join(f"- {k}: {v}\n" for k, v in result.artifacts.items()),
+            artifacts=artifact_lines(result.artifacts),
         )
         verdict, error, usage = _ask_verdict(model, prompt, cfg, runtime)
         if verdict is not None and verdict.passed:

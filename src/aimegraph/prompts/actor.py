@@ -63,7 +63,6 @@ STEP_CAP_SUMMARY = """\
 Stopped after {steps} steps ({why}) without submitting a result. Partial work:
 {transcript}"""
 
-NO_TOOL_CALL = "Call one of the tools, or `submit_result` when you are done."
 
 REPEATED_ACTION = (
     "You already called {tool} with these exact arguments {count} times and got the "
