@@ -183,7 +183,7 @@ def test_json_mode_gives_up_after_the_bounded_re_asks_as_data() -> None:
     model = Canned(replies=["the the the the " * 20])
     out = ask(model, retries=2)
     assert out.value is None
-    assert out.error is not None and out.error.startswith("invalid Verdict after 3 tries")
+    assert out.error is not None and out.error.startswith("no valid Verdict in 3 replies (max_output_retries=2")
     assert "repeats itself" in out.error
     assert len(model.prompts) == 3
     assert out.usage.llm_calls == 3 and out.usage.input_tokens == 300
@@ -192,7 +192,7 @@ def test_json_mode_gives_up_after_the_bounded_re_asks_as_data() -> None:
 def test_no_re_ask_when_retries_is_zero() -> None:
     model = Canned(replies=["nope", VALID_JSON])
     out = ask(model, retries=0)
-    assert out.value is None and "after 1 tries" in (out.error or "")
+    assert out.value is None and "in 1 replies (max_output_retries=0" in (out.error or "")
     assert len(model.prompts) == 1
 
 
@@ -227,7 +227,7 @@ def test_native_mode_re_asks_when_the_model_answers_in_prose() -> None:
 def test_native_mode_gives_up_as_data() -> None:
     model = Canned(replies=[{"passed": None}])
     out = ask(model, mode="native", retries=1)
-    assert out.value is None and (out.error or "").startswith("invalid Verdict after 2 tries")
+    assert out.value is None and (out.error or "").startswith("no valid Verdict in 2 replies")
     assert len(model.prompts) == 2 and out.usage.llm_calls == 2
 
 

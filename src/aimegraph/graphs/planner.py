@@ -63,7 +63,7 @@ def build_planner_graph(
         retry_policy=LLM_RETRY_POLICY,
     )
     builder.add_node("validate", make_validate_node(config=config, bundles=list(registry.bundles)))
-    builder.add_node("give_up", make_give_up_node())
+    builder.add_node("give_up", make_give_up_node(config))
     builder.add_node("commit", make_commit_node())
     builder.add_node(
         "approve_plan",

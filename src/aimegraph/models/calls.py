@@ -10,12 +10,13 @@ the graph as an exception.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
 
 import httpx
 import openai
+import tenacity
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
@@ -28,6 +29,8 @@ from aimegraph.prompts import json_mode
 from aimegraph.state import RoleUsage, Usage
 
 M = TypeVar("M", bound=BaseModel)
+P = ParamSpec("P")
+R = TypeVar("R")
 Mode = Literal["native", "json"]
 
 
@@ -62,6 +65,23 @@ LLM_RETRY_POLICY = RetryPolicy(
     retry_on=is_transient,
 )
 """Retry policy for every node that calls a model."""
+
+
+def retrying_transient_errors(fn: Callable[P, R]) -> Callable[P, R]:
+    """``fn`` retried in place on transient errors, with ``LLM_RETRY_POLICY``'s
+    attempts, exponential backoff and jitter; the last error propagates."""
+    policy = LLM_RETRY_POLICY
+    return tenacity.Retrying(
+        retry=tenacity.retry_if_exception(is_transient),
+        wait=tenacity.wait_exponential_jitter(
+            multiplier=policy.initial_interval,
+            exp_base=policy.backoff_factor,
+            max=policy.max_interval,
+            jitter=1.0 if policy.jitter else 0.0,  # as RetryPolicy: up to 1 s
+        ),
+        stop=tenacity.stop_after_attempt(policy.max_attempts),
+        reraise=True,
+    ).wraps(fn)
 
 
 def reraise_if_retryable(exc: BaseException, runtime: Runtime[Any] | None) -> None:
@@ -132,6 +152,8 @@ class StructuredReply(Generic[M]):
     value: M | None
     error: str | None = None
     usage: Usage = field(default_factory=Usage)
+    model_failed: bool = False
+    """The model could not be called (as opposed to replying badly)."""
 
 
 def invoke_structured(
@@ -160,8 +182,12 @@ def invoke_structured(
     conversation = base
     error = "no reply"
     for _ in range(retries + 1):
+        # The first call may fail transiently and be retried by re-running the node
+        # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
+        # it is retried in place with the same backoff, keeping their usage.
+        ask = _ask if usage.llm_calls == 0 else retrying_transient_errors(_ask)
         try:
-            value, raw_text, error_or_none, raw = _ask(model, schema, conversation, mode)
+            value, raw_text, error_or_none, raw = ask(model, schema, conversation, mode)
         except openai.LengthFinishReasonError as exc:
             # A native structured reply cut off at the token limit: a degenerate
             # reply like any other, to be re-asked, and its tokens were spent.
@@ -170,7 +196,9 @@ def invoke_structured(
         except Exception as exc:  # noqa: BLE001 - every model failure becomes data
             if usage.llm_calls == 0:  # a node retry would not count calls already made
                 reraise_if_retryable(exc, runtime)
-            return StructuredReply(None, f"model call failed: {type(exc).__name__}: {exc}", usage)
+            return StructuredReply(
+                None, f"model call failed: {type(exc).__name__}: {exc}", usage, model_failed=True
+            )
         else:
             usage = usage + usage_of(raw, role, prices)
         if value is not None:
@@ -186,7 +214,10 @@ def invoke_structured(
             ),
         ]
     return StructuredReply(
-        None, f"invalid {schema.__name__} after {retries + 1} tries: {error}", usage
+        None,
+        f"no valid {schema.__name__} in {retries + 1} replies "
+        f"(max_output_retries={retries} re-asks used up): {error}",
+        usage,
     )
 
 

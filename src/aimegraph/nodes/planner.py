@@ -14,7 +14,14 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import invoke_structured, resolve_mode
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
-from aimegraph.state import PlanError, PlannerState, PlanUpdate, apply_plan, render_checklist
+from aimegraph.state import (
+    PlanError,
+    PlannerState,
+    PlanUpdate,
+    apply_plan,
+    plan_update_schema,
+    render_checklist,
+)
 
 PlannerNode = Node[PlannerState]
 
@@ -59,17 +66,18 @@ def make_draft_node(
                 )
             ),
         ]
-        if state.get("plan_error") and state.get("draft") is not None:
+        if error := state.get("plan_error"):
+            draft = state.get("draft")
             messages.append(
                 HumanMessage(
-                    prompts.REPAIR.format(
-                        error=state["plan_error"], draft=json.dumps(state["draft"], indent=1)
-                    )
+                    prompts.REPAIR.format(error=error, draft=json.dumps(draft, indent=1))
+                    if draft is not None
+                    else prompts.RETRY.format(error=error)
                 )
             )
         reply = invoke_structured(
             model,
-            PlanUpdate,
+            plan_update_schema(cfg.max_tasks),
             messages,
             role="planner",
             mode=resolve_mode(cfg.tool_calling, model, structured=True),
@@ -81,6 +89,7 @@ def make_draft_node(
             "goal": goal,
             "draft": reply.value.model_dump() if reply.value else None,
             "plan_error": reply.error,
+            "model_failed": reply.model_failed,
             "usage": reply.usage,
         }
         if new_run:
@@ -149,16 +158,23 @@ def make_commit_node() -> PlannerNode:
     return commit
 
 
-def make_give_up_node() -> PlannerNode:
+def make_give_up_node(config: AimeConfig) -> PlannerNode:
     """Ends the run when no acceptable plan came out of the repairs."""
 
     def give_up(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
+        cfg = config.for_run(runtime)
         error = state.get("plan_error") or "unknown error"
-        return {
-            "status": "failed",
-            "reason": f"the planner produced no valid plan after {state.get('repairs', 0)} "
-            f"attempt(s): {error}",
-        }
+        if not state.get("goal"):
+            reason = f"the planner cannot start: {error}"
+        elif state.get("model_failed"):
+            reason = f"the planner stopped: {error}"
+        else:
+            drafts = state.get("repairs", 0)
+            reason = (
+                f"the planner produced no valid plan in {drafts} draft(s): "
+                f"max_plan_repairs ({cfg.max_plan_repairs}) used up. Last problem: {error}"
+            )
+        return {"status": "failed", "reason": reason}
 
     return give_up
 
@@ -170,7 +186,10 @@ def route_after_validate(config: AimeConfig) -> Callable[[PlannerState, Runtime[
         cfg = config.for_run(runtime)
         if state.get("plan_error") is None:
             return "approve" if cfg.approve_plan else "accept"
-        repairable = state.get("draft") is not None
+        # An unusable reply (after its max_output_retries re-asks) and an invalid
+        # plan both cost one repair; a missing goal or a model that cannot be
+        # called (after its retries) ends the planner at once.
+        repairable = state.get("goal") and not state.get("model_failed")
         if repairable and state.get("repairs", 0) <= cfg.max_plan_repairs:
             return "repair"
         return "give_up"

@@ -55,3 +55,7 @@ Your plan update could not be accepted: {error}
 Your update was:
 {draft}
 Send a corrected plan update."""
+
+RETRY = """\
+Your last reply could not be used: {error}
+Send the plan update again, as the schema asks and nothing else."""

@@ -14,6 +14,7 @@ from aimegraph.state.models import (
     TaskStatus,
     Usage,
     Verdict,
+    plan_update_schema,
 )
 from aimegraph.state.progress import (
     PlanError,
@@ -65,6 +66,7 @@ __all__ = [
     "apply_plan",
     "dependency_results",
     "merge_tasks",
+    "plan_update_schema",
     "ready_tasks",
     "render_checklist",
     "validate_plan",

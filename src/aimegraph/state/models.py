@@ -8,9 +8,10 @@ parallel executors safe and every checkpoint a faithful snapshot.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Literal
+from functools import cache
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 ResultStatus = Literal["completed", "failed"]
@@ -21,6 +22,23 @@ TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "failed", "skip
 
 class _Record(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+def _clip(limit: int) -> BeforeValidator:
+    def clip(value: object) -> object:
+        return value[:limit] if isinstance(value, str) else value
+
+    return BeforeValidator(clip)
+
+
+# Text the models fill in. The bound is in the JSON schema, so grammar-constrained
+# decoding must end the string (small models otherwise ramble to the token limit);
+# a longer value from an unconstrained model is clipped rather than refused, which
+# would cost a re-ask.
+Id = Annotated[str, _clip(40), Field(max_length=40)]
+ShortText = Annotated[str, _clip(80), Field(max_length=80)]
+Text = Annotated[str, _clip(600), Field(max_length=600)]
+LongText = Annotated[str, _clip(2000), Field(max_length=2000)]
 
 
 class TaskResult(_Record):
@@ -61,12 +79,18 @@ class ProgressUpdate(_Record):
 
 
 class Verdict(_Record):
-    """The verifier's judgement (also the verifier model's output schema)."""
+    """The verifier's judgement (also the verifier model's output schema, so
+    unknown fields a model adds, such as a confidence, are ignored)."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
 
     passed: bool = Field(description="True when the answer fully achieves the goal.")
-    reasoning: str = Field(description="Why the answer passes or fails, citing the answer.")
-    issues: list[str] = Field(
+    reasoning: Text = Field(
+        default="", description="Why the answer passes or fails, citing the answer."
+    )
+    issues: list[Text] = Field(
         default_factory=list,
+        max_length=10,
         description="Concrete problems to fix; empty when passed.",
     )
 
@@ -111,23 +135,30 @@ class Usage(_Record):
 
 
 # --- what the planner model is asked for (DESIGN.md section 4, contract) ---
+# Unknown fields are ignored and every string and list is bounded.
 
 
 class TaskSpec(BaseModel):
     """A task as the planner writes it. An id that already exists revises that task."""
 
-    id: str = Field(description="Short stable id such as 't1'; reuse an id to revise that task.")
-    title: str = Field(description="Imperative one-line title.")
-    description: str = Field(default="", description="What to do and what to hand back.")
-    dependencies: list[str] = Field(
-        default_factory=list, description="Ids of tasks whose results this task needs."
+    model_config = ConfigDict(extra="ignore")
+
+    id: Id = Field(description="Short stable id such as 't1'; reuse an id to revise that task.")
+    title: ShortText = Field(description="Imperative one-line title.")
+    description: Text = Field(default="", description="What to do and what to hand back.")
+    dependencies: list[Id] = Field(
+        default_factory=list,
+        max_length=12,
+        description="Ids of tasks whose results this task needs.",
     )
-    completion_criteria: str = Field(default="", description="How to tell that the task is done.")
-    tool_bundles: list[str] = Field(
-        default_factory=list, description="Tool bundles the actor needs, e.g. files, compute."
+    completion_criteria: Text = Field(default="", description="How to tell that the task is done.")
+    tool_bundles: list[Id] = Field(
+        default_factory=list,
+        max_length=6,
+        description="Tool bundles the actor needs, e.g. files, compute.",
     )
-    persona: str = Field(default="", description="The specialist who should do it.")
-    parent_id: str | None = Field(
+    persona: ShortText = Field(default="", description="The specialist who should do it.")
+    parent_id: Id | None = Field(
         default=None, description="Id of the parent task when this is a sub-task."
     )
 
@@ -135,8 +166,33 @@ class TaskSpec(BaseModel):
 class PlanUpdate(BaseModel):
     """The planner's output: new or revised tasks, and pending tasks to cancel."""
 
-    rationale: str = Field(description="Why this plan (or change of plan) reaches the goal.")
+    model_config = ConfigDict(extra="ignore")
+
+    rationale: LongText = Field(
+        default="", description="Why this plan (or change of plan) reaches the goal."
+    )
     tasks: list[TaskSpec] = Field(
         default_factory=list, description="New tasks, or revisions of existing ids."
     )
-    drop: list[str] = Field(default_factory=list, description="Ids of pending tasks to cancel.")
+    drop: list[Id] = Field(
+        default_factory=list, max_length=50, description="Ids of pending tasks to cancel."
+    )
+
+
+@cache
+def plan_update_schema(max_tasks: int) -> type[PlanUpdate]:
+    """``PlanUpdate`` with at most ``max_tasks`` tasks, the schema the planner model
+    fills in (a list bound in the schema lets constrained decoding end the list)."""
+    return create_model(
+        "PlanUpdate",
+        __base__=PlanUpdate,
+        __doc__=PlanUpdate.__doc__,
+        tasks=(
+            list[TaskSpec],
+            Field(
+                default_factory=list,
+                max_length=max_tasks,
+                description="New tasks, or revisions of existing ids.",
+            ),
+        ),
+    )

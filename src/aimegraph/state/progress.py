@@ -7,7 +7,7 @@ from collections.abc import Collection, Mapping
 
 import networkx as nx
 
-from aimegraph.state.models import PlanUpdate, Task, TaskResult
+from aimegraph.state.models import PlanUpdate, Task, TaskResult, TaskSpec
 
 Tasks = Mapping[str, Task]
 
@@ -33,8 +33,9 @@ def apply_plan(
 ) -> dict[str, Task]:
     """Return the changed tasks after applying ``plan`` to ``tasks``, or raise PlanError.
 
-    Completed tasks are never lost: a spec that names a completed task is
-    refused. A revised task restarts as pending with its attempts reset.
+    Completed tasks are never lost: a spec that changes a completed task is
+    refused; one that only restates it is ignored. A revised task restarts as
+    pending with its attempts reset.
     Failed tasks that the plan neither revises nor drops are marked skipped (the
     planner has seen them and chose to live without them); their result, with
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
@@ -54,10 +55,11 @@ def apply_plan(
         seen.add(task_id)
         existing = tasks.get(task_id)
         if existing is not None and existing.status == "completed":
-            errors.append(
-                f"task {task_id!r} is already completed and cannot be revised; "
-                "add a new task with a new id instead"
-            )
+            if not restates(spec, existing):
+                errors.append(
+                    f"task {task_id!r} is already completed and cannot be revised; "
+                    "add a new task with a new id instead"
+                )
             continue
         unknown = [b for b in spec.tool_bundles if bundles is not None and b not in bundles]
         if unknown:
@@ -91,6 +93,34 @@ def apply_plan(
     merged = {**tasks, **changed}
     validate_plan(merged, max_tasks=max_tasks)
     return changed
+
+
+def restates(spec: TaskSpec, task: Task) -> bool:
+    """Whether ``spec`` only repeats ``task``: every field it gives matches (spacing
+    and case aside) and the fields it leaves empty keep their values. Planners
+    restate finished tasks when they revise a plan; that is no change."""
+
+    def same(given: str | None, kept: str | None) -> bool:
+        return (
+            not given
+            or " ".join(given.split()).casefold() == " ".join((kept or "").split()).casefold()
+        )
+
+    deps = [d.strip() for d in spec.dependencies]
+    return (
+        all(
+            same(given, kept)
+            for given, kept in (
+                (spec.title, task.title),
+                (spec.description, task.description),
+                (spec.completion_criteria, task.completion_criteria),
+                (spec.persona, task.persona),
+                (spec.parent_id, task.parent_id),
+            )
+        )
+        and (not deps or set(deps) == set(task.dependencies))
+        and (not spec.tool_bundles or set(spec.tool_bundles) == set(task.tool_bundles))
+    )
 
 
 def validate_plan(tasks: Tasks, *, max_tasks: int) -> None:

@@ -45,12 +45,13 @@ class PlannerOutput(TypedDict, total=False):
 
 
 class PlannerState(PlannerInput, PlannerOutput, total=False):
-    """``draft``, ``plan_error``, ``repairs``, ``proposal`` (the changed tasks
+    """``draft``, ``plan_error``, ``model_failed``, ``repairs``, ``proposal`` (the changed tasks
     awaiting commit) and ``approval_error`` are the subgraph's own; the draft is
     a plain dict so checkpoints hold only data."""
 
     draft: dict[str, Any] | None
     plan_error: str | None
+    model_failed: bool
     repairs: int
     proposal: dict[str, Task] | None
     approval_error: str | None
