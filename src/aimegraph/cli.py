@@ -9,17 +9,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import sys
 from collections.abc import Iterator, Sequence
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from langchain_core.load import dumpd
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph.state import CompiledStateGraph
-from langgraph.types import Command, StateSnapshot
+from langgraph.types import StateSnapshot
 from rich.console import Console
 
 from aimegraph.checkpoints import (
@@ -38,11 +35,22 @@ from aimegraph.config import AimeConfig
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.state import render_checklist
+from aimegraph.steering import (
+    DEMO_SCENARIO,
+    WORKSPACES,
+    AnswerError,
+    NoSuchInterruptError,
+    prepare_demo,
+    resume_command,
+    run_graph,
+)
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
 EXIT_USAGE, EXIT_NOT_FOUND = 2, 6
-DEMO_SCENARIO = "scripted:demo"
-WORKSPACES = Path(".aimegraph/workspace")
+ANSWER_HINTS = {
+    "answer": "answer it with --answer TEXT",
+    "decision": "--approve or --reject REASON",
+}
 
 
 class CliError(Exception):
@@ -76,26 +84,18 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         raise CliError(f"thread {thread_id!r} exists; resume it or pick a new id", EXIT_USAGE)
     config = _config_from_args(args, thread_id)
     settings = RunSettings(model=args.model, config=config)
-    graph = _graph(settings, saver)
+    graph = run_graph(settings, saver)
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
 
 
 def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    from aimegraph.models.scripted import load_scenario
-
     thread_id = args.thread or new_thread_id("demo-")
-    workspace = WORKSPACES / thread_id
-    workspace.mkdir(parents=True, exist_ok=True)
-    data = resources.files("aimegraph.demo") / "data"
-    for item in data.iterdir():
-        if item.is_file():
-            shutil.copyfile(str(item), workspace / item.name)
-    settings = RunSettings(model=DEMO_SCENARIO, config=AimeConfig(workspace=workspace))
-    goal = load_scenario(DEMO_SCENARIO.removeprefix("scripted:")).goal.strip()
+    settings, goal = prepare_demo(thread_id)
+    workspace = settings.config.workspace
     if not args.json:
         console.print(f"[bold]goal:[/bold] {goal}")
         console.print(f"workspace: {workspace} (sales.csv copied in)\n")
-    code = _execute(_graph(settings, saver), {"goal": goal}, thread_id, settings, args, console)
+    code = _execute(run_graph(settings, saver), {"goal": goal}, thread_id, settings, args, console)
     if not args.json:
         report = workspace / "report.md"
         if report.exists():
@@ -105,7 +105,7 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _settings_or_exit(saver, args.thread)
-    graph = _graph(settings, saver)
+    graph = run_graph(settings, saver)
     snapshot = graph.get_state(run_config(args.thread))
     if not snapshot.next and not snapshot.interrupts:
         raise CliError(
@@ -117,10 +117,12 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         if answer is None:
             _show_interrupts(snapshot.interrupts, console)
             raise CliError("the run waits for a human: pass --approve, --reject or --answer", 5)
-        chosen = [i for i in snapshot.interrupts if args.interrupt in (None, i.id)]
-        if not chosen:
-            raise CliError(f"no pending interrupt {args.interrupt!r}", EXIT_NOT_FOUND)
-        inputs: Any = Command(resume={i.id: _answer_for(i.value, answer) for i in chosen})
+        try:
+            inputs: Any = resume_command(snapshot.interrupts, answer, args.interrupt)
+        except NoSuchInterruptError as exc:
+            raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+        except AnswerError as exc:
+            raise CliError(f"{exc}: {ANSWER_HINTS[exc.needs]}", EXIT_USAGE) from exc
     else:
         inputs = None  # stopped mid-way (crash, kill): carry on from the last checkpoint
     return _execute(graph, inputs, args.thread, settings, args, console)
@@ -143,14 +145,14 @@ def cmd_threads(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 
 def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _settings_or_exit(saver, args.thread)
-    snapshot = _graph(settings, saver).get_state(run_config(args.thread))
+    snapshot = run_graph(settings, saver).get_state(run_config(args.thread))
     _report(snapshot, args.thread, args, console)
     return 0
 
 
 def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _settings_or_exit(saver, args.thread)
-    graph = _graph(settings, saver)
+    graph = run_graph(settings, saver)
     rows = []
     for snap in graph.get_state_history(run_config(args.thread)):
         tasks = snap.values.get("tasks") or {}
@@ -180,7 +182,7 @@ def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 
 def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _settings_or_exit(saver, args.thread)
-    graph = _graph(settings, saver)
+    graph = run_graph(settings, saver)
     config = run_config(args.thread, checkpoint_id=args.checkpoint)
     if saver.get_tuple(config) is None:
         raise CliError(f"no checkpoint {args.checkpoint!r} in thread {args.thread!r}", 6)
@@ -196,7 +198,7 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
     if args.plan:
         settings = _settings_or_exit(saver, args.plan)
-        snapshot = _graph(settings, saver).get_state(run_config(args.plan))
+        snapshot = run_graph(settings, saver).get_state(run_config(args.plan))
         drawing = draw_plan(snapshot.values, args.output, format=args.format)
     else:
         graph = build_aime_graph(args.model, config=AimeConfig(workspace=WORKSPACES / "draw"))
@@ -333,29 +335,6 @@ def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.plan_file is not None:
         return {"action": "edit", "plan": json.loads(Path(args.plan_file).read_text())}
     return None
-
-
-def _answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
-    """Adapt the CLI's answer to the interrupt kind (a rejection denies a tool)."""
-    kind = interrupt_value.get("kind")
-    if kind == "approve_tool" and answer.get("action") == "reject":
-        return {"action": "deny", "reason": answer["reason"]}
-    if kind == "ask_human" and "answer" not in answer:
-        raise CliError("this interrupt asks a question: answer it with --answer TEXT", EXIT_USAGE)
-    if kind in ("approve_plan", "approve_tool") and "action" not in answer:
-        # A bare {"answer": ...} would read as an approval: refuse it instead.
-        raise CliError(
-            f"this interrupt ({kind}) needs a decision: --approve or --reject REASON", EXIT_USAGE
-        )
-    if kind == "approve_tool" and answer.get("action") == "edit":
-        raise CliError("--plan-file answers a plan approval, not a tool approval", EXIT_USAGE)
-    return answer
-
-
-def _graph(
-    settings: RunSettings, saver: BaseCheckpointSaver[Any]
-) -> CompiledStateGraph[Any, Any, Any, Any]:
-    return build_aime_graph(settings.model, config=settings.config, checkpointer=saver)
 
 
 def _settings_or_exit(saver: BaseCheckpointSaver[Any], thread_id: str) -> RunSettings:

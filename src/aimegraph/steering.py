@@ -1,0 +1,85 @@
+"""Starting and answering runs the same way from every front end (the CLI, the
+dashboard): one graph per stored run settings, one demo set-up, and one
+translation of a human's answer into ``Command(resume=...)``, so that a run
+paused in one front end can be answered in another."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+from typing import Any, Literal
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command, Interrupt
+
+from aimegraph.checkpoints import RunSettings
+from aimegraph.config import AimeConfig
+from aimegraph.graphs.aime import AimeGraph, build_aime_graph
+
+DEMO_SCENARIO = "scripted:demo"
+WORKSPACES = Path(".aimegraph/workspace")
+
+
+class AnswerError(ValueError):
+    """A human's answer does not fit the interrupt it is meant for; ``needs`` says
+    what would: ``"answer"`` (text) or ``"decision"`` (approve or reject)."""
+
+    def __init__(self, message: str, needs: Literal["answer", "decision"]) -> None:
+        super().__init__(message)
+        self.needs = needs
+
+
+class NoSuchInterruptError(LookupError):
+    """The thread has no pending interrupt with the given id."""
+
+
+def run_graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
+    """The graph a run was (or will be) started with, over ``saver``."""
+    return build_aime_graph(settings.model, config=settings.config, checkpointer=saver)
+
+
+def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:
+    """The demo's settings and goal; its workspace gets a fresh copy of the demo data.
+    ``config`` sets other ``AimeConfig`` fields (e.g. ``approve_plan=True``)."""
+    from aimegraph.models.scripted import load_scenario
+
+    workspace = WORKSPACES / thread_id
+    workspace.mkdir(parents=True, exist_ok=True)
+    data = resources.files("aimegraph.demo") / "data"
+    for item in data.iterdir():
+        if item.is_file():
+            shutil.copyfile(str(item), workspace / item.name)
+    settings = RunSettings(model=DEMO_SCENARIO, config=AimeConfig(workspace=workspace, **config))
+    goal = load_scenario(DEMO_SCENARIO.removeprefix("scripted:")).goal.strip()
+    return settings, goal
+
+
+def answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
+    """Adapt a front end's answer (``{"action": "approve" | "reject" | "edit", ...}``
+    or ``{"answer": text}``) to the interrupt kind: a rejection denies a tool call."""
+    kind = interrupt_value.get("kind")
+    if kind == "approve_tool" and answer.get("action") == "reject":
+        return {"action": "deny", "reason": answer.get("reason") or "no reason given"}
+    if kind == "ask_human" and "answer" not in answer:
+        raise AnswerError("this interrupt asks a question", needs="answer")
+    if kind in ("approve_plan", "approve_tool") and "action" not in answer:
+        # A bare {"answer": ...} would read as an approval: refuse it instead.
+        raise AnswerError(f"this interrupt ({kind}) needs a decision", needs="decision")
+    if kind == "approve_tool" and answer.get("action") == "edit":
+        raise AnswerError(
+            "an edited plan answers a plan approval, not a tool approval", needs="decision"
+        )
+    return answer
+
+
+def resume_command(
+    interrupts: Sequence[Interrupt], answer: dict[str, Any], interrupt_id: str | None = None
+) -> Command[Any]:
+    """``Command(resume={id: value})`` answering ``interrupt_id``, or every pending
+    interrupt when it is None (each adapted with :func:`answer_for`)."""
+    chosen = [i for i in interrupts if interrupt_id in (None, i.id)]
+    if not chosen:
+        raise NoSuchInterruptError(f"no pending interrupt {interrupt_id!r}")
+    return Command(resume={i.id: answer_for(i.value, answer) for i in chosen})
