@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=args.json, highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:
-        with open_checkpointer(args.checkpoints) as checkpointer:
+        with _tracing(args.otlp), open_checkpointer(args.checkpoints) as checkpointer:
             return int(args.handler(args, checkpointer, console))
     except CliError as exc:
         errors.print(f"[red]error:[/red] {exc}")
@@ -73,6 +75,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # bad URLs, model specs, config values
         errors.print(f"[red]error:[/red] {exc}")
         return EXIT_USAGE
+
+
+@contextmanager
+def _tracing(endpoint: str | None) -> Iterator[None]:
+    """OpenTelemetry spans of the command's runs to ``endpoint`` (OTLP/HTTP)."""
+    if not endpoint:
+        yield
+        return
+    try:
+        from aimegraph.tracing import enable_tracing
+    except ImportError as exc:
+        raise CliError(
+            f"--otlp needs: pip install 'aimegraph[tracing]' ({exc})", EXIT_USAGE
+        ) from exc
+    tracing = enable_tracing(endpoint)
+    try:
+        yield
+    finally:
+        tracing.shutdown()
 
 
 # --- commands ---
@@ -191,6 +212,18 @@ def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     return _execute(
         graph, None, args.thread, settings, args, console, checkpoint_id=args.checkpoint
     )
+
+
+def cmd_dashboard(
+    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
+) -> int:
+    try:
+        from aimegraph.dashboard.server import cmd_dashboard as serve_dashboard
+    except ImportError as exc:
+        raise CliError(
+            f"the dashboard needs: pip install 'aimegraph[dashboard]' ({exc})", EXIT_USAGE
+        ) from exc
+    return serve_dashboard(args, saver, console)
 
 
 def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -400,6 +433,14 @@ def _parser() -> argparse.ArgumentParser:
         help=f"checkpoint store URL: memory, sqlite:///PATH, postgresql://... "
         f"(default {redact_url(DEFAULT_CHECKPOINT_URL)})",
     )
+    parser.add_argument(
+        "--otlp",
+        metavar="URL",
+        default=os.environ.get("AIMEGRAPH_OTLP_ENDPOINT"),
+        help="send OpenTelemetry traces of the runs to this OTLP/HTTP endpoint, e.g. "
+        "http://127.0.0.1:6006 for a local Phoenix (default: $AIMEGRAPH_OTLP_ENDPOINT; "
+        "needs the [tracing] extra)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     def command(name: str, handler: Any, help: str) -> argparse.ArgumentParser:
@@ -458,6 +499,22 @@ def _parser() -> argparse.ArgumentParser:
     fork.add_argument("thread")
     fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
     _durability_option(fork)
+
+    dashboard = sub.add_parser(
+        "dashboard",
+        help="Serve the local web dashboard: watch, answer and start runs.",
+        description="Serve the local web dashboard over the checkpoint store: watch, answer "
+        "and start runs (needs the [dashboard] extra).",
+    )
+    dashboard.set_defaults(handler=cmd_dashboard, json=False)
+    dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    dashboard.add_argument("--port", type=int, default=8765, help="port (8765)")
+    dashboard.add_argument(
+        "--token",
+        help="required by every request (Bearer header, or open the page once with ?token=); "
+        "mandatory when --host is not a loopback address (default: "
+        "$AIMEGRAPH_DASHBOARD_TOKEN)",
+    )
 
     draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")

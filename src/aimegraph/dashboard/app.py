@@ -1,0 +1,291 @@
+"""The dashboard's ASGI app (Starlette): two static pages, a JSON API, and
+server-sent event streams fed by polling the checkpointer.
+
+Safety: without a token the app only answers requests addressed to a loopback
+host name (a web page elsewhere cannot reach it through DNS rebinding); with a
+token every request and event stream must carry it (``Authorization: Bearer``,
+or the cookie set when a page is opened with ``?token=``). Changes are POSTs of
+JSON from the same origin, which a foreign page cannot send without a CORS
+preflight this app never grants. Every page forbids inline scripts (CSP), and
+the scripts put all text in the page as text.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import json
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from sse_starlette.sse import EventSourceResponse
+from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
+from starlette.middleware.trustedhost import TrustedHostMiddleware
+from starlette.requests import Request
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp
+
+from aimegraph.checkpoints import ThreadNotFoundError
+from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError, RunManager
+from aimegraph.dashboard.views import ThreadReader
+from aimegraph.steering import AnswerError, NoSuchInterruptError
+
+STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
+TOKEN_COOKIE = "aimegraph_token"
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
+POLL_SECONDS = 0.1
+"""How often an event stream asks the checkpointer whether its thread changed."""
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; frame-ancestors 'none'; base-uri 'none'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "Cache-Control": "no-store",
+}
+
+
+def create_app(
+    saver: BaseCheckpointSaver[Any],
+    *,
+    token: str | None = None,
+    allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS,
+    runs: RunManager | None = None,
+    poll_seconds: float = POLL_SECONDS,
+) -> Starlette:
+    """The dashboard over ``saver``. ``allowed_hosts`` are the host names requests
+    may be addressed to (``("*",)`` to accept any, which needs a ``token``)."""
+    if "*" in allowed_hosts and not token:
+        raise ValueError("serving every host name needs a token")
+    reader = ThreadReader(saver)
+    runs = runs or RunManager(saver)
+    api = _Api(reader, runs, poll_seconds)
+    app = Starlette(
+        routes=[
+            Route("/", _page("threads.html")),
+            Route("/threads/{thread_id:path}", _page("run.html")),
+            Route("/api/threads", api.threads),
+            Route("/api/events", api.threads_events),
+            Route("/api/threads/{thread_id}", api.run),
+            Route("/api/threads/{thread_id}/plan.svg", api.plan_svg),
+            Route("/api/threads/{thread_id}/events", api.run_events),
+            Route("/api/threads/{thread_id}/resume", api.resume, methods=["POST"]),
+            Route("/api/runs", api.start, methods=["POST"]),
+            Route("/api/demo", api.start_demo, methods=["POST"]),
+            Mount("/static", StaticFiles(directory=STATIC), name="static"),
+        ],
+        middleware=[
+            Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
+            Middleware(_Guard, token=token),
+        ],
+        lifespan=_lifespan(runs),
+    )
+    app.state.runs = runs
+    app.state.reader = reader
+    return app
+
+
+def _lifespan(runs: RunManager) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await run_in_threadpool(runs.shutdown)
+
+    return lifespan
+
+
+def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
+    async def page(request: Request) -> Response:
+        return FileResponse(STATIC / name, media_type="text/html")
+
+    return page
+
+
+class _Guard(BaseHTTPMiddleware):
+    """Token check (when set), same-origin JSON for changes, security headers."""
+
+    def __init__(self, app: ASGIApp, token: str | None) -> None:
+        super().__init__(app)
+        self.token = token
+
+    async def dispatch(
+        self, request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        if self.token is not None:
+            offered = request.query_params.get("token")
+            if offered is not None and _same(offered, self.token):
+                # Trade the token in the address for a cookie, and drop it from
+                # the address bar (and so from the history and any Referer).
+                target = request.url.remove_query_params("token")
+                response: Response = RedirectResponse(str(target), status_code=303)
+                response.set_cookie(
+                    TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
+                )
+                return _secured(response)
+            if not self._authorised(request):
+                return _secured(JSONResponse({"error": "a valid token is required"}, 401))
+        if request.method not in ("GET", "HEAD"):
+            if request.headers.get("content-type", "").split(";")[0] != "application/json":
+                return _secured(JSONResponse({"error": "send JSON"}, 415))
+            origin = request.headers.get("origin")
+            if origin is not None and origin != f"{request.url.scheme}://{request.url.netloc}":
+                return _secured(JSONResponse({"error": "cross-origin request refused"}, 403))
+        return _secured(await call_next(request))
+
+    def _authorised(self, request: Request) -> bool:
+        assert self.token is not None
+        header = request.headers.get("authorization", "")
+        bearer = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
+        cookie = request.cookies.get(TOKEN_COOKIE, "")
+        return _same(bearer, self.token) or _same(cookie, self.token)
+
+
+def _same(offered: str, token: str) -> bool:
+    return bool(offered) and hmac.compare_digest(offered.encode(), token.encode())
+
+
+def _secured(response: Response) -> Response:
+    for name, value in SECURITY_HEADERS.items():
+        response.headers.setdefault(name, value)
+    return response
+
+
+class _Api:
+    def __init__(self, reader: ThreadReader, runs: RunManager, poll_seconds: float) -> None:
+        self.reader = reader
+        self.runs = runs
+        self.poll_seconds = poll_seconds
+
+    # -- reading
+
+    async def threads(self, request: Request) -> Response:
+        status = request.query_params.get("status") or None
+        return JSONResponse(await self._threads(status))
+
+    async def _threads(self, status: str | None = None) -> dict[str, Any]:
+        rows = await run_in_threadpool(self.reader.threads, status)
+        return {"threads": rows, "active": sorted(self.runs.active())}
+
+    async def run(self, request: Request) -> Response:
+        view = await self._run(request.path_params["thread_id"])
+        if view is None:
+            return JSONResponse({"error": "no such thread"}, 404)
+        return JSONResponse(view)
+
+    async def _run(self, thread_id: str, version: str | None = None) -> dict[str, Any] | None:
+        view = await run_in_threadpool(self.reader.run, thread_id, version)
+        if view is None:
+            return None
+        return {
+            **view,
+            "active": thread_id in self.runs.active(),
+            "error": self.runs.errors.get(thread_id),
+        }
+
+    async def plan_svg(self, request: Request) -> Response:
+        tasks = await run_in_threadpool(self.reader.tasks, request.path_params["thread_id"])
+        if tasks is None:
+            return JSONResponse({"error": "no such thread"}, 404)
+        try:
+            from aimegraph.drawing import draw_plan
+
+            drawing = await run_in_threadpool(draw_plan, tasks, format="svg")
+        except (ImportError, RuntimeError) as exc:  # the [draw] extra or `dot` is missing
+            return JSONResponse({"error": f"no drawing: {exc}"}, 501)
+        return Response(drawing.text, media_type="image/svg+xml")
+
+    # -- live
+
+    async def threads_events(self, request: Request) -> Response:
+        async def stream() -> AsyncIterator[dict[str, str]]:
+            last = None
+            while True:
+                data = await self._threads()
+                text = json.dumps(data)
+                if text != last:
+                    last = text
+                    yield {"event": "threads", "data": text}
+                await asyncio.sleep(max(self.poll_seconds, 0.5))
+
+        return EventSourceResponse(stream(), ping=15)
+
+    async def run_events(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+
+        async def stream() -> AsyncIterator[dict[str, str]]:
+            last: tuple[str | None, bool, str | None] | None = None
+            while True:
+                version = await run_in_threadpool(self.reader.version, thread_id)
+                state = (version, thread_id in self.runs.active(), self.runs.errors.get(thread_id))
+                if state != last and version is not None:
+                    view = await self._run(thread_id, version)
+                    if view is not None:
+                        last = state
+                        yield {"event": "run", "data": json.dumps(view)}
+                await asyncio.sleep(self.poll_seconds)
+
+        return EventSourceResponse(stream(), ping=15)
+
+    # -- steering
+
+    async def start(self, request: Request) -> Response:
+        body = await _json_body(request)
+        config = body.get("config") or {}
+        if not isinstance(config, dict):
+            return JSONResponse({"error": "config must be a JSON object"}, 400)
+        return await self._launch(
+            self.runs.start,
+            goal=str(body.get("goal") or ""),
+            model=str(body.get("model") or "").strip() or "scripted:demo",
+            config=config,
+            thread_id=str(body.get("thread_id") or "").strip() or None,
+        )
+
+    async def start_demo(self, request: Request) -> Response:
+        body = await _json_body(request)
+        return await self._launch(
+            self.runs.start_demo,
+            approve_plan=bool(body.get("approve_plan")),
+            thread_id=str(body.get("thread_id") or "").strip() or None,
+        )
+
+    async def resume(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        body = await _json_body(request)
+        answer = {k: body[k] for k in ("action", "reason", "answer", "plan") if k in body}
+        interrupt_id = body.get("interrupt_id") or None
+        return await self._launch(
+            self.runs.resume, thread_id, answer or None, interrupt_id, thread=thread_id
+        )
+
+    async def _launch(
+        self, call: Callable[..., Any], *args: Any, thread: str | None = None, **kwargs: Any
+    ) -> Response:
+        try:
+            result = await run_in_threadpool(call, *args, **kwargs)
+        except (ThreadNotFoundError, NoSuchInterruptError, NothingToResumeError) as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        except RunConflictError as exc:
+            return JSONResponse({"error": str(exc)}, 409)
+        except (AnswerError, ValueError) as exc:  # bad answers, configs, model specs
+            return JSONResponse({"error": str(exc)}, 400)
+        return JSONResponse({"thread_id": result if isinstance(result, str) else thread}, 202)
+
+
+async def _json_body(request: Request) -> dict[str, Any]:
+    try:
+        body = await request.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}

@@ -1,0 +1,120 @@
+"""Runs the dashboard starts or answers, each in a worker thread of its own.
+
+Starting, resuming and answering go through :mod:`aimegraph.steering`, the same
+code the CLI uses, and every step lands in the checkpointer, which the pages
+read; so a run paused by the CLI can be answered here and the other way round.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from aimegraph.checkpoints import (
+    RunSettings,
+    latest_settings,
+    new_thread_id,
+    run_config,
+)
+from aimegraph.config import AimeConfig
+from aimegraph.steering import WORKSPACES, prepare_demo, resume_command, run_graph
+
+
+class RunConflictError(RuntimeError):
+    """The thread is already being run by this dashboard, or already exists."""
+
+
+class NothingToResumeError(LookupError):
+    """The thread has no pending interrupt and no unfinished step."""
+
+
+class RunManager:
+    """Starts and resumes runs in the background; remembers which are in flight
+    here and how any of them failed (as a message for the page)."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any], *, max_runs: int = 16) -> None:
+        self.saver = saver
+        self._pool = ThreadPoolExecutor(max_runs, thread_name_prefix="aimegraph-run")
+        self._active: dict[str, Future[None]] = {}
+        self.errors: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def start(
+        self,
+        goal: str,
+        model: str,
+        config: Mapping[str, Any] | None = None,
+        thread_id: str | None = None,
+    ) -> str:
+        """Start a new run (as ``aimegraph run``); returns its thread id."""
+        if not goal.strip():
+            raise ValueError("a run needs a goal")
+        thread_id = thread_id or new_thread_id()
+        fields = dict(config or {})
+        fields.setdefault("workspace", str(WORKSPACES / thread_id))
+        settings = RunSettings(model=model, config=AimeConfig.model_validate(fields))
+        Path(settings.config.workspace).mkdir(parents=True, exist_ok=True)
+        self._launch(thread_id, settings, {"goal": goal}, new=True)
+        return thread_id
+
+    def start_demo(self, *, approve_plan: bool = False, thread_id: str | None = None) -> str:
+        """Start the bundled demo (as ``aimegraph demo``), optionally pausing for
+        plan approval; returns its thread id."""
+        thread_id = thread_id or new_thread_id("demo-")
+        settings, goal = prepare_demo(thread_id, approve_plan=approve_plan)
+        self._launch(thread_id, settings, {"goal": goal}, new=True)
+        return thread_id
+
+    def resume(
+        self, thread_id: str, answer: Mapping[str, Any] | None, interrupt_id: str | None = None
+    ) -> None:
+        """Answer the thread's pending interrupts (``answer`` as in
+        :func:`aimegraph.steering.answer_for`), or carry on a run stopped mid-way."""
+        settings = latest_settings(self.saver, thread_id)
+        snapshot = run_graph(settings, self.saver).get_state(run_config(thread_id))
+        if snapshot.interrupts:
+            if answer is None:
+                raise ValueError("the run waits for a human: send an answer")
+            inputs: Any = resume_command(snapshot.interrupts, dict(answer), interrupt_id)
+        elif snapshot.next:
+            inputs = None
+        else:
+            raise NothingToResumeError(f"thread {thread_id!r} has nothing to resume")
+        self._launch(thread_id, settings, inputs, new=False)
+
+    def active(self) -> set[str]:
+        with self._lock:
+            return {t for t, f in self._active.items() if not f.done()}
+
+    def wait(self, thread_id: str, timeout: float | None = None) -> None:
+        """Block until this dashboard's run of the thread ends (for tests and scripts)."""
+        with self._lock:
+            future = self._active.get(thread_id)
+        if future is not None:
+            future.result(timeout)
+
+    def shutdown(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+    def _launch(self, thread_id: str, settings: RunSettings, inputs: Any, *, new: bool) -> None:
+        with self._lock:
+            if thread_id in self._active and not self._active[thread_id].done():
+                raise RunConflictError(f"thread {thread_id!r} is already running here")
+            if new and self.saver.get_tuple(run_config(thread_id)) is not None:
+                raise RunConflictError(f"thread {thread_id!r} exists; pick a new id")
+            graph = run_graph(settings, self.saver)
+            self.errors.pop(thread_id, None)
+            self._active[thread_id] = self._pool.submit(
+                self._run, graph, inputs, thread_id, settings
+            )
+
+    def _run(self, graph: Any, inputs: Any, thread_id: str, settings: RunSettings) -> None:
+        try:
+            graph.invoke(inputs, run_config(thread_id, settings))
+        except Exception as exc:  # noqa: BLE001 - shown on the run page, never lost
+            self.errors[thread_id] = f"{type(exc).__name__}: {exc}"

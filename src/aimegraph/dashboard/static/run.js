@@ -1,0 +1,226 @@
+import { badge, cost, el, follow, post, when } from "./common.js";
+
+const threadId = decodeURIComponent(location.pathname.replace(/^\/threads\//, ""));
+const api = `/api/threads/${encodeURIComponent(threadId)}`;
+const $ = (id) => document.getElementById(id);
+let shownInterrupts = "";
+let shownPlan = "";
+
+document.title = `aimegraph · ${threadId}`;
+$("thread-id").textContent = threadId;
+
+function render(view) {
+  const status = view.active && view.status === "running" ? "running" : view.status;
+  $("status").replaceWith(Object.assign(badge(status), { id: "status" }));
+  $("goal").textContent = view.goal;
+  $("reason").textContent = view.reason || "";
+  $("error").textContent = view.error ? `the run stopped with an error: ${view.error}` : "";
+  $("updated").textContent = when(view.updated);
+  $("version").textContent = view.version;
+  $("model").textContent = view.settings?.model ?? "(not recorded)";
+  document.body.dataset.version = view.version;
+  document.body.dataset.status = status;
+  renderInterrupts(view.interrupts);
+  $("checklist").textContent = view.checklist || "(no plan yet)";
+  renderPlan(view);
+  renderTasks(view);
+  $("plans").replaceChildren(
+    ...view.plans.map((plan) =>
+      el("li", {},
+        el("div", { class: "plan-reason" }, plan.reason ? `replan: ${plan.reason}` : "first plan"),
+        el("div", {}, plan.rationale || "(no rationale given)"),
+        el("div", { class: "hint" }, when(plan.at)),
+      )),
+  );
+  renderVerdict(view.verdict);
+  $("final-answer").textContent = view.final_answer || "(none yet)";
+  renderUsage(view.usage);
+  $("updates").replaceChildren(
+    ...view.updates.map((u) =>
+      el("li", {}, el("span", { class: "hint" }, when(u.at)), " ", el("b", {}, u.task_id), ` ${u.status}: `, u.message)),
+  );
+}
+
+function renderInterrupts(interrupts) {
+  const key = interrupts.map((i) => `${i.id}:${i.error ?? ""}`).join(",");
+  $("waiting").hidden = interrupts.length === 0;
+  if (key === shownInterrupts) return; // keep what the user is typing
+  shownInterrupts = key;
+  $("answer-error").textContent = "";
+  $("interrupts").replaceChildren(...interrupts.map(interruptForm));
+}
+
+async function answer(interruptId, body) {
+  $("answer-error").textContent = "";
+  try {
+    await post(`${api}/resume`, { interrupt_id: interruptId, ...body });
+  } catch (error) {
+    $("answer-error").textContent = error.message;
+  }
+}
+
+function interruptForm(item) {
+  const reason = el("input", { placeholder: "reason", class: "reason-input" });
+  const decide = (approveLabel, rejectLabel) =>
+    el("div", { class: "row" },
+      el("button", { class: "approve", onclick: () => answer(item.id, { action: "approve" }) }, approveLabel),
+      reason,
+      el("button", { class: "reject", onclick: () => answer(item.id, { action: "reject", reason: reason.value || "rejected on the dashboard" }) }, rejectLabel),
+    );
+  if (item.kind === "approve_plan") {
+    const edited = el("textarea", { rows: 12, spellcheck: "false", class: "plan-edit" });
+    edited.value = JSON.stringify(item.plan ?? {}, null, 2);
+    const editError = el("span", { class: "error" });
+    return el("div", { class: "interrupt", "data-kind": item.kind },
+      el("h3", {}, "Approve the plan?"),
+      el("pre", { class: "checklist" }, item.checklist || ""),
+      item.error ? el("p", { class: "error" }, `the last edit was invalid: ${item.error}`) : null,
+      decide("Approve plan", "Reject plan"),
+      el("details", {},
+        el("summary", {}, "Edit the plan (PlanUpdate JSON)"),
+        edited,
+        el("div", { class: "row" },
+          el("button", {
+            onclick: () => {
+              try {
+                answer(item.id, { action: "edit", plan: JSON.parse(edited.value) });
+              } catch (error) {
+                editError.textContent = `not JSON: ${error.message}`;
+              }
+            },
+          }, "Approve edited plan"),
+          editError,
+        ),
+      ),
+    );
+  }
+  if (item.kind === "approve_tool") {
+    return el("div", { class: "interrupt", "data-kind": item.kind },
+      el("h3", {}, `Allow ${item.tool}?`, item.task_id ? ` (task ${item.task_id})` : ""),
+      el("pre", {}, JSON.stringify(item.args ?? {}, null, 2)),
+      decide("Allow call", "Deny call"),
+    );
+  }
+  if (item.kind === "ask_human") {
+    const text = el("input", { class: "answer-input", placeholder: "your answer" });
+    return el("div", { class: "interrupt", "data-kind": item.kind },
+      el("h3", {}, "An actor asks:"),
+      el("p", { class: "question" }, item.question ?? ""),
+      el("form", { class: "row", onsubmit: (event) => { event.preventDefault(); answer(item.id, { answer: text.value }); } },
+        text, el("button", { type: "submit" }, "Answer")),
+    );
+  }
+  return el("div", { class: "interrupt" }, el("pre", {}, JSON.stringify(item, null, 2)));
+}
+
+function renderPlan(view) {
+  const key = view.tasks.map((t) => `${t.id}:${t.status}:${t.dependencies.join("+")}:${t.title}`).join("|");
+  if (key === shownPlan) return;
+  shownPlan = key;
+  if (view.tasks.length === 0) {
+    $("plan").replaceChildren(el("p", { class: "hint" }, "no plan yet"));
+    return;
+  }
+  const fallback = el("ul", { class: "plan-list" },
+    ...view.tasks.map((t) => el("li", {}, badge(t.status), ` ${t.id}: ${t.title}`,
+      t.dependencies.length ? el("span", { class: "hint" }, ` after ${t.dependencies.join(", ")}`) : "")),
+  );
+  const image = el("img", {
+    src: `${api}/plan.svg?v=${encodeURIComponent(view.version)}`,
+    alt: "the plan's task graph, coloured by status",
+    class: "plan-drawing",
+  });
+  image.addEventListener("error", () => {
+    $("plan").replaceChildren(
+      el("p", { class: "hint" }, "No drawing (install aimegraph[draw] and Graphviz for one):"),
+      fallback,
+    );
+  });
+  $("plan").replaceChildren(image);
+}
+
+function renderTasks(view) {
+  const open = new Set([...document.querySelectorAll("#tasks details[open]")].map((d) => d.dataset.key));
+  const first = document.querySelector("#tasks details") === null;
+  $("tasks").replaceChildren(
+    ...view.tasks.map((task) => {
+      const key = `task:${task.id}`;
+      const attempts = view.actors[task.id] ?? [];
+      return el("details", { "data-key": key, "data-task": task.id, class: "task", open: open.has(key) || (first && task.status === "in_progress") },
+        el("summary", {}, badge(task.status), " ", el("b", {}, task.id), `: ${task.title}`,
+          task.result ? el("span", { class: "summary" }, ` — ${clip(task.result.summary, 140)}`) : ""),
+        el("div", { class: "task-body" },
+          task.description ? el("p", {}, task.description) : null,
+          task.completion_criteria ? el("p", { class: "hint" }, `done when: ${task.completion_criteria}`) : null,
+          task.dependencies.length ? el("p", { class: "hint" }, `after: ${task.dependencies.join(", ")}`) : null,
+          task.result ? resultBlock(task.result) : null,
+          ...attempts.map((actor) => actorBlock(task.id, actor, open)),
+        ),
+      );
+    }),
+  );
+}
+
+function clip(text, limit) {
+  const flat = String(text).replace(/\s+/g, " ").trim();
+  return flat.length <= limit ? flat : `${flat.slice(0, limit - 1)}…`;
+}
+
+function resultBlock(result) {
+  const artifacts = Object.entries(result.artifacts ?? {});
+  return el("div", { class: `result ${result.status}` },
+    el("div", {}, el("b", {}, `result (${result.status}): `), el("span", { class: "result-summary" }, result.summary)),
+    artifacts.length ? el("ul", {}, ...artifacts.map(([name, value]) => el("li", {}, el("code", {}, name), ": ", value))) : null,
+  );
+}
+
+function actorBlock(taskId, actor, open) {
+  const key = `actor:${taskId}:${actor.attempt}`;
+  return el("details", { "data-key": key, class: "actor", open: open.has(key) },
+    el("summary", {}, `actor, attempt ${actor.attempt} · ${actor.steps} steps · tools: ${actor.tools.join(", ") || "none"}`),
+    el("p", {}, el("b", {}, "persona: "), actor.persona || "(default)"),
+    el("p", {}, el("b", {}, "bundles: "), actor.bundles.join(", ") || "(chosen by the factory)"),
+    actor.error ? el("p", { class: "error" }, actor.error) : null,
+    el("details", { "data-key": `${key}:prompt`, open: open.has(`${key}:prompt`) },
+      el("summary", {}, "actor spec (system prompt: persona, tools, knowledge, environment)"),
+      el("pre", { class: "prompt" }, actor.system_prompt)),
+    el("ol", { class: "transcript" }, ...actor.transcript.map(entryItem)),
+  );
+}
+
+function entryItem(entry) {
+  const label = { prompt: "task", reply: "reply", call: "call", progress: "progress", result: "result", observation: "observation" }[entry.kind] ?? entry.kind;
+  let text;
+  if (entry.kind === "call" || entry.kind === "progress" || entry.kind === "result") {
+    text = `${entry.tool}(${JSON.stringify(entry.args)})`;
+  } else if (entry.kind === "observation") {
+    text = `${entry.tool ?? ""}${entry.status === "error" ? " (error)" : ""}: ${entry.text}`;
+  } else {
+    text = entry.text;
+  }
+  return el("li", { class: `entry ${entry.kind}` }, el("span", { class: "kind" }, label), el("pre", {}, text));
+}
+
+function renderVerdict(verdict) {
+  if (!verdict) {
+    $("verdict").replaceChildren(el("p", { class: "hint" }, "(not judged yet)"));
+    return;
+  }
+  $("verdict").replaceChildren(
+    el("p", {}, badge(verdict.passed ? "passed" : "rejected"), " ", verdict.reasoning),
+    el("ul", {}, ...verdict.issues.map((issue) => el("li", {}, issue))),
+  );
+}
+
+function renderUsage(usage) {
+  const row = (name, u) => el("tr", {}, el("td", {}, name), el("td", { class: "num" }, u.llm_calls),
+    el("td", { class: "num" }, u.input_tokens), el("td", { class: "num" }, u.output_tokens));
+  $("usage").replaceChildren(
+    el("thead", {}, el("tr", {}, el("th", {}, "role"), el("th", { class: "num" }, "LLM calls"),
+      el("th", { class: "num" }, "tokens in"), el("th", { class: "num" }, "tokens out"))),
+    el("tbody", {}, ...Object.entries(usage.by_role ?? {}).map(([role, u]) => row(role, u)), row("total", usage)),
+    el("tfoot", {}, el("tr", {}, el("td", { colspan: 4 }, `${usage.tool_calls} tool calls · cost ${cost(usage)}`))),
+  );
+}
+
+follow(`${api}/events`, "run", render);

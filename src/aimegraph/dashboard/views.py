@@ -1,0 +1,262 @@
+"""What the pages show, read from the checkpoints alone (so a run started by any
+process shows the same), as JSON-ready dicts.
+
+Nothing here renders HTML: the browser puts every string in the page as text.
+Run settings are shown as the model spec and the ``AimeConfig`` fields, which
+hold no secrets; the process environment and connection URLs are never read.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.types import Interrupt
+
+from aimegraph.checkpoints import RunSettings, thread_config
+from aimegraph.dashboard.feed import CheckpointFeed, Head
+from aimegraph.state import ProgressUpdate, Task, Usage, Verdict, render_checklist
+
+INTERRUPT_CHANNEL = "__interrupt__"
+PROGRESS_TOOLS = ("update_progress", "submit_result")
+
+
+def _root(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
+    extra = {"checkpoint_id": checkpoint_id} if checkpoint_id else {}
+    return thread_config(thread_id, checkpoint_ns="", **extra)
+
+
+def pending_interrupts(item: CheckpointTuple) -> list[Interrupt]:
+    """The interrupts a checkpoint waits on (saved as its pending writes)."""
+    found: list[Interrupt] = []
+    for _task, channel, value in item.pending_writes or []:
+        if channel == INTERRUPT_CHANNEL:
+            found += [i for i in (value if isinstance(value, Sequence) else [value])]
+    return found
+
+
+def usage_dict(usage: Usage | None) -> dict[str, Any]:
+    return (usage or Usage()).model_dump(mode="json")
+
+
+class ThreadReader:
+    """Thread rows and run views, recomputed only when the feed says they changed."""
+
+    def __init__(self, saver: BaseCheckpointSaver[Any]) -> None:
+        self.saver = saver
+        self.feed = CheckpointFeed(saver)
+        self._rows: dict[str, tuple[Head, dict[str, Any]]] = {}
+        self._views: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    # -- threads page
+
+    def threads(self, status: str | None = None) -> list[dict[str, Any]]:
+        """One row per thread, newest first; ``status`` filters."""
+        heads = self.feed.heads()
+        rows = []
+        for thread_id, head in heads.items():
+            with self._lock:
+                cached = self._rows.get(thread_id)
+            if cached is None or cached[0] != head:
+                row = self._row(thread_id, head)
+                if row is None:
+                    continue
+                with self._lock:
+                    self._rows[thread_id] = (head, row)
+            else:
+                row = cached[1]
+            if status in (None, "", row["status"]):
+                rows.append(row)
+        rows.sort(key=lambda r: r["updated"], reverse=True)
+        return rows
+
+    def _row(self, thread_id: str, head: Head) -> dict[str, Any] | None:
+        item = self.saver.get_tuple(_root(thread_id, head.checkpoint_id))
+        if item is None:
+            return None
+        values = item.checkpoint.get("channel_values", {})
+        settings = RunSettings.from_metadata(item.metadata)
+        return {
+            "thread_id": thread_id,
+            "status": "paused" if pending_interrupts(item) else values.get("status", "running"),
+            "goal": str(values.get("goal", "")),
+            "updated": str(item.checkpoint["ts"]),
+            "model": settings.model if settings else None,
+            "usage": usage_dict(values.get("usage")),
+        }
+
+    # -- run page
+
+    def version(self, thread_id: str) -> str | None:
+        return self.feed.version(thread_id)
+
+    def run(self, thread_id: str, version: str | None = None) -> dict[str, Any] | None:
+        """Everything the run page shows, or None for an unknown thread."""
+        version = version or self.version(thread_id)
+        if version is None:
+            return None
+        with self._lock:
+            cached = self._views.get(thread_id)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        view = self._run(thread_id, version)
+        if view is not None:
+            with self._lock:
+                self._views[thread_id] = (version, view)
+        return view
+
+    def _run(self, thread_id: str, version: str) -> dict[str, Any] | None:
+        items = list(self.saver.list(thread_config(thread_id)))
+        top = [i for i in items if not i.config["configurable"].get("checkpoint_ns")]
+        if not top:
+            return None
+        head = max(top, key=lambda i: i.config["configurable"]["checkpoint_id"])
+        # list() leaves out pending writes on some savers; get_tuple always has them.
+        head = self.saver.get_tuple(head.config) or head
+        values: Mapping[str, Any] = head.checkpoint.get("channel_values", {})
+        tasks: dict[str, Task] = values.get("tasks") or {}
+        verdict: Verdict | None = values.get("verdict")
+        interrupts = pending_interrupts(head)
+        settings = next(
+            (s for i in top if (s := RunSettings.from_metadata(i.metadata)) is not None), None
+        )
+        return {
+            "thread_id": thread_id,
+            "version": version,
+            "status": "paused" if interrupts else values.get("status", "running"),
+            "reason": values.get("reason"),
+            "goal": str(values.get("goal", "")),
+            "updated": str(head.checkpoint["ts"]),
+            "final_answer": values.get("final_answer"),
+            "checklist": render_checklist(tasks),
+            "tasks": [_task(t) for t in tasks.values()],
+            "actors": _actors(items),
+            "updates": [_update(u) for u in values.get("updates") or []],
+            "plans": _plans(top),
+            "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
+            "usage": usage_dict(values.get("usage")),
+            "interrupts": [{"id": i.id, **_jsonable(i.value)} for i in interrupts],
+            "settings": (
+                {"model": settings.model, "config": settings.config.model_dump(mode="json")}
+                if settings
+                else None
+            ),
+        }
+
+    def tasks(self, thread_id: str) -> dict[str, Task] | None:
+        item = self.saver.get_tuple(_root(thread_id))
+        if item is None:
+            return None
+        tasks: dict[str, Task] = item.checkpoint.get("channel_values", {}).get("tasks") or {}
+        return tasks
+
+
+def _task(task: Task) -> dict[str, Any]:
+    return task.model_dump(mode="json")
+
+
+def _update(update: ProgressUpdate) -> dict[str, Any]:
+    return update.model_dump(mode="json")
+
+
+def _jsonable(value: Any) -> Any:
+    return json.loads(json.dumps(value, default=str))
+
+
+def _actors(items: Iterable[CheckpointTuple]) -> dict[str, list[dict[str, Any]]]:
+    """Each task's actors (one per attempt), from the newest checkpoint of each
+    executor namespace: the spec it was given and its transcript so far."""
+    newest: dict[str, CheckpointTuple] = {}
+    for item in items:
+        ns = item.config["configurable"].get("checkpoint_ns", "")
+        if not ns.startswith("executor:") or "|" in ns:
+            continue
+        if ns not in newest or _cid(item) > _cid(newest[ns]):
+            newest[ns] = item
+    actors: dict[str, list[dict[str, Any]]] = {}
+    for item in sorted(newest.values(), key=_cid):
+        values = item.checkpoint.get("channel_values", {})
+        task: Task | None = values.get("task")
+        if task is None:
+            continue
+        messages: list[AnyMessage] = values.get("messages") or []
+        actors.setdefault(task.id, []).append(
+            {
+                "attempt": max(task.attempts, 1),
+                "persona": task.persona,
+                "bundles": list(task.tool_bundles),
+                "tools": list(values.get("tool_names") or []),
+                "system_prompt": next(
+                    (m.text for m in messages if isinstance(m, SystemMessage)), ""
+                ),
+                "transcript": transcript(messages),
+                "steps": values.get("steps", 0),
+                "error": values.get("error"),
+            }
+        )
+    return actors
+
+
+def _cid(item: CheckpointTuple) -> str:
+    return str(item.config["configurable"]["checkpoint_id"])
+
+
+def transcript(messages: Sequence[AnyMessage]) -> list[dict[str, Any]]:
+    """An actor's conversation as entries: the task handed over, each tool call
+    (progress updates and the submitted result marked as such), each observation,
+    and plain replies."""
+    entries: list[dict[str, Any]] = []
+    for message in messages:
+        if isinstance(message, SystemMessage):
+            continue
+        if isinstance(message, HumanMessage):
+            entries.append({"kind": "prompt", "text": message.text})
+        elif isinstance(message, AIMessage):
+            if message.text.strip():
+                entries.append({"kind": "reply", "text": message.text})
+            for call in message.tool_calls:
+                kind = {"update_progress": "progress", "submit_result": "result"}.get(
+                    call["name"], "call"
+                )
+                entries.append({"kind": kind, "tool": call["name"], "args": call["args"]})
+        elif isinstance(message, ToolMessage):
+            entries.append(
+                {
+                    "kind": "observation",
+                    "tool": message.name,
+                    "status": message.status,
+                    "text": message.text,
+                }
+            )
+    return _jsonable(entries)  # type: ignore[no-any-return]
+
+
+def _plans(top: Sequence[CheckpointTuple]) -> list[dict[str, Any]]:
+    """The plans in order: the first, then each replan with the reason it was asked
+    for (``replan_reason`` is set before the planner runs and cleared by it)."""
+    plans: list[dict[str, Any]] = []
+    asked: str | None = None
+    rationale: str | None = None
+    for item in sorted(top, key=_cid):
+        values = item.checkpoint.get("channel_values", {})
+        reason = values.get("replan_reason")
+        if reason:
+            asked = reason
+        new_rationale = values.get("plan_rationale")
+        if new_rationale is not None and (new_rationale != rationale or (asked and not reason)):
+            plans.append(
+                {
+                    "number": len(plans) + 1,
+                    "reason": asked if plans else None,
+                    "rationale": new_rationale,
+                    "at": str(item.checkpoint["ts"]),
+                }
+            )
+            rationale, asked = new_rationale, None
+    return plans

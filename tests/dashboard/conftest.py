@@ -1,0 +1,171 @@
+"""Dashboard fixtures: an SQLite checkpoint store, the app served by uvicorn on a
+free loopback port, and headless Chromium (Debian's) driven by Playwright."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("starlette", reason="the [dashboard] extra is not installed")
+
+import uvicorn  # noqa: E402
+from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+
+from aimegraph.checkpoints import open_checkpointer  # noqa: E402
+from aimegraph.dashboard import create_app  # noqa: E402
+from aimegraph.dashboard.runs import RunManager  # noqa: E402
+
+CHROMIUM = os.environ.get("AIMEGRAPH_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture
+def store_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """An SQLite checkpoint store; the working directory (where run workspaces go)
+    is the test's own."""
+    monkeypatch.chdir(tmp_path)
+    return f"sqlite:///{tmp_path / 'checkpoints.db'}"
+
+
+@pytest.fixture
+def saver(store_url: str) -> Iterator[BaseCheckpointSaver[Any]]:
+    with open_checkpointer(store_url) as opened:
+        yield opened
+
+
+@pytest.fixture
+def runs(saver: BaseCheckpointSaver[Any]) -> Iterator[RunManager]:
+    manager = RunManager(saver)
+    yield manager
+    manager.shutdown()
+
+
+@dataclass
+class LiveServer:
+    url: str
+    app: Starlette
+    runs: RunManager
+
+
+def serve_in_thread(app: Starlette) -> Iterator[str]:
+    """Serve ``app`` on a free loopback port until the generator is closed."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(5)
+        sock.close()
+
+
+@pytest.fixture
+def live(saver: BaseCheckpointSaver[Any], runs: RunManager) -> Iterator[LiveServer]:
+    app = create_app(saver, runs=runs, poll_seconds=0.05)
+    for url in serve_in_thread(app):
+        yield LiveServer(url, app, runs)
+
+
+@pytest.fixture(scope="session")
+def chromium() -> Iterator[Any]:
+    if not Path(CHROMIUM).exists():
+        pytest.skip(f"no Chromium at {CHROMIUM}: apt-get install chromium chromium-driver")
+    sync_api = pytest.importorskip("playwright.sync_api")
+    with sync_api.sync_playwright() as playwright:
+        # Playwright gives every launch a fresh, empty profile (--user-data-dir).
+        browser = playwright.chromium.launch(
+            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
+        )
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(chromium: Any, tmp_path: Path) -> Iterator[Any]:
+    context = chromium.new_context(viewport={"width": 1280, "height": 900})
+    opened = context.new_page()
+    opened.set_default_timeout(15_000)
+    yield opened
+    context.close()
+
+
+@pytest.fixture
+def screenshots() -> Path:
+    """Where the browser tests leave their screenshots (a temporary folder unless
+    ``AIMEGRAPH_SCREENSHOTS`` names one)."""
+    default = Path(tempfile.gettempdir()) / "aimegraph-dashboard-screenshots"
+    folder = Path(os.environ.get("AIMEGRAPH_SCREENSHOTS", default))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">'
+"""Text a model or tool could produce that must never become markup."""
+
+HOSTILE_SCENARIO: dict[str, Any] = {
+    "goal": f"Show {HOSTILE}",
+    "planner": [
+        {
+            "rationale": f"first plan {HOSTILE}",
+            "tasks": [{"id": "t1", "title": f"Echo {HOSTILE}", "tool_bundles": ["compute"]}],
+        },
+        {
+            "rationale": "second plan: try another way",
+            "tasks": [{"id": "t2", "title": "Try another way", "tool_bundles": ["compute"]}],
+        },
+    ],
+    "actors": {
+        "t1": [{"tool": "submit_result", "args": {"status": "failed", "summary": HOSTILE}}],
+        "t2": [{"tool": "submit_result", "args": {"status": "completed", "summary": "fine"}}],
+    },
+    "reporter": [{"text": f"Answer {HOSTILE}"}],
+    "verifier": [{"passed": True, "reasoning": f"ok {HOSTILE}"}],
+}
+
+
+@pytest.fixture
+def hostile_thread(saver: BaseCheckpointSaver[Any], tmp_path: Path) -> str:
+    """A finished thread whose goal, task title, summary and answer hold markup,
+    and whose first task failed into a replan. Run through the Python API, so no
+    run settings are stored with it."""
+    from aimegraph import AimeConfig, build_aime_graph
+    from aimegraph.checkpoints import thread_config
+    from aimegraph.models import ScriptedChatModel
+
+    graph = build_aime_graph(
+        ScriptedChatModel.from_dict(HOSTILE_SCENARIO),
+        config=AimeConfig(workspace=tmp_path, task_retries=0),
+        checkpointer=saver,
+    )
+    graph.invoke({"goal": HOSTILE_SCENARIO["goal"]}, thread_config("hostile"))
+    return "hostile"

@@ -1,0 +1,345 @@
+"""The dashboard's JSON API and event streams, in process: what the pages are fed
+from the checkpoints, steering through Command(resume=...) shared with the CLI,
+and the safety rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from starlette.testclient import TestClient
+from tests.dashboard.conftest import HOSTILE, LiveServer, serve_in_thread
+
+from aimegraph.cli import main
+from aimegraph.dashboard import create_app
+from aimegraph.dashboard.runs import RunManager
+from aimegraph.dashboard.server import serve
+
+LOCAL = "http://127.0.0.1"
+
+STEERING_SCENARIO: dict[str, Any] = {
+    "goal": "Ask which product to price, then price it",
+    "planner": [
+        {
+            "rationale": "one task",
+            "tasks": [
+                {"id": "t1", "title": "Ask and compute", "tool_bundles": ["human", "compute"]}
+            ],
+        }
+    ],
+    "actors": {
+        "t1": [
+            {"tool": "ask_human", "args": {"question": "How many units?"}},
+            {"tool": "calculator", "args": {"expression": "6 * 7"}},
+            {
+                "tool": "submit_result",
+                "args": {"status": "completed", "summary": "{last_tool_output}"},
+            },
+        ]
+    },
+    "reporter": [{"text": "{all_results}"}],
+    "verifier": [{"passed": True, "reasoning": "fine"}],
+}
+
+
+@pytest.fixture
+def client(saver: BaseCheckpointSaver[Any], runs: RunManager) -> TestClient:
+    return TestClient(create_app(saver, runs=runs), base_url=LOCAL)
+
+
+def post(client: TestClient, path: str, body: dict[str, Any]) -> httpx.Response:
+    return client.post(path, json=body)
+
+
+def demo(client: TestClient, runs: RunManager, **body: Any) -> str:
+    response = post(client, "/api/demo", body)
+    assert response.status_code == 202, response.text
+    thread_id: str = response.json()["thread_id"]
+    runs.wait(thread_id, timeout=60)
+    return thread_id
+
+
+def view(client: TestClient, thread_id: str) -> dict[str, Any]:
+    response = client.get(f"/api/threads/{thread_id}")
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def test_a_finished_run_reads_from_its_checkpoints(client: TestClient, runs: RunManager) -> None:
+    thread_id = demo(client, runs)
+    run = view(client, thread_id)
+    assert run["status"] == "succeeded" and run["settings"]["model"] == "scripted:demo"
+    assert run["checklist"].count("- [x]") == 4
+    assert [p["reason"] for p in run["plans"]] == [None] and run["plans"][0]["rationale"]
+    assert run["verdict"]["passed"] is True and run["final_answer"]
+    assert set(run["usage"]["by_role"]) == {"planner", "actor", "reporter", "verifier"}
+    assert run["usage"]["llm_calls"] == sum(
+        r["llm_calls"] for r in run["usage"]["by_role"].values()
+    )
+
+    (actor,) = run["actors"]["t1"]
+    assert actor["persona"] == "a data engineer" and "list_dir" in actor["tools"]
+    assert "data engineer" in actor["system_prompt"] and "list_dir" in actor["system_prompt"]
+    kinds = [e["kind"] for e in actor["transcript"]]
+    assert kinds[0] == "prompt" and kinds[-2:] == ["result", "observation"]
+    call = next(e for e in actor["transcript"] if e["kind"] == "call")
+    seen = actor["transcript"][kinds.index("call") + 1]
+    assert (
+        call["tool"] == "list_dir" and seen["kind"] == "observation" and "sales.csv" in seen["text"]
+    )
+
+    svg = client.get(f"/api/threads/{thread_id}/plan.svg")
+    assert (
+        svg.headers["content-type"].startswith("image/svg+xml")
+        and "t4: Write the report" in svg.text
+    )
+
+    (row,) = client.get("/api/threads").json()["threads"]
+    assert row["thread_id"] == thread_id and row["status"] == "succeeded"
+    assert row["usage"]["llm_calls"] == run["usage"]["llm_calls"] and "sales" in row["goal"]
+
+
+def test_threads_filter_by_status(
+    client: TestClient, runs: RunManager, hostile_thread: str
+) -> None:
+    paused = demo(client, runs, approve_plan=True)
+    every = client.get("/api/threads").json()["threads"]
+    assert {r["thread_id"]: r["status"] for r in every} == {
+        paused: "paused",
+        hostile_thread: "succeeded",
+    }
+    only = client.get("/api/threads", params={"status": "paused"}).json()["threads"]
+    assert [r["thread_id"] for r in only] == [paused]
+
+
+def test_replans_carry_their_reasons(client: TestClient, hostile_thread: str) -> None:
+    run = view(client, hostile_thread)
+    first, second = run["plans"]
+    assert first["reason"] is None and second["rationale"] == "second plan: try another way"
+    assert "t1" in second["reason"] and "failed" in second["reason"]
+    assert run["settings"] is None  # run through the Python API: still readable
+
+
+def test_plan_drawing_escapes_markup(client: TestClient, hostile_thread: str) -> None:
+    svg = client.get(f"/api/threads/{hostile_thread}/plan.svg").text
+    assert "<script" not in svg and "&lt;script&gt;" in svg
+
+
+def test_plan_drawing_without_the_draw_extra(
+    client: TestClient, hostile_thread: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "aimegraph.drawing", None)  # import fails
+    response = client.get(f"/api/threads/{hostile_thread}/plan.svg")
+    assert response.status_code == 501 and "no drawing" in response.json()["error"]
+    assert view(client, hostile_thread)["tasks"]  # the page falls back to a task list
+
+
+def test_approve_a_plan_on_the_dashboard(client: TestClient, runs: RunManager) -> None:
+    thread_id = demo(client, runs, approve_plan=True)
+    run = view(client, thread_id)
+    (waiting,) = run["interrupts"]
+    assert run["status"] == "paused" and waiting["kind"] == "approve_plan"
+    assert "- [ ] t1: Inspect the dataset" in waiting["checklist"]
+
+    not_a_decision = post(client, f"/api/threads/{thread_id}/resume", {"answer": "sure"})
+    assert not_a_decision.status_code == 400 and "needs a decision" in not_a_decision.text
+    unknown = post(
+        client, f"/api/threads/{thread_id}/resume", {"action": "approve", "interrupt_id": "nope"}
+    )
+    assert unknown.status_code == 404
+
+    approved = post(
+        client,
+        f"/api/threads/{thread_id}/resume",
+        {"action": "approve", "interrupt_id": waiting["id"]},
+    )
+    assert approved.status_code == 202
+    runs.wait(thread_id, timeout=60)
+    assert view(client, thread_id)["status"] == "succeeded"
+    finished = post(client, f"/api/threads/{thread_id}/resume", {"action": "approve"})
+    assert finished.status_code == 404 and "nothing to resume" in finished.text
+
+
+def test_reject_and_edit_a_plan(client: TestClient, runs: RunManager) -> None:
+    rejected = demo(client, runs, approve_plan=True)
+    post(client, f"/api/threads/{rejected}/resume", {"action": "reject", "reason": "too long"})
+    runs.wait(rejected, timeout=60)
+    run = view(client, rejected)
+    assert run["status"] == "rejected" and "too long" in run["reason"]
+
+    edited = demo(client, runs, approve_plan=True)
+    plan = view(client, edited)["interrupts"][0]["plan"]
+    plan["tasks"] = [t for t in plan["tasks"] if t["id"] == "t1"]
+    post(client, f"/api/threads/{edited}/resume", {"action": "edit", "plan": plan})
+    runs.wait(edited, timeout=60)
+    assert [t["id"] for t in view(client, edited)["tasks"]] == ["t1"]
+
+
+def test_answer_ask_human_and_deny_a_tool_call(
+    client: TestClient, runs: RunManager, tmp_path: Path
+) -> None:
+    scenario = tmp_path / "steering.json"
+    scenario.write_text(json.dumps(STEERING_SCENARIO))
+    started = post(
+        client,
+        "/api/runs",
+        {
+            "goal": STEERING_SCENARIO["goal"],
+            "model": f"scripted:{scenario}",
+            "config": {"approve_tools": ["calculator"]},
+            "thread_id": "steer",
+        },
+    )
+    assert started.status_code == 202 and started.json()["thread_id"] == "steer"
+    runs.wait("steer", timeout=60)
+    (question,) = view(client, "steer")["interrupts"]
+    assert question["kind"] == "ask_human" and question["question"] == "How many units?"
+    wrong = post(client, "/api/threads/steer/resume", {"action": "approve"})
+    assert wrong.status_code == 400 and "asks a question" in wrong.text
+
+    post(client, "/api/threads/steer/resume", {"answer": "42 units"})
+    runs.wait("steer", timeout=60)
+    (call,) = view(client, "steer")["interrupts"]
+    assert call["kind"] == "approve_tool" and call["tool"] == "calculator"
+    assert call["args"] == {"expression": "6 * 7"}
+
+    post(client, "/api/threads/steer/resume", {"action": "reject", "reason": "not now"})
+    runs.wait("steer", timeout=60)
+    run = view(client, "steer")
+    assert not run["interrupts"]
+    transcript = run["actors"]["t1"][0]["transcript"]
+    observations = [e["text"] for e in transcript if e["kind"] == "observation"]
+    assert observations[0] == "42 units"
+    assert "denied" in observations[1] and "not now" in observations[1]
+
+
+def test_a_run_paused_in_the_cli_is_answered_on_the_dashboard_and_back(
+    client: TestClient, runs: RunManager, store_url: str
+) -> None:
+    code = main(["--checkpoints", store_url, "run", "Add 2 and 3", "--model", "scripted:demo",
+                 "--approve-plan", "--thread", "from-cli", "--json"])  # fmt: skip
+    assert code == 5
+    assert view(client, "from-cli")["interrupts"][0]["kind"] == "approve_plan"
+    post(
+        client,
+        "/api/threads/from-cli/resume",
+        {"action": "reject", "reason": "answered on the page"},
+    )
+    runs.wait("from-cli", timeout=60)
+    assert view(client, "from-cli")["status"] == "rejected"
+
+    paused_here = demo(client, runs, approve_plan=True)
+    assert main(["--checkpoints", store_url, "resume", paused_here, "--approve", "--json"]) == 0
+    assert view(client, paused_here)["status"] == "succeeded"
+
+
+def test_bad_starts_are_refused(client: TestClient, runs: RunManager) -> None:
+    assert post(client, "/api/runs", {"goal": ""}).status_code == 400
+    bad_config = post(client, "/api/runs", {"goal": "g", "config": {"max_parallel": 0}})
+    assert bad_config.status_code == 400 and "max_parallel" in bad_config.text
+    bad_model = post(client, "/api/runs", {"goal": "g", "model": "nope:thing"})
+    assert bad_model.status_code == 400
+    thread_id = demo(client, runs)
+    again = post(client, "/api/demo", {"thread_id": thread_id})
+    assert again.status_code == 409 and "exists" in again.text
+    assert client.get("/api/threads/unknown").status_code == 404
+    assert post(client, "/api/threads/unknown/resume", {"action": "approve"}).status_code == 404
+
+
+# --- safety ---
+
+
+def test_only_loopback_host_names_are_served(client: TestClient) -> None:
+    assert client.get("/api/threads").status_code == 200
+    rebound = client.get("/api/threads", headers={"host": "attacker.example"})
+    assert rebound.status_code == 400
+
+
+def test_changes_need_same_origin_json(client: TestClient) -> None:
+    form = client.post("/api/demo", data={"approve_plan": "1"})
+    assert form.status_code == 415
+    foreign = client.post("/api/demo", json={}, headers={"origin": "http://attacker.example"})
+    assert foreign.status_code == 403
+    assert (
+        client.get("/api/threads")
+        .headers["content-security-policy"]
+        .startswith("default-src 'self'; script-src 'self'")
+    )
+
+
+def test_a_token_guards_every_request_and_stream(
+    saver: BaseCheckpointSaver[Any], runs: RunManager, hostile_thread: str
+) -> None:
+    app = create_app(saver, runs=runs, token="s3cret", allowed_hosts=("*",))
+    client = TestClient(app, base_url="http://192.0.2.10:8765")
+    for path in ("/", f"/threads/{hostile_thread}", "/api/threads", "/api/events",
+                 f"/api/threads/{hostile_thread}/events", f"/api/threads/{hostile_thread}/plan.svg",
+                 "/static/run.js"):  # fmt: skip
+        assert client.get(path).status_code == 401, path
+    assert client.get("/api/threads", headers={"authorization": "Bearer wrong"}).status_code == 401
+    assert client.post("/api/demo", json={}).status_code == 401
+    ok = client.get("/api/threads", headers={"authorization": "Bearer s3cret"})
+    assert ok.status_code == 200
+
+    # Opening a page with ?token= trades it for a cookie and drops it from the address.
+    opened = client.get("/?token=s3cret", follow_redirects=False)
+    assert opened.status_code == 303 and "token" not in opened.headers["location"]
+    assert (
+        "HttpOnly" in opened.headers["set-cookie"]
+        and "SameSite=strict" in opened.headers["set-cookie"]
+    )
+    assert client.get("/api/threads").status_code == 200  # the cookie now rides along
+
+
+def test_binding_beyond_loopback_needs_a_token(saver: BaseCheckpointSaver[Any]) -> None:
+    with pytest.raises(ValueError, match="--token"):
+        serve(saver, host="0.0.0.0", port=0)
+    with pytest.raises(ValueError, match="token"):
+        create_app(saver, allowed_hosts=("*",))
+
+
+def test_no_secret_or_environment_is_shown(
+    client: TestClient, runs: RunManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-never-shown")
+    monkeypatch.setenv("AIMEGRAPH_DASHBOARD_TOKEN", "never-shown-either")
+    thread_id = demo(client, runs)
+    bodies = [
+        client.get(path).text
+        for path in ("/", f"/threads/{thread_id}", "/api/threads", f"/api/threads/{thread_id}")
+    ]
+    assert not any("never-shown" in body for body in bodies)
+
+
+def test_event_streams_push_each_change(live: LiveServer, hostile_thread: str) -> None:
+    def first_event(path: str) -> tuple[str, dict[str, Any]]:
+        with httpx.stream("GET", live.url + path, timeout=10) as response:
+            assert response.headers["content-type"].startswith("text/event-stream")
+            event = ""
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    event = line.split(":", 1)[1].strip()
+                elif line.startswith("data:"):
+                    return event, json.loads(line.split(":", 1)[1])
+        raise AssertionError("the stream ended")
+
+    event, data = first_event(f"/api/threads/{hostile_thread}/events")
+    assert event == "run" and data["thread_id"] == hostile_thread and data["goal"].endswith(HOSTILE)
+    event, data = first_event("/api/events")
+    assert event == "threads" and [t["thread_id"] for t in data["threads"]] == [hostile_thread]
+
+
+def test_a_token_guards_the_live_server(saver: BaseCheckpointSaver[Any], runs: RunManager) -> None:
+    app = create_app(saver, runs=runs, token="s3cret")
+    for url in serve_in_thread(app):
+        assert httpx.get(url + "/api/events", timeout=5).status_code == 401
+        with httpx.stream("GET", url + "/api/events", timeout=5,
+                          headers={"authorization": "Bearer s3cret"}) as response:  # fmt: skip
+            assert response.status_code == 200
