@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.dashboard.conftest import LiveServer
+from tests.dashboard.conftest import HOSTILE, LiveServer
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 
@@ -51,3 +51,43 @@ def test_threads_page_starts_the_demo_and_follows_it_to_the_end(
     expect(row).to_have_count(1)
     row.first.click()  # one click opens the thread
     page.wait_for_url("**/threads/demo-*")
+
+
+def test_a_plan_is_approved_on_the_page_and_the_run_continues(
+    live: LiveServer, page: Any, screenshots: Path
+) -> None:
+    page.goto(live.url + "/")
+    page.check("#demo-approve")
+    page.click("#demo-start")
+    page.wait_for_url("**/threads/demo-*")
+    expect(page.locator("body")).to_have_attribute("data-status", "paused")
+    waiting = page.locator("#waiting")
+    expect(waiting.locator("pre.checklist")).to_contain_text("- [ ] t1: Inspect the dataset")
+    page.screenshot(path=screenshots / "run-plan-approval.png", full_page=True)
+
+    waiting.get_by_role("button", name="Approve plan").click()
+    expect(page.locator("body")).to_have_attribute("data-status", "succeeded", timeout=30_000)
+    expect(waiting).to_be_hidden()
+    expect(page.locator("#checklist")).to_contain_text("- [x] t4: Write the report")
+    page.screenshot(path=screenshots / "run-plan-approved-finished.png", full_page=True)
+
+
+def test_markup_in_run_data_shows_as_text(
+    live: LiveServer, page: Any, hostile_thread: str, screenshots: Path
+) -> None:
+    page.goto(f"{live.url}/threads/{hostile_thread}")
+    expect(page.locator("body")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#goal")).to_have_text(f"Show {HOSTILE}")
+    open_details(page.locator("details[data-task='t1']"))
+    expect(page.locator("details[data-task='t1'] .result-summary")).to_have_text(HOSTILE)
+    expect(page.locator("#plans")).to_contain_text(f"first plan {HOSTILE}")
+    expect(page.locator("#final-answer")).to_contain_text(f"Answer {HOSTILE}")
+    page.screenshot(path=screenshots / "run-markup-as-text.png", full_page=True)
+    injected = "main script, main img:not(.plan-drawing), main [onerror]"
+    assert page.locator(injected).count() == 0
+    assert page.evaluate("window.pwned") is None
+
+    page.goto(live.url + "/")
+    expect(page.locator("#threads tbody tr").first).to_contain_text(HOSTILE)
+    assert page.locator(injected).count() == 0
+    assert page.evaluate("window.pwned") is None

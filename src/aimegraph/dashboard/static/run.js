@@ -3,8 +3,8 @@ import { badge, cost, el, follow, post, when } from "./common.js";
 const threadId = decodeURIComponent(location.pathname.replace(/^\/threads\//, ""));
 const api = `/api/threads/${encodeURIComponent(threadId)}`;
 const $ = (id) => document.getElementById(id);
-let shownInterrupts = "";
-let shownPlan = "";
+let shownInterrupts = null;
+let shownPlan = null;
 
 document.title = `aimegraph · ${threadId}`;
 $("thread-id").textContent = threadId;
