@@ -3,6 +3,7 @@
     python -m bench                      # everything, a few minutes on 2 cores
     python -m bench --quick              # smoke mode, seconds
     python -m bench --only overhead,parallel
+    python -m bench --only local_plans   # on-demand sections need an extra (here [local])
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` writes nothing unless
@@ -19,7 +20,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import economy, overhead, parallel, retrieval, scaling
+from bench import economy, local_plans, overhead, parallel, retrieval, scaling
 from bench.common import SectionResult, machine_info
 
 SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
@@ -30,6 +31,11 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "retrieval": retrieval.run,
 }
 """Section name -> ``run(quick)``, in report order."""
+
+ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
+    "local_plans": local_plans.run,
+}
+"""Sections that need an optional extra or service: run only when named in ``--only``."""
 
 RESULTS = Path(__file__).with_name("results.md")
 
@@ -67,18 +73,19 @@ def run_bench(
     progress: Callable[[str], None] | None = None,
 ) -> Report:
     """Run the selected sections (all by default) and collect their results."""
+    known = SECTIONS | ON_DEMAND
     names = list(only or SECTIONS)
-    unknown = [n for n in names if n not in SECTIONS]
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"unknown sections {unknown}; choose from {', '.join(SECTIONS)}")
+        raise ValueError(f"unknown sections {unknown}; choose from {', '.join(known)}")
     report = Report(quick=quick, machine=machine_info())
-    for name in SECTIONS:
+    for name in known:
         if name not in names:
             continue
         if progress:
             progress(f"running {name} ...")
         start = time.perf_counter()
-        result = SECTIONS[name](quick)
+        result = known[name](quick)
         result.seconds = time.perf_counter() - start
         report.sections.append(result)
         if progress:
@@ -92,7 +99,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         type=lambda s: [p.strip() for p in s.split(",") if p.strip()],
-        help=f"comma-separated sections: {','.join(SECTIONS)}",
+        help=f"comma-separated sections: {','.join(SECTIONS)}; on demand only: "
+        f"{','.join(ON_DEMAND)}",
     )
     parser.add_argument(
         "--output",

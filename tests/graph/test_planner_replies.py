@@ -223,3 +223,9 @@ def test_over_long_text_from_an_unconstrained_model_is_clipped_not_refused() -> 
     spec_ = TaskSpec.model_validate({"id": "a", "title": "x" * (limit + 50)})
     assert len(spec_.title) == limit
     assert json.loads(spec_.model_dump_json())["title"] == "x" * limit
+
+
+def test_dropping_an_unknown_task_is_a_no_op() -> None:
+    # Small models fill `drop` with ids that never existed; there is nothing to cancel.
+    plan_ = PlanUpdate(rationale="r", tasks=[TaskSpec(id="a", title="A")], drop=["", "id:", "9"])
+    assert set(apply_plan({}, plan_, max_tasks=3)) == {"a"}

@@ -34,11 +34,12 @@ def _clip(limit: int) -> BeforeValidator:
 # Text the models fill in. The bound is in the JSON schema, so grammar-constrained
 # decoding must end the string (small models otherwise ramble to the token limit);
 # a longer value from an unconstrained model is clipped rather than refused, which
-# would cost a re-ask.
+# would cost a re-ask. llama.cpp's grammar parser rejects (and llama-cpp-python then
+# crashes on) a string bound much above 1,000 characters, so none is larger.
 Id = Annotated[str, _clip(40), Field(max_length=40)]
 ShortText = Annotated[str, _clip(80), Field(max_length=80)]
 Text = Annotated[str, _clip(600), Field(max_length=600)]
-LongText = Annotated[str, _clip(2000), Field(max_length=2000)]
+LongText = Annotated[str, _clip(1000), Field(max_length=1000)]
 
 
 class TaskResult(_Record):

@@ -34,7 +34,7 @@ def apply_plan(
     """Return the changed tasks after applying ``plan`` to ``tasks``, or raise PlanError.
 
     Completed tasks are never lost: a spec that changes a completed task is
-    refused; one that only restates it is ignored. A revised task restarts as
+    refused; one that only restates it is ignored, and so is a drop of an unknown id. A revised task restarts as
     pending with its attempts reset.
     Failed tasks that the plan neither revises nor drops are marked skipped (the
     planner has seen them and chose to live without them); their result, with
@@ -80,8 +80,8 @@ def apply_plan(
     for task_id in plan.drop:
         task = changed.get(task_id) or tasks.get(task_id)
         if task is None:
-            errors.append(f"cannot drop unknown task {task_id!r}")
-        elif task.status in ("completed", "in_progress"):
+            continue  # nothing to cancel: not worth a re-ask
+        if task.status in ("completed", "in_progress"):
             errors.append(f"cannot drop task {task_id!r}: it is {task.status}")
         else:
             changed[task_id] = task.model_copy(update={"status": "skipped"})
