@@ -4,6 +4,7 @@
     python -m bench --quick              # smoke mode, seconds
     python -m bench --only overhead,parallel
     python -m bench --only local_plans   # on-demand sections need an extra (here [local])
+    python -m bench --only dashboard     # [dashboard] extra, Playwright and Debian's chromium
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` writes nothing unless
@@ -20,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import economy, local_plans, overhead, parallel, retrieval, scaling
+from bench import dashboard, economy, local_plans, overhead, parallel, retrieval, scaling
 from bench.common import SectionResult, machine_info
 
 SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
@@ -34,6 +35,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
 
 ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "local_plans": local_plans.run,
+    "dashboard": dashboard.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 

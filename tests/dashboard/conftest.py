@@ -4,10 +4,7 @@ free loopback port, and headless Chromium (Debian's) driven by Playwright."""
 from __future__ import annotations
 
 import os
-import socket
 import tempfile
-import threading
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,13 +14,13 @@ import pytest
 
 pytest.importorskip("starlette", reason="the [dashboard] extra is not installed")
 
-import uvicorn  # noqa: E402
 from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
 from aimegraph.checkpoints import open_checkpointer  # noqa: E402
 from aimegraph.dashboard import create_app  # noqa: E402
 from aimegraph.dashboard.runs import RunManager  # noqa: E402
+from aimegraph.dashboard.server import serve_in_background  # noqa: E402
 
 CHROMIUM = os.environ.get("AIMEGRAPH_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = [
@@ -66,33 +63,10 @@ class LiveServer:
     runs: RunManager
 
 
-def serve_in_thread(app: Starlette) -> Iterator[str]:
-    """Serve ``app`` on a free loopback port until the generator is closed."""
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
-    )
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if time.monotonic() > deadline:
-            raise RuntimeError("uvicorn did not start")
-        time.sleep(0.02)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(5)
-        sock.close()
-
-
 @pytest.fixture
 def live(saver: BaseCheckpointSaver[Any], runs: RunManager) -> Iterator[LiveServer]:
     app = create_app(saver, runs=runs, poll_seconds=0.05)
-    for url in serve_in_thread(app):
+    with serve_in_background(app) as url:
         yield LiveServer(url, app, runs)
 
 

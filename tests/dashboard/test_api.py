@@ -12,12 +12,12 @@ import httpx
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.testclient import TestClient
-from tests.dashboard.conftest import HOSTILE, LiveServer, serve_in_thread
+from tests.dashboard.conftest import HOSTILE, LiveServer
 
 from aimegraph.cli import main
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
-from aimegraph.dashboard.server import serve
+from aimegraph.dashboard.server import serve, serve_in_background
 
 LOCAL = "http://127.0.0.1"
 
@@ -298,7 +298,11 @@ def test_a_token_guards_every_request_and_stream(
     assert client.get("/api/threads").status_code == 200  # the cookie now rides along
 
 
-def test_binding_beyond_loopback_needs_a_token(saver: BaseCheckpointSaver[Any]) -> None:
+def test_binding_beyond_loopback_needs_a_token(
+    saver: BaseCheckpointSaver[Any], store_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["--checkpoints", store_url, "dashboard", "--host", "0.0.0.0"]) == 2
+    assert "--token" in capsys.readouterr().err
     with pytest.raises(ValueError, match="--token"):
         serve(saver, host="0.0.0.0", port=0)
     with pytest.raises(ValueError, match="token"):
@@ -338,7 +342,7 @@ def test_event_streams_push_each_change(live: LiveServer, hostile_thread: str) -
 
 def test_a_token_guards_the_live_server(saver: BaseCheckpointSaver[Any], runs: RunManager) -> None:
     app = create_app(saver, runs=runs, token="s3cret")
-    for url in serve_in_thread(app):
+    with serve_in_background(app) as url:
         assert httpx.get(url + "/api/events", timeout=5).status_code == 401
         with httpx.stream("GET", url + "/api/events", timeout=5,
                           headers={"authorization": "Bearer s3cret"}) as response:  # fmt: skip

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import hmac
 import json
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import resources
@@ -70,7 +71,8 @@ def create_app(
         raise ValueError("serving every host name needs a token")
     reader = ThreadReader(saver)
     runs = runs or RunManager(saver)
-    api = _Api(reader, runs, poll_seconds)
+    closing = threading.Event()
+    api = _Api(reader, runs, poll_seconds, closing)
     app = Starlette(
         routes=[
             Route("/", _page("threads.html")),
@@ -93,6 +95,7 @@ def create_app(
     )
     app.state.runs = runs
     app.state.reader = reader
+    app.state.closing = closing  # set it to end every event stream (before a shutdown)
     return app
 
 
@@ -162,10 +165,17 @@ def _secured(response: Response) -> Response:
 
 
 class _Api:
-    def __init__(self, reader: ThreadReader, runs: RunManager, poll_seconds: float) -> None:
+    def __init__(
+        self,
+        reader: ThreadReader,
+        runs: RunManager,
+        poll_seconds: float,
+        closing: threading.Event,
+    ) -> None:
         self.reader = reader
         self.runs = runs
         self.poll_seconds = poll_seconds
+        self.closing = closing
 
     # -- reading
 
@@ -210,7 +220,7 @@ class _Api:
     async def threads_events(self, request: Request) -> Response:
         async def stream() -> AsyncIterator[dict[str, str]]:
             last = None
-            while True:
+            while not self.closing.is_set():
                 data = await self._threads()
                 text = json.dumps(data)
                 if text != last:
@@ -225,7 +235,7 @@ class _Api:
 
         async def stream() -> AsyncIterator[dict[str, str]]:
             last: tuple[str | None, bool, str | None] | None = None
-            while True:
+            while not self.closing.is_set():
                 version = await run_in_threadpool(self.reader.version, thread_id)
                 state = (version, thread_id in self.runs.active(), self.runs.errors.get(thread_id))
                 if state != last and version is not None:

@@ -42,6 +42,11 @@ SELECT (SELECT MAX(checkpoint_id) FROM checkpoints WHERE thread_id = {p}),
        (SELECT COUNT(*) FROM {writes} WHERE thread_id = {p})
 """
 
+_NAMESPACES_SQL = """
+SELECT checkpoint_ns, MAX(checkpoint_id) FROM checkpoints WHERE thread_id = {p}
+ GROUP BY checkpoint_ns
+"""
+
 Query = Callable[[str, Sequence[Any]], list[tuple[Any, ...]]]
 
 
@@ -93,6 +98,24 @@ class CheckpointFeed:
             return None
         newest = max(i.config["configurable"]["checkpoint_id"] for i in items)
         return f"{newest}.{sum(len(i.pending_writes or []) for i in items)}"
+
+    def namespaces(self, thread_id: str) -> dict[str, str]:
+        """The newest checkpoint id of each namespace of the thread (``""`` is the
+        run itself; subgraphs such as ``executor:<id>`` have their own)."""
+        if self._sql is not None:
+            sql = _NAMESPACES_SQL.format(p=self._sql.param)
+            return {str(ns): str(cid) for ns, cid in self._sql.query(sql, (thread_id,))}
+        if isinstance(self.saver, InMemorySaver):
+            stored = list((self.saver.storage.get(thread_id) or {}).items())
+            return {ns: max(ids) for ns, ids in stored if ids}
+        newest: dict[str, str] = {}
+        for item in self.saver.list(thread_config(thread_id)):
+            ns, cid = (
+                item.config["configurable"]["checkpoint_ns"],
+                item.config["configurable"]["checkpoint_id"],
+            )
+            newest[ns] = max(cid, newest.get(ns, cid))
+        return newest
 
     @staticmethod
     def _memory_heads(saver: InMemorySaver) -> dict[str, Head]:

@@ -5,10 +5,17 @@ from __future__ import annotations
 import argparse
 import ipaddress
 import os
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
+from starlette.applications import Starlette
 
 from aimegraph.dashboard.app import LOOPBACK_HOSTS, create_app
 
@@ -25,6 +32,15 @@ def is_loopback(host: str) -> bool:
         return False
 
 
+def check_exposure(host: str, token: str | None) -> None:
+    """Refuse to serve beyond this machine without a token."""
+    if not is_loopback(host) and not token:
+        raise ValueError(
+            f"binding {host} exposes your runs to the network: pass --token "
+            f"(or set {TOKEN_ENV}), or bind 127.0.0.1"
+        )
+
+
 def serve(
     saver: BaseCheckpointSaver[Any],
     *,
@@ -36,25 +52,59 @@ def serve(
     needs a ``token``, which every request must then carry."""
     import uvicorn
 
-    if not is_loopback(host) and not token:
-        raise ValueError(
-            f"binding {host} exposes your runs to the network: pass --token "
-            f"(or set {TOKEN_ENV}), or bind 127.0.0.1"
-        )
+    check_exposure(host, token)
     allowed = LOOPBACK_HOSTS if is_loopback(host) else ("*",)
     app = create_app(saver, token=token, allowed_hosts=(*allowed, host))
-    uvicorn.run(app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=2)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            app.state.closing.set()  # open pages' event streams end, so Ctrl+C is prompt
+            super().handle_exit(sig, frame)
+
+    Server(uvicorn.Config(app, host=host, port=port, log_level="warning")).run()
+
+
+@contextmanager
+def serve_in_background(app: Starlette, host: str = DEFAULT_HOST) -> Iterator[str]:
+    """Serve ``app`` (from :func:`create_app`) from a background thread on a free
+    port of ``host`` while the ``with`` block runs (for tests, benchmarks and
+    notebooks); yields the base URL."""
+    import uvicorn
+
+    sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    sock.bind((host, 0))
+    server = uvicorn.Server(
+        uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=1)
+    )
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise RuntimeError("the dashboard server did not start")
+        time.sleep(0.02)
+    try:
+        yield f"http://{host}:{sock.getsockname()[1]}"
+    finally:
+        app.state.closing.set()  # event streams end, so the shutdown is prompt
+        server.should_exit = True
+        thread.join(5)
+        sock.close()
 
 
 def cmd_dashboard(
     args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
 ) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
+    check_exposure(args.host, token)
     shown = f"[{args.host}]" if ":" in args.host else args.host
     console.print(
         f"aimegraph dashboard on http://{shown}:{args.port}/"
         + ("?token=YOUR_TOKEN" if token else "")
         + "  (Ctrl+C stops it)"
     )
-    serve(saver, host=args.host, port=args.port, token=token)
+    try:
+        serve(saver, host=args.host, port=args.port, token=token)
+    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl+C it shut down on
+        console.print("dashboard stopped")
     return 0

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Generator, Mapping, Sequence
+from contextlib import closing
+from typing import Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
@@ -51,7 +52,7 @@ class ThreadReader:
         self.saver = saver
         self.feed = CheckpointFeed(saver)
         self._rows: dict[str, tuple[Head, dict[str, Any]]] = {}
-        self._views: dict[str, tuple[str, dict[str, Any]]] = {}
+        self._histories: dict[str, _History] = {}
         self._lock = threading.Lock()
 
     # -- threads page
@@ -102,30 +103,33 @@ class ThreadReader:
         if version is None:
             return None
         with self._lock:
-            cached = self._views.get(thread_id)
-        if cached is not None and cached[0] == version:
-            return cached[1]
-        view = self._run(thread_id, version)
-        if view is not None:
-            with self._lock:
-                self._views[thread_id] = (version, view)
-        return view
+            history = self._histories.setdefault(thread_id, _History())
+        with history.lock:  # two pages on one thread: one reads, the other reuses
+            if history.view is not None and history.view["version"] == version:
+                return history.view
+            view = self._run(thread_id, version, history)
+            history.view = view
+            return view
 
-    def _run(self, thread_id: str, version: str) -> dict[str, Any] | None:
-        items = list(self.saver.list(thread_config(thread_id)))
-        top = [i for i in items if not i.config["configurable"].get("checkpoint_ns")]
-        if not top:
+    def _run(self, thread_id: str, version: str, history: _History) -> dict[str, Any] | None:
+        newest = self.feed.namespaces(thread_id)
+        head = self.saver.get_tuple(_root(thread_id, newest.get("")))
+        if head is None:
             return None
-        head = max(top, key=lambda i: i.config["configurable"]["checkpoint_id"])
-        # list() leaves out pending writes on some savers; get_tuple always has them.
-        head = self.saver.get_tuple(head.config) or head
+        self._read_new_checkpoints(thread_id, history)
+        for ns, checkpoint_id in newest.items():
+            if _is_actor(ns) and history.actors.get(ns, ("",))[0] != checkpoint_id:
+                item = self.saver.get_tuple(thread_config(thread_id, checkpoint_ns=ns))
+                if item is not None and (actor := _actor(item)) is not None:
+                    history.actors[ns] = (_cid(item), actor)
         values: Mapping[str, Any] = head.checkpoint.get("channel_values", {})
         tasks: dict[str, Task] = values.get("tasks") or {}
         verdict: Verdict | None = values.get("verdict")
         interrupts = pending_interrupts(head)
-        settings = next(
-            (s for i in top if (s := RunSettings.from_metadata(i.metadata)) is not None), None
-        )
+        actors: dict[str, list[dict[str, Any]]] = {}
+        for _, actor in sorted(history.actors.values(), key=lambda pair: pair[0]):
+            actors.setdefault(actor["task_id"], []).append(actor)
+        settings = history.settings
         return {
             "thread_id": thread_id,
             "version": version,
@@ -136,9 +140,9 @@ class ThreadReader:
             "final_answer": values.get("final_answer"),
             "checklist": render_checklist(tasks),
             "tasks": [_task(t) for t in tasks.values()],
-            "actors": _actors(items),
+            "actors": actors,
             "updates": [_update(u) for u in values.get("updates") or []],
-            "plans": _plans(top),
+            "plans": list(history.plans),
             "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
             "usage": usage_dict(values.get("usage")),
             "interrupts": [{"id": i.id, **_jsonable(i.value)} for i in interrupts],
@@ -149,12 +153,62 @@ class ThreadReader:
             ),
         }
 
+    def _read_new_checkpoints(self, thread_id: str, history: _History) -> None:
+        """Fold the run's top-level checkpoints not seen yet into its plan history
+        (listed newest first; the listing stops at the last one already folded)."""
+        fresh: list[CheckpointTuple] = []
+        newest_first = cast(Generator[CheckpointTuple], self.saver.list(_root(thread_id)))
+        with closing(newest_first) as listing:  # closing lets go of the saver's lock
+            for item in listing:
+                if history.last is not None and _cid(item) <= history.last:
+                    break
+                fresh.append(item)
+        for item in reversed(fresh):
+            history.fold(item)
+
     def tasks(self, thread_id: str) -> dict[str, Task] | None:
         item = self.saver.get_tuple(_root(thread_id))
         if item is None:
             return None
         tasks: dict[str, Task] = item.checkpoint.get("channel_values", {}).get("tasks") or {}
         return tasks
+
+
+class _History:
+    """What one thread's page has read so far: the plans (first, then each replan
+    with the reason it was asked for), the run settings, each actor's newest
+    state, and the last view."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.last: str | None = None
+        self.plans: list[dict[str, Any]] = []
+        self.settings: RunSettings | None = None
+        self.actors: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.view: dict[str, Any] | None = None
+        self._asked: str | None = None
+        self._rationale: str | None = None
+
+    def fold(self, item: CheckpointTuple) -> None:
+        """Take in the next top-level checkpoint, oldest first. ``replan_reason`` is
+        set before the planner runs again and cleared when it commits a plan."""
+        self.last = _cid(item)
+        self.settings = RunSettings.from_metadata(item.metadata) or self.settings
+        values = item.checkpoint.get("channel_values", {})
+        if reason := values.get("replan_reason"):
+            self._asked = reason
+        rationale = values.get("plan_rationale")
+        committed = self._asked is not None and not reason
+        if rationale is not None and (rationale != self._rationale or committed):
+            self.plans.append(
+                {
+                    "number": len(self.plans) + 1,
+                    "reason": self._asked if self.plans else None,
+                    "rationale": rationale,
+                    "at": str(item.checkpoint["ts"]),
+                }
+            )
+            self._rationale, self._asked = rationale, None
 
 
 def _task(task: Task) -> dict[str, Any]:
@@ -169,38 +223,30 @@ def _jsonable(value: Any) -> Any:
     return json.loads(json.dumps(value, default=str))
 
 
-def _actors(items: Iterable[CheckpointTuple]) -> dict[str, list[dict[str, Any]]]:
-    """Each task's actors (one per attempt), from the newest checkpoint of each
-    executor namespace: the spec it was given and its transcript so far."""
-    newest: dict[str, CheckpointTuple] = {}
-    for item in items:
-        ns = item.config["configurable"].get("checkpoint_ns", "")
-        if not ns.startswith("executor:") or "|" in ns:
-            continue
-        if ns not in newest or _cid(item) > _cid(newest[ns]):
-            newest[ns] = item
-    actors: dict[str, list[dict[str, Any]]] = {}
-    for item in sorted(newest.values(), key=_cid):
-        values = item.checkpoint.get("channel_values", {})
-        task: Task | None = values.get("task")
-        if task is None:
-            continue
-        messages: list[AnyMessage] = values.get("messages") or []
-        actors.setdefault(task.id, []).append(
-            {
-                "attempt": max(task.attempts, 1),
-                "persona": task.persona,
-                "bundles": list(task.tool_bundles),
-                "tools": list(values.get("tool_names") or []),
-                "system_prompt": next(
-                    (m.text for m in messages if isinstance(m, SystemMessage)), ""
-                ),
-                "transcript": transcript(messages),
-                "steps": values.get("steps", 0),
-                "error": values.get("error"),
-            }
-        )
-    return actors
+def _is_actor(namespace: str) -> bool:
+    """An executor subgraph's own namespace (not one nested inside it)."""
+    return namespace.startswith("executor:") and "|" not in namespace
+
+
+def _actor(item: CheckpointTuple) -> dict[str, Any] | None:
+    """One actor (a task attempt) from its newest checkpoint: the spec it was given
+    and its transcript so far."""
+    values = item.checkpoint.get("channel_values", {})
+    task: Task | None = values.get("task")
+    if task is None:
+        return None
+    messages: list[AnyMessage] = values.get("messages") or []
+    return {
+        "task_id": task.id,
+        "attempt": max(task.attempts, 1),
+        "persona": task.persona,
+        "bundles": list(task.tool_bundles),
+        "tools": list(values.get("tool_names") or []),
+        "system_prompt": next((m.text for m in messages if isinstance(m, SystemMessage)), ""),
+        "transcript": transcript(messages),
+        "steps": values.get("steps", 0),
+        "error": values.get("error"),
+    }
 
 
 def _cid(item: CheckpointTuple) -> str:
@@ -235,28 +281,3 @@ def transcript(messages: Sequence[AnyMessage]) -> list[dict[str, Any]]:
                 }
             )
     return _jsonable(entries)  # type: ignore[no-any-return]
-
-
-def _plans(top: Sequence[CheckpointTuple]) -> list[dict[str, Any]]:
-    """The plans in order: the first, then each replan with the reason it was asked
-    for (``replan_reason`` is set before the planner runs and cleared by it)."""
-    plans: list[dict[str, Any]] = []
-    asked: str | None = None
-    rationale: str | None = None
-    for item in sorted(top, key=_cid):
-        values = item.checkpoint.get("channel_values", {})
-        reason = values.get("replan_reason")
-        if reason:
-            asked = reason
-        new_rationale = values.get("plan_rationale")
-        if new_rationale is not None and (new_rationale != rationale or (asked and not reason)):
-            plans.append(
-                {
-                    "number": len(plans) + 1,
-                    "reason": asked if plans else None,
-                    "rationale": new_rationale,
-                    "at": str(item.checkpoint["ts"]),
-                }
-            )
-            rationale, asked = new_rationale, None
-    return plans

@@ -46,18 +46,34 @@ export function badge(status) {
   return el("span", { class: `badge status-${status}` }, status);
 }
 
-// An EventSource that shows its state in the header's "live" marker.
+// An EventSource that shows its state in the header's "live" marker. A hidden
+// tab lets go of its stream (browsers allow six HTTP/1.1 connections per host,
+// and each open stream holds one) and catches up with a fresh one when shown:
+// the first event of a stream is always the whole current state.
 export function follow(path, event, onData) {
   const live = document.getElementById("live");
-  const source = new EventSource(path);
-  source.addEventListener(event, (message) => {
-    live.textContent = "live";
-    live.className = "live on";
-    onData(JSON.parse(message.data));
+  let source = null;
+  const open = () => {
+    source = new EventSource(path);
+    source.addEventListener(event, (message) => {
+      live.textContent = "live";
+      live.className = "live on";
+      onData(JSON.parse(message.data));
+    });
+    source.addEventListener("error", () => {
+      live.textContent = "reconnecting…";
+      live.className = "live off";
+    });
+  };
+  document.addEventListener("visibilitychange", () => {
+    if (document.hidden && source) {
+      source.close();
+      source = null;
+      live.textContent = "paused while hidden";
+      live.className = "live";
+    } else if (!document.hidden && !source) {
+      open();
+    }
   });
-  source.addEventListener("error", () => {
-    live.textContent = "reconnecting…";
-    live.className = "live off";
-  });
-  return source;
+  if (!document.hidden) open();
 }

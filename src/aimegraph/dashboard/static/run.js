@@ -139,25 +139,39 @@ function renderPlan(view) {
   $("plan").replaceChildren(image);
 }
 
+// Task blocks are rebuilt only when their task or actors changed: a live run
+// changes one or two tasks per step, and transcripts are the bulk of the page.
+const taskBlocks = new Map();
+
 function renderTasks(view) {
   const open = new Set([...document.querySelectorAll("#tasks details[open]")].map((d) => d.dataset.key));
-  const first = document.querySelector("#tasks details") === null;
-  $("tasks").replaceChildren(
-    ...view.tasks.map((task) => {
-      const key = `task:${task.id}`;
-      const attempts = view.actors[task.id] ?? [];
-      return el("details", { "data-key": key, "data-task": task.id, class: "task", open: open.has(key) || (first && task.status === "in_progress") },
-        el("summary", {}, badge(task.status), " ", el("b", {}, task.id), `: ${task.title}`,
-          task.result ? el("span", { class: "summary" }, ` — ${clip(task.result.summary, 140)}`) : ""),
-        el("div", { class: "task-body" },
-          task.description ? el("p", {}, task.description) : null,
-          task.completion_criteria ? el("p", { class: "hint" }, `done when: ${task.completion_criteria}`) : null,
-          task.dependencies.length ? el("p", { class: "hint" }, `after: ${task.dependencies.join(", ")}`) : null,
-          task.result ? resultBlock(task.result) : null,
-          ...attempts.map((actor) => actorBlock(task.id, actor, open)),
-        ),
-      );
-    }),
+  const blocks = view.tasks.map((task) => {
+    const attempts = view.actors[task.id] ?? [];
+    const key = JSON.stringify([task, attempts]);
+    const cached = taskBlocks.get(task.id);
+    if (cached && cached.key === key) return cached.node;
+    const node = taskBlock(task, attempts, open, !cached);
+    taskBlocks.set(task.id, { key, node });
+    return node;
+  });
+  const container = $("tasks");
+  if (blocks.length !== container.children.length || blocks.some((b, i) => container.children[i] !== b)) {
+    container.replaceChildren(...blocks);
+  }
+}
+
+function taskBlock(task, attempts, open, isNew) {
+  const key = `task:${task.id}`;
+  return el("details", { "data-key": key, "data-task": task.id, class: "task", open: open.has(key) || (isNew && task.status === "in_progress") },
+    el("summary", {}, badge(task.status), " ", el("b", {}, task.id), `: ${task.title}`,
+      task.result ? el("span", { class: "summary" }, ` — ${clip(task.result.summary, 140)}`) : ""),
+    el("div", { class: "task-body" },
+      task.description ? el("p", {}, task.description) : null,
+      task.completion_criteria ? el("p", { class: "hint" }, `done when: ${task.completion_criteria}`) : null,
+      task.dependencies.length ? el("p", { class: "hint" }, `after: ${task.dependencies.join(", ")}`) : null,
+      task.result ? resultBlock(task.result) : null,
+      ...attempts.map((actor) => actorBlock(task.id, actor, open)),
+    ),
   );
 }
 
