@@ -53,7 +53,8 @@ def saver(store_url: str) -> Iterator[BaseCheckpointSaver[Any]]:
 def runs(saver: BaseCheckpointSaver[Any]) -> Iterator[RunManager]:
     manager = RunManager(saver)
     yield manager
-    manager.shutdown()
+    for thread_id in manager.active():  # nothing may write after the store closes
+        manager.wait(thread_id, timeout=60)
 
 
 @dataclass

@@ -17,7 +17,6 @@ import hmac
 import json
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -91,21 +90,11 @@ def create_app(
             Middleware(TrustedHostMiddleware, allowed_hosts=list(allowed_hosts)),
             Middleware(_Guard, token=token),
         ],
-        lifespan=_lifespan(runs),
     )
     app.state.runs = runs
     app.state.reader = reader
     app.state.closing = closing  # set it to end every event stream (before a shutdown)
     return app
-
-
-def _lifespan(runs: RunManager) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
-    @asynccontextmanager
-    async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        yield
-        await run_in_threadpool(runs.shutdown)
-
-    return lifespan
 
 
 def _page(name: str) -> Callable[[Request], Awaitable[Response]]:

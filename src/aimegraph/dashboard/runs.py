@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -35,12 +34,17 @@ class NothingToResumeError(LookupError):
 
 class RunManager:
     """Starts and resumes runs in the background; remembers which are in flight
-    here and how any of them failed (as a message for the page)."""
+    here and how any of them failed (as a message for the page).
+
+    Each run has a daemon thread, so stopping the dashboard never waits for a
+    model: a run stops where it is, and as every step is checkpointed before the
+    next one starts (``durability="sync"``), ``aimegraph resume`` carries it on
+    without losing a finished step."""
 
     def __init__(self, saver: BaseCheckpointSaver[Any], *, max_runs: int = 16) -> None:
         self.saver = saver
-        self._pool = ThreadPoolExecutor(max_runs, thread_name_prefix="aimegraph-run")
-        self._active: dict[str, Future[None]] = {}
+        self.max_runs = max_runs
+        self._active: dict[str, threading.Thread] = {}
         self.errors: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -89,32 +93,38 @@ class RunManager:
 
     def active(self) -> set[str]:
         with self._lock:
-            return {t for t, f in self._active.items() if not f.done()}
+            return {t for t, run in self._active.items() if run.is_alive()}
 
     def wait(self, thread_id: str, timeout: float | None = None) -> None:
-        """Block until this dashboard's run of the thread ends (for tests and scripts)."""
+        """Block until this dashboard's run of the thread ends or pauses (for tests
+        and scripts)."""
         with self._lock:
-            future = self._active.get(thread_id)
-        if future is not None:
-            future.result(timeout)
-
-    def shutdown(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=True)
+            run = self._active.get(thread_id)
+        if run is not None:
+            run.join(timeout)
 
     def _launch(self, thread_id: str, settings: RunSettings, inputs: Any, *, new: bool) -> None:
         with self._lock:
-            if thread_id in self._active and not self._active[thread_id].done():
+            running = {t for t, run in self._active.items() if run.is_alive()}
+            if thread_id in running:
                 raise RunConflictError(f"thread {thread_id!r} is already running here")
+            if len(running) >= self.max_runs:
+                raise RunConflictError(f"{len(running)} runs are in flight here; wait for one")
             if new and self.saver.get_tuple(run_config(thread_id)) is not None:
                 raise RunConflictError(f"thread {thread_id!r} exists; pick a new id")
             graph = run_graph(settings, self.saver)
             self.errors.pop(thread_id, None)
-            self._active[thread_id] = self._pool.submit(
-                self._run, graph, inputs, thread_id, settings
+            run = threading.Thread(
+                target=self._run,
+                args=(graph, inputs, thread_id, settings),
+                name=f"aimegraph-run-{thread_id}",
+                daemon=True,
             )
+            self._active[thread_id] = run
+            run.start()
 
     def _run(self, graph: Any, inputs: Any, thread_id: str, settings: RunSettings) -> None:
         try:
-            graph.invoke(inputs, run_config(thread_id, settings))
+            graph.invoke(inputs, run_config(thread_id, settings), durability="sync")
         except Exception as exc:  # noqa: BLE001 - shown on the run page, never lost
             self.errors[thread_id] = f"{type(exc).__name__}: {exc}"
