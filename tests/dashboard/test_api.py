@@ -347,3 +347,26 @@ def test_a_token_guards_the_live_server(saver: BaseCheckpointSaver[Any], runs: R
         with httpx.stream("GET", url + "/api/events", timeout=5,
                           headers={"authorization": "Bearer s3cret"}) as response:  # fmt: skip
             assert response.status_code == 200
+
+
+@pytest.mark.postgres
+def test_postgres_checkpoints_feed_the_dashboard(
+    postgres_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from aimegraph.checkpoints import new_thread_id, open_checkpointer
+
+    monkeypatch.chdir(tmp_path)
+    with open_checkpointer(postgres_url) as saver:
+        runs = RunManager(saver)
+        client = TestClient(create_app(saver, runs=runs), base_url=LOCAL)
+        thread_id = demo(client, runs, thread_id=new_thread_id("dash-pg-"))
+        rows = {r["thread_id"]: r for r in client.get("/api/threads").json()["threads"]}
+        assert rows[thread_id]["status"] == "succeeded"
+        run = view(client, thread_id)
+        assert run["checklist"].count("- [x]") == 4 and set(run["actors"]) == {
+            "t1",
+            "t2",
+            "t3",
+            "t4",
+        }
+        assert client.app.state.reader.version(thread_id) == run["version"]

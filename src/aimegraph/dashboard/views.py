@@ -24,7 +24,8 @@ from aimegraph.dashboard.feed import CheckpointFeed, Head
 from aimegraph.state import ProgressUpdate, Task, Usage, Verdict, render_checklist
 
 INTERRUPT_CHANNEL = "__interrupt__"
-PROGRESS_TOOLS = ("update_progress", "submit_result")
+CALL_KINDS = {"update_progress": "progress", "submit_result": "result"}
+"""Transcript entry kinds of the tool calls that report, rather than act."""
 
 
 def _root(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
@@ -37,7 +38,7 @@ def pending_interrupts(item: CheckpointTuple) -> list[Interrupt]:
     found: list[Interrupt] = []
     for _task, channel, value in item.pending_writes or []:
         if channel == INTERRUPT_CHANNEL:
-            found += [i for i in (value if isinstance(value, Sequence) else [value])]
+            found.extend(value if isinstance(value, Sequence) else [value])
     return found
 
 
@@ -267,9 +268,7 @@ def transcript(messages: Sequence[AnyMessage]) -> list[dict[str, Any]]:
             if message.text.strip():
                 entries.append({"kind": "reply", "text": message.text})
             for call in message.tool_calls:
-                kind = {"update_progress": "progress", "submit_result": "result"}.get(
-                    call["name"], "call"
-                )
+                kind = CALL_KINDS.get(call["name"], "call")
                 entries.append({"kind": kind, "tool": call["name"], "args": call["args"]})
         elif isinstance(message, ToolMessage):
             entries.append(
