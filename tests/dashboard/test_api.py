@@ -18,6 +18,7 @@ from aimegraph.cli import main
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.dashboard.server import serve, serve_in_background
+from aimegraph.steering import resume_command
 
 LOCAL = "http://127.0.0.1"
 
@@ -370,3 +371,48 @@ def test_postgres_checkpoints_feed_the_dashboard(
             "t4",
         }
         assert client.app.state.reader.version(thread_id) == run["version"]
+
+
+def test_a_run_in_another_connection_streams_live(live: LiveServer, store_url: str) -> None:
+    """The page's stream follows a run written through another connection to the
+    store (as another process would): it waits for the thread to appear, shows the
+    pause, then the end."""
+    import queue
+    import threading
+
+    from aimegraph.checkpoints import open_checkpointer, run_config
+    from aimegraph.steering import prepare_demo, run_graph
+
+    views: queue.Queue[dict[str, Any]] = queue.Queue()
+
+    def follow() -> None:
+        try:
+            with httpx.stream("GET", f"{live.url}/api/threads/elsewhere/events", timeout=30) as r:
+                for line in r.iter_lines():
+                    if line.startswith("data:"):
+                        views.put(json.loads(line.removeprefix("data:")))
+        except httpx.HTTPError:
+            pass  # the server stopped at the end of the test
+
+    threading.Thread(target=follow, daemon=True).start()
+
+    def next_with(status: str) -> dict[str, Any]:
+        while True:
+            view = views.get(timeout=30)
+            if view["status"] == status:
+                return view
+
+    with open_checkpointer(store_url) as elsewhere:
+        settings, goal = prepare_demo("elsewhere", approve_plan=True)
+        graph = run_graph(settings, elsewhere)
+        graph.invoke({"goal": goal}, run_config("elsewhere", settings))
+        paused = next_with("paused")
+        assert paused["interrupts"][0]["kind"] == "approve_plan" and not paused["active"]
+        graph.invoke(
+            resume_command(
+                graph.get_state(run_config("elsewhere")).interrupts, {"action": "approve"}
+            ),
+            run_config("elsewhere", settings),
+        )
+        done = next_with("succeeded")
+    assert done["checklist"].count("- [x]") == 4 and done["version"] != paused["version"]
