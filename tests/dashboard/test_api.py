@@ -290,8 +290,10 @@ def test_a_token_guards_every_request_and_stream(
     assert ok.status_code == 200
 
     # Opening a page with ?token= trades it for a cookie and drops it from the address.
-    opened = client.get("/?token=s3cret", follow_redirects=False)
-    assert opened.status_code == 303 and "token" not in opened.headers["location"]
+    opened = client.get(f"/threads/{hostile_thread}?token=s3cret&x=1", follow_redirects=False)
+    assert (
+        opened.status_code == 303 and opened.headers["location"] == f"/threads/{hostile_thread}?x=1"
+    )
     assert (
         "HttpOnly" in opened.headers["set-cookie"]
         and "SameSite=strict" in opened.headers["set-cookie"]

@@ -119,8 +119,9 @@ class _Guard(BaseHTTPMiddleware):
             if offered is not None and _same(offered, self.token):
                 # Trade the token in the address for a cookie, and drop it from
                 # the address bar (and so from the history and any Referer).
-                target = request.url.remove_query_params("token")
-                response: Response = RedirectResponse(str(target), status_code=303)
+                rest = request.url.remove_query_params("token")
+                target = rest.path + (f"?{rest.query}" if rest.query else "")
+                response: Response = RedirectResponse(target, status_code=303)
                 response.set_cookie(
                     TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
                 )
