@@ -7,7 +7,7 @@
     python -m bench --only dashboard     # [dashboard] extra, Playwright and Debian's chromium
     python -m bench --output results.md  # where to write the report
 
-The full run writes ``bench/results.md``; ``--quick`` writes nothing unless
+The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
 ``--output`` is given.
 """
 
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(str(exc))
     text = report.to_markdown()
     print(text)
-    output = args.output or (None if args.quick else RESULTS)
+    output = args.output or (None if args.quick or args.only else RESULTS)
     if output is not None:
         output.write_text(text, encoding="utf-8")
         progress(f"written to {output}")

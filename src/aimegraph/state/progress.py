@@ -34,8 +34,8 @@ def apply_plan(
     """Return the changed tasks after applying ``plan`` to ``tasks``, or raise PlanError.
 
     Completed tasks are never lost: a spec that changes a completed task is
-    refused; one that only restates it is ignored, and so is a drop of an unknown id. A revised task restarts as
-    pending with its attempts reset.
+    refused; one that only restates it is ignored, and so is a drop of an
+    unknown id. A revised task restarts as pending with its attempts reset.
     Failed tasks that the plan neither revises nor drops are marked skipped (the
     planner has seen them and chose to live without them); their result, with
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
