@@ -71,10 +71,13 @@ def live(saver: BaseCheckpointSaver[Any], runs: RunManager) -> Iterator[LiveServ
         yield LiveServer(url, app, runs)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium() -> Iterator[Any]:
     """Debian's Chromium through Playwright. Without it the browser tests skip,
-    except under ``CI``, where ``make test`` installs it and they must run."""
+    except under ``CI``, where ``make test`` installs it and they must run.
+
+    Module scope: Playwright's sync API keeps an event loop running in this thread
+    while it is open, which would break every later test that starts one."""
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:
