@@ -1,16 +1,25 @@
 # `make demo` and `make test` each build .venv from nothing when it is missing.
+# The demo needs only the base install (scripted model, real tools): no extras, so
+# no llama-cpp-python to compile. `make test` installs every extra.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+DEMO_STAMP := $(VENV)/.installed-base
 
 .PHONY: demo test lint bench clean system-deps
 
-$(STAMP): pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,dashboard,tracing]'
-	touch $(STAMP)
+	touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $(DEMO_STAMP)
 
 # Graphviz's `dot` renders drawings offline; Chromium runs the dashboard's browser
 # tests. Both come from Debian when missing.
@@ -22,7 +31,7 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium is missing: sudo apt-get install chromium chromium-driver" >&2; fi; }
 
-demo: $(STAMP)
+demo: $(DEMO_STAMP)
 	$(BIN)/aimegraph demo
 
 test: $(STAMP) system-deps

@@ -10,9 +10,12 @@ Two entry points, both returning a :class:`Drawing` that notebooks display inlin
 
 Nothing here touches the network. LangChain's own ``draw_mermaid_png`` posts the
 diagram to the mermaid.ink web service, which fails on air-gapped machines and
-leaks the graph's structure, so SVG and PNG are produced by the local Graphviz
+leaks the graph's structure, so SVG, PNG and PDF are produced by the local Graphviz
 ``dot`` executable (Debian package ``graphviz``) through the Python ``graphviz``
 binding, and Mermaid output is plain text that is never rendered here.
+
+The binding comes with the ``[draw]`` extra and is imported only when a drawing is
+rendered, so ``import aimegraph`` and Mermaid output work on the base install.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from os import PathLike
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, cast, get_args
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias, cast, get_args
 
-import graphviz
 from langchain_core.runnables import Runnable
 from langchain_core.runnables.graph import Graph
 from langgraph.constants import END, START
@@ -34,6 +37,9 @@ from langgraph.pregel import Pregel
 from langgraph.pregel.protocol import PregelProtocol
 
 from aimegraph.state import Task
+
+if TYPE_CHECKING:
+    import graphviz
 
 __all__ = [
     "STATUS_COLOURS",
@@ -44,8 +50,8 @@ __all__ = [
     "draw_plan",
 ]
 
-DrawFormat: TypeAlias = Literal["svg", "png", "mermaid"]
-"""Output formats: SVG and PNG come from Graphviz ``dot``; Mermaid is text."""
+DrawFormat: TypeAlias = Literal["svg", "png", "pdf", "mermaid"]
+"""Output formats: SVG, PNG and PDF come from Graphviz ``dot``; Mermaid is text."""
 
 Drawable: TypeAlias = "Graph | Runnable[Any, Any] | StateGraph[Any, Any, Any, Any]"
 """What :func:`draw` accepts (compiled LangGraph graphs are Runnables)."""
@@ -53,10 +59,11 @@ Drawable: TypeAlias = "Graph | Runnable[Any, Any] | StateGraph[Any, Any, Any, An
 _FORMATS: tuple[str, ...] = get_args(DrawFormat)
 
 # Used only when no ``format`` is passed, so that ``draw(g, "graph.png")`` does not
-# quietly write SVG bytes into a file called .png.
+# quietly write SVG bytes into a file called .png; other suffixes are refused.
 _SUFFIX_FORMATS: dict[str, DrawFormat] = {
     ".svg": "svg",
     ".png": "png",
+    ".pdf": "pdf",
     ".mmd": "mermaid",
     ".mermaid": "mermaid",
 }
@@ -79,7 +86,8 @@ _LABEL_LINES = 4
 
 
 class GraphvizNotFoundError(RuntimeError):
-    """The Graphviz ``dot`` executable is not installed (needed for SVG and PNG)."""
+    """Graphviz is missing: the Python binding (the ``[draw]`` extra) or the ``dot``
+    executable (the system package), both needed for SVG, PNG and PDF."""
 
 
 @dataclass(frozen=True, repr=False)
@@ -87,8 +95,8 @@ class Drawing:
     """A rendered diagram that Jupyter displays inline.
 
     ``data`` is ``str`` for ``"svg"`` (the SVG document) and ``"mermaid"`` (the
-    Mermaid source), and ``bytes`` for ``"png"``. ``source`` is what was rendered:
-    the DOT source for SVG and PNG, the Mermaid text for Mermaid; it is handy for
+    Mermaid source), and ``bytes`` for ``"png"`` and ``"pdf"``. ``source`` is what
+    was rendered: the DOT source for SVG, PNG and PDF, the Mermaid text for Mermaid; it is handy for
     debugging a layout or pasting into another tool.
     """
 
@@ -148,7 +156,7 @@ def draw(
     format: DrawFormat | None = None,
     xray: bool | int = False,
 ) -> Drawing:
-    """Render a workflow graph offline as SVG, PNG or Mermaid.
+    """Render a workflow graph offline as SVG, PNG, PDF or Mermaid.
 
     Args:
         graph: a compiled LangGraph graph, an uncompiled ``StateGraph`` builder
@@ -156,8 +164,9 @@ def draw(
             a ``langchain_core.runnables.graph.Graph``, or any LangChain
             ``Runnable``.
         path: if given, the drawing is also written there.
-        format: ``"svg"``, ``"png"`` or ``"mermaid"``. When omitted it follows the
-            suffix of ``path`` (``.svg``, ``.png``, ``.mmd``, ``.mermaid``), else SVG.
+        format: ``"svg"``, ``"png"``, ``"pdf"`` or ``"mermaid"``. When omitted it
+            follows the suffix of ``path`` (``.svg``, ``.png``, ``.pdf``, ``.mmd``,
+            ``.mermaid``; other suffixes are refused), else SVG.
         xray: expand subgraphs: ``True`` for all levels, an ``int`` for that many
             levels. Only LangGraph graphs have subgraphs; other inputs ignore it.
 
@@ -165,7 +174,9 @@ def draw(
         A :class:`Drawing`; in a notebook it displays inline.
 
     Raises:
-        GraphvizNotFoundError: SVG or PNG was asked for and ``dot`` is not installed.
+        GraphvizNotFoundError: SVG, PNG or PDF was asked for and the ``[draw]``
+            extra or the Graphviz ``dot`` executable is not installed.
+        ValueError: an unknown ``format``, or a ``path`` suffix that names none.
     """
     fmt = _resolve_format(format, path)
     lc_graph = _to_graph(graph, xray)
@@ -183,6 +194,11 @@ def draw(
 def _resolve_format(format: str | None, path: str | PathLike[str] | None) -> DrawFormat:
     if format is None:
         suffix = Path(path).suffix.lower() if path is not None else ""
+        if suffix and suffix not in _SUFFIX_FORMATS:
+            raise ValueError(
+                f"cannot tell the drawing format from the suffix {suffix!r}: use one of "
+                f"{', '.join(_SUFFIX_FORMATS)}, or pass format= ({', '.join(_FORMATS)})"
+            )
         return _SUFFIX_FORMATS.get(suffix, "svg")
     if format not in _FORMATS:
         raise ValueError(f"format must be one of {', '.join(_FORMATS)}; got {format!r}")
@@ -539,8 +555,22 @@ def _mermaid_text(text: str) -> str:
 # ------------------------------------------------------------------------ helpers
 
 
+def _graphviz() -> ModuleType:
+    """The ``graphviz`` binding, imported only when a drawing is rendered."""
+    try:
+        import graphviz
+    except ImportError as exc:
+        raise GraphvizNotFoundError(
+            "drawing SVG, PNG or PDF needs the Python graphviz package, which the base "
+            "install leaves out: pip install 'aimegraph[draw]', plus the Graphviz system "
+            "package for its `dot` executable (apt-get install graphviz, brew install "
+            "graphviz or conda install graphviz). format='mermaid' needs neither."
+        ) from exc
+    return graphviz
+
+
 def _digraph(name: str) -> graphviz.Digraph:
-    return graphviz.Digraph(
+    digraph: graphviz.Digraph = _graphviz().Digraph(
         name,
         graph_attr={"rankdir": "TB", "fontname": _FONT, "fontsize": "11", "nodesep": "0.4"},
         node_attr={
@@ -552,6 +582,7 @@ def _digraph(name: str) -> graphviz.Digraph:
         },
         edge_attr={"fontname": _FONT, "fontsize": "9", "color": "#555555"},
     )
+    return digraph
 
 
 def _label(*lines: str) -> str:
@@ -562,7 +593,7 @@ def _label(*lines: str) -> str:
     stops a title like ``<draft>`` from being taken for an HTML-like label.
     """
     escaped = (line.replace("\\", "\\\\") for text in lines for line in text.splitlines())
-    label: str = graphviz.nohtml("\\n".join(escaped))
+    label: str = _graphviz().nohtml("\\n".join(escaped))
     return label
 
 
@@ -570,11 +601,12 @@ def _render(dot: graphviz.Digraph, fmt: DrawFormat) -> Drawing:
     try:
         # pipe() runs the local `dot` in a subprocess: no files, no network.
         data: bytes = dot.pipe(format=fmt)
-    except graphviz.ExecutableNotFound as exc:
+    except _graphviz().ExecutableNotFound as exc:
         raise GraphvizNotFoundError(
             "Graphviz's `dot` executable was not found on PATH, and it is needed for "
-            f"format={fmt!r}. Install it with `apt-get install graphviz` (Debian/Ubuntu), "
-            "`brew install graphviz` (macOS) or `conda install graphviz`, or use "
+            f"format={fmt!r}. Install the Graphviz system package: `apt-get install "
+            "graphviz` (Debian/Ubuntu), `brew install graphviz` (macOS) or `conda install "
+            "graphviz`, or use "
             "format='mermaid', which needs no renderer."
         ) from exc
     if fmt == "svg":

@@ -182,7 +182,24 @@ def test_draw_rejects_unknown_inputs() -> None:
     with pytest.raises(TypeError, match="draw\\(\\) takes"):
         draw("not a graph")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="format must be one of"):
-        draw(_builder(), format="pdf")  # type: ignore[arg-type]
+        draw(_builder(), format="gif")  # type: ignore[arg-type]
+
+
+def test_draw_refuses_a_suffix_it_cannot_write(tmp_path: Path) -> None:
+    # Issue 11: `draw -o x.jpg` used to write SVG bytes under any name.
+    with pytest.raises(ValueError, match="suffix '.jpg'.*format="):
+        draw(_builder(), tmp_path / "graph.jpg")
+    assert not (tmp_path / "graph.jpg").exists()
+
+
+@needs_dot
+def test_draw_pdf_is_a_real_pdf(
+    graph: CompiledStateGraph[Any, Any, Any, Any], tmp_path: Path
+) -> None:
+    # Issue 11: `draw -o x.pdf` used to write SVG bytes into the .pdf.
+    drawing = draw(graph, tmp_path / "graph.pdf")
+    assert drawing.format == "pdf"
+    assert (tmp_path / "graph.pdf").read_bytes()[:5] == b"%PDF-"
 
 
 @needs_dot
