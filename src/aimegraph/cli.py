@@ -10,9 +10,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,14 @@ from langchain_core.load import dumpd
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 from rich.console import Console
+from rich.markup import escape
 
 from aimegraph.checkpoints import (
     DEFAULT_CHECKPOINT_URL,
+    CheckpointConnectionError,
+    MissingCheckpointBackendError,
     RunSettings,
+    SettingsNotStoredError,
     ThreadNotFoundError,
     latest_settings,
     list_threads,
@@ -35,8 +40,9 @@ from aimegraph.checkpoints import (
 )
 from aimegraph.config import AimeConfig
 from aimegraph.console import LiveProgress
+from aimegraph.drawing import GraphvizNotFoundError
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
-from aimegraph.state import render_checklist
+from aimegraph.state import PlanUpdate, Task, render_checklist
 from aimegraph.steering import (
     DEMO_SCENARIO,
     WORKSPACES,
@@ -45,6 +51,7 @@ from aimegraph.steering import (
     prepare_demo,
     resume_command,
     run_graph,
+    run_tools,
 )
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
@@ -67,14 +74,29 @@ def main(argv: Sequence[str] | None = None) -> int:
     console = Console(stderr=args.json, highlight=False)
     errors = Console(stderr=True, highlight=False)
     try:
-        with _tracing(args.otlp), open_checkpointer(args.checkpoints) as checkpointer:
+        with _tracing(args.otlp), ExitStack() as stack:
+            checkpointer = _open_store(stack, args.checkpoints)
             return int(args.handler(args, checkpointer, console))
     except CliError as exc:
-        errors.print(f"[red]error:[/red] {exc}")
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return exc.code
-    except ValueError as exc:  # bad URLs, model specs, config values
-        errors.print(f"[red]error:[/red] {exc}")
+    except ValueError as exc:  # bad URLs, model specs, config values, tool specs
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
+
+
+STORE_ERRORS = (CheckpointConnectionError, MissingCheckpointBackendError, sqlite3.Error, OSError)
+
+
+def _open_store(stack: ExitStack, url: str) -> BaseCheckpointSaver[Any]:
+    """The checkpointer for ``url``, closed with ``stack``; a store that cannot be
+    opened (server down, bad path, missing extra) is a usage error."""
+    try:
+        return stack.enter_context(open_checkpointer(url))
+    except STORE_ERRORS as exc:
+        reason, where = " ".join(str(exc).split()), redact_url(url)
+        message = reason if where in reason else f"cannot open checkpoint store {where}: {reason}"
+        raise CliError(message, EXIT_USAGE) from exc
 
 
 @contextmanager
@@ -104,7 +126,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
     if saver.get_tuple(run_config(thread_id)) is not None:
         raise CliError(f"thread {thread_id!r} exists; resume it or pick a new id", EXIT_USAGE)
     config = _config_from_args(args, thread_id)
-    settings = RunSettings(model=args.model, config=config)
+    settings = RunSettings(model=args.model, config=config, tools=tuple(args.tools))
     graph = run_graph(settings, saver)
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
 
@@ -125,9 +147,10 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 
 def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _settings_or_exit(saver, args.thread)
+    settings = _run_settings(saver, args)
     graph = run_graph(settings, saver)
     snapshot = graph.get_state(run_config(args.thread))
+    _check_tools(snapshot, settings)
     if not snapshot.next and not snapshot.interrupts:
         raise CliError(
             f"thread {args.thread!r} has nothing to resume (status: {run_state(snapshot)})",
@@ -165,17 +188,14 @@ def cmd_threads(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 
 
 def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _settings_or_exit(saver, args.thread)
-    snapshot = run_graph(settings, saver).get_state(run_config(args.thread))
+    snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
     _report(snapshot, args.thread, args, console)
     return 0
 
 
 def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _settings_or_exit(saver, args.thread)
-    graph = run_graph(settings, saver)
     rows = []
-    for snap in graph.get_state_history(run_config(args.thread)):
+    for snap in _reader(saver, args.thread).get_state_history(run_config(args.thread)):
         tasks = snap.values.get("tasks") or {}
         done = sum(t.status == "completed" for t in tasks.values())
         rows.append(
@@ -202,11 +222,12 @@ def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 
 
 def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _settings_or_exit(saver, args.thread)
+    settings = _run_settings(saver, args)
     graph = run_graph(settings, saver)
     config = run_config(args.thread, checkpoint_id=args.checkpoint)
     if saver.get_tuple(config) is None:
         raise CliError(f"no checkpoint {args.checkpoint!r} in thread {args.thread!r}", 6)
+    _check_tools(graph.get_state(config), settings)
     if not args.json:
         console.print(f"forking {args.thread} from checkpoint {args.checkpoint}")
     return _execute(
@@ -229,13 +250,15 @@ def cmd_dashboard(
 def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     from aimegraph.drawing import draw, draw_plan
 
-    if args.plan:
-        settings = _settings_or_exit(saver, args.plan)
-        snapshot = run_graph(settings, saver).get_state(run_config(args.plan))
-        drawing = draw_plan(snapshot.values, args.output, format=args.format)
-    else:
-        graph = build_aime_graph(args.model, config=AimeConfig(workspace=WORKSPACES / "draw"))
-        drawing = draw(graph, args.output, format=args.format, xray=args.xray)
+    try:
+        if args.plan:
+            snapshot = _reader(saver, args.plan).get_state(run_config(args.plan))
+            drawing = draw_plan(snapshot.values, args.output, format=args.format)
+        else:
+            graph = build_aime_graph(args.model, config=AimeConfig(workspace=WORKSPACES / "draw"))
+            drawing = draw(graph, args.output, format=args.format, xray=args.xray)
+    except GraphvizNotFoundError as exc:
+        raise CliError(f"{exc} (or pass --format mermaid)", EXIT_USAGE) from exc
     if args.output:
         console.print(f"wrote {args.output}")
     else:
@@ -326,13 +349,14 @@ def _summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, An
 def _print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(
         f"\n[bold]status:[/bold] {summary['status']}"
-        + (f" ({summary['reason']})" if summary.get("reason") else "")
+        + (f" ({escape(summary['reason'])})" if summary.get("reason") else "")
     )
     console.print(summary["checklist"], markup=False)
     if summary.get("verdict"):
         v = summary["verdict"]
         console.print(
-            f"[bold]verdict:[/bold] {'passed' if v['passed'] else 'rejected'}: {v['reasoning']}"
+            f"[bold]verdict:[/bold] {'passed' if v['passed'] else 'rejected'}: "
+            + escape(v["reasoning"])
         )
     if summary.get("usage"):
         u = summary["usage"]
@@ -353,7 +377,7 @@ def _show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
         if kind == "approve_plan":
             console.print(value.get("checklist", ""), markup=False)
             if value.get("error"):
-                console.print(f"[red]last edit was invalid:[/red] {value['error']}")
+                console.print(f"[red]last edit was invalid:[/red] {escape(value['error'])}")
         else:
             console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)
 
@@ -366,15 +390,90 @@ def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.answer is not None:
         return {"answer": args.answer}
     if args.plan_file is not None:
-        return {"action": "edit", "plan": json.loads(Path(args.plan_file).read_text())}
+        try:
+            plan = json.loads(Path(args.plan_file).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise CliError(f"cannot read --plan-file: {exc}", EXIT_USAGE) from exc
+        except ValueError as exc:
+            raise CliError(f"--plan-file {args.plan_file} is not JSON: {exc}", EXIT_USAGE) from exc
+        return {"action": "edit", "plan": plan}
     return None
 
 
-def _settings_or_exit(saver: BaseCheckpointSaver[Any], thread_id: str) -> RunSettings:
+def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
+    """A graph to read a thread's state with. Reading needs no run settings (the
+    graph's shape is the same for every model and config), so threads started from
+    Python read as well as the CLI's own."""
+    if saver.get_tuple(run_config(thread_id)) is None:
+        raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
     try:
-        return latest_settings(saver, thread_id)
+        settings = latest_settings(saver, thread_id)
+    except SettingsNotStoredError:
+        settings = RunSettings(model=DEMO_SCENARIO, config=AimeConfig())
+    return build_aime_graph(settings.model, config=settings.config, checkpointer=saver)
+
+
+RESUME_FLAGS = "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --config JSON as needed)"
+
+
+def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> RunSettings:
+    """The settings to carry on a thread with: the stored ones, with the flags given
+    on the command line in their place; a thread started from Python stores none, so
+    there the flags are required."""
+    try:
+        stored: RunSettings | None = latest_settings(saver, args.thread)
+    except SettingsNotStoredError as exc:
+        stored = None
+        if args.model is None:
+            raise CliError(
+                f"{exc}: give the settings it runs with: {RESUME_FLAGS}", EXIT_USAGE
+            ) from exc
     except ThreadNotFoundError as exc:
         raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+    fields = stored.config.model_dump() if stored is not None else {}
+    fields.update(json.loads(args.config) if args.config else {})
+    if args.workspace:
+        fields["workspace"] = args.workspace
+    return RunSettings(
+        model=args.model or (stored.model if stored else DEMO_SCENARIO),
+        config=_checked_config(fields),
+        tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
+    )
+
+
+def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:
+    """Refuse to carry on a plan whose unfinished tasks (or a plan waiting for
+    approval) use tool bundles the rebuilt registry lacks: their actors would fail on
+    every call of those tools."""
+    bundles = run_tools(settings).bundles
+    missing: dict[str, list[str]] = {}
+    for task_id, wanted in _planned_bundles(snapshot):
+        for bundle in wanted:
+            if bundle not in bundles:
+                missing.setdefault(bundle, []).append(task_id)
+    if missing:
+        named = "; ".join(f"{b!r} (tasks {', '.join(ids)})" for b, ids in missing.items())
+        raise CliError(
+            f"the plan uses tool bundles this resume does not have: {named}. Give the "
+            "application's tools with --tools MODULE:ATTR (available bundles: "
+            f"{', '.join(bundles)})",
+            EXIT_USAGE,
+        )
+
+
+def _planned_bundles(snapshot: StateSnapshot) -> Iterator[tuple[str, list[str]]]:
+    """(task id, bundles) of the unfinished tasks and of a plan awaiting approval."""
+    tasks: dict[str, Task] = snapshot.values.get("tasks") or {}
+    for task in tasks.values():
+        if task.status not in ("completed", "skipped"):
+            yield task.id, list(task.tool_bundles)
+    for item in snapshot.interrupts:
+        draft = item.value.get("plan") if isinstance(item.value, dict) else None
+        if draft is None:
+            continue
+        plan = PlanUpdate.model_validate(draft) if isinstance(draft, dict) else draft
+        for spec in plan.tasks:
+            yield spec.id, list(spec.tool_bundles)
 
 
 def _config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
@@ -399,8 +498,18 @@ def _config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
     fields.setdefault(
         "workspace", str(Path(args.workspace) if args.workspace else WORKSPACES / thread_id)
     )
-    Path(fields["workspace"]).mkdir(parents=True, exist_ok=True)
-    return AimeConfig.model_validate(fields)
+    return _checked_config(fields)
+
+
+def _checked_config(fields: dict[str, Any]) -> AimeConfig:
+    """AimeConfig from ``fields``, its workspace absolute and created."""
+    config = AimeConfig.model_validate(fields)
+    workspace = config.workspace.expanduser().absolute()
+    try:
+        workspace.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(f"cannot create the workspace {workspace}: {exc.strerror}", 2) from exc
+    return config.model_copy(update={"workspace": workspace})
 
 
 DURABILITY_HELP = (
@@ -420,6 +529,38 @@ def _durability_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _checkpoints_option(parser: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) -> None:
+    """``--checkpoints`` before or after the subcommand: a subcommand's copy keeps the
+    value given before it unless given again (SUPPRESS sets nothing when absent)."""
+    parser.add_argument(
+        "--checkpoints",
+        default=default,
+        help=f"checkpoint store URL: memory, sqlite:///PATH, postgresql://... "
+        f"(default {redact_url(DEFAULT_CHECKPOINT_URL)})",
+    )
+
+
+def _tools_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        action="append",
+        default=[],
+        help="the application's tools (a tool, a function, a list of them or a "
+        "ToolRegistry), importable as MODULE:ATTR; repeatable. Stored with the run, "
+        "so resume finds them again",
+    )
+
+
+def _rebuild_options(parser: argparse.ArgumentParser) -> None:
+    """Settings for carrying on a thread: needed for threads started from Python
+    (which store none); for the CLI's own threads they replace the stored ones."""
+    parser.add_argument("--model", help="model spec (default: the one the run started with)")
+    parser.add_argument("--workspace", help="workspace directory (default: the run's)")
+    parser.add_argument("--config", help="AimeConfig fields as a JSON object")
+    _tools_option(parser)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aimegraph",
@@ -427,12 +568,7 @@ def _parser() -> argparse.ArgumentParser:
         epilog="exit codes: 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, "
         "5 paused, 6 unknown thread or nothing to resume",
     )
-    parser.add_argument(
-        "--checkpoints",
-        default=DEFAULT_CHECKPOINT_URL,
-        help=f"checkpoint store URL: memory, sqlite:///PATH, postgresql://... "
-        f"(default {redact_url(DEFAULT_CHECKPOINT_URL)})",
-    )
+    _checkpoints_option(parser, default=DEFAULT_CHECKPOINT_URL)
     parser.add_argument(
         "--otlp",
         metavar="URL",
@@ -447,6 +583,7 @@ def _parser() -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help, description=help)
         p.set_defaults(handler=handler)
         p.add_argument("--json", action="store_true", help="print the result as JSON, no live view")
+        _checkpoints_option(p)
         return p
 
     run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
@@ -470,6 +607,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
     run.add_argument("--approve-tools", help="comma-separated tools that need approval")
     run.add_argument("--config", help="AimeConfig fields as a JSON object")
+    _tools_option(run)
     _durability_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
@@ -488,6 +626,7 @@ def _parser() -> argparse.ArgumentParser:
     resume.add_argument(
         "--interrupt", metavar="ID", help="answer only this interrupt (default: all)"
     )
+    _rebuild_options(resume)
     _durability_option(resume)
 
     command("threads", cmd_threads, "List stored threads (id, status, updated, goal).")
@@ -498,6 +637,7 @@ def _parser() -> argparse.ArgumentParser:
     fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
     fork.add_argument("thread")
     fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
+    _rebuild_options(fork)
     _durability_option(fork)
 
     dashboard = sub.add_parser(
@@ -507,6 +647,7 @@ def _parser() -> argparse.ArgumentParser:
         "and start runs (needs the [dashboard] extra).",
     )
     dashboard.set_defaults(handler=cmd_dashboard, json=False)
+    _checkpoints_option(dashboard)
     dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     dashboard.add_argument("--port", type=int, default=8765, help="port (8765)")
     dashboard.add_argument(
@@ -520,7 +661,12 @@ def _parser() -> argparse.ArgumentParser:
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")
     draw.add_argument("--model", default=DEMO_SCENARIO, help=argparse.SUPPRESS)
     draw.add_argument("--xray", action="store_true", help="expand the subgraphs")
-    draw.add_argument("--format", choices=["svg", "png", "mermaid"], default=None)
+    draw.add_argument(
+        "--format",
+        choices=["svg", "png", "pdf", "mermaid"],
+        default=None,
+        help="default: from the suffix of -o (.svg .png .pdf .mmd), else svg",
+    )
     draw.add_argument("-o", "--output", help="file to write (default: stdout)")
     return parser
 

@@ -17,6 +17,13 @@ from langgraph.types import Command, Interrupt
 from aimegraph.checkpoints import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
+from aimegraph.tools.registry import (
+    ToolLike,
+    ToolRegistry,
+    ToolRegistryError,
+    default_registry,
+    import_tools,
+)
 
 DEMO_SCENARIO = "scripted:demo"
 WORKSPACES = Path(".aimegraph/workspace")
@@ -35,9 +42,25 @@ class NoSuchInterruptError(LookupError):
     """The thread has no pending interrupt with the given id."""
 
 
+def run_tools(settings: RunSettings) -> ToolRegistry:
+    """The run's tool registry: the built-in bundles plus the ``module:attr`` tools
+    its settings name (in the ``custom`` bundle), or the one ToolRegistry they name."""
+    extra: list[ToolLike] = []
+    for spec in settings.tools:
+        tools = import_tools(spec)
+        if isinstance(tools, ToolRegistry):
+            if len(settings.tools) > 1:
+                raise ToolRegistryError(f"{spec!r} is a whole ToolRegistry: give it alone")
+            return tools
+        extra += tools
+    return default_registry(settings.config.workspace, extra_tools=extra)
+
+
 def run_graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver``."""
-    return build_aime_graph(settings.model, config=settings.config, checkpointer=saver)
+    return build_aime_graph(
+        settings.model, tools=run_tools(settings), config=settings.config, checkpointer=saver
+    )
 
 
 def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:

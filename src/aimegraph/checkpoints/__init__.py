@@ -42,6 +42,7 @@ __all__ = [
 
 from aimegraph.checkpoints.runs import (  # noqa: E402
     RunSettings,
+    SettingsNotStoredError,
     ThreadNotFoundError,
     ThreadSummary,
     latest_settings,
@@ -52,6 +53,7 @@ from aimegraph.checkpoints.runs import (  # noqa: E402
 
 __all__ += [
     "RunSettings",
+    "SettingsNotStoredError",
     "ThreadNotFoundError",
     "ThreadSummary",
     "latest_settings",

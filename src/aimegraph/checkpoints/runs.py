@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -24,15 +24,35 @@ class ThreadNotFoundError(LookupError):
     """No checkpoint exists for the thread."""
 
 
+class SettingsNotStoredError(ThreadNotFoundError):
+    """The thread exists but stores no run settings (it was started from Python).
+    A ThreadNotFoundError, so that callers that need the settings treat it alike."""
+
+
 @dataclass(frozen=True)
 class RunSettings:
-    """What is needed to rebuild a run's graph in another process."""
+    """What is needed to rebuild a run's graph in another process.
+
+    ``tools`` are ``module:attr`` references to the application's own tools. The
+    workspace is made absolute, so that a resume from another directory finds it.
+    """
 
     model: str
     config: AimeConfig
+    tools: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        workspace = self.config.workspace.expanduser().absolute()
+        if workspace != self.config.workspace:
+            config = self.config.model_copy(update={"workspace": workspace})
+            object.__setattr__(self, "config", config)
 
     def as_metadata(self) -> dict[str, Any]:
-        settings = {"model": self.model, "config": self.config.model_dump(mode="json")}
+        settings = {
+            "model": self.model,
+            "config": self.config.model_dump(mode="json"),
+            "tools": list(self.tools),
+        }
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -46,7 +66,9 @@ class RunSettings:
         if not isinstance(stored, Mapping) or "model" not in stored:
             return None
         return cls(
-            model=str(stored["model"]), config=AimeConfig.model_validate(stored.get("config", {}))
+            model=str(stored["model"]),
+            config=AimeConfig.model_validate(stored.get("config", {})),
+            tools=tuple(str(spec) for spec in stored.get("tools", ())),
         )
 
 
@@ -63,7 +85,8 @@ def run_config(
 
 def latest_settings(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> RunSettings:
     """The settings of the thread's newest checkpoint that has them (a checkpoint
-    written by ``graph.update_state`` carries none); ThreadNotFoundError if none."""
+    written by ``graph.update_state`` carries none). ThreadNotFoundError when the
+    thread does not exist, SettingsNotStoredError when no checkpoint has them."""
     root: RunnableConfig = {"configurable": {"thread_id": thread_id, "checkpoint_ns": ""}}
     if checkpointer.get_tuple(root) is None:
         raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
@@ -71,8 +94,9 @@ def latest_settings(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> R
         settings = RunSettings.from_metadata(item.metadata)
         if settings is not None:
             return settings
-    raise ThreadNotFoundError(
-        f"thread {thread_id!r} was not started by aimegraph's CLI (no run settings stored)"
+    raise SettingsNotStoredError(
+        f"thread {thread_id!r} stores no run settings (it was started from Python, "
+        "not by aimegraph's CLI or dashboard)"
     )
 
 

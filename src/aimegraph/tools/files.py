@@ -9,6 +9,7 @@ be written only by these tools and the sandboxed python tool).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
@@ -22,6 +23,10 @@ _MAX_LIST_ENTRIES = 1_000
 _SKIP_CHUNK_CHARS = 1 << 20
 
 
+class WorkspaceError(ValueError):
+    """The workspace directory cannot be created or written to."""
+
+
 class Workspace:
     """A directory that file and code tools are confined to.
 
@@ -31,7 +36,18 @@ class Workspace:
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root).expanduser().resolve()
-        self.root.mkdir(parents=True, exist_ok=True)
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise WorkspaceError(
+                f"cannot create the workspace {self.root}: {exc.strerror}; set "
+                "AimeConfig(workspace=...) to a directory you can write to"
+            ) from exc
+        if not os.access(self.root, os.W_OK):
+            raise WorkspaceError(
+                f"the workspace {self.root} is not writable; set AimeConfig(workspace=...) "
+                "to a directory you can write to"
+            )
 
     def __repr__(self) -> str:
         return f"Workspace({str(self.root)!r})"

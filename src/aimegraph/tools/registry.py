@@ -7,6 +7,7 @@ that kind of work, and to no other.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,3 +132,27 @@ def default_registry(
         names = ", ".join(t.name if isinstance(t, BaseTool) else t.__name__ for t in extra)
         registry.add_bundle("custom", f"Tools provided by the application: {names}.", extra)
     return registry
+
+
+def import_tools(spec: str) -> ToolRegistry | list[ToolLike]:
+    """The tools named by ``module:attr`` (as ``aimegraph run --tools`` takes them):
+    a tool, a typed function, a list or tuple of them, or a whole ToolRegistry."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ToolRegistryError(f"--tools takes module:attr (e.g. myapp.tools:TOOLS); got {spec!r}")
+    try:
+        value: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as exc:
+        raise ToolRegistryError(f"cannot import tools {spec!r}: {exc}") from exc
+    if isinstance(value, ToolRegistry):
+        return value
+    items = list(value) if isinstance(value, list | tuple) else [value]
+    wrong = [repr(item) for item in items if not (isinstance(item, BaseTool) or callable(item))]
+    if wrong:
+        raise ToolRegistryError(
+            f"{spec!r} must name a tool, a function, a list of them or a ToolRegistry; "
+            f"got {', '.join(wrong)}"
+        )
+    return items

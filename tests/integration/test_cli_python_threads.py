@@ -1,0 +1,215 @@
+"""Issue 11, items 6-9 and 12: the CLI on threads started from Python, with the
+application's own tools, from another directory, and on user mistakes.
+
+``main([...])`` runs in-process, each call opening the SQLite file itself as a
+separate ``aimegraph`` invocation would.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.checkpoints import open_checkpointer, thread_config
+from aimegraph.cli import main
+from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.tools.files import WorkspaceError
+
+# A price lookup the application registers as its own tool (bundle "custom").
+PRICES_MODULE = '''
+from langchain_core.tools import tool
+
+@tool
+def lookup_price(item: str) -> str:
+    """The price of an item."""
+    return {"widget": "4.20"}.get(item, "unknown")
+
+TOOLS = [lookup_price]
+'''
+
+SCENARIO: dict[str, Any] = {
+    "planner": [
+        {
+            "rationale": "look the price up, then note it",
+            "tasks": [{"id": "price", "title": "Find the price", "tool_bundles": ["custom", "files"]}],
+        }
+    ],
+    "actors": {
+        "price": [
+            {"tool": "lookup_price", "args": {"item": "widget"}},
+            {"tool": "write_file", "args": {"path": "price.txt", "content": "{last_tool_output}"}},
+            {"tool": "submit_result", "args": {"status": "completed", "summary": "widget costs 4.20"}},
+        ]
+    },
+    "reporter": [{"text": "{all_results}"}],
+}
+
+
+@pytest.fixture
+def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    """The application's tools module on sys.path, a scenario file, a store URL."""
+    (tmp_path / "shop_tools_for_cli.py").write_text(PRICES_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, "shop_tools_for_cli", raising=False)
+    scenario = tmp_path / "price.yaml"
+    scenario.write_text(yaml.safe_dump(SCENARIO))
+    monkeypatch.setenv("COLUMNS", "200")
+    return {"url": f"sqlite:///{tmp_path / 'cp.db'}", "model": f"scripted:{scenario}"}
+
+
+def _start_from_python(url: str, workspace: Path) -> None:
+    """Start a run from Python with a custom tool; it pauses for plan approval."""
+    from shop_tools_for_cli import lookup_price  # type: ignore[import-not-found]
+
+    config = AimeConfig(workspace=workspace, approve_plan=True)
+    with open_checkpointer(url) as saver:
+        graph = build_aime_graph(
+            ScriptedChatModel.from_dict(SCENARIO), tools=[lookup_price], config=config,
+            checkpointer=saver,
+        )  # fmt: skip
+        assert graph.invoke({"goal": "price a widget"}, thread_config("py"))["__interrupt__"]
+
+
+def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main(list(argv))
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_show_history_and_resume_of_a_python_thread(
+    app: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = tmp_path / "ws"
+    _start_from_python(app["url"], workspace)
+    url = app["url"]
+
+    code, out, _ = _cli(capsys, "--checkpoints", url, "show", "py")
+    assert code == 0 and "status: paused" in out and "- [ ] price: Find the price" in out
+    code, out, _ = _cli(capsys, "--checkpoints", url, "history", "py", "--json")
+    assert code == 0 and json.loads(out)[0]["status"] == "paused"
+
+    # No settings stored: the error says which flags to give.
+    code, _, err = _cli(capsys, "--checkpoints", url, "resume", "py", "--approve")
+    assert code == 2 and "--model" in err and "--tools" in err
+    # The plan needs the "custom" bundle: without --tools the resume is refused,
+    # instead of every actor failing on "tool 'lookup_price' is not available".
+    code, _, err = _cli(
+        capsys, "--checkpoints", url, "resume", "py", "--approve", "--model", app["model"],
+        "--workspace", str(workspace),
+    )  # fmt: skip
+    assert code == 2 and "'custom' (tasks price)" in err and "--tools" in err
+
+    code, out, _ = _cli(
+        capsys, "--checkpoints", url, "resume", "py", "--approve", "--model", app["model"],
+        "--workspace", str(workspace), "--tools", "shop_tools_for_cli:TOOLS", "--json",
+    )  # fmt: skip
+    summary = json.loads(out)
+    assert code == 0 and summary["status"] == "succeeded"
+    assert (workspace / "price.txt").read_text() == "4.20"
+
+
+def test_run_with_tools_resumes_from_another_directory(
+    app: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    start, elsewhere = tmp_path / "start", tmp_path / "elsewhere"
+    start.mkdir()
+    elsewhere.mkdir()
+    monkeypatch.chdir(start)
+    code, _, _ = _cli(
+        capsys, "--checkpoints", app["url"], "run", "price a widget", "--model", app["model"],
+        "--thread", "cli", "--workspace", "ws", "--tools", "shop_tools_for_cli:lookup_price",
+        "--approve-plan", "--json",
+    )  # fmt: skip
+    assert code == 5
+    # The stored settings name the tools and the workspace as an absolute path.
+    monkeypatch.chdir(elsewhere)
+    code, out, _ = _cli(
+        capsys, "resume", "cli", "--approve", "--json", "--checkpoints", app["url"]
+    )  # --checkpoints after the subcommand, too
+    assert code == 0 and json.loads(out)["status"] == "succeeded"
+    assert (start / "ws" / "price.txt").read_text() == "4.20"
+    assert not (elsewhere / "ws").exists()
+
+
+def test_bad_tools_spec_is_a_usage_error(
+    app: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for spec, says in (("no_colon", "module:attr"), ("shop_tools_for_cli:nope", "nope")):
+        code, _, err = _cli(
+            capsys, "--checkpoints", app["url"], "run", "g", "--model", app["model"],
+            "--tools", spec,
+        )  # fmt: skip
+        assert code == 2 and says in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--checkpoints", "postgresql://nobody@127.0.0.1:1/x", "threads"], "127.0.0.1:1"),
+        (["--checkpoints", "sqlite:////proc/x.db", "threads"], "unable to open database file"),
+        (["threads", "--checkpoints", "sqlite:////proc/x.db"], "sqlite:////proc/x.db"),
+    ],
+)
+def test_unreachable_stores_give_one_error_line(
+    argv: list[str], says: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _cli(capsys, *argv)
+    assert code == 2
+    assert err.startswith("error: ") and err.count("\n") == 1 and says in err
+
+
+def test_plan_file_and_workspace_mistakes(
+    app: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = app["url"]
+    code, _, _ = _cli(
+        capsys, "--checkpoints", url, "run", "g", "--model", app["model"], "--thread", "t",
+        "--workspace", str(tmp_path / "ws"), "--tools", "shop_tools_for_cli:TOOLS",
+        "--approve-plan", "--json",
+    )  # fmt: skip
+    assert code == 5
+    # Rich would read "[local]" as markup and print "missing.json": it is escaped.
+    missing = tmp_path / "missing[local].json"
+    code, _, err = _cli(capsys, "--checkpoints", url, "resume", "t", "--plan-file", str(missing))
+    assert code == 2 and err.count("\n") == 1 and "missing[local].json" in err
+    (tmp_path / "bad.json").write_text("{not json")
+    code, _, err = _cli(
+        capsys, "--checkpoints", url, "resume", "t", "--plan-file", str(tmp_path / "bad.json")
+    )
+    assert code == 2 and "is not JSON" in err
+
+    code, _, err = _cli(
+        capsys, "--checkpoints", url, "run", "g", "--model", app["model"],
+        "--workspace", "/proc/nope/ws",
+    )  # fmt: skip
+    assert code == 2 and err.startswith("error: cannot create the workspace /proc/nope/ws")
+
+
+def test_an_unwritable_workspace_is_a_clear_error_from_python() -> None:
+    with pytest.raises(WorkspaceError, match="cannot create the workspace /proc/nope/ws"):
+        build_aime_graph("scripted:demo", config=AimeConfig(workspace="/proc/nope/ws"))
+
+
+def test_draw_pdf_and_draw_without_graphviz(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = ["--checkpoints", "memory"]
+    pdf = tmp_path / "graph.pdf"
+    if __import__("shutil").which("dot"):
+        assert _cli(capsys, *store, "draw", "-o", str(pdf))[0] == 0
+        assert pdf.read_bytes()[:5] == b"%PDF-"
+    code, _, err = _cli(capsys, *store, "draw", "-o", str(tmp_path / "graph.jpg"))
+    assert code == 2 and "suffix '.jpg'" in err
+    monkeypatch.setitem(sys.modules, "graphviz", None)  # as without the [draw] extra
+    code, _, err = _cli(capsys, *store, "draw")
+    assert code == 2 and "pip install 'aimegraph[draw]'" in err and "--format mermaid" in err
+    code, out, _ = _cli(capsys, *store, "draw", "--format", "mermaid")
+    assert code == 0 and "-->" in out
