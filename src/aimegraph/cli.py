@@ -169,11 +169,17 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
             raise CliError(f"{exc}: {ANSWER_HINTS[exc.needs]}", EXIT_USAGE) from exc
     else:
         inputs = None  # stopped mid-way (crash, kill): carry on from the last checkpoint
+    from aimegraph.distributed.records import find_run
+
+    if (record := find_run(args.checkpoints, args.thread)) is not None:  # workers carry on
+        return int(_distributed("resume_distributed")(args, record, inputs, console))
     return _execute(graph, inputs, args.thread, settings, args, console)
 
 
 def cmd_threads(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    threads = [t.as_dict() for t in list_threads(saver)]
+    from aimegraph.distributed.records import active_runs
+
+    threads = [t.as_dict() for t in list_threads(saver, active=active_runs(args.checkpoints))]
     if args.json:
         print(json.dumps(threads, indent=2))
         return 0
@@ -188,6 +194,11 @@ def cmd_threads(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 
 
 def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.distributed.records import ACTIVE_STATES, find_run
+
+    record = find_run(args.checkpoints, args.thread)
+    if record is not None and record.state in ACTIVE_STATES:  # no or stale checkpoints
+        return int(_distributed("show_active")(record, args, console))
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
     _report(snapshot, args.thread, args, console)
     return 0
@@ -245,6 +256,24 @@ def cmd_dashboard(
             f"the dashboard needs: pip install 'aimegraph[dashboard]' ({exc})", EXIT_USAGE
         ) from exc
     return serve_dashboard(args, saver, console)
+
+
+def _distributed(name: str) -> Any:
+    """A handler of ``aimegraph.distributed.commands`` (imported on use: it needs Celery)."""
+    try:
+        from aimegraph.distributed import commands
+    except ImportError as exc:
+        raise CliError(
+            f"distributed runs need: pip install 'aimegraph[distributed]' ({exc})", EXIT_USAGE
+        ) from exc
+    return getattr(commands, name)
+
+
+def _distributed_command(name: str) -> Any:
+    def handler(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+        return int(_distributed(name)(args, saver, console))
+
+    return handler
 
 
 def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -561,6 +590,41 @@ def _rebuild_options(parser: argparse.ArgumentParser) -> None:
     _tools_option(parser)
 
 
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    """The goal, model and config flags of a new run (``run`` and ``submit``)."""
+    parser.add_argument("goal", help="what the agents should achieve")
+    parser.add_argument(
+        "--model", default="openai:gpt-4o-mini", help="openai:<model>, local, scripted:<scenario>"
+    )
+    parser.add_argument("--thread", help="thread id (default: a new one)")
+    parser.add_argument(
+        "--workspace", help="directory for file and python tools (default: per thread)"
+    )
+    parser.add_argument("--max-parallel", type=int)
+    parser.add_argument("--max-replans", type=int)
+    parser.add_argument("--max-llm-calls", type=int)
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--max-actor-steps", type=int)
+    parser.add_argument("--replan", choices=["on_failure", "every_step"])
+    parser.add_argument("--verify", choices=["final", "tasks", "both", "off"])
+    parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
+    parser.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
+    parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
+    parser.add_argument("--config", help="AimeConfig fields as a JSON object")
+    _tools_option(parser)
+
+
+def _broker_options(parser: argparse.ArgumentParser, purpose: str) -> None:
+    parser.add_argument(
+        "--broker",
+        default=os.environ.get("AIMEGRAPH_BROKER_URL", "redis://127.0.0.1:6379/0"),
+        help=f"Redis URL of the queue {purpose} (default: $AIMEGRAPH_BROKER_URL or "
+        "redis://127.0.0.1:6379/0)",
+    )
+    parser.add_argument("--queue", default="aimegraph", help="queue name (aimegraph)")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="aimegraph",
@@ -587,27 +651,7 @@ def _parser() -> argparse.ArgumentParser:
         return p
 
     run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
-    run.add_argument("goal", help="what the agents should achieve")
-    run.add_argument(
-        "--model", default="openai:gpt-4o-mini", help="openai:<model>, local, scripted:<scenario>"
-    )
-    run.add_argument("--thread", help="thread id (default: a new one)")
-    run.add_argument(
-        "--workspace", help="directory for file and python tools (default: per thread)"
-    )
-    run.add_argument("--max-parallel", type=int)
-    run.add_argument("--max-replans", type=int)
-    run.add_argument("--max-llm-calls", type=int)
-    run.add_argument("--max-tokens", type=int)
-    run.add_argument("--max-steps", type=int)
-    run.add_argument("--max-actor-steps", type=int)
-    run.add_argument("--replan", choices=["on_failure", "every_step"])
-    run.add_argument("--verify", choices=["final", "tasks", "both", "off"])
-    run.add_argument("--tool-calling", choices=["auto", "native", "json"])
-    run.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
-    run.add_argument("--approve-tools", help="comma-separated tools that need approval")
-    run.add_argument("--config", help="AimeConfig fields as a JSON object")
-    _tools_option(run)
+    _run_options(run)
     _durability_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
@@ -628,6 +672,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _rebuild_options(resume)
     _durability_option(resume)
+    _broker_options(resume, "of a distributed run")
 
     command("threads", cmd_threads, "List stored threads (id, status, updated, goal).")
     show = command("show", cmd_show, "Show a thread: checklist, verdict, final answer, usage.")
@@ -656,6 +701,45 @@ def _parser() -> argparse.ArgumentParser:
         "mandatory when --host is not a loopback address (default: "
         "$AIMEGRAPH_DASHBOARD_TOKEN)",
     )
+
+    submit = command(
+        "submit",
+        _distributed_command("cmd_submit"),
+        "Queue a run for the workers and print its thread id (needs [distributed]).",
+    )
+    _run_options(submit)
+    _broker_options(submit, "to queue the run on")
+    wait = command(
+        "wait",
+        _distributed_command("cmd_wait"),
+        "Wait until a submitted run pauses or ends, then show it (exit code as for run).",
+    )
+    wait.add_argument("thread")
+    wait.add_argument("--timeout", type=float, help="give up after this many seconds (exit 7)")
+    worker = command(
+        "worker",
+        _distributed_command("cmd_worker"),
+        "Serve submitted runs: a Celery worker over the Postgres checkpoints "
+        "(needs [distributed]).",
+    )
+    _broker_options(worker, "to take runs from")
+    worker.add_argument("--concurrency", type=int, default=1, help="runs at once (1)")
+    worker.add_argument(
+        "--visibility-timeout",
+        type=float,
+        default=float(os.environ.get("AIMEGRAPH_VISIBILITY_TIMEOUT", 300)),
+        help="seconds before an unacknowledged run is delivered again: how soon a dead "
+        "worker's runs resume elsewhere (default 300, $AIMEGRAPH_VISIBILITY_TIMEOUT)",
+    )
+    worker.add_argument(
+        "--graph",
+        metavar="MODULE:ATTR",
+        default="aimegraph.steering:run_graph",
+        help="callable (RunSettings, checkpointer) -> compiled graph that builds each run "
+        "(default: the standard aime graph with the run's model and --tools)",
+    )
+    worker.add_argument("--name", help="worker name (default: aimegraph-PID@HOST)")
+    worker.add_argument("--log-level", default="INFO", help="Celery log level (INFO)")
 
     draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")

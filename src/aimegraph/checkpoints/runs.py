@@ -4,8 +4,8 @@ with (so that any process can resume it), and summaries of stored threads."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -117,8 +117,16 @@ class ThreadSummary:
         }
 
 
-def list_threads(checkpointer: BaseCheckpointSaver[Any], limit: int = 200) -> list[ThreadSummary]:
-    """The newest top-level checkpoint of each thread, newest thread first."""
+def list_threads(
+    checkpointer: BaseCheckpointSaver[Any],
+    limit: int = 200,
+    active: Iterable[ThreadSummary] = (),
+) -> list[ThreadSummary]:
+    """The newest top-level checkpoint of each thread, newest thread first.
+
+    ``active`` are runs a queue knows to be queued or running (distributed runs):
+    their status replaces the checkpointed one, and those with no checkpoint yet
+    are listed too."""
     newest: dict[str, Any] = {}
     for item in checkpointer.list(None):
         configurable = item.config["configurable"]
@@ -140,8 +148,13 @@ def list_threads(checkpointer: BaseCheckpointSaver[Any], limit: int = 200) -> li
                 paused=paused,
             )
         )
-    summaries.sort(key=lambda s: s.updated, reverse=True)
-    return summaries[:limit]
+    by_id = {s.thread_id: s for s in summaries}
+    for run in active:
+        stored = by_id.get(run.thread_id)
+        queued = replace(stored, status=run.status, paused=False) if stored else run
+        by_id[run.thread_id] = queued
+    ordered = sorted(by_id.values(), key=lambda s: s.updated, reverse=True)
+    return ordered[:limit]
 
 
 def run_state(snapshot: StateSnapshot) -> str:

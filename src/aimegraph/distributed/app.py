@@ -1,0 +1,124 @@
+"""The Celery app: one task, ``aimegraph.run_thread(thread_id, resume=None)``.
+
+Delivery settings (why each):
+
+- ``task_acks_late``: a message is acknowledged when the run ends or pauses, not
+  when it starts, so a worker that dies mid-run leaves it in the broker.
+- ``task_reject_on_worker_lost``: with the prefork pool, a killed child process
+  re-queues its message instead of acknowledging it.
+- ``worker_prefetch_multiplier=1``: a worker reserves no more runs than it has
+  slots, so queued runs go to whichever worker frees up first.
+- Redis ``visibility_timeout``: a message not acknowledged within it is delivered
+  again. That is how a dead worker's run reaches another worker; a run still
+  going after the timeout gets a second delivery too, which waits on the thread's
+  lock and then finds nothing left to do.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from celery import Celery, Task
+
+from aimegraph.checkpoints import redact_url
+from aimegraph.distributed.runner import (
+    DEFAULT_GRAPH_BUILDER,
+    ThreadBusyError,
+    execute_run,
+    load_graph_builder,
+)
+
+__all__ = [
+    "DEFAULT_BROKER_URL",
+    "DEFAULT_QUEUE",
+    "DEFAULT_VISIBILITY_TIMEOUT_S",
+    "TASK_NAME",
+    "BrokerConnectionError",
+    "WorkerSettings",
+    "check_broker",
+    "make_app",
+]
+
+log = logging.getLogger(__name__)
+
+TASK_NAME = "aimegraph.run_thread"
+DEFAULT_BROKER_URL = "redis://127.0.0.1:6379/0"
+DEFAULT_QUEUE = "aimegraph"
+DEFAULT_VISIBILITY_TIMEOUT_S = 300
+# A delivery that finds its thread locked by another worker comes back this much later.
+LOCK_RETRY_S = 2.0
+_BROKER_CHECK_TIMEOUT_S = 5.0
+
+
+class BrokerConnectionError(ConnectionError):
+    """The broker URL is malformed or the broker does not answer."""
+
+
+@dataclass(frozen=True)
+class WorkerSettings:
+    """Where a worker finds its runs and how it builds their graphs."""
+
+    checkpoints: str
+    graph_builder: str = DEFAULT_GRAPH_BUILDER
+
+
+def make_app(
+    broker: str,
+    *,
+    visibility_timeout: float = DEFAULT_VISIBILITY_TIMEOUT_S,
+    queue: str = DEFAULT_QUEUE,
+    worker: WorkerSettings | None = None,
+) -> Celery:
+    """A Celery app for submitting runs (``worker=None``) or executing them."""
+    app = Celery("aimegraph", broker=broker, set_as_current=False)
+    app.conf.update(
+        task_acks_late=True,
+        task_reject_on_worker_lost=True,
+        worker_prefetch_multiplier=1,
+        task_default_queue=queue,
+        task_serializer="json",
+        accept_content=["json"],
+        task_ignore_result=True,  # outcomes live in Postgres, not in a result backend
+        broker_connection_retry_on_startup=True,
+        broker_transport_options={
+            "visibility_timeout": visibility_timeout,
+            # Sweep for expired messages often enough for the timeout to matter.
+            "unacked_restore_interval": max(1, min(10, int(visibility_timeout // 5))),
+            "unacked_restore_throttle": 1,
+        },
+        worker_hijack_root_logger=False,
+    )
+    if worker is not None:
+        build_graph = load_graph_builder(worker.graph_builder)
+
+        @app.task(bind=True, name=TASK_NAME, max_retries=None)
+        def run_thread(self: Task, thread_id: str, resume: dict[str, Any] | None = None) -> None:
+            try:
+                record = execute_run(
+                    worker.checkpoints,
+                    thread_id,
+                    self.request.hostname or "worker",
+                    build_graph,
+                    resume,
+                )
+            except ThreadBusyError as exc:
+                raise self.retry(countdown=LOCK_RETRY_S, exc=exc) from exc
+            if record is not None:
+                log.info("thread %s: %s", thread_id, record.outcome)
+
+    return app
+
+
+def check_broker(app: Celery, timeout: float = _BROKER_CHECK_TIMEOUT_S) -> None:
+    """Connect once; BrokerConnectionError naming the URL when that fails (Celery
+    itself would keep retrying in silence)."""
+    url = str(app.conf.broker_url)
+    try:
+        with app.connection_for_write() as connection:
+            connection.ensure_connection(max_retries=1, timeout=timeout)
+    except Exception as exc:  # kombu raises KeyError, ValueError, OSError, OperationalError
+        raise BrokerConnectionError(
+            f"cannot reach the broker {redact_url(url)}: {type(exc).__name__}: {exc}"
+        ) from exc

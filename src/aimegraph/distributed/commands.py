@@ -1,0 +1,144 @@
+"""``aimegraph worker | submit | wait`` and the distributed paths of ``show`` and
+``resume`` (the parser lives in ``aimegraph.cli``; these are its handlers)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command
+from rich.console import Console
+
+from aimegraph.checkpoints import new_thread_id, run_config
+from aimegraph.distributed import records
+from aimegraph.distributed.app import WorkerSettings, check_broker, make_app
+from aimegraph.distributed.records import RunRecord
+from aimegraph.distributed.runner import load_graph_builder
+from aimegraph.distributed.submit import (
+    RunNotResumableError,
+    enqueue_resume,
+    submit_run,
+    wait_for_run,
+)
+
+
+def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    """Serve runs until stopped (Ctrl+C or SIGTERM: the runs in hand finish first)."""
+    checkpoints = _postgres_url(args)
+    load_graph_builder(args.graph)  # fail here, not on the first delivery
+    app = make_app(
+        args.broker,
+        visibility_timeout=args.visibility_timeout,
+        queue=args.queue,
+        worker=WorkerSettings(checkpoints=checkpoints, graph_builder=args.graph),
+    )
+    check_broker(app)
+    with records.connect(checkpoints):  # reachable, and the runs table exists
+        pass
+    # Threads, not processes: a run mostly waits on its models and Postgres, and one
+    # process shares its imports; use more worker processes for CPU-bound models.
+    app.worker_main(
+        [
+            "worker",
+            "--pool=threads",
+            f"--concurrency={args.concurrency}",
+            f"--queues={args.queue}",
+            f"--hostname={args.name or f'aimegraph-{os.getpid()}@%h'}",
+            f"--loglevel={args.log_level}",
+            "--without-gossip",
+            "--without-mingle",
+        ]
+    )
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.cli import _config_from_args  # the same config flags as `run`
+
+    thread_id = args.thread or new_thread_id()
+    if saver.get_tuple(run_config(thread_id)) is not None:
+        raise ValueError(f"thread {thread_id!r} exists; resume it or pick a new id")
+    submit_run(
+        args.goal,
+        broker=args.broker,
+        checkpoints=_postgres_url(args),
+        model=args.model,
+        config=_config_from_args(args, thread_id),
+        tools=args.tools,
+        thread_id=thread_id,
+        queue=args.queue,
+    )
+    print(json.dumps({"thread_id": thread_id}) if args.json else thread_id)
+    return 0
+
+
+def cmd_wait(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.cli import EXIT_CODES, EXIT_NOT_FOUND, CliError, cmd_show
+
+    try:
+        record = wait_for_run(args.thread, checkpoints=_postgres_url(args), timeout=args.timeout)
+    except LookupError as exc:
+        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+    except TimeoutError as exc:
+        raise CliError(str(exc), 7) from exc
+    cmd_show(args, saver, console)
+    return EXIT_CODES.get(record.outcome, 1)
+
+
+def show_active(record: RunRecord, args: argparse.Namespace, console: Console) -> int:
+    """``aimegraph show`` for a run in the queue or on a worker."""
+    if args.json:
+        print(json.dumps(record.as_dict(), indent=2))
+        return 0
+    where = f" on {record.worker}" if record.state == "running" else ""
+    console.print(f"\n[bold]status:[/bold] {record.state}{where}")
+    console.print(f"goal: {record.goal}", markup=False)
+    console.print(
+        f"model: {record.settings.model}; submitted {record.submitted_at:%Y-%m-%d %H:%M:%S}; "
+        f"deliveries: {record.deliveries}",
+        markup=False,
+    )
+    console.print(f"wait for it with: aimegraph wait {record.thread_id}")
+    return 0
+
+
+def resume_distributed(
+    args: argparse.Namespace, record: RunRecord, inputs: Command[Any] | None, console: Console
+) -> int:
+    """``aimegraph resume`` of a distributed run: queue it for the workers."""
+    from aimegraph.cli import EXIT_USAGE, CliError
+
+    answers = inputs.resume if inputs is not None else None
+    if answers is not None and not isinstance(answers, dict):
+        raise CliError("a distributed resume answers interrupts by id", EXIT_USAGE)
+    try:
+        enqueue_resume(
+            record.thread_id,
+            answers,
+            broker=args.broker,
+            checkpoints=_postgres_url(args),
+            queue=args.queue,
+        )
+    except RunNotResumableError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    if args.json:
+        print(json.dumps({"thread_id": record.thread_id, "status": "queued"}))
+    else:
+        console.print(
+            f"queued the resume of {record.thread_id}; follow it with: "
+            f"aimegraph wait {record.thread_id}"
+        )
+    return 0
+
+
+def _postgres_url(args: argparse.Namespace) -> str:
+    url = str(args.checkpoints)
+    if not records.is_postgres_url(url):
+        raise ValueError(
+            "distributed runs need Postgres checkpoints shared by every worker: pass "
+            "--checkpoints postgresql://user:password@host:5432/dbname"
+        )
+    return url

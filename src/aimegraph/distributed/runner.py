@@ -1,0 +1,131 @@
+"""What a worker does with one delivery of a run: take the thread's lock, work out
+from the checkpoints what is left to do, do it, record how it ended.
+
+Celery delivers at least once (late acks, redelivery after a worker dies or after
+the visibility timeout), so a delivery must be safe to repeat. The checkpoints
+decide: a thread with no checkpoint starts, one stopped mid-way continues from its
+last checkpoint, a paused one continues only with an answer to a pending
+interrupt, an ended one is left alone. Runs use ``durability="sync"``: a step's
+checkpoint and every finished task's writes are in Postgres before the next step
+starts, so a redelivery never repeats finished work.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.types import Command, StateSnapshot
+
+from aimegraph.checkpoints import open_checkpointer, run_config, run_state
+from aimegraph.checkpoints.runs import RunSettings
+from aimegraph.distributed import records
+from aimegraph.distributed.records import RunRecord
+
+__all__ = [
+    "DEFAULT_GRAPH_BUILDER",
+    "GraphBuilder",
+    "ThreadBusyError",
+    "execute_run",
+    "load_graph_builder",
+]
+
+log = logging.getLogger(__name__)
+
+GraphBuilder = Callable[[RunSettings, BaseCheckpointSaver[Any]], CompiledStateGraph[Any, Any, Any]]
+DEFAULT_GRAPH_BUILDER = "aimegraph.steering:run_graph"
+"""How a worker builds a run's graph unless ``aimegraph worker --graph`` names another
+callable ``(RunSettings, checkpointer) -> compiled graph`` (e.g. to add your tools)."""
+
+# Session-level advisory lock per thread, in its own key space (the text is hashed
+# to the 64-bit key by Postgres itself).
+_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('aimegraph-thread:' || %s, 0))"
+
+
+class ThreadBusyError(RuntimeError):
+    """Another worker holds the thread's lock (it is running the thread now)."""
+
+
+def load_graph_builder(path: str) -> GraphBuilder:
+    """Import ``module:attribute``; ValueError with the reason when it cannot."""
+    module_name, sep, attribute = path.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"graph builder {path!r} must look like 'package.module:function'")
+    try:
+        builder = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot load graph builder {path!r}: {exc}") from exc
+    if not callable(builder):
+        raise ValueError(f"graph builder {path!r} is not callable")
+    return builder  # type: ignore[no-any-return]
+
+
+def execute_run(
+    checkpoints: str,
+    thread_id: str,
+    worker: str,
+    build_graph: GraphBuilder,
+    resume: Mapping[str, Any] | None = None,
+) -> RunRecord | None:
+    """Run (or continue) ``thread_id`` while holding its lock; returns its record
+    afterwards, None when no run was submitted under that id.
+
+    ``resume`` maps interrupt ids to answers; ids no longer pending (the answer was
+    applied by a worker that died later) are ignored.
+
+    Raises:
+        ThreadBusyError: another worker holds the thread (retry later).
+    """
+    with records.connect(checkpoints) as conn:
+        locked = conn.execute(_LOCK_SQL, (thread_id,)).fetchone()
+        if locked is None or not locked[0]:
+            raise ThreadBusyError(f"thread {thread_id!r} is held by another worker")
+        record = records.get(conn, thread_id)
+        if record is None:
+            log.warning("no distributed run %r: message dropped", thread_id)
+            return None
+        with open_checkpointer(checkpoints) as saver:
+            graph = build_graph(record.settings, saver)
+            snapshot = graph.get_state(run_config(thread_id))
+            inputs = _next_inputs(snapshot, record.goal, resume)
+            if inputs is _NOTHING_TO_DO:
+                if record.state == "running":  # a dead worker's run that had ended
+                    _record_end(conn, thread_id, snapshot)
+                return records.get(conn, thread_id)
+            records.mark_running(conn, thread_id, worker)
+            record.settings.config.workspace.mkdir(parents=True, exist_ok=True)
+            try:
+                graph.invoke(inputs, run_config(thread_id, record.settings), durability="sync")
+            except Exception as exc:
+                records.mark_ended(conn, thread_id, "finished", "failed", f"worker error: {exc!r}")
+                raise
+            _record_end(conn, thread_id, graph.get_state(run_config(thread_id)))
+        return records.get(conn, thread_id)
+    # The lock goes with the connection: released here, or by Postgres when the
+    # worker dies and its session ends.
+
+
+_NOTHING_TO_DO = object()
+
+
+def _next_inputs(snapshot: StateSnapshot, goal: str, resume: Mapping[str, Any] | None) -> Any:
+    if not snapshot.created_at:  # no checkpoint yet: start the run
+        return {"goal": goal}
+    if snapshot.interrupts:
+        pending = {i.id for i in snapshot.interrupts}
+        answers = {k: v for k, v in (resume or {}).items() if k in pending}
+        return Command(resume=answers) if answers else _NOTHING_TO_DO
+    return None if snapshot.next else _NOTHING_TO_DO
+
+
+def _record_end(conn: Any, thread_id: str, snapshot: StateSnapshot) -> None:
+    state = run_state(snapshot)
+    if state == "paused":
+        records.mark_ended(conn, thread_id, "paused", None)
+    else:
+        reason = snapshot.values.get("reason")
+        records.mark_ended(conn, thread_id, "finished", state, str(reason) if reason else None)
