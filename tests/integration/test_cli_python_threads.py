@@ -37,14 +37,19 @@ SCENARIO: dict[str, Any] = {
     "planner": [
         {
             "rationale": "look the price up, then note it",
-            "tasks": [{"id": "price", "title": "Find the price", "tool_bundles": ["custom", "files"]}],
+            "tasks": [
+                {"id": "price", "title": "Find the price", "tool_bundles": ["custom", "files"]}
+            ],
         }
     ],
     "actors": {
         "price": [
             {"tool": "lookup_price", "args": {"item": "widget"}},
             {"tool": "write_file", "args": {"path": "price.txt", "content": "{last_tool_output}"}},
-            {"tool": "submit_result", "args": {"status": "completed", "summary": "widget costs 4.20"}},
+            {
+                "tool": "submit_result",
+                "args": {"status": "completed", "summary": "widget costs 4.20"},
+            },
         ]
     },
     "reporter": [{"text": "{all_results}"}],

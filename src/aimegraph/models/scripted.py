@@ -38,10 +38,20 @@ String values may use ``{goal}``, ``{answer}``, ``{last_tool_output}``,
 ``{dep:<id>}`` (a dependency's result in an actor prompt), ``{result:<id>}``
 (a task result in a reporter prompt) and ``{all_results}``; other braces are left alone, so code in
 arguments needs no escaping.
+
+A scenario is checked when it is loaded (:class:`ScenarioError` on a mistake):
+planner tasks may only use ``TaskSpec`` fields, and a brace word that is close to
+a placeholder name but not one (``{last_output}``, ``{results:t1}``) is refused.
+A ``raw`` step is never checked: it is how malformed output is injected. Script
+keys may name tasks the planner entries do not (a human's edited plan can add
+them), but an actor prompt for a task without a script, while such unplanned
+scripts exist, raises ScenarioError (a misspelled task id) instead of
+submitting ``"<title>: done"``.
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import threading
@@ -59,7 +69,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+
+from aimegraph.state import TaskSpec
 
 Step = dict[str, Any]
 
@@ -68,6 +80,9 @@ _TASK = re.compile(r'<task id="([^"]+)"(?: attempt="(\d+)")?>')
 _PLACEHOLDER = re.compile(
     r"\{(goal|answer|last_tool_output|all_results|dep:[\w.-]+|result:[\w.-]+)\}"
 )
+_PLACEHOLDER_NAMES = ("goal", "answer", "last_tool_output", "all_results", "dep", "result")
+# Anything shaped like a placeholder: a word, optionally ``prefix:id``.
+_BRACE_WORD = re.compile(r"\{(\w+)(?::([\w.-]+))?\}")
 
 
 class ScenarioError(ValueError):
@@ -88,6 +103,59 @@ class Scenario(BaseModel):
     task_checks: dict[str, list[Step]] = Field(default_factory=dict)
     reporter: list[Step] = Field(default_factory=list)
 
+    @model_validator(mode="after")
+    def _check(self) -> Scenario:
+        problems = [*self._task_field_problems()]
+        problems += [
+            problem
+            for text in _strings(self.model_dump(include=_SCRIPTED_SECTIONS))
+            for problem in _placeholder_problems(text)
+        ]
+        if problems:
+            raise ValueError("; ".join(dict.fromkeys(problems)))
+        return self
+
+    def _planner_tasks(self) -> list[dict[str, Any]]:
+        return [
+            task
+            for entry in self.planner
+            if "raw" not in entry
+            for task in entry.get("tasks") or []
+            if isinstance(task, dict)
+        ]
+
+    def unplanned_scripts(self) -> list[str]:
+        """Script keys (``actors``, ``task_checks``) that no planner entry defines.
+        Not an error by itself: a human's edited plan may bring those tasks."""
+        planned = {str(task["id"]) for task in self._planner_tasks() if "id" in task}
+        return sorted({*self.actors, *self.task_checks} - planned) if planned else []
+
+    def check_scripted(self, task_id: str) -> None:
+        """A task without a script, while scripts exist for tasks never planned, is
+        almost always a misspelled task id: refuse it instead of submitting
+        ``"<title>: done"`` for it."""
+        if task_id in self.actors or task_id in self.task_checks:
+            return
+        if unplanned := self.unplanned_scripts():
+            raise ScenarioError(
+                f"scenario {self.name!r} has no script for task {task_id!r}, and scripts "
+                f"for tasks no planner entry defines: {', '.join(unplanned)} (misspelled?)"
+            )
+
+    def _task_field_problems(self) -> list[str]:
+        known = list(TaskSpec.model_fields)
+        problems = []
+        for task in self._planner_tasks():
+            for name in task:
+                if name not in known:
+                    close = difflib.get_close_matches(name, known, n=1)
+                    hint = f" (did you mean {close[0]!r}?)" if close else ""
+                    problems.append(
+                        f"planner task {task.get('id', '?')!r} has an unknown field {name!r}"
+                        f"{hint}; task fields: {', '.join(known)}"
+                    )
+        return problems
+
     def actor_steps(self, task_id: str, attempt: int) -> list[Step]:
         script = self.actors.get(task_id, [])
         if isinstance(script, list):
@@ -96,6 +164,37 @@ class Scenario(BaseModel):
         if not attempts:
             return []
         return attempts[min(attempt, len(attempts)) - 1]
+
+
+_SCRIPTED_SECTIONS = {"goal", "planner", "actors", "verifier", "task_checks", "reporter"}
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a scenario section, except inside ``raw`` steps."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for key, item in value.items() if key != "raw" for s in _strings(item)]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _placeholder_problems(text: str) -> list[str]:
+    problems = []
+    for match in _BRACE_WORD.finditer(text):
+        name, ident = match.group(1), match.group(2)
+        if name in ("dep", "result") and ident is not None:
+            continue
+        if name in _PLACEHOLDER_NAMES[:4] and ident is None:
+            continue
+        close = difflib.get_close_matches(name, _PLACEHOLDER_NAMES, n=1, cutoff=0.75)
+        if close:
+            problems.append(
+                f"unknown placeholder {match.group(0)} (did you mean {{{close[0]}"
+                f"{':<id>' if close[0] in ('dep', 'result') else ''}}}?)"
+            )
+    return problems
 
 
 def load_scenario(name_or_path: str) -> Scenario:
@@ -119,7 +218,22 @@ def load_scenario(name_or_path: str) -> Scenario:
     if not isinstance(data, dict):
         raise ScenarioError(f"scenario {name_or_path!r} must be a mapping")
     data.setdefault("name", name)
-    return Scenario.model_validate(data)
+    return _validated(data)
+
+
+def _validated(data: dict[str, Any]) -> Scenario:
+    """The scenario, or ScenarioError with pydantic's message (a misspelled section,
+    a wrong type) or the scenario checks' (see the module docstring)."""
+    try:
+        return Scenario.model_validate(data)
+    except ValidationError as exc:
+        details = "; ".join(
+            (".".join(map(str, error["loc"])) + ": " if error["loc"] else "")
+            + error["msg"].removeprefix("Value error, ")
+            for error in exc.errors()
+        )
+        name = data.get("name", "inline")
+        raise ScenarioError(f"scenario {name!r} is malformed: {details}") from exc
 
 
 def bundled_scenarios() -> list[str]:
@@ -142,7 +256,7 @@ class ScriptedChatModel(BaseChatModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScriptedChatModel:
-        return cls(scenario=Scenario.model_validate(data))
+        return cls(scenario=_validated(data))
 
     @property
     def _llm_type(self) -> str:
@@ -202,6 +316,7 @@ class ScriptedChatModel(BaseChatModel):
             if task_match is None:
                 raise ScenarioError("actor prompt without a <task id=...> block")
             task_id, attempt = task_match.group(1), int(task_match.group(2) or 1)
+            self.scenario.check_scripted(task_id)
             steps = self.scenario.actor_steps(task_id, attempt)
             index = sum(isinstance(m, AIMessage) for m in messages)
             if index < len(steps):
