@@ -136,13 +136,13 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     settings, goal = prepare_demo(thread_id)
     workspace = settings.config.workspace
     if not args.json:
-        console.print(f"[bold]goal:[/bold] {goal}")
-        console.print(f"workspace: {workspace} (sales.csv copied in)\n")
+        console.print(f"[bold]goal:[/bold] {escape(goal)}")
+        console.print(f"workspace: {workspace} (sales.csv copied in)\n", markup=False)
     code = _execute(run_graph(settings, saver), {"goal": goal}, thread_id, settings, args, console)
     if not args.json:
         report = workspace / "report.md"
         if report.exists():
-            console.print(f"[bold]report:[/bold] {report}")
+            console.print(f"[bold]report:[/bold] {escape(str(report))}")
     return code
 
 
@@ -240,7 +240,7 @@ def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         raise CliError(f"no checkpoint {args.checkpoint!r} in thread {args.thread!r}", 6)
     _check_tools(graph.get_state(config), settings)
     if not args.json:
-        console.print(f"forking {args.thread} from checkpoint {args.checkpoint}")
+        console.print(f"forking {args.thread} from checkpoint {args.checkpoint}", markup=False)
     return _execute(
         graph, None, args.thread, settings, args, console, checkpoint_id=args.checkpoint
     )
@@ -289,7 +289,7 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     except GraphvizNotFoundError as exc:
         raise CliError(f"{exc} (or pass --format mermaid)", EXIT_USAGE) from exc
     if args.output:
-        console.print(f"wrote {args.output}")
+        console.print(f"wrote {args.output}", markup=False)
     else:
         data = drawing.data
         sys.stdout.write(data if isinstance(data, str) else data.decode("latin-1"))
@@ -320,7 +320,7 @@ def _execute(
         for _ in chunks:
             pass
     else:
-        console.print(f"[bold]thread:[/bold] {thread_id}")
+        console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
         with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
             live.follow(chunks)
     snapshot = graph.get_state(run_config(thread_id))
@@ -430,16 +430,14 @@ def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
 
 
 def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
-    """A graph to read a thread's state with. Reading needs no run settings (the
-    graph's shape is the same for every model and config), so threads started from
-    Python read as well as the CLI's own."""
+    """A graph to read a thread's state with. The graph's shape is the same for every
+    model and config, so reading needs no run settings: threads started from Python
+    read like the CLI's own, and no real model is built (no API key, no weights)."""
     if saver.get_tuple(run_config(thread_id)) is None:
         raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
-    try:
-        settings = latest_settings(saver, thread_id)
-    except SettingsNotStoredError:
-        settings = RunSettings(model=DEMO_SCENARIO, config=AimeConfig())
-    return build_aime_graph(settings.model, config=settings.config, checkpointer=saver)
+    return build_aime_graph(
+        DEMO_SCENARIO, config=AimeConfig(workspace=WORKSPACES), checkpointer=saver
+    )
 
 
 RESUME_FLAGS = "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --config JSON as needed)"
