@@ -150,12 +150,12 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     settings = _run_settings(saver, args)
     graph = run_graph(settings, saver)
     snapshot = graph.get_state(run_config(args.thread))
-    _check_tools(snapshot, settings)
     if not snapshot.next and not snapshot.interrupts:
         raise CliError(
             f"thread {args.thread!r} has nothing to resume (status: {run_state(snapshot)})",
             EXIT_NOT_FOUND,
         )
+    _check_tools(snapshot, settings)
     answer = _answer(args)
     if snapshot.interrupts:
         if answer is None:
@@ -458,7 +458,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
     except ThreadNotFoundError as exc:
         raise CliError(str(exc), EXIT_NOT_FOUND) from exc
     fields = stored.config.model_dump() if stored is not None else {}
-    fields.update(json.loads(args.config) if args.config else {})
+    fields.update(_config_json(args.config))
     if args.workspace:
         fields["workspace"] = args.workspace
     return RunSettings(
@@ -504,7 +504,7 @@ def _planned_bundles(snapshot: StateSnapshot) -> Iterator[tuple[str, list[str]]]
 
 
 def _config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
-    fields: dict[str, Any] = json.loads(args.config) if args.config else {}
+    fields = _config_json(args.config)
     for name in (
         "max_parallel",
         "max_replans",
@@ -526,6 +526,17 @@ def _config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
         "workspace", str(Path(args.workspace) if args.workspace else WORKSPACES / thread_id)
     )
     return _checked_config(fields)
+
+
+def _config_json(text: str | None) -> dict[str, Any]:
+    """``--config``: AimeConfig fields as a JSON object."""
+    try:
+        fields = json.loads(text) if text else {}
+    except ValueError as exc:
+        raise CliError(f"--config is not JSON: {exc}", EXIT_USAGE) from exc
+    if not isinstance(fields, dict):
+        raise CliError(f"--config must be a JSON object of AimeConfig fields; got {text}", 2)
+    return fields
 
 
 def _checked_config(fields: dict[str, Any]) -> AimeConfig:

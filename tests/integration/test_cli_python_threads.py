@@ -144,6 +144,17 @@ def test_run_with_tools_resumes_from_another_directory(
     assert not (elsewhere / "ws").exists()
 
 
+def test_bad_config_json_is_a_usage_error(
+    app: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    for text, says in (("[1]", "must be a JSON object"), ("{nope", "is not JSON")):
+        code, _, err = _cli(
+            capsys, "--checkpoints", app["url"], "run", "g", "--model", app["model"],
+            "--config", text,
+        )  # fmt: skip
+        assert code == 2 and says in err and err.count("\n") == 1
+
+
 def test_bad_tools_spec_is_a_usage_error(
     app: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
