@@ -6,15 +6,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from celery import Celery
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from rich.console import Console
 
-from aimegraph.checkpoints import new_thread_id, run_config
+from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
 from aimegraph.distributed import records
-from aimegraph.distributed.app import WorkerSettings, check_broker, make_app
+from aimegraph.distributed.app import (
+    BrokerConnectionError,
+    WorkerSettings,
+    check_broker,
+    make_app,
+)
 from aimegraph.distributed.records import RunRecord
 from aimegraph.distributed.runner import load_graph_builder
 from aimegraph.distributed.submit import (
@@ -24,20 +32,30 @@ from aimegraph.distributed.submit import (
     wait_for_run,
 )
 
+EXIT_TIMEOUT = 7
+
+
+@contextmanager
+def _cli_errors() -> Iterator[None]:
+    """Errors the caller has to act on, as one line and an exit code: an unreachable
+    broker or database, or a run that cannot be resumed (usage), an unknown run (not
+    found), a wait that timed out."""
+    from aimegraph.cli import EXIT_NOT_FOUND, EXIT_USAGE, CliError
+
+    try:
+        yield
+    except (BrokerConnectionError, CheckpointConnectionError, RunNotResumableError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    except LookupError as exc:
+        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+    except TimeoutError as exc:
+        raise CliError(str(exc), EXIT_TIMEOUT) from exc
+
 
 def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     """Serve runs until stopped (Ctrl+C or SIGTERM: the runs in hand finish first)."""
-    checkpoints = _postgres_url(args)
-    load_graph_builder(args.graph)  # fail here, not on the first delivery
-    app = make_app(
-        args.broker,
-        visibility_timeout=args.visibility_timeout,
-        queue=args.queue,
-        worker=WorkerSettings(checkpoints=checkpoints, graph_builder=args.graph),
-    )
-    check_broker(app)
-    with records.connect(checkpoints):  # reachable, and the runs table exists
-        pass
+    with _cli_errors():
+        app = _worker_app(args)
     # Threads, not processes: a run mostly waits on its models and Postgres, and one
     # process shares its imports; use more worker processes for CPU-bound models.
     app.worker_main(
@@ -55,12 +73,34 @@ def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     return 0
 
 
-def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    from aimegraph.cli import _config_from_args  # the same config flags as `run`
+def _worker_app(args: argparse.Namespace) -> Celery:
+    checkpoints = _postgres_url(args)
+    load_graph_builder(args.graph)  # fail here, not on the first delivery
+    app = make_app(
+        args.broker,
+        visibility_timeout=args.visibility_timeout,
+        queue=args.queue,
+        worker=WorkerSettings(checkpoints=checkpoints, graph_builder=args.graph),
+    )
+    check_broker(app)
+    with records.connect(checkpoints):  # reachable, and the runs table exists
+        pass
+    return app
 
+
+def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     thread_id = args.thread or new_thread_id()
     if saver.get_tuple(run_config(thread_id)) is not None:
         raise ValueError(f"thread {thread_id!r} exists; resume it or pick a new id")
+    with _cli_errors():
+        _submit(args, thread_id)
+    print(json.dumps({"thread_id": thread_id}) if args.json else thread_id)
+    return 0
+
+
+def _submit(args: argparse.Namespace, thread_id: str) -> None:
+    from aimegraph.cli import _config_from_args  # the same config flags as `run`
+
     submit_run(
         args.goal,
         broker=args.broker,
@@ -71,19 +111,13 @@ def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         thread_id=thread_id,
         queue=args.queue,
     )
-    print(json.dumps({"thread_id": thread_id}) if args.json else thread_id)
-    return 0
 
 
 def cmd_wait(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    from aimegraph.cli import EXIT_CODES, EXIT_NOT_FOUND, CliError, cmd_show
+    from aimegraph.cli import EXIT_CODES, cmd_show
 
-    try:
+    with _cli_errors():
         record = wait_for_run(args.thread, checkpoints=_postgres_url(args), timeout=args.timeout)
-    except LookupError as exc:
-        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
-    except TimeoutError as exc:
-        raise CliError(str(exc), 7) from exc
     cmd_show(args, saver, console)
     return EXIT_CODES.get(record.outcome, 1)
 
@@ -114,7 +148,7 @@ def resume_distributed(
     answers = inputs.resume if inputs is not None else None
     if answers is not None and not isinstance(answers, dict):
         raise CliError("a distributed resume answers interrupts by id", EXIT_USAGE)
-    try:
+    with _cli_errors():
         enqueue_resume(
             record.thread_id,
             answers,
@@ -122,8 +156,6 @@ def resume_distributed(
             checkpoints=_postgres_url(args),
             queue=args.queue,
         )
-    except RunNotResumableError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from exc
     if args.json:
         print(json.dumps({"thread_id": record.thread_id, "status": "queued"}))
     else:

@@ -1,0 +1,326 @@
+"""Distributed runs: Celery worker processes over Redis and Postgres.
+
+Three ``aimegraph worker`` processes serve 30 runs of a latency model; one worker
+is killed with SIGKILL in the middle of a run. Every run must still succeed, its
+thread's checkpoints must be in Postgres, and no completed tool call may run
+twice (each call appends one line to a side-effect log). Then a run that pauses
+for plan approval frees its worker and is resumed through ``aimegraph resume``.
+
+Redis (``AIMEGRAPH_TEST_REDIS_URL``, default ``redis://127.0.0.1:6379/0``) and
+Postgres must answer; without them the tests skip, except under ``CI``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections import Counter, defaultdict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.common import LatencyChatModel
+from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import tool
+from langgraph.checkpoint.base import BaseCheckpointSaver
+
+from aimegraph import build_aime_graph
+from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
+from aimegraph.cli import main
+from aimegraph.distributed import records
+from aimegraph.distributed.submit import submit_run, wait_for_run
+from aimegraph.graphs.aime import AimeGraph
+from aimegraph.steering import run_tools
+
+pytestmark = [pytest.mark.postgres, pytest.mark.slow]
+
+REPO = Path(__file__).resolve().parents[2]
+SUPPORT = "tests.integration.test_distributed"  # as the workers import this module
+SIDE_EFFECTS_ENV = "AIMEGRAPH_TEST_SIDE_EFFECTS"
+LATENCY_S = 0.2
+RUNS = 30
+TASKS = ("t1", "t2", "t3")
+VISIBILITY_TIMEOUT_S = 4
+
+
+# --- what the workers import (``--graph`` and the run's ``--tools``) ---
+
+
+@tool
+def record_side_effect(key: str, config: RunnableConfig) -> str:
+    """Record that the work item ``key`` was done (an external side effect)."""
+    line = f"{config['configurable']['thread_id']}:{key}\n"
+    # O_APPEND: whole lines from concurrent processes never interleave.
+    fd = os.open(os.environ[SIDE_EFFECTS_ENV], os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+    return f"recorded {key}"
+
+
+def _scenario() -> dict[str, Any]:
+    tasks = [
+        {
+            "id": t,
+            "title": f"Work item {t}",
+            "description": f"Do {t}.",
+            "dependencies": [TASKS[i - 1]] if i else [],
+            "tool_bundles": ["custom"],
+        }
+        for i, t in enumerate(TASKS)
+    ]
+    return {
+        "goal": "Do the three work items.",
+        "planner": [{"rationale": "One item after the other.", "tasks": tasks}],
+        "actors": {t: [{"tool": "record_side_effect", "args": {"key": t}}] for t in TASKS},
+        "reporter": [{"text": "Done: {all_results}"}],
+    }
+
+
+def build_latency_graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
+    """The standard graph with the run's tools, on a model that waits like a remote one."""
+    model = LatencyChatModel.from_dict(_scenario(), latency_s=LATENCY_S)
+    return build_aime_graph(
+        model, tools=run_tools(settings), config=settings.config, checkpointer=saver
+    )
+
+
+# --- fixtures ---
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> str:
+    url = os.environ.get("AIMEGRAPH_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+    import redis
+
+    try:
+        redis.Redis.from_url(url, socket_connect_timeout=3).ping()
+    except redis.RedisError as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the distributed tests must run in CI: Redis at {url}: {exc}")
+        pytest.skip(f"Redis is not reachable at {url}: {exc}")
+    return url
+
+
+class Cluster:
+    """Worker processes on one private queue, and the runs submitted to it."""
+
+    def __init__(self, broker: str, checkpoints: str, tmp: Path) -> None:
+        self.broker, self.checkpoints, self.tmp = broker, checkpoints, tmp
+        self.queue = f"pytest-{uuid.uuid4().hex[:8]}"
+        self.side_effects = tmp / "side-effects.log"
+        self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self.env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+            SIDE_EFFECTS_ENV: str(self.side_effects),
+        }
+
+    def start_worker(self, name: str) -> None:
+        log = (self.tmp / f"{name}.log").open("wb")
+        self.workers[name] = subprocess.Popen(
+            [sys.executable, "-m", "aimegraph.cli", "worker", "--checkpoints", self.checkpoints]
+            + ["--broker", self.broker, "--queue", self.queue, "--name", f"{name}@%h"]
+            + ["--visibility-timeout", str(VISIBILITY_TIMEOUT_S)]
+            + ["--graph", f"{SUPPORT}:build_latency_graph"],
+            cwd=self.tmp,
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+        )
+
+    def submit(self, **config: Any) -> str:
+        return submit_run(
+            "Do the three work items.",
+            broker=self.broker,
+            checkpoints=self.checkpoints,
+            # The workers' --graph builds the latency model; the CLI reads the
+            # thread with this spec.
+            model="scripted:demo",
+            config={"workspace": self.tmp / "workspace", **config},
+            tools=[f"{SUPPORT}:record_side_effect"],
+            thread_id=f"{self.queue}-{uuid.uuid4().hex[:8]}",
+            queue=self.queue,
+        )
+
+    def cli(self, *args: str) -> tuple[int, Any]:
+        """``aimegraph ARGS --json`` in process: exit code and parsed stdout."""
+        argv = [*args, "--json", "--checkpoints", self.checkpoints]
+        out = self.tmp / "cli.out"
+        with out.open("w") as stream:
+            saved, sys.stdout = sys.stdout, stream
+            try:
+                code = main(argv)
+            finally:
+                sys.stdout = saved
+        text = out.read_text()
+        return code, json.loads(text) if text.strip() else None
+
+    def stop(self) -> None:
+        for process in self.workers.values():
+            if process.poll() is None:
+                process.send_signal(signal.SIGTERM)
+        for process in self.workers.values():
+            try:
+                process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        from aimegraph.distributed.app import make_app
+
+        with make_app(self.broker).connection_for_write() as connection:
+            connection.default_channel.queue_delete(self.queue)
+
+
+@pytest.fixture(scope="module")
+def cluster(
+    redis_url: str, postgres_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Cluster]:
+    cluster = Cluster(redis_url, postgres_url, tmp_path_factory.mktemp("distributed"))
+    yield cluster
+    cluster.stop()
+    with records.connect(postgres_url) as conn, open_checkpointer(postgres_url) as saver:
+        rows = conn.execute(
+            "DELETE FROM aimegraph_runs WHERE thread_id LIKE %s RETURNING thread_id",
+            (f"{cluster.queue}-%",),
+        ).fetchall()
+        for (thread_id,) in rows:
+            saver.delete_thread(thread_id)
+
+
+# --- tests ---
+
+
+def test_thirty_runs_survive_a_killed_worker(cluster: Cluster) -> None:
+    threads = [cluster.submit() for _ in range(RUNS)]
+    code, listed = cluster.cli("threads")
+    assert code == 0
+    assert {t["thread_id"]: t["status"] for t in listed if t["thread_id"] in threads} == {
+        t: "queued" for t in threads
+    }
+    assert cluster.cli("show", threads[0])[1]["status"] == "queued"
+
+    for name in ("w1", "w2", "w3"):
+        cluster.start_worker(name)
+    victim, thread_id, done = _wait_for_a_run_midway(cluster)
+    cluster.workers[victim].send_signal(signal.SIGKILL)
+    cluster.workers[victim].wait()
+    # Killed between tasks, as meant: no tool call was in flight (a call cut off
+    # mid-way has no recorded result, so it runs again: that is not what is tested).
+    assert set(_side_effects(cluster)[thread_id]) == done
+    with open_checkpointer(cluster.checkpoints) as saver:
+        frozen = build_latency_graph(_settings(cluster, thread_id), saver).get_state(
+            run_config(thread_id)
+        )
+    assert frozen.next, "the killed worker's run had not finished"
+
+    ended = {t: wait_for_run(t, checkpoints=cluster.checkpoints, timeout=150) for t in threads}
+
+    assert {t: r.outcome for t, r in ended.items()} == {t: "succeeded" for t in threads}
+    redelivered = ended[thread_id]
+    assert redelivered.deliveries >= 2
+    assert redelivered.worker is not None and not redelivered.worker.startswith(victim)
+    effects = _side_effects(cluster)
+    for t in threads:  # each completed tool call exactly once, the killed run's included
+        assert effects[t] == Counter({key: 1 for key in TASKS}), t
+    with open_checkpointer(cluster.checkpoints) as saver:
+        for t in threads:
+            state = build_latency_graph(_settings(cluster, t), saver).get_state(run_config(t))
+            assert state.values["status"] == "succeeded"
+            assert all(task.status == "completed" for task in state.values["tasks"].values())
+    code, listed = cluster.cli("threads")
+    statuses = {t["thread_id"]: t["status"] for t in listed}
+    assert all(statuses[t] == "succeeded" for t in threads)
+
+
+def test_a_pause_frees_the_worker_and_resume_queues_the_rest(cluster: Cluster) -> None:
+    if not any(p.poll() is None for p in cluster.workers.values()):
+        cluster.start_worker("w4")
+    paused = cluster.submit(approve_plan=True)
+    assert wait_for_run(paused, checkpoints=cluster.checkpoints, timeout=60).state == "paused"
+    # The pause ended the Celery task: the workers take other runs meanwhile.
+    other = cluster.submit()
+    assert wait_for_run(other, checkpoints=cluster.checkpoints, timeout=60).outcome == "succeeded"
+    assert cluster.cli("show", paused)[1]["status"] == "paused"
+
+    code, queued = cluster.cli(
+        "resume", paused, "--approve", "--broker", cluster.broker, "--queue", cluster.queue
+    )
+    assert (code, queued) == (0, {"thread_id": paused, "status": "queued"})
+    code, shown = cluster.cli("wait", paused, "--timeout", "60")
+    assert code == 0 and shown["status"] == "succeeded"
+    assert _side_effects(cluster)[paused] == Counter({key: 1 for key in TASKS})
+    # A finished run has nothing left to resume.
+    code, _ = cluster.cli("resume", paused, "--broker", cluster.broker, "--queue", cluster.queue)
+    assert code == 6
+
+
+def test_bad_broker_or_database_url_is_a_clear_error(
+    cluster: Cluster, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pg, dead_pg = cluster.checkpoints, "postgresql://postgres@127.0.0.1:1/test"
+    cases = [
+        (["submit", "goal", "--broker", "redis://127.0.0.1:1/0", "--checkpoints", pg], "broker"),
+        (["worker", "--broker", "redis://127.0.0.1:1/0", "--checkpoints", pg], "broker"),
+        (["submit", "goal", "--broker", "nosuch://x", "--checkpoints", pg], "broker"),
+        (["submit", "goal", "--broker", cluster.broker, "--checkpoints", dead_pg], "127.0.0.1"),
+        (["worker", "--broker", cluster.broker, "--checkpoints", dead_pg], "127.0.0.1"),
+        (["worker", "--checkpoints", f"sqlite:///{cluster.tmp}/x.db"], "Postgres"),
+    ]
+    for argv, named in cases:
+        started = time.monotonic()
+        code = main(argv)
+        message = capsys.readouterr().err
+        assert code == 2, (argv, message)
+        assert "error:" in message and named in message, (argv, message)
+        assert time.monotonic() - started < 60, f"{argv} hung"
+
+
+# --- helpers ---
+
+
+def _wait_for_a_run_midway(cluster: Cluster) -> tuple[str, str, set[str]]:
+    """(worker, thread, completed tasks) of a run caught between tasks: some but not
+    all of its tasks are completed in its newest checkpoint, and its side effects are
+    exactly those tasks' (the next task's tool call, a model call away, has not run)."""
+    deadline = time.monotonic() + 90
+    with (
+        records.connect(cluster.checkpoints) as conn,
+        open_checkpointer(cluster.checkpoints) as saver,
+    ):
+        while time.monotonic() < deadline:
+            for thread_id, worker in conn.execute(
+                "SELECT thread_id, worker FROM aimegraph_runs "
+                "WHERE state = 'running' AND thread_id LIKE %s",
+                (f"{cluster.queue}-%",),
+            ).fetchall():
+                stored = saver.get_tuple(run_config(thread_id))
+                tasks = stored.checkpoint["channel_values"].get("tasks", {}) if stored else {}
+                done = {tid for tid, task in tasks.items() if task.status == "completed"}
+                if 1 <= len(done) < len(TASKS) and set(_side_effects(cluster)[thread_id]) == done:
+                    return worker.split("@")[0], thread_id, done
+            time.sleep(0.02)
+    raise AssertionError("no run was seen half-way within 90 s")
+
+
+def _side_effects(cluster: Cluster) -> defaultdict[str, Counter[str]]:
+    effects: defaultdict[str, Counter[str]] = defaultdict(Counter)
+    if cluster.side_effects.exists():
+        for line in cluster.side_effects.read_text().splitlines():
+            thread_id, key = line.rsplit(":", 1)
+            effects[thread_id][key] += 1
+    return effects
+
+
+def _settings(cluster: Cluster, thread_id: str) -> RunSettings:
+    with records.connect(cluster.checkpoints) as conn:
+        record = records.get(conn, thread_id)
+    assert record is not None
+    return record.settings
