@@ -155,6 +155,12 @@ def test_bad_config_json_is_a_usage_error(
         assert code == 2 and says in err and err.count("\n") == 1
 
 
+def test_bracketed_error_text_survives(capsys: pytest.CaptureFixture[str]) -> None:
+    # Rich used to read "[local]" as a style tag and print "(llama.cpp, extra )".
+    code, _, err = _cli(capsys, "--checkpoints", "memory", "run", "g", "--model", "nonsense:x")
+    assert code == 2 and "extra [local]" in err
+
+
 def test_bad_tools_spec_is_a_usage_error(
     app: dict[str, Any], capsys: pytest.CaptureFixture[str]
 ) -> None:
