@@ -5,6 +5,7 @@
     python -m bench --only overhead,parallel
     python -m bench --only local_plans   # on-demand sections need an extra (here [local])
     python -m bench --only dashboard     # [dashboard] extra, Playwright and Debian's chromium
+    python -m bench --only distributed   # [distributed] extra, Redis and Postgres on 127.0.0.1
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -21,7 +22,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench import dashboard, economy, local_plans, overhead, parallel, retrieval, scaling
+from bench import (
+    dashboard,
+    distributed,
+    economy,
+    local_plans,
+    overhead,
+    parallel,
+    retrieval,
+    scaling,
+)
 from bench.common import SectionResult, machine_info
 
 SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
@@ -36,6 +46,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
 ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "local_plans": local_plans.run,
     "dashboard": dashboard.run,
+    "distributed": distributed.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 
