@@ -30,13 +30,14 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from aimegraph import build_aime_graph
+from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
 from aimegraph.cli import main
-from aimegraph.distributed import records
+from aimegraph.distributed import records, runner
+from aimegraph.distributed.runner import ThreadBusyError, execute_run
 from aimegraph.distributed.submit import submit_run, wait_for_run
 from aimegraph.graphs.aime import AimeGraph
-from aimegraph.steering import run_tools
+from aimegraph.steering import run_graph, run_tools
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 
@@ -260,6 +261,49 @@ def test_a_pause_frees_the_worker_and_resume_queues_the_rest(cluster: Cluster) -
     # A finished run has nothing left to resume.
     code, _ = cluster.cli("resume", paused, "--broker", cluster.broker, "--queue", cluster.queue)
     assert code == 6
+
+
+def test_one_worker_at_a_time_and_repeated_deliveries_do_nothing(
+    cluster: Cluster, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In process: a delivery of a thread another worker holds is refused (Celery
+    retries it later); once free it runs; a repeated delivery of the ended run
+    neither runs anything again nor counts as a delivery."""
+    monkeypatch.setenv(SIDE_EFFECTS_ENV, str(cluster.side_effects))
+    thread_id = f"{cluster.queue}-{uuid.uuid4().hex[:8]}"
+    settings = RunSettings(
+        model="scripted:demo",
+        config=AimeConfig(workspace=cluster.tmp / "workspace"),
+        tools=(f"{SUPPORT}:record_side_effect",),
+    )
+    with records.connect(cluster.checkpoints) as conn:
+        records.insert_queued(conn, thread_id, "Do the three work items.", settings)
+
+        def deliver() -> records.RunRecord | None:
+            return execute_run(cluster.checkpoints, thread_id, "w9", build_latency_graph)
+
+        with records.connect(cluster.checkpoints) as other_worker:
+            other_worker.execute(runner._LOCK_SQL, (thread_id,))
+            with pytest.raises(ThreadBusyError):
+                deliver()
+            assert records.get(conn, thread_id).state == "queued"
+        first = deliver()
+        again = deliver()
+    assert first is not None and (first.outcome, first.deliveries) == ("succeeded", 1)
+    assert again is not None and (again.outcome, again.deliveries) == ("succeeded", 1)
+    assert _side_effects(cluster)[thread_id] == Counter({key: 1 for key in TASKS})
+
+
+def test_a_run_that_cannot_start_ends_failed_with_the_reason(cluster: Cluster) -> None:
+    thread_id = f"{cluster.queue}-{uuid.uuid4().hex[:8]}"
+    settings = RunSettings(model="openai:", config=AimeConfig(workspace=cluster.tmp / "ws"))
+    with records.connect(cluster.checkpoints) as conn:
+        records.insert_queued(conn, thread_id, "anything", settings)
+    with pytest.raises(ValueError, match="empty model name"):
+        execute_run(cluster.checkpoints, thread_id, "w9", run_graph)
+    record = wait_for_run(thread_id, checkpoints=cluster.checkpoints, timeout=5)
+    assert record.outcome == "failed"
+    assert record.reason is not None and "empty model name" in record.reason
 
 
 def test_bad_broker_or_database_url_is_a_clear_error(

@@ -21,8 +21,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery, Task
+from psycopg import OperationalError
+from psycopg_pool import PoolTimeout
 
-from aimegraph.checkpoints import redact_url
+from aimegraph.checkpoints import CheckpointConnectionError, redact_url
 from aimegraph.distributed.runner import (
     DEFAULT_GRAPH_BUILDER,
     ThreadBusyError,
@@ -93,7 +95,17 @@ def make_app(
     if worker is not None:
         build_graph = load_graph_builder(worker.graph_builder)
 
-        @app.task(bind=True, name=TASK_NAME, max_retries=None)
+        # A database outage (connection lost, pool exhausted) is waited out: Celery
+        # retries the delivery with backoff, and the retry continues from the last
+        # checkpoint. Any other error has ended the run as failed, with its reason.
+        @app.task(
+            bind=True,
+            name=TASK_NAME,
+            max_retries=None,
+            autoretry_for=(OperationalError, PoolTimeout, CheckpointConnectionError),
+            retry_backoff=2,
+            retry_backoff_max=60,
+        )
         def run_thread(self: Task, thread_id: str, resume: dict[str, Any] | None = None) -> None:
             try:
                 record = execute_run(

@@ -15,7 +15,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
@@ -25,6 +25,9 @@ from aimegraph.checkpoints import open_checkpointer, run_config, run_state
 from aimegraph.checkpoints.runs import RunSettings
 from aimegraph.distributed import records
 from aimegraph.distributed.records import RunRecord
+
+if TYPE_CHECKING:
+    from psycopg import Connection
 
 __all__ = [
     "DEFAULT_GRAPH_BUILDER",
@@ -89,24 +92,37 @@ def execute_run(
             log.warning("no distributed run %r: message dropped", thread_id)
             return None
         with open_checkpointer(checkpoints) as saver:
-            graph = build_graph(record.settings, saver)
-            snapshot = graph.get_state(run_config(thread_id))
-            inputs = _next_inputs(snapshot, record.goal, resume)
-            if inputs is _NOTHING_TO_DO:
-                if record.state == "running":  # a dead worker's run that had ended
-                    _record_end(conn, thread_id, snapshot)
-                return records.get(conn, thread_id)
-            records.mark_running(conn, thread_id, worker)
-            record.settings.config.workspace.mkdir(parents=True, exist_ok=True)
             try:
-                graph.invoke(inputs, run_config(thread_id, record.settings), durability="sync")
-            except Exception as exc:
-                records.mark_ended(conn, thread_id, "finished", "failed", f"worker error: {exc!r}")
+                _run(saver, conn, record, worker, build_graph, resume)
+            except Exception as exc:  # a bad model spec, tool import, a graph error...
+                reason = f"worker error: {type(exc).__name__}: {exc}"
+                records.mark_ended(conn, thread_id, "finished", "failed", reason)
                 raise
-            _record_end(conn, thread_id, graph.get_state(run_config(thread_id)))
         return records.get(conn, thread_id)
     # The lock goes with the connection: released here, or by Postgres when the
     # worker dies and its session ends.
+
+
+def _run(
+    saver: BaseCheckpointSaver[Any],
+    conn: Connection[Any],
+    record: RunRecord,
+    worker: str,
+    build_graph: GraphBuilder,
+    resume: Mapping[str, Any] | None,
+) -> None:
+    thread_id = record.thread_id
+    graph = build_graph(record.settings, saver)
+    snapshot = graph.get_state(run_config(thread_id))
+    inputs = _next_inputs(snapshot, record.goal, resume)
+    if inputs is _NOTHING_TO_DO:
+        if record.state == "running":  # a dead worker's run that had ended
+            _record_end(conn, thread_id, snapshot)
+        return
+    records.mark_running(conn, thread_id, worker)
+    record.settings.config.workspace.mkdir(parents=True, exist_ok=True)
+    graph.invoke(inputs, run_config(thread_id, record.settings), durability="sync")
+    _record_end(conn, thread_id, graph.get_state(run_config(thread_id)))
 
 
 _NOTHING_TO_DO = object()
@@ -122,7 +138,7 @@ def _next_inputs(snapshot: StateSnapshot, goal: str, resume: Mapping[str, Any] |
     return None if snapshot.next else _NOTHING_TO_DO
 
 
-def _record_end(conn: Any, thread_id: str, snapshot: StateSnapshot) -> None:
+def _record_end(conn: Connection[Any], thread_id: str, snapshot: StateSnapshot) -> None:
     state = run_state(snapshot)
     if state == "paused":
         records.mark_ended(conn, thread_id, "paused", None)
