@@ -232,31 +232,35 @@ def wait_until_ended(conn: Connection[Any], thread_id: str, timeout: float | Non
 
 def find_run(url: str | None, thread_id: str) -> RunRecord | None:
     """The distributed run of ``thread_id``; None for non-Postgres stores, plain
-    (non-distributed) threads, or when the distributed extra is not installed."""
-    if not is_postgres_url(url) or not _has_psycopg():
-        return None
-    with connect(str(url)) as conn:
-        return get(conn, thread_id)
+    (non-distributed) threads, or a database that never had distributed runs."""
+    with _reader(url) as conn:
+        return get(conn, thread_id) if conn is not None else None
 
 
 def active_runs(url: str | None) -> list[ThreadSummary]:
     """Runs queued or held by a worker, for ``aimegraph threads`` to merge with the
     checkpointed threads (their queue state is newer than their checkpoints)."""
-    if not is_postgres_url(url) or not _has_psycopg():
-        return []
-    with connect(str(url)) as conn:
+    with _reader(url) as conn:
+        if conn is None:
+            return []
         rows = conn.execute(
             f"SELECT {_COLUMNS} FROM aimegraph_runs WHERE state IN ('queued', 'running')"
         ).fetchall()
     return [_record(row).summary() for row in rows]
 
 
-def _has_psycopg() -> bool:
-    try:
-        import psycopg  # noqa: F401
-    except ImportError:
-        return False
-    return True
+@contextmanager
+def _reader(url: str | None) -> Iterator[Connection[Any] | None]:
+    """A connection when ``url`` is a Postgres database with a runs table, else None
+    (reading creates nothing)."""
+    if not is_postgres_url(url):
+        yield None
+        return
+    import psycopg
+
+    with psycopg.connect(str(url), autocommit=True, connect_timeout=_CONNECT_TIMEOUT_S) as conn:
+        row = conn.execute("SELECT to_regclass('aimegraph_runs')").fetchone()
+        yield conn if row is not None and row[0] is not None else None
 
 
 def _notify(conn: Connection[Any], thread_id: str) -> None:
