@@ -197,8 +197,10 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     from aimegraph.distributed.records import ACTIVE_STATES, find_run
 
     record = find_run(args.checkpoints, args.thread)
-    if record is not None and record.state in ACTIVE_STATES:  # no or stale checkpoints
-        return int(_distributed("show_active")(record, args, console))
+    if record is not None and (
+        record.state in ACTIVE_STATES or saver.get_tuple(run_config(args.thread)) is None
+    ):  # queued, on a worker, or ended before its first checkpoint
+        return int(_distributed("show_record")(record, args, console))
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
     _report(snapshot, args.thread, args, console)
     return 0

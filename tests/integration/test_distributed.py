@@ -304,6 +304,8 @@ def test_a_run_that_cannot_start_ends_failed_with_the_reason(cluster: Cluster) -
     record = wait_for_run(thread_id, checkpoints=cluster.checkpoints, timeout=5)
     assert record.outcome == "failed"
     assert record.reason is not None and "empty model name" in record.reason
+    code, shown = cluster.cli("wait", thread_id)  # no checkpoint: the record tells
+    assert code == 1 and shown["status"] == "failed" and shown["reason"] == record.reason
 
 
 def test_bad_broker_or_database_url_is_a_clear_error(

@@ -14,6 +14,7 @@ from celery import Celery
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from rich.console import Console
+from rich.markup import escape
 
 from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
 from aimegraph.distributed import records
@@ -122,20 +123,23 @@ def cmd_wait(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     return EXIT_CODES.get(record.outcome, 1)
 
 
-def show_active(record: RunRecord, args: argparse.Namespace, console: Console) -> int:
-    """``aimegraph show`` for a run in the queue or on a worker."""
+def show_record(record: RunRecord, args: argparse.Namespace, console: Console) -> int:
+    """``aimegraph show`` of a distributed run that its checkpoints cannot describe yet:
+    queued, on a worker, or ended before its first checkpoint."""
     if args.json:
         print(json.dumps(record.as_dict(), indent=2))
         return 0
     where = f" on {record.worker}" if record.state == "running" else ""
-    console.print(f"\n[bold]status:[/bold] {record.state}{where}")
+    reason = f" ({record.reason})" if record.reason else ""
+    console.print(f"\n[bold]status:[/bold] {record.outcome}{where}{escape(reason)}")
     console.print(f"goal: {record.goal}", markup=False)
     console.print(
         f"model: {record.settings.model}; submitted {record.submitted_at:%Y-%m-%d %H:%M:%S}; "
         f"deliveries: {record.deliveries}",
         markup=False,
     )
-    console.print(f"wait for it with: aimegraph wait {record.thread_id}")
+    if record.state in records.ACTIVE_STATES:
+        console.print(f"wait for it with: aimegraph wait {record.thread_id}")
     return 0
 
 
