@@ -30,7 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 
-from aimegraph import AimeConfig, build_aime_graph
+from aimegraph import AimeConfig, build_aime_graph, distributed
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
 from aimegraph.cli import main
 from aimegraph.distributed import records, runner
@@ -327,6 +327,17 @@ def test_bad_broker_or_database_url_is_a_clear_error(
         assert code == 2, (argv, message)
         assert "error:" in message and named in message, (argv, message)
         assert time.monotonic() - started < 60, f"{argv} hung"
+
+
+def test_without_the_extra_the_commands_name_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setitem(sys.modules, "celery", None)  # as if not installed
+    for module in ("commands", "submit", "app"):
+        monkeypatch.delitem(sys.modules, f"aimegraph.distributed.{module}", raising=False)
+        monkeypatch.delattr(distributed, module, raising=False)
+    assert main(["--checkpoints", "memory", "submit", "goal"]) == 2
+    assert "pip install 'aimegraph[distributed]'" in capsys.readouterr().err
 
 
 # --- helpers ---
