@@ -1,14 +1,22 @@
 """How actors' tool calls are executed: LangGraph's ToolNode plus a guard that
-turns every way a tool call can go wrong into an observation for the model."""
+turns every way a tool call can go wrong into an observation for the model.
+
+Where a call runs: under ``invoke`` ToolNode runs a step's calls in its thread
+pool and the guard puts each timed call in a daemon thread of its own; under
+``ainvoke`` the async guard awaits coroutine tools on the event loop (cancelled
+on timeout) and runs sync tools in a daemon thread, so the loop never blocks.
+A sync tool cannot be stopped: on timeout it is abandoned, still running, and
+being a daemon thread it does not keep the process alive."""
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import json
 import logging
-from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
+import threading
+from collections.abc import Awaitable, Callable, Collection, Sequence
+from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
@@ -24,6 +32,7 @@ log = logging.getLogger(__name__)
 
 ToolOutcome = ToolMessage | Command
 Execute = Callable[[ToolCallRequest], ToolOutcome]
+AsyncExecute = Callable[[ToolCallRequest], Awaitable[ToolOutcome]]
 
 REPEAT_LIMIT = 3
 """The third identical call (same tool, same arguments) is refused."""
@@ -61,7 +70,8 @@ def make_tool_node(
         log.warning("tool raised", exc_info=exc)
         return f"Error: the tool raised {type(exc).__name__}: {str(exc)[:500]}"
 
-    def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
+    def refusal(request: ToolCallRequest) -> ToolMessage | None:
+        """The answer to a call that must not run, or None to run it."""
         call = request.tool_call
         names = available(request.state) if available is not None else list(by_name)
         if request.tool is None or call["name"] not in names:
@@ -74,20 +84,111 @@ def make_tool_node(
             return _observation(
                 call, prompts.REPEATED_ACTION.format(tool=call["name"], count=repeats - 1)
             )
-        if before_call is not None and (answer := before_call(request)) is not None:
+        if before_call is not None:
+            return before_call(request)
+        return None
+
+    def timed_out(call: ToolCall, fate: str) -> ToolMessage:
+        return _observation(
+            call,
+            f"Error: {call['name']} did not finish within {timeout_s:g} s ({fate}); "
+            "try a smaller input or another approach.",
+        )
+
+    def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
+        if (answer := refusal(request)) is not None:
             return answer
+        call = request.tool_call
+        if not _runs_sync(request.tool):
+            return _observation(call, ASYNC_ONLY.format(tool=call["name"]))
         if call["name"] in untimed:
             return execute(request)
-        outcome = _run_with_timeout(execute, request, timeout_s)
-        if outcome is None:
-            return _observation(
-                call,
-                f"Error: {call['name']} did not finish within {timeout_s:g} s; "
-                "try a smaller input or another approach.",
-            )
+        future = _in_daemon_thread(execute, request)
+        try:
+            outcome = future.result(timeout=timeout_s)
+        except TimeoutError:
+            return timed_out(call, STILL_RUNNING)
         return _truncate(outcome, max_observation_chars)
 
-    return ToolNode(tools, handle_tool_errors=describe_error, wrap_tool_call=guard)
+    async def aguard(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
+        if (answer := refusal(request)) is not None:
+            return answer
+        call = request.tool_call
+        if call["name"] in untimed:
+            return await execute(request)
+        try:
+            if _runs_async(request.tool):
+                outcome = await asyncio.wait_for(execute(request), timeout_s)
+            else:
+                # ToolNode would run a sync tool in the loop's default executor,
+                # whose threads the interpreter joins at exit: a hung tool there
+                # would keep the process alive. A daemon thread of our own does not.
+                sync = _sync_execute(node, request)
+                future = _in_daemon_thread(sync, request)
+                outcome = await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+        except TimeoutError:
+            return timed_out(call, "cancelled" if _runs_async(request.tool) else STILL_RUNNING)
+        return _truncate(outcome, max_observation_chars)
+
+    node = ToolNode(
+        tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard
+    )
+    return node
+
+
+ASYNC_ONLY = (
+    "Error: {tool} is an async-only tool and the graph was run synchronously; "
+    "it runs when the graph is run with ainvoke/astream."
+)
+STILL_RUNNING = "it could not be stopped and is still running in the background"
+
+
+def _runs_async(tool: BaseTool | None) -> bool:
+    """Whether the tool has a coroutine of its own (else ``ainvoke`` runs it in a thread)."""
+    if tool is None:
+        return False
+    if hasattr(tool, "coroutine"):  # StructuredTool, Tool: func and/or coroutine
+        return tool.coroutine is not None
+    return type(tool)._arun is not BaseTool._arun
+
+
+def _runs_sync(tool: BaseTool | None) -> bool:
+    """Whether ``invoke`` can run the tool (an ``@tool async def`` has no sync body)."""
+    return tool is None or getattr(tool, "func", True) is not None
+
+
+def _sync_execute(node: ToolNode, request: ToolCallRequest) -> Execute:
+    # ToolNode hands an async wrapper only its async executor; its sync one
+    # (argument injection, validation, error handling) is the same code path
+    # the sync wrapper gets, reached here for the call's config.
+    config = request.runtime.config
+
+    def execute(req: ToolCallRequest) -> ToolOutcome:
+        outcome = node._execute_tool_sync(req, "dict", config)
+        if isinstance(outcome, list):  # only for list input, which the actor never uses
+            raise TypeError("unexpected list outcome from a tool call")
+        return outcome
+
+    return execute
+
+
+def _in_daemon_thread(execute: Execute, request: ToolCallRequest) -> Future[ToolOutcome]:
+    """Run one call in a daemon thread, so that a hung tool can neither hang the run
+    nor keep the process alive; the run's context (config, stream writer) travels
+    with it via contextvars."""
+    future: Future[ToolOutcome] = Future()
+    context = contextvars.copy_context()
+
+    def work() -> None:
+        if not future.set_running_or_notify_cancel():
+            return
+        try:
+            future.set_result(context.run(execute, request))
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
+            future.set_exception(exc)
+
+    threading.Thread(target=work, name="aimegraph-tool", daemon=True).start()
+    return future
 
 
 def _observation(call: ToolCall, content: str) -> ToolMessage:
@@ -104,22 +205,6 @@ def _count_identical_calls(state: object, name: str, args: object) -> int:
         for c in m.tool_calls
         if c["name"] == name and c["args"] == args
     )
-
-
-def _run_with_timeout(
-    execute: Execute, request: ToolCallRequest, timeout_s: float
-) -> ToolOutcome | None:
-    # A worker thread, so that a hung tool cannot hang the run; the run's
-    # context (config, stream writer) travels with it via contextvars.
-    context = contextvars.copy_context()
-    pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="aimegraph-tool")
-    future = pool.submit(context.run, execute, request)
-    try:
-        return future.result(timeout=timeout_s)
-    except FutureTimeout:
-        return None
-    finally:
-        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _truncate(outcome: ToolOutcome, limit: int) -> ToolOutcome:

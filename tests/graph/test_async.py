@@ -1,0 +1,176 @@
+"""Issue 11 items 1-3: async tools, the event loop under ainvoke, timed-out tools."""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+from typing import Any
+
+from langchain_core.tools import tool
+from tests.conftest import GraphFactory
+
+
+def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
+    return {"rationale": "scripted", "tasks": list(tasks)}
+
+
+def call(name: str, **args: Any) -> dict[str, Any]:
+    return {"tool": name, "args": args}
+
+
+def submit(summary: str) -> dict[str, Any]:
+    return call("submit_result", status="completed", summary=summary)
+
+
+@tool
+async def fetch_async(key: str) -> str:
+    """Looks a key up (an async-only tool)."""
+    await asyncio.sleep(0)
+    return f"value of {key}"
+
+
+def one_task(tool_call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "planner": [plan({"id": "a", "title": "Look up", "tool_bundles": ["custom"]})],
+        "actors": {"a": [tool_call, submit("{last_tool_output}")]},
+    }
+
+
+async def test_async_tool_is_awaited_under_ainvoke(scripted_graph: GraphFactory) -> None:
+    graph, _ = scripted_graph(one_task(call("fetch_async", key="k")), tools=[fetch_async])
+    out = await graph.ainvoke({"goal": "g"})
+    assert out["tasks"]["a"].result.summary == "value of k"
+
+
+def test_async_only_tool_under_invoke_is_a_clear_observation(
+    scripted_graph: GraphFactory,
+) -> None:
+    graph, _ = scripted_graph(one_task(call("fetch_async", key="k")), tools=[fetch_async])
+    summary = graph.invoke({"goal": "g"})["tasks"]["a"].result.summary
+    assert "fetch_async is an async-only tool" in summary and "ainvoke" in summary
+
+
+def two_tasks_calling(name: str) -> dict[str, Any]:
+    return {
+        "planner": [
+            plan(
+                {"id": "a", "title": "First", "tool_bundles": ["custom"]},
+                {"id": "b", "title": "Second", "tool_bundles": ["custom"]},
+            )
+        ],
+        "actors": {
+            task: [call(name, who=task), submit("{last_tool_output}")] for task in ("a", "b")
+        },
+    }
+
+
+async def test_parallel_sync_tools_run_at_once_off_the_event_loop(
+    scripted_graph: GraphFactory,
+) -> None:
+    # Both tools must be inside their bodies at the same time to pass the barrier:
+    # serialised calls (the loop blocked by the first) would break it.
+    barrier = threading.Barrier(2, timeout=10)
+    met = threading.Semaphore(0)
+    release = threading.Event()
+
+    @tool
+    def meet(who: str) -> str:
+        """Waits for the other task's call, then for the test."""
+        barrier.wait()
+        met.release()
+        release.wait(30)
+        return f"{who} met"
+
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.005)
+
+    graph, _ = scripted_graph(two_tasks_calling("meet"), tools=[meet], tool_timeout_s=60)
+    ticking = asyncio.create_task(ticker())
+    run = asyncio.create_task(graph.ainvoke({"goal": "g"}))
+    both_met = await asyncio.to_thread(lambda: met.acquire(timeout=30) and met.acquire(timeout=30))
+    # While both sync tools sit in their bodies, the loop must keep serving other tasks.
+    before = ticks
+    await asyncio.sleep(0.3)
+    advanced = ticks - before
+    release.set()
+    out = await asyncio.wait_for(run, 60)
+    ticking.cancel()
+    assert both_met
+    assert {t.result.summary for t in out["tasks"].values()} == {"a met", "b met"}
+    assert advanced >= 5  # ~60 expected; a blocked loop gives 0
+
+
+async def test_timed_out_async_tool_is_cancelled(scripted_graph: GraphFactory) -> None:
+    cancelled = asyncio.Event()
+
+    @tool
+    async def hang(who: str) -> str:
+        """Never answers."""
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return who
+
+    graph, model = scripted_graph(one_task(call("hang", who="a")), tools=[hang], tool_timeout_s=0.2)
+    out = await graph.ainvoke({"goal": "g"})
+    assert cancelled.is_set()
+    assert "hang did not finish within 0.2 s (cancelled)" in out["tasks"]["a"].result.summary
+
+
+HUNG_TOOL_RUN = """
+import asyncio, sys, time
+from langchain_core.tools import tool
+from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.models.scripted import ScriptedChatModel
+
+@tool
+def hang(seconds: float) -> str:
+    \"\"\"Sleeps for an hour.\"\"\"
+    time.sleep(seconds)
+    return "woke"
+
+model = ScriptedChatModel.from_dict({
+    "planner": [{"rationale": "s", "tasks": [
+        {"id": "a", "title": "Wait", "tool_bundles": ["custom"]}]}],
+    "actors": {"a": [{"tool": "hang", "args": {"seconds": 3600}},
+                     {"tool": "submit_result",
+                      "args": {"status": "completed", "summary": "{last_tool_output}"}}]},
+})
+graph = build_aime_graph(
+    model, tools=[hang], config=AimeConfig(workspace=sys.argv[2], tool_timeout_s=0.5)
+)
+if sys.argv[1] == "async":
+    out = asyncio.run(graph.ainvoke({"goal": "g"}))
+else:
+    out = graph.invoke({"goal": "g"})
+print(out["tasks"]["a"].result.summary)
+"""
+
+
+def test_process_exits_after_a_run_whose_sync_tool_hangs(tmp_path: Path) -> None:
+    # The run ends at the timeout; the abandoned tool thread must not keep the
+    # process alive. The generous subprocess timeout is the failure signal.
+    script = tmp_path / "run.py"
+    script.write_text(textwrap.dedent(HUNG_TOOL_RUN))
+    for mode in ("sync", "async"):
+        done = subprocess.run(
+            [sys.executable, str(script), mode, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "hang did not finish within 0.5 s" in done.stdout
+        assert "still running in the background" in done.stdout
