@@ -10,8 +10,15 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
+from pydantic import PrivateAttr
 from tests.conftest import GraphFactory
+
+from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.models.scripted import ScriptedChatModel
 
 
 def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
@@ -174,3 +181,67 @@ def test_process_exits_after_a_run_whose_sync_tool_hangs(tmp_path: Path) -> None
         assert done.returncode == 0, done.stderr[-2000:]
         assert "hang did not finish within 0.5 s" in done.stdout
         assert "still running in the background" in done.stdout
+
+
+class AwaitedModel(ScriptedChatModel):
+    """A scripted model with an async API of its own: the first call of each
+    actor waits until ``meet`` actors are inside ``_agenerate`` together, and the
+    first ``fail_first`` actor calls raise a transient error."""
+
+    meet: int = 1
+    fail_first: int = 0
+    _waiting: int = PrivateAttr(default=0)
+    _met: asyncio.Event | None = PrivateAttr(default=None)
+    _actor_calls: int = PrivateAttr(default=0)
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        if any('<task id="' in m.text for m in messages):
+            self._actor_calls += 1
+            if self._actor_calls <= self.fail_first:
+                raise ConnectionError("connection reset")
+            if self._met is None:
+                self._met = asyncio.Event()
+            if not self._met.is_set():
+                self._waiting += 1
+                if self._waiting == self.meet:
+                    self._met.set()
+                await asyncio.wait_for(self._met.wait(), 20)
+        return self._generate(messages, stop, **kwargs)
+
+    @property
+    def actor_calls(self) -> int:
+        return self._actor_calls
+
+
+def scripted(model: ScriptedChatModel, workspace: Path, **config: Any) -> Any:
+    return build_aime_graph(model, tools=[], config=AimeConfig(workspace=workspace, **config))
+
+
+async def test_parallel_actors_await_their_model_calls_together(workspace: Path) -> None:
+    scenario = two_tasks_calling("calculator")
+    for spec in scenario["planner"][0]["tasks"]:
+        spec["tool_bundles"] = ["compute"]
+    for steps in scenario["actors"].values():
+        steps[0] = call("calculator", expression="1+1")
+    model = AwaitedModel.from_dict(scenario)
+    model.meet = 2
+    out = await scripted(model, workspace).ainvoke({"goal": "g"})
+    # Each actor's first call waited inside the model's async API for the other's.
+    assert {t.result.summary for t in out["tasks"].values()} == {"2"}
+    assert model.actor_calls == 4
+
+
+async def test_a_transient_model_error_is_retried_under_ainvoke(workspace: Path) -> None:
+    scenario = one_task(call("calculator", expression="2*3"))
+    scenario["planner"][0]["tasks"][0]["tool_bundles"] = ["compute"]
+    model = AwaitedModel.from_dict(scenario)
+    model.fail_first = 1
+    out = await scripted(model, workspace).ainvoke({"goal": "g"})
+    assert out["tasks"]["a"].result.summary == "6"
+    assert model.actor_calls == 3  # the failed call, then the retried node's two steps

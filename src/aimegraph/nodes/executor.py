@@ -39,6 +39,7 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import describe_tools, parse_tool_calls, plain_conversation
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
+from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
@@ -249,12 +250,13 @@ def make_assemble_node(factory: ActorFactory) -> ActorNode:
 
 def make_react_node(
     model: BaseChatModel, *, tools: Mapping[str, BaseTool], config: AimeConfig
-) -> ActorNode:
-    """One ReAct step: the model picks the next tool call (or answers)."""
+) -> Runnable[ActorState, dict[str, Any]]:
+    """One ReAct step: the model picks the next tool call (or answers). The model
+    call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`)."""
     # Converting tool schemas costs more than a fast model's reply: once per tool set.
     bound_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
 
-    def react(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def react(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         names = tuple(n for n in state.get("tool_names", []) if n in tools)
         bound = [tools[n] for n in names] + list(ALWAYS_BOUND)
@@ -264,12 +266,12 @@ def make_react_node(
             if mode == "native":
                 if names not in bound_models:
                     bound_models[names] = model.bind_tools(bound)
-                reply = bound_models[names].invoke(state["messages"])
+                reply = yield bound_models[names], state["messages"]
             else:
                 prompt = with_json_instructions(
                     state["messages"], json_mode.TOOLS.format(tools=describe_tools(bound))
                 )
-                reply = model.invoke(plain_conversation(prompt))
+                reply = yield model, plain_conversation(prompt)
         except Exception as exc:  # noqa: BLE001 - a model failure fails the task, as data
             reraise_if_retryable(exc, runtime)
             return {"steps": steps, "error": f"model call failed: {type(exc).__name__}: {exc}"}
@@ -279,7 +281,7 @@ def make_react_node(
         usage = usage.model_copy(update={"tool_calls": len(reply.tool_calls)})
         return {"messages": [reply], "steps": steps, "usage": usage}
 
-    return react
+    return model_node(react, name="react")
 
 
 def _json_step(reply: AIMessage, steps: int, usage: Usage) -> dict[str, Any]:
