@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from bench import (
+    concurrency,
     dashboard,
     distributed,
     economy,
@@ -37,6 +38,7 @@ from bench.common import SectionResult, machine_info
 SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "overhead": overhead.run,
     "parallel": parallel.run,
+    "concurrency": concurrency.run,
     "economy": economy.run,
     "scaling": scaling.run,
     "retrieval": retrieval.run,
