@@ -14,6 +14,8 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 from pydantic import PrivateAttr
 from tests.conftest import GraphFactory
 
@@ -245,3 +247,26 @@ async def test_a_transient_model_error_is_retried_under_ainvoke(workspace: Path)
     out = await scripted(model, workspace).ainvoke({"goal": "g"})
     assert out["tasks"]["a"].result.summary == "6"
     assert model.actor_calls == 3  # the failed call, then the retried node's two steps
+
+
+async def test_interrupts_from_tools_work_under_ainvoke(scripted_graph: GraphFactory) -> None:
+    # ask_human (a sync tool, so in a daemon thread) and tool approval both pause
+    # the run with interrupt() and resume with Command(resume=...).
+    scenario = {
+        "planner": [plan({"id": "a", "title": "Ask", "tool_bundles": ["human", "compute"]})],
+        "actors": {
+            "a": [
+                call("ask_human", question="Which number?"),
+                call("calculator", expression="{last_tool_output}*2"),
+                submit("{last_tool_output}"),
+            ]
+        },
+    }
+    graph, _ = scripted_graph(scenario, checkpointer=InMemorySaver(), approve_tools=["calculator"])
+    thread = {"configurable": {"thread_id": "t"}}
+    out = await graph.ainvoke({"goal": "g"}, thread)
+    assert out["__interrupt__"][0].value["kind"] == "ask_human"
+    out = await graph.ainvoke(Command(resume="21"), thread)
+    assert out["__interrupt__"][0].value["tool"] == "calculator"
+    out = await graph.ainvoke(Command(resume=True), thread)
+    assert out["tasks"]["a"].result.summary == "42"
