@@ -195,6 +195,7 @@ class AwaitedModel(ScriptedChatModel):
     _waiting: int = PrivateAttr(default=0)
     _met: asyncio.Event | None = PrivateAttr(default=None)
     _actor_calls: int = PrivateAttr(default=0)
+    _awaited_roles: list[str] = PrivateAttr(default_factory=list)
 
     async def _agenerate(
         self,
@@ -214,7 +215,16 @@ class AwaitedModel(ScriptedChatModel):
                 if self._waiting == self.meet:
                     self._met.set()
                 await asyncio.wait_for(self._met.wait(), 20)
-        return self._generate(messages, stop, **kwargs)
+        result = self._generate(messages, stop, **kwargs)
+        self._awaited_roles.append(self.calls_by_role()[-1])
+        return result
+
+    def calls_by_role(self) -> list[str]:
+        return [role for role, _ in self._calls]
+
+    @property
+    def awaited_roles(self) -> list[str]:
+        return list(self._awaited_roles)
 
     @property
     def actor_calls(self) -> int:
@@ -237,6 +247,9 @@ async def test_parallel_actors_await_their_model_calls_together(workspace: Path)
     # Each actor's first call waited inside the model's async API for the other's.
     assert {t.result.summary for t in out["tasks"].values()} == {"2"}
     assert model.actor_calls == 4
+    # The reporter's call went through the async API too (the planner's and the
+    # verifier's are still sync; see the README's async section).
+    assert "reporter" in model.awaited_roles
 
 
 async def test_a_transient_model_error_is_retried_under_ainvoke(workspace: Path) -> None:

@@ -6,12 +6,13 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import reraise_if_retryable, usage_of
+from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.executor import artifact_lines
-from aimegraph.nodes.types import Node
 from aimegraph.prompts import reporter as prompts
 from aimegraph.state import AimeState, Task, Usage, render_checklist
 
@@ -32,16 +33,19 @@ def render_results(tasks: dict[str, Task]) -> str:
     return "\n".join(blocks) or "(no results)"
 
 
-def make_reporter_node(model: BaseChatModel, *, config: AimeConfig) -> Node[AimeState]:
+def make_reporter_node(
+    model: BaseChatModel, *, config: AimeConfig
+) -> Runnable[AimeState, dict[str, Any]]:
     """Writes ``final_answer`` (also appended to ``messages``).
 
     A run that stopped early (budget spent, no valid plan) gets a partial report
     written without a model call. When the final answer is not to be verified,
     the run succeeds here; when the report's own call spent the budget, the run
-    ends ``budget_exhausted`` with the unverified answer.
+    ends ``budget_exhausted`` with the unverified answer. The model call is
+    awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
     """
 
-    def reporter(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def reporter(state: AimeState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         tasks = dict(state.get("tasks") or {})
         status = state.get("status", "running")
@@ -58,7 +62,7 @@ def make_reporter_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Aime
                 ),
             ]
             try:
-                reply = model.invoke(messages)
+                reply = yield model, messages
                 update["usage"] = usage_of(reply, "reporter", cfg.prices)
                 answer = reply.text.strip()
             except Exception as exc:  # noqa: BLE001 - fall back to the results themselves
@@ -80,7 +84,7 @@ def make_reporter_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Aime
         runtime.stream_writer({"type": "final_answer", "text": answer})
         return update | {"final_answer": answer, "messages": [AIMessage(answer, name="aime")]}
 
-    return reporter
+    return model_node(reporter, name="reporter")
 
 
 def partial_report(state: AimeState) -> str:
