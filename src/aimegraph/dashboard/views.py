@@ -20,6 +20,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Interrupt
 
 from aimegraph.checkpoints import RunSettings, thread_config
+from aimegraph.checkpoints.delta import checkpoint_values
 from aimegraph.dashboard.feed import CheckpointFeed, Head
 from aimegraph.state import ProgressUpdate, Task, Usage, Verdict, render_checklist
 
@@ -123,7 +124,7 @@ class ThreadReader:
                 item = self.saver.get_tuple(thread_config(thread_id, checkpoint_ns=ns))
                 if item is not None and (actor := _actor(item)) is not None:
                     history.actors[ns] = (_cid(item), actor)
-        values: Mapping[str, Any] = head.checkpoint.get("channel_values", {})
+        values: Mapping[str, Any] = checkpoint_values(self.saver, head)
         tasks: dict[str, Task] = values.get("tasks") or {}
         verdict: Verdict | None = values.get("verdict")
         interrupts = pending_interrupts(head)
@@ -171,7 +172,7 @@ class ThreadReader:
         item = self.saver.get_tuple(_root(thread_id))
         if item is None:
             return None
-        tasks: dict[str, Task] = item.checkpoint.get("channel_values", {}).get("tasks") or {}
+        tasks: dict[str, Task] = checkpoint_values(self.saver, item).get("tasks") or {}
         return tasks
 
 

@@ -6,11 +6,12 @@ import operator
 from typing import Annotated, NotRequired
 
 from langchain_core.messages import AnyMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from aimegraph.state.models import ProgressUpdate, RunStatus, Task, TaskResult, Usage, Verdict
-from aimegraph.state.reducers import add_usage, merge_tasks
+from aimegraph.state.reducers import add_usage, append_batches, merge_task_batches
 
 
 class AimeInput(TypedDict, total=False):
@@ -25,8 +26,11 @@ class AimeOutput(TypedDict, total=False):
 
     goal: str
     messages: Annotated[list[AnyMessage], add_messages]
-    tasks: Annotated[dict[str, Task], merge_tasks]
-    updates: Annotated[list[ProgressUpdate], operator.add]
+    # The two keys that grow with the plan are DeltaChannels: a checkpoint stores
+    # only what changed (a full snapshot every 100 updates), so checkpoint bytes
+    # per task stay flat as plans grow instead of re-serialising the whole map.
+    tasks: Annotated[dict[str, Task], DeltaChannel(merge_task_batches, dict)]
+    updates: Annotated[list[ProgressUpdate], DeltaChannel(append_batches, list)]
     verdict: Verdict | None
     final_answer: str | None
     status: RunStatus

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from aimegraph.state.models import Task, Usage
+from aimegraph.state.models import ProgressUpdate, Task, Usage
 
 
 def merge_tasks(
@@ -18,6 +18,30 @@ def merge_tasks(
     merged = dict(current or {})
     merged.update(update or {})
     return merged
+
+
+def merge_task_batches(
+    current: Mapping[str, Task] | None, batches: Sequence[Mapping[str, Task] | None]
+) -> dict[str, Task]:
+    """``merge_tasks`` over a batch of writes, the reducer shape ``DeltaChannel`` calls.
+
+    Folding dict updates is batching-invariant, as ``DeltaChannel`` requires when it
+    replays a thread's writes in larger batches than they were made.
+    """
+    merged = dict(current or {})
+    for update in batches:
+        merged.update(update or {})
+    return merged
+
+
+def append_batches(
+    current: Sequence[ProgressUpdate] | None, batches: Sequence[Sequence[ProgressUpdate] | None]
+) -> list[ProgressUpdate]:
+    """``operator.add`` over a batch of list writes (for a ``DeltaChannel``)."""
+    appended = list(current or [])
+    for update in batches:
+        appended.extend(update or [])
+    return appended
 
 
 def add_usage(current: Usage | None, update: Usage | None) -> Usage:
