@@ -122,6 +122,10 @@ def run(quick: bool) -> SectionResult:
         "(each executor subgraph checkpoints its own super-steps). blob bytes = checkpoint + "
         "metadata + pending-write blobs; DB file = the SQLite file size.",
         "growth = this row / the previous row. Bytes growing faster than tasks means each "
-        "checkpoint re-serialises state that grows with the plan.",
+        "checkpoint re-serialises state that grows with the plan; the task map and the update "
+        "log are DeltaChannels (a checkpoint stores the step's writes, a snapshot every 100 "
+        "updates), so bytes grow with tasks. Before them: 35.0 / 33.9 / 54.8 KB per task at "
+        "10 / 100 / 1,000 tasks (16.1x bytes for 10x tasks).",
+        "Most checkpoints are the executor subgraphs' own super-steps (6 per task here).",
     ]
     return SectionResult("scaling", [table], metrics)
