@@ -1,4 +1,8 @@
-"""Tolerant JSON parsing of model replies and detection of degenerate replies."""
+"""Tolerant JSON parsing of model replies and detection of degenerate replies.
+
+The repairs themselves are json-repair's; these tests pin what the engine relies on:
+which value of a reply is the answer, and which replies are refused (cut off, or
+holding bare words a repair would have to guess about)."""
 
 from __future__ import annotations
 
@@ -6,7 +10,12 @@ import json
 
 import pytest
 
-from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
+from aimegraph.models.jsonparse import (
+    JsonReplyError,
+    check_degenerate,
+    json_values,
+    parse_json_reply,
+)
 
 # --------------------------------------------------------------------------- parse_json_reply
 
@@ -80,6 +89,99 @@ def test_parse_json_reply_accepts(reply: str, expected: object) -> None:
     assert parse_json_reply(reply) == expected
 
 
+# Shapes real models produce that the hand-written parser this module replaced refused.
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        pytest.param(
+            "{tool: 'calculator', args: {expression: '6*7'}}",
+            {"tool": "calculator", "args": {"expression": "6*7"}},
+            id="unquoted-keys",
+        ),
+        pytest.param("{x: 1}", {"x": 1}, id="bare-key"),
+        pytest.param(
+            '{\n  // the plan\n  "a": 1, /* why */ "b": [1, 2]  # two\n}',
+            {"a": 1, "b": [1, 2]},
+            id="comments",
+        ),
+        pytest.param(
+            '{"path": "a.py", "content": "def f():\n    return 1\n"}',
+            {"path": "a.py", "content": "def f():\n    return 1\n"},
+            id="raw-line-breaks-in-a-string",
+        ),
+        pytest.param('{"a": 1 "b": 2}', {"a": 1, "b": 2}, id="missing-comma"),
+        pytest.param(
+            '<think>I could reply {"passed": false}. No.</think>\n{"passed": true}',
+            {"passed": True},
+            id="json-in-a-think-block-is-ignored",
+        ),
+        pytest.param(
+            'The user wants {"a": 1}</think>{"a": 2}',
+            {"a": 2},
+            id="reasoning-whose-opening-tag-was-in-the-prompt",
+        ),
+    ],
+)
+def test_real_model_shapes(reply: str, expected: object) -> None:
+    assert parse_json_reply(reply) == expected
+
+
+def test_the_preferred_object_wins_even_when_it_comes_second() -> None:
+    reply = (
+        'The format is {"tool": "<tool name>", "args": {...}}. So my call is:\n'
+        '```json\n{"tool": "calculator", "args": {"expression": "6*7"}}\n```'
+    )
+
+    def names_a_tool(value: object) -> bool:
+        return isinstance(value, dict) and value.get("tool") == "calculator"
+
+    assert parse_json_reply(reply, prefer=names_a_tool) == {
+        "tool": "calculator",
+        "args": {"expression": "6*7"},
+    }
+    # Without a preference the first complete object is the answer.
+    assert parse_json_reply('{"a": 1} {"b": 2}', prefer=lambda v: "b" in v) == {"b": 2}
+    assert parse_json_reply('{"a": 1} {"b": 2}', prefer=lambda v: "c" in v) == {"a": 1}
+
+
+def test_a_cut_off_value_is_refused_when_nothing_else_is_preferred() -> None:
+    # An object that may be a draft comes first; the answer was cut off at the token limit.
+    reply = '{"draft": true}\n{"tool": "write_file", "args": {"content": "def f():\n    return {'
+    with pytest.raises(JsonReplyError, match="unterminated string"):
+        parse_json_reply(reply, prefer=lambda v: "tool" in v)
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        pytest.param(
+            '{"tool": "write_file", "args": {"path": "a.py", "content": "x = {\'a\': [1, 2',
+            id="cut-inside-a-string-holding-brackets",
+        ),
+        pytest.param('```json\n{"summary": "the user\'s file has 3', id="apostrophe-in-the-string"),
+        pytest.param("{'summary': 'the result is", id="single-quoted"),
+    ],
+)
+def test_unterminated_strings_at_the_token_limit_are_refused(reply: str) -> None:
+    # json-repair alone would close the string and return a truncated file or summary.
+    with pytest.raises(JsonReplyError, match="unterminated string: the reply seems truncated"):
+        parse_json_reply(reply)
+
+
+def test_a_reply_that_is_all_reasoning_is_empty() -> None:
+    with pytest.raises(JsonReplyError, match="empty reply"):
+        parse_json_reply('<think>The plan could be {"tasks": []} but I am not sure')
+    assert check_degenerate("<think>hmm</think>") == "empty reply: only reasoning, no answer"
+    assert check_degenerate('<think>hmm</think>{"a": 1}') is None
+
+
+def test_json_values_lists_every_parsed_value() -> None:
+    reply = 'First {"a": 1}, then [2, 3], broken {"b": oops}, <think>{"c": 4}</think> {"d": 5}'
+    assert json_values(reply) == [{"a": 1}, [2, 3], {"d": 5}]
+    assert json_values('"a string"') == []
+    assert json_values('[{"a": 1}]') == [[{"a": 1}]]
+
+
 def test_object_preferred_over_bracketed_prose() -> None:
     assert parse_json_reply('Step [1]: {"done": false}') == {"done": False}
 
@@ -145,9 +247,9 @@ def test_round_trip_large_pretty_object() -> None:
             id="missing-colon",
         ),
         pytest.param(
-            "{x: 1}",
-            "invalid JSON: Expecting property name enclosed in double quotes (line 1, column 2)",
-            id="bare-key",
+            '{"status": done}',
+            "invalid JSON: Expecting value (line 1, column 12)",
+            id="bare-word-value",
         ),
     ],
 )

@@ -5,22 +5,28 @@ a tool and its arguments, and the reply becomes an ordinary ``AIMessage`` with
 ``tool_calls`` so that ToolNode runs it like any native call. Before the next
 call the conversation is flattened back to plain text turns, since servers
 without tool support reject tool-call messages.
+
+Models served without a tool-call parser write their calls into the message
+content even when tools are bound natively; :func:`tool_calls_in_text` finds
+those, for calls of bound tools only.
 """
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, cast
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 
-from aimegraph.models.jsonparse import JsonReplyError, parse_json_reply
+from aimegraph.models.jsonparse import JsonReplyError, json_values, parse_json_reply
 
-_NAME_KEYS = ("tool", "name", "action", "function")
-_ARGS_KEYS = ("args", "arguments", "parameters", "input", "action_input")
+_NAME_KEYS = ("tool", "name", "action", "function", "tool_name")
+_ARGS_KEYS = ("args", "arguments", "parameters", "input", "action_input", "tool_input")
+# Keys a tool call written as text may carry besides its name and arguments.
+_ENVELOPE_KEYS = frozenset({"id", "type", "call_id"})
 
 
 def tool_args_schema(tool: BaseTool) -> dict[str, Any]:
@@ -44,29 +50,89 @@ def describe_tools(tools: Sequence[BaseTool]) -> str:
     return "\n".join(lines)
 
 
-def parse_tool_calls(text: str) -> list[ToolCall]:
-    """Tool calls from a JSON reply; raises JsonReplyError saying what to fix."""
-    data = parse_json_reply(text)
-    items = data if isinstance(data, list) else [data]
-    calls: list[ToolCall] = []
-    for item in items:
-        if not isinstance(item, dict):
-            raise JsonReplyError('expected an object like {"tool": "...", "args": {...}}')
-        name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
-        if not name:
-            raise JsonReplyError('the object has no "tool" name')
-        args: Any = next((item[k] for k in _ARGS_KEYS if k in item), {})
-        if isinstance(args, str):
-            # Some models send the arguments as a JSON string.
-            args = parse_json_reply(args) if args.strip().startswith("{") else {"input": args}
-        if not isinstance(args, dict):
-            raise JsonReplyError(f'"args" of {name} must be an object')
-        calls.append(
-            ToolCall(name=name, args=args, id=f"call_{uuid.uuid4().hex[:12]}", type="tool_call")
-        )
+def parse_tool_calls(text: str, tool_names: Collection[str] = ()) -> list[ToolCall]:
+    """Tool calls from a JSON-mode reply; raises JsonReplyError saying what to fix.
+
+    The reply may hold several JSON values (a restated example, a draft): the first one
+    that calls only tools in ``tool_names`` is taken, else the first object. Unknown tool
+    names are let through: running them gives the model an error observation naming the
+    tools it has.
+    """
+    data = parse_json_reply(text, prefer=lambda value: bool(_bound_calls(value, tool_names)))
+    calls = [_tool_call(*_call_parts(item)) for item in _call_items(data)]
     if not calls:
         raise JsonReplyError("the reply names no tool")
     return calls
+
+
+def tool_calls_in_text(text: str, tool_names: Collection[str]) -> list[ToolCall]:
+    """Tool calls a model wrote into its message content instead of calling the tools
+    (as models served without a tool-call parser do): fenced or not, inside prose, one
+    object or a list, in the shapes models use (``{"name", "arguments"}``, ``{"tool",
+    "args"}``, ``{"function", "parameters"}``, OpenAI's ``{"type": "function",
+    "function": {...}}``).
+
+    Only values made of nothing but calls of tools in ``tool_names`` count, so an answer
+    that merely contains JSON data is left alone.
+    """
+    return [call for value in json_values(text) for call in _bound_calls(value, tool_names)]
+
+
+def _bound_calls(value: Any, tool_names: Collection[str]) -> list[ToolCall]:
+    """``value`` as calls of tools in ``tool_names``, or ``[]`` if any part of it is not
+    exactly such a call (no other keys than a name, arguments and an id or type)."""
+    items = _call_items(value)
+    calls = []
+    for item in items:
+        if not isinstance(item, dict):
+            return []
+        inner = item.get("function")
+        if isinstance(inner, dict):
+            if not set(item) <= _ENVELOPE_KEYS | {"function"}:
+                return []
+            item = inner
+        name_key = next((k for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
+        args_key = next((k for k in _ARGS_KEYS if k in item), None)
+        if name_key is None or item[name_key] not in tool_names:
+            return []
+        if not set(item) <= _ENVELOPE_KEYS | {name_key, args_key}:
+            return []
+        try:
+            calls.append(_tool_call(*_call_parts(item)))
+        except JsonReplyError:
+            return []
+    return calls
+
+
+def _call_items(value: Any) -> list[Any]:
+    """The call-shaped items of a value: a list of them, an OpenAI-style message with
+    ``tool_calls``, or one object."""
+    if isinstance(value, dict) and isinstance(value.get("tool_calls"), list):
+        return list(value["tool_calls"])
+    return list(value) if isinstance(value, list) else [value]
+
+
+def _call_parts(item: Any) -> tuple[str, Any]:
+    """(name, arguments) of one call-shaped item."""
+    if not isinstance(item, dict):
+        raise JsonReplyError('expected an object like {"tool": "...", "args": {...}}')
+    if isinstance(item.get("function"), dict):
+        item = item["function"]
+    name = next((item[k] for k in _NAME_KEYS if isinstance(item.get(k), str)), None)
+    if not name:
+        raise JsonReplyError('the object has no "tool" name')
+    return name, next((item[k] for k in _ARGS_KEYS if k in item), {})
+
+
+def _tool_call(name: str, args: Any) -> ToolCall:
+    if isinstance(args, str):
+        # OpenAI's shape, and some models, send the arguments as a JSON string.
+        args = parse_json_reply(args) if args.strip().startswith("{") else {"input": args}
+    if args is None:
+        args = {}
+    if not isinstance(args, dict):
+        raise JsonReplyError(f'"args" of {name} must be an object')
+    return ToolCall(name=name, args=args, id=f"call_{uuid.uuid4().hex[:12]}", type="tool_call")
 
 
 def plain_conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

@@ -1,37 +1,43 @@
-"""Tolerant parsing of JSON replies from chat models, and detection of degenerate replies.
+"""The JSON in model replies, and degenerate replies.
 
-Used by ``tool_calling="json"`` (schemas described in the prompt, the JSON reply parsed and
-repaired) for models without native tool calling, such as small local models.
+Used wherever the engine reads JSON that a model wrote as text: ``tool_calling="json"``
+(plans, verdicts and tool calls described in the prompt) and tool calls a model writes
+into its message content instead of calling the tool.
 
-``parse_json_reply`` accepts what models commonly wrap or bend JSON with:
+Repairing what models bend is left to ``json-repair``: single quotes, Python literals,
+trailing commas, comments, unquoted keys, missing commas (raw line breaks inside strings
+the standard library's ``json`` accepts when not strict). This module only decides
+what no library decides for us:
 
-- Markdown code fences (```json ... ```), prose before and after the object;
-- single-quoted strings and Python literals (``True``/``False``/``None``);
-- trailing commas;
-- several objects in one reply (the first complete top-level object wins).
+- where the candidate values are: each top-level ``{...}`` or ``[...]`` of the reply,
+  with fences, prose and reasoning (``<think>`` blocks) around them ignored;
+- which candidate is the answer: the first one the caller ``prefer``s, else the first
+  object, else the first array;
+- which replies to refuse rather than repair: one cut off inside a value (a truncated
+  plan or file must not pass for a whole one), and one holding bare words that are
+  neither keys nor literals (code, prose, a Python set), where a repair would change
+  what the model said rather than its punctuation.
 
-When nothing usable is found it raises :class:`JsonReplyError`, whose message is short and
-meant to be sent back to the model so it can correct its reply.
+A refusal raises :class:`JsonReplyError`, whose message is short and meant to be sent
+back to the model so it can correct its reply. Nothing here evaluates code.
 
-``check_degenerate`` flags replies that are not worth parsing or repairing: empty, looping
-(the same words or characters repeated over and over) or cut off at the token limit.
-
-Nothing here ever evaluates code: the Python-literal fallback uses :func:`ast.literal_eval`.
+``check_degenerate`` flags replies not worth parsing or repairing: empty, looping (the
+same words or characters repeated over and over) or cut off at the token limit.
 """
 
 from __future__ import annotations
 
-import ast
 import json
+import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["JsonReplyError", "check_degenerate", "parse_json_reply"]
+import json_repair
 
-_FENCE = "```"
-_CLOSERS = {"{": "}", "[": "]"}
-# Bare words outside strings mapped to their Python spelling for the literal_eval fallback.
-_JSON_WORDS = {"true": "True", "false": "False", "null": "None"}
+from aimegraph.models.reasoning import strip_reasoning
+
+__all__ = ["JsonReplyError", "check_degenerate", "json_values", "parse_json_reply"]
 
 
 class JsonReplyError(ValueError):
@@ -41,215 +47,159 @@ class JsonReplyError(ValueError):
 # --------------------------------------------------------------------------- parsing
 
 
-def parse_json_reply(text: str) -> Any:
+def parse_json_reply(text: str, *, prefer: Callable[[Any], bool] | None = None) -> Any:
     """Return the JSON value a model reply holds, tolerating the usual wrapping and slips.
 
-    The whole reply is tried as JSON first (any JSON value is accepted then). Otherwise the
-    contents of Markdown code fences are tried, then the reply is scanned for the first
-    complete top-level ``{...}`` object (or, if the reply has no ``{`` at all, ``[...]``).
+    A reply that is JSON as a whole is that value (any JSON value). Otherwise the answer is
+    the first top-level object or array that ``prefer`` accepts (say, the one naming a
+    known tool: models often write an example or a draft before the real object), else
+    the first object, else the first array.
 
     Raises:
         JsonReplyError: with a short message saying what was wrong.
     """
     if not isinstance(text, str):
         raise JsonReplyError(f"expected the reply as text, got {type(text).__name__}")
-    stripped = text.strip()
-    if not stripped:
+    visible = strip_reasoning(text)
+    if not visible:
         raise JsonReplyError("empty reply: expected a JSON object")
     try:
-        return json.loads(stripped)
+        return json.loads(visible, strict=False)
     except ValueError:
         pass
+    candidates = list(_candidates(visible))
+    values = [c.value for c in candidates if c.error is None]
+    truncated = next((c.error for c in candidates if c.truncated), None)
+    if prefer is not None:
+        preferred = next((v for v in values if _accepts(prefer, v)), None)
+        if preferred is not None:
+            return preferred
+        if truncated:
+            # The answer may well be the value that was cut off.
+            raise JsonReplyError(truncated)
+    for kind in (dict, list):
+        chosen = next((v for v in values if isinstance(v, kind)), None)
+        if chosen is not None:
+            return chosen
+    if truncated:
+        raise JsonReplyError(truncated)
+    if candidates:
+        raise JsonReplyError(str(candidates[0].error))
+    raise JsonReplyError("no JSON object found in the reply")
 
-    first_error: JsonReplyError | None = None
-    for block in _fenced_blocks(stripped):
-        try:
-            return _parse_somewhere(block)
-        except JsonReplyError as exc:
-            first_error = first_error or exc
+
+def json_values(text: str) -> list[Any]:
+    """Every top-level JSON object or array in a reply that parses, in order (none for a
+    reply that is JSON as a whole but a scalar); reasoning is ignored."""
+    visible = strip_reasoning(text)
     try:
-        return _parse_somewhere(stripped)
-    except JsonReplyError as exc:
-        # A fenced block that failed is the more precise diagnosis when there was one.
-        raise (first_error or exc) from None
-
-
-def _fenced_blocks(text: str) -> list[str]:
-    """Contents of the Markdown code fences in ``text``; an unclosed last fence runs to the end."""
-    parts = text.split(_FENCE)
-    blocks = []
-    # parts[1], parts[3], ... are inside fences.
-    for inside in parts[1::2]:
-        first_line, newline, rest = inside.partition("\n")
-        # Drop an info string such as "json" or "python" on the opening fence line.
-        if newline and (not first_line.strip() or first_line.strip().isidentifier()):
-            inside = rest
-        if inside.strip():
-            blocks.append(inside.strip())
-    return blocks
-
-
-def _parse_somewhere(text: str) -> Any:
-    """Parse ``text`` whole, else the first top-level object found in it."""
-    try:
-        return json.loads(text)
+        whole = json.loads(visible, strict=False)
     except ValueError:
-        pass
-    opener = "{" if "{" in text else "["
-    if opener not in text:
-        raise JsonReplyError("no JSON object found in the reply")
+        return [c.value for c in _candidates(visible) if c.error is None]
+    return [whole] if isinstance(whole, dict | list) else []
 
-    first_error: JsonReplyError | None = None
-    pos = text.find(opener)
-    while pos != -1:
-        span = _balanced_span(text, pos)
-        if span.unterminated is not None:
-            # The reply ends inside this value: it was cut off, whatever came before.
-            raise JsonReplyError(span.unterminated)
-        try:
-            return _parse_span(span.text)
-        except JsonReplyError as exc:
-            first_error = first_error or exc
-        # Skip past the failed span rather than into it, so a broken object never yields
-        # one of its nested objects as if it were the answer.
-        pos = text.find(opener, span.end)
-    assert first_error is not None
-    raise first_error
+
+def _accepts(prefer: Callable[[Any], bool], value: Any) -> bool:
+    try:
+        return bool(prefer(value))
+    except Exception:  # noqa: BLE001 - a predicate that trips on odd data rejects it
+        return False
 
 
 @dataclass(frozen=True)
-class _Span:
-    text: str
-    end: int
-    unterminated: str | None = None
+class _Candidate:
+    value: Any = None
+    error: str | None = None
+    truncated: bool = False
 
 
-def _balanced_span(text: str, start: int) -> _Span:
-    """The bracketed value starting at ``text[start]``, aware of quoted strings.
+# Tokens inside a candidate value. Strings are matched whole so that brackets, quotes and
+# words inside them are not taken for structure; a single-quoted "string" must close on
+# its line, otherwise the quote is an apostrophe. A bare word is matched only where it
+# cannot be part of a number (1e3, -Infinity).
+_TOKEN = re.compile(
+    r"""
+      (?P<dq>"(?:[^"\\]|\\.)*(?P<dq_end>"|\Z))
+    | '(?:[^'\\\n]|\\.)*(?P<sq_end>'|\Z)
+    | //[^\n]* | /\*.*?(?:\*/|\Z) | \#[^\n]*
+    | (?P<open>[{\[]) | (?P<close>[}\]])
+    | (?<![\w.$+-])(?P<word>[A-Za-z_$][\w$]*)
+    """,
+    re.S | re.X,
+)
+_OPENER = re.compile(r"[{\[]")
+_KEY_COLON = re.compile(r"\s*:")
+_CLOSERS = {"{": "}", "[": "]"}
+_LITERALS = frozenset({"true", "false", "null", "True", "False", "None", "NaN", "Infinity"})
 
-    Both quote styles delimit strings (models use single quotes too). Returns the span up to
-    and including the matching closer; a mismatched closer ends the span early and is left
-    for the parser to report.
+
+def _candidates(text: str) -> Iterator[_Candidate]:
+    """Each top-level bracketed value of ``text``, parsed or with the reason it is refused.
+
+    A value that fails is skipped as a whole, so a broken object never yields one of its
+    nested objects as if it were the answer.
+    """
+    found = _OPENER.search(text)
+    while found is not None:
+        end, stray, cut_off = _extent(text, found.start())
+        span = text[found.start() : end]
+        if cut_off is not None:
+            yield _Candidate(error=cut_off, truncated=True)
+            return
+        yield _parse_span(span, stray)
+        found = _OPENER.search(text, end)
+
+
+def _extent(text: str, start: int) -> tuple[int, str | None, str | None]:
+    """Where the value opening at ``text[start]`` ends, its first stray bare word, and
+    why it is cut off (``None`` when it is closed).
+
+    A closer that does not match ends the value early; the parser reports it.
     """
     stack: list[str] = []
-    quote: str | None = None
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if quote is not None:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-            elif ch == "\n" and quote == "'":
-                # An apostrophe in an unquoted word, not a string: forget it.
-                quote = None
-            continue
-        if ch in ('"', "'"):
-            quote = ch
-        elif ch in _CLOSERS:
-            stack.append(_CLOSERS[ch])
-        elif ch in ("}", "]"):
-            if not stack or ch != stack[-1]:
-                return _Span(text[start : i + 1], i + 1)
-            stack.pop()
-            if not stack:
-                return _Span(text[start : i + 1], i + 1)
-    if quote is not None:
-        reason = "unterminated string: the reply seems truncated"
-    else:
-        kind = "object" if text[start] == "{" else "array"
-        missing = "".join(reversed(stack))
-        reason = f"unterminated {kind}: the reply seems truncated (missing {missing!r} at the end)"
-    return _Span(text[start:], len(text), reason)
+    stray: str | None = None
+    token: re.Match[str] | None = None
+    for token in _TOKEN.finditer(text, start):
+        if token["open"]:
+            stack.append(_CLOSERS[token["open"]])
+        elif token["close"]:
+            if stack.pop() != token["close"] or not stack:
+                return token.end(), stray, None
+        elif (
+            token["word"]
+            and stray is None
+            and token["word"] not in _LITERALS
+            and not _KEY_COLON.match(text, token.end())
+        ):
+            stray = token["word"]
+    if token is not None and (token["dq"] and not token["dq_end"] or token["sq_end"] == ""):
+        return len(text), stray, "unterminated string: the reply seems truncated"
+    kind = "object" if text[start] == "{" else "array"
+    missing = "".join(reversed(stack))
+    return (
+        len(text),
+        stray,
+        f"unterminated {kind}: the reply seems truncated (missing {missing!r} at the end)",
+    )
 
 
-def _parse_span(span: str) -> Any:
-    """Parse one bracketed span: strict JSON, then without trailing commas, then as Python."""
+def _parse_span(span: str, stray: str | None) -> _Candidate:
+    """Parse one closed value: as JSON (raw line breaks and tabs inside strings allowed:
+    models write code that way), else repaired by json-repair in strict mode (which
+    refuses what it cannot repair without guessing), unless it holds stray words."""
     try:
-        return json.loads(span)
+        return _Candidate(json.loads(span, strict=False))
     except json.JSONDecodeError as exc:
-        error = exc
+        invalid = f"invalid JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+    if stray is not None:
+        return _Candidate(error=invalid)
     try:
-        return json.loads(_rewrite_outside_strings(span, drop_trailing_commas=True))
-    except json.JSONDecodeError:
-        pass
-    try:
-        value = ast.literal_eval(_rewrite_outside_strings(span, pythonize=True))
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        pass
-    else:
-        converted = _to_json_value(value)
-        if converted is not _NOT_JSON:
-            return converted
-    raise JsonReplyError(f"invalid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
-
-
-def _rewrite_outside_strings(
-    span: str, *, drop_trailing_commas: bool = False, pythonize: bool = False
-) -> str:
-    """Rewrite ``span`` outside quoted strings.
-
-    ``drop_trailing_commas`` removes a comma followed (after blanks) by ``}`` or ``]``.
-    ``pythonize`` maps the bare words true/false/null to True/False/None for literal_eval.
-    """
-    out: list[str] = []
-    quote: str | None = None
-    escaped = False
-    i = 0
-    while i < len(span):
-        ch = span[i]
-        if quote is not None:
-            out.append(ch)
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == quote:
-                quote = None
-            i += 1
-            continue
-        if ch in ('"', "'"):
-            quote = ch
-        elif drop_trailing_commas and ch == ",":
-            rest = span[i + 1 :].lstrip()
-            if rest[:1] in ("}", "]"):
-                i += 1
-                continue
-        elif pythonize and ch.isalpha() and not (out and (out[-1].isalnum() or out[-1] == "_")):
-            word_end = i
-            while word_end < len(span) and (span[word_end].isalnum() or span[word_end] == "_"):
-                word_end += 1
-            word = span[i:word_end]
-            out.append(_JSON_WORDS.get(word, word))
-            i = word_end
-            continue
-        out.append(ch)
-        i += 1
-    return "".join(out)
-
-
-_NOT_JSON = object()
-
-
-def _to_json_value(value: Any) -> Any:
-    """``value`` as plain JSON data (tuples become lists), or ``_NOT_JSON``."""
-    if value is None or isinstance(value, bool | int | float | str):
-        return value
-    if isinstance(value, list | tuple):
-        items = [_to_json_value(v) for v in value]
-        return _NOT_JSON if any(v is _NOT_JSON for v in items) else items
-    if isinstance(value, dict):
-        result = {}
-        for key, item in value.items():
-            converted = _to_json_value(item)
-            if not isinstance(key, str) or converted is _NOT_JSON:
-                return _NOT_JSON
-            result[key] = converted
-        return result
-    return _NOT_JSON  # sets, bytes, complex numbers, Ellipsis
+        value = json_repair.loads(span, strict=True, skip_json_loads=True)
+    except (ValueError, RecursionError):
+        return _Candidate(error=invalid)
+    if not isinstance(value, dict | list):
+        return _Candidate(error=invalid)
+    return _Candidate(value)
 
 
 # --------------------------------------------------------------------------- degeneracy
@@ -269,9 +219,10 @@ _LENGTH_REASONS = frozenset({"length", "max_tokens"})
 def check_degenerate(text: str, *, finish_reason: str | None = None) -> str | None:
     """Return why a reply is degenerate, or ``None`` when it looks usable.
 
-    Degenerate means: empty or whitespace only; stuck in a loop (the same words, lines or
-    characters repeated back to back many times); or cut off at the token limit
-    (``finish_reason`` ``"length"``, as OpenAI-compatible servers report it).
+    Degenerate means: empty or whitespace only (or only reasoning, see
+    :mod:`aimegraph.models.reasoning`); stuck in a loop (the same words, lines or
+    characters repeated back to back many times, reasoning included); or cut off at the
+    token limit (``finish_reason`` ``"length"``, as OpenAI-compatible servers report it).
     """
     if not text or not text.strip():
         return "empty reply"
@@ -282,6 +233,8 @@ def check_degenerate(text: str, *, finish_reason: str | None = None) -> str | No
         return f"the reply repeats itself: {loop}"
     if finish_reason in _LENGTH_REASONS:
         return "the reply was cut off at the token limit (it seems truncated)"
+    if not strip_reasoning(text):
+        return "empty reply: only reasoning, no answer"
     return None
 
 

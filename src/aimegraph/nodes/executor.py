@@ -37,13 +37,19 @@ from aimegraph.models.calls import (
     usage_of,
     with_json_instructions,
 )
-from aimegraph.models.json_tools import describe_tools, parse_tool_calls, plain_conversation
+from aimegraph.models.json_tools import (
+    describe_tools,
+    parse_tool_calls,
+    plain_conversation,
+    tool_calls_in_text,
+)
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
+from aimegraph.models.reasoning import visible_text, without_think_text
 from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
-from aimegraph.state import ActorState, ProgressUpdate, Task, TaskResult, Usage
+from aimegraph.state import ActorState, ProgressUpdate, Task, TaskResult
 from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.registry import ToolRegistry
 
@@ -51,6 +57,9 @@ ActorNode = Node[ActorState]
 
 ALWAYS_BOUND: tuple[BaseTool, ...] = (update_progress, submit_result)
 """Tools every actor has, whatever its bundles."""
+
+_RE_ASK = "re_ask"
+"""Key in a re-ask's ``response_metadata`` (never sent to the model) holding the problem."""
 
 
 @dataclass(frozen=True)
@@ -276,34 +285,54 @@ def make_react_node(
             reraise_if_retryable(exc, runtime)
             return {"steps": steps, "error": f"model call failed: {type(exc).__name__}: {exc}"}
         usage = usage_of(reply, "actor", cfg.prices)
-        if mode == "json":
-            return _json_step(reply, steps, usage)
-        usage = usage.model_copy(update={"tool_calls": len(reply.tool_calls)})
-        return {"messages": [reply], "steps": steps, "usage": usage}
+        step = _json_step if mode == "json" else _native_step
+        messages = step(reply, [t.name for t in bound])
+        calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
+        usage = usage.model_copy(update={"tool_calls": calls})
+        return {"messages": messages, "steps": steps, "usage": usage}
 
     return model_node(react, name="react")
 
 
-def _json_step(reply: AIMessage, steps: int, usage: Usage) -> dict[str, Any]:
+def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
+    """A native reply as the next message: its tool calls, else the calls of bound tools
+    written into its text, else its text as the final summary; an empty reply is asked
+    again. ``<think>`` text is left out."""
+    message = without_think_text(reply)
+    if not message.tool_calls and (calls := tool_calls_in_text(message.text, tool_names)):
+        message = message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
+    if message.tool_calls or message.text.strip():
+        return [message]
+    # Sending an empty assistant turn back is refused by some providers: only the re-ask.
+    return [_re_ask(prompts.EMPTY_REPLY, _why_unusable(reply) or "empty reply")]
+
+
+def _json_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
     """Turn a JSON-mode reply into tool calls, or into a re-ask with the parse error."""
-    text = reply.text
+    text = visible_text(reply)
     try:
-        calls = parse_tool_calls(text)
+        calls = parse_tool_calls(reply.text, tool_names)
     except JsonReplyError as exc:
-        finish = reply.response_metadata.get("finish_reason")
-        problem = check_degenerate(text, finish_reason=finish) or str(exc)
+        problem = _why_unusable(reply) or str(exc)
     else:
-        message = AIMessage(content=text, tool_calls=calls, id=reply.id)
-        usage = usage.model_copy(update={"tool_calls": len(calls)})
-        return {"messages": [message], "steps": steps, "usage": usage}
-    return {
-        "messages": [
-            AIMessage(content=text, id=reply.id),
-            HumanMessage(json_mode.PARSE_ERROR.format(error=problem)),
-        ],
-        "steps": steps,
-        "usage": usage,
-    }
+        return [AIMessage(content=text, tool_calls=calls, id=reply.id)]
+    said: list[AnyMessage] = [AIMessage(content=text, id=reply.id)] if text else []
+    return [*said, _re_ask(json_mode.PARSE_ERROR, problem)]
+
+
+def _why_unusable(reply: AIMessage) -> str | None:
+    """Why a reply is unusable as a whole, if it is: tool calls whose arguments were not
+    valid JSON, or an empty, looping or cut-off reply."""
+    if reply.invalid_tool_calls:
+        bad = reply.invalid_tool_calls[0]
+        return f"the arguments of your {bad.get('name') or 'tool'} call were not valid JSON"
+    finish = reply.response_metadata.get("finish_reason")
+    return check_degenerate(reply.text, finish_reason=finish)
+
+
+def _re_ask(template: str, problem: str) -> HumanMessage:
+    """The turn asking the model again, saying what was wrong with its reply."""
+    return HumanMessage(template.format(error=problem), response_metadata={_RE_ASK: problem})
 
 
 def route_after_react(config: AimeConfig) -> Callable[[ActorState, Runtime[Any]], str]:
@@ -369,9 +398,9 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
     last = messages[-1] if messages else None
     if error := state.get("error"):
         return TaskResult(status="failed", summary=error)
-    if isinstance(last, AIMessage) and not last.tool_calls and last.text.strip():
+    if isinstance(last, AIMessage) and not last.tool_calls and visible_text(last):
         # An answer without a tool call is the actor's final summary (DESIGN.md 4).
-        return TaskResult(status="completed", summary=last.text.strip())
+        return TaskResult(status="completed", summary=visible_text(last))
     steps = state.get("steps", 0)
     budget = state.get("llm_call_budget")
     why = (
@@ -379,6 +408,8 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
         if budget is not None and steps >= budget
         else (f"max_actor_steps={cfg.max_actor_steps}")
     )
+    if isinstance(last, HumanMessage) and (problem := last.response_metadata.get(_RE_ASK)):
+        why += f"; the model's last reply could not be used: {problem}"
     return TaskResult(
         status="failed",
         summary=prompts.STEP_CAP_SUMMARY.format(

@@ -11,6 +11,7 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import reraise_if_retryable, usage_of
+from aimegraph.models.reasoning import visible_text
 from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import reporter as prompts
@@ -64,7 +65,7 @@ def make_reporter_node(
             try:
                 reply = yield model, messages
                 update["usage"] = usage_of(reply, "reporter", cfg.prices)
-                answer = reply.text.strip()
+                answer = visible_text(reply)
             except Exception as exc:  # noqa: BLE001 - fall back to the results themselves
                 reraise_if_retryable(exc, runtime)
                 answer = ""

@@ -59,6 +59,10 @@ DEPENDENCY = """
 {artifacts}</dependency>
 """
 
+EMPTY_REPLY = """\
+Your reply could not be used: {error}
+Continue the task: call one of your tools, or call submit_result when the task is done."""
+
 STEP_CAP_SUMMARY = """\
 Stopped after {steps} steps ({why}) without submitting a result. Partial work:
 {transcript}"""
