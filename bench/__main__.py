@@ -27,6 +27,7 @@ from bench import (
     dashboard,
     distributed,
     economy,
+    jsonparse,
     local_plans,
     overhead,
     parallel,
@@ -42,6 +43,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "economy": economy.run,
     "scaling": scaling.run,
     "retrieval": retrieval.run,
+    "jsonparse": jsonparse.run,
 }
 """Section name -> ``run(quick)``, in report order."""
 
