@@ -111,6 +111,11 @@ def test_parse_json_reply_accepts(reply: str, expected: object) -> None:
         ),
         pytest.param('{"a": 1 "b": 2}', {"a": 1, "b": 2}, id="missing-comma"),
         pytest.param(
+            "{'path': 'a.txt', 'content': 'last line\\n'}",
+            {"path": "a.txt", "content": "last line\n"},
+            id="repaired-string-keeps-its-final-newline",
+        ),
+        pytest.param(
             '<think>I could reply {"passed": false}. No.</think>\n{"passed": true}',
             {"passed": True},
             id="json-in-a-think-block-is-ignored",

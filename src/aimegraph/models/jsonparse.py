@@ -194,7 +194,9 @@ def _parse_span(span: str, stray: str | None) -> _Candidate:
     if stray is not None:
         return _Candidate(error=invalid)
     try:
-        value = json_repair.loads(span, strict=True, skip_json_loads=True)
+        # stream_stable keeps a string's trailing line break (a file's last newline),
+        # which json-repair otherwise strips.
+        value = json_repair.loads(span, strict=True, skip_json_loads=True, stream_stable=True)
     except (ValueError, RecursionError):
         return _Candidate(error=invalid)
     if not isinstance(value, dict | list):
