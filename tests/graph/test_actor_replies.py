@@ -8,6 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from tests.conftest import GraphFactory
 
 from aimegraph import AimeConfig, build_aime_graph
@@ -215,3 +217,52 @@ def test_think_text_is_not_sent_back_to_the_model(scripted_graph: GraphFactory, 
     assert graph.invoke({"goal": "g"})["status"] == "succeeded"
     second = actor_prompts(model)[1]
     assert '"calculator"' in second and "hmm" not in second
+
+
+class BrokenArgumentsFirst(ScriptedChatModel):
+    """The scripted model, except that an actor's first reply is a tool call whose
+    arguments are not valid JSON (cut off), with a little text around it."""
+
+    def _generate(
+        self, messages: list[Any], stop: Any = None, run_manager: Any = None, **kw: Any
+    ) -> Any:
+        first_actor_reply = "# Role: actor" in messages[0].text and not any(
+            isinstance(m, AIMessage) for m in messages
+        )
+        if not first_actor_reply:
+            return super()._generate(messages, stop, run_manager, **kw)
+        broken = AIMessage(
+            content="Computing it now.",
+            invalid_tool_calls=[
+                {
+                    "name": "calculator",
+                    "args": '{"expression": "6*',
+                    "id": "call_1",
+                    "error": "Unterminated string",
+                    "type": "invalid_tool_call",
+                }
+            ],
+        )
+        return ChatResult(generations=[ChatGeneration(message=broken)])
+
+
+def test_a_call_with_broken_arguments_is_asked_again_not_taken_as_the_answer(
+    workspace: Path,
+) -> None:
+    model = BrokenArgumentsFirst.from_dict(
+        {
+            "planner": [plan(COMPUTE)],
+            "actors": {
+                "a": [
+                    {"text": "(replaced by the broken call)"},
+                    {"tool": "calculator", "args": {"expression": "6*7"}},
+                    submit("product {last_tool_output}"),
+                ]
+            },
+        }
+    )
+    out = build_aime_graph(model, config=AimeConfig(workspace=workspace)).invoke({"goal": "g"})
+    assert out["tasks"]["a"].result.summary == "product 42"
+    second = actor_prompts(model)[1]
+    assert "Computing it now." in second
+    assert "the arguments of your calculator call were not valid JSON" in second

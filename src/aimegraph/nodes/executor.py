@@ -301,10 +301,13 @@ def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
     message = without_think_text(reply)
     if not message.tool_calls and (calls := tool_calls_in_text(message.text, tool_names)):
         message = message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
-    if message.tool_calls or message.text.strip():
+    if message.tool_calls or (message.text.strip() and not message.invalid_tool_calls):
         return [message]
-    # Sending an empty assistant turn back is refused by some providers: only the re-ask.
-    return [_re_ask(prompts.EMPTY_REPLY, _why_unusable(reply) or "empty reply")]
+    # A call with broken arguments is not an answer, whatever text comes with it. Neither it
+    # nor an empty assistant turn is sent back (providers refuse both): only the text.
+    said = message.model_copy(update={"invalid_tool_calls": []})
+    problem = _why_unusable(reply) or "empty reply"
+    return [*([said] if said.text.strip() else []), _re_ask(prompts.UNUSABLE_REPLY, problem)]
 
 
 def _json_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:

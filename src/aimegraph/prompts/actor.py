@@ -59,7 +59,7 @@ DEPENDENCY = """
 {artifacts}</dependency>
 """
 
-EMPTY_REPLY = """\
+UNUSABLE_REPLY = """\
 Your reply could not be used: {error}
 Continue the task: call one of your tools, or call submit_result when the task is done."""
 
