@@ -1,19 +1,23 @@
 """AimeConfig: budgets and policies of a run.
 
 The config given to the builder is the default; a run may override any field
-through LangGraph's runtime context (``graph.invoke(inp, cfg, context={...})``).
+through LangGraph's runtime context (``graph.invoke(inp, cfg, context={...})``),
+except ``model_timeout_s`` and ``model_retries``, which are applied when the
+graph is built.
 Context is not checkpointed, so pass the same overrides again when resuming.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
 from aimegraph.state import Usage
 
 ReplanPolicy = Literal["on_failure", "every_step"]
@@ -37,6 +41,12 @@ class AimeConfig(BaseModel):
     max_llm_calls: int | None = Field(None, ge=1, description="LLM calls per run.")
     max_tokens: int | None = Field(None, ge=1, description="Input plus output tokens per run.")
     max_cost_usd: float | None = Field(None, gt=0, description="Spend per run (needs prices).")
+    max_wall_s: float | None = Field(
+        None,
+        gt=0,
+        description="Wall-clock seconds per run, from its start; time paused at an interrupt "
+        "counts. Checked between steps, like the other budgets.",
+    )
     prices: dict[str, tuple[float, float]] = Field(
         default_factory=dict,
         description="USD per million (input, output) tokens, by model name; feeds max_cost_usd.",
@@ -50,6 +60,19 @@ class AimeConfig(BaseModel):
         2, ge=0, description="Re-asks when a model reply does not parse or validate."
     )
     tool_timeout_s: float = Field(60.0, gt=0, description="Wall-clock limit per tool call.")
+    model_timeout_s: float = Field(
+        DEFAULT_MODEL_TIMEOUT_S,
+        gt=0,
+        description="Seconds per model request, for models given as a spec (set when built).",
+    )
+    model_retries: int = Field(
+        DEFAULT_MODEL_RETRIES,
+        ge=0,
+        description="Client retries per model request, for models given as a spec (when built).",
+    )
+    max_goal_chars: int = Field(
+        20_000, ge=1, description="Longest goal accepted (the goal goes into every prompt)."
+    )
     max_observation_chars: int = Field(
         8_000, ge=200, description="Tool output longer than this is truncated."
     )
@@ -64,8 +87,21 @@ class AimeConfig(BaseModel):
             raise ValueError("max_cost_usd needs a price table: set prices={model: (in, out)}")
         return self
 
-    def budget_spent(self, usage: Usage, steps: int) -> str | None:
-        """Which run budget is spent, if any (a sentence for the report)."""
+    #: Fields used when the graph is built (models are resolved once), not per run.
+    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"model_timeout_s", "model_retries"})
+
+    def budget_spent(
+        self, usage: Usage, steps: int, *, started_at: float | None = None
+    ) -> str | None:
+        """Which run budget is spent, if any (a sentence for the report).
+
+        ``started_at`` is the run's start (``time.time()``, the state's
+        ``run_started_at``); without it the wall-clock budget is not checked.
+        """
+        if self.max_wall_s is not None and started_at is not None:
+            elapsed = time.time() - started_at
+            if elapsed >= self.max_wall_s:
+                return f"max_wall_s ({self.max_wall_s:g} s) reached ({elapsed:.1f} s elapsed)"
         if steps >= self.max_steps:
             return f"max_steps ({self.max_steps}) orchestration steps reached"
         if self.max_llm_calls is not None and usage.llm_calls >= self.max_llm_calls:
@@ -88,4 +124,12 @@ class AimeConfig(BaseModel):
             changes = changes.model_dump(exclude_unset=True)
         if not changes:
             return self
+        fixed = sorted(
+            key for key in self.BUILD_ONLY if key in changes and changes[key] != getattr(self, key)
+        )
+        if fixed:
+            raise ValueError(
+                f"{', '.join(fixed)} apply when the graph is built (models are resolved then): "
+                "set them in build_aime_graph(config=AimeConfig(...)), not per run"
+            )
         return AimeConfig.model_validate({**self.model_dump(), **dict(changes)})

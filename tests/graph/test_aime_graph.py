@@ -200,7 +200,7 @@ def test_every_step_consults_the_planner_after_each_batch(scripted_graph: GraphF
     graph, model = scripted_graph(scenario, replan="every_step")
     names = [name for _, name in steps_of(graph, {"goal": "chain"})]
     assert names == [
-        "planner", "orchestrator", "executor",
+        "intake", "planner", "orchestrator", "executor",
         "orchestrator", "planner", "orchestrator", "executor",
         "orchestrator", "planner", "orchestrator", "executor",
         "orchestrator", "reporter", "verifier",

@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage
 from langchain_openai import ChatOpenAI
 
 import aimegraph.models.local as local_module
+from aimegraph import AimeConfig
 from aimegraph.models.resolve import (
     PLACEHOLDER_API_KEY,
     ROLES,
@@ -72,8 +73,10 @@ def test_openai_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     model = resolve_model("openai:gpt-4o-mini")
     assert isinstance(model, ChatOpenAI)
-    assert model.request_timeout == 120
-    assert model.max_retries == 3
+    # The same bounded defaults as AimeConfig's (an unresponsive server must not take
+    # 3 node attempts x 4 client attempts x 120 s).
+    assert model.request_timeout == AimeConfig().model_timeout_s == 60
+    assert model.max_retries == AimeConfig().model_retries == 1
 
 
 def test_openai_compatible_server_without_key_gets_placeholder(

@@ -21,6 +21,8 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
 from aimegraph.nodes.executor import ActorFactory
+from aimegraph.nodes.human import check_approve_tools
+from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
@@ -66,12 +68,15 @@ def build_aime_graph(
         and the rest of ``AimeOutput``.
     """
     config = config or AimeConfig()
-    role_models = resolve_models(model, models)
+    role_models = resolve_models(
+        model, models, timeout=config.model_timeout_s, max_retries=config.model_retries
+    )
     registry = (
         tools
         if isinstance(tools, ToolRegistry)
         else default_registry(Path(config.workspace), knowledge=knowledge, extra_tools=tools or ())
     )
+    check_approve_tools(config.approve_tools, registry.tools)
 
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
@@ -102,7 +107,12 @@ def build_aime_graph(
     )
     builder.add_node("verifier", build_verifier_graph(role_models["verifier"], config=config))
 
-    builder.add_edge(START, "planner")
+    builder.add_node(
+        "intake",
+        make_intake_node(config, tool_names=list(registry.tools)),
+        destinations=("planner", "reporter"),
+    )
+    builder.add_edge(START, "intake")
     builder.add_edge("planner", "orchestrator")
     builder.add_edge("executor", "orchestrator")
     builder.add_conditional_edges("reporter", route_after_reporter, ["verifier", END])
@@ -123,7 +133,9 @@ def route_after_verifier(config: AimeConfig) -> Callable[[AimeState, Runtime[Any
         if state.get("status") != "running":
             return END
         spent = config.for_run(runtime).budget_spent(
-            state.get("usage") or Usage(), state.get("steps", 0)
+            state.get("usage") or Usage(),
+            state.get("steps", 0),
+            started_at=state.get("run_started_at"),
         )
         return "orchestrator" if spent else "planner"
 

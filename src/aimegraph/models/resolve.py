@@ -41,6 +41,13 @@ ACCEPTED_SPECS = (
 # Sent when OPENAI_BASE_URL points at a server that does not check keys.
 PLACEHOLDER_API_KEY = "not-needed"
 
+# Remote model requests: seconds per request and client retries (AimeConfig's defaults).
+# The node that makes the call retries transient errors too (LLM_RETRY_POLICY, 3
+# attempts), so an unresponsive server fails after at most
+# 3 * (1 + retries) * timeout seconds plus backoff: 6 minutes with these values.
+DEFAULT_MODEL_TIMEOUT_S = 60.0
+DEFAULT_MODEL_RETRIES = 1
+
 
 class ModelSpecError(ValueError):
     """A model spec cannot be resolved; the message says what to change."""
@@ -49,12 +56,14 @@ class ModelSpecError(ValueError):
 def resolve_model(
     spec: str | BaseChatModel,
     *,
-    timeout: float | None = 120,
-    max_retries: int = 3,
+    timeout: float | None = DEFAULT_MODEL_TIMEOUT_S,
+    max_retries: int = DEFAULT_MODEL_RETRIES,
 ) -> BaseChatModel:
     """Return the chat model a spec names; a ``BaseChatModel`` passes through unchanged.
 
-    ``timeout`` (seconds per request) and ``max_retries`` apply to remote models.
+    ``timeout`` (seconds per request) and ``max_retries`` (client retries) apply to
+    remote models; ``build_aime_graph`` passes ``AimeConfig.model_timeout_s`` and
+    ``model_retries``.
 
     Raises:
         ModelSpecError: for an unknown or incomplete spec, a missing API key, or a missing
@@ -96,8 +105,8 @@ def resolve_models(
     model: str | BaseChatModel | None,
     models: Mapping[str, str | BaseChatModel] | None = None,
     *,
-    timeout: float | None = 120,
-    max_retries: int = 3,
+    timeout: float | None = DEFAULT_MODEL_TIMEOUT_S,
+    max_retries: int = DEFAULT_MODEL_RETRIES,
 ) -> dict[str, BaseChatModel]:
     """One model per role in :data:`ROLES`: ``models[role]`` if given, else ``model``.
 

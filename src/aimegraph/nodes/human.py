@@ -18,10 +18,12 @@ reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
+from langgraph.config import get_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
@@ -31,6 +33,40 @@ from aimegraph.nodes.types import Node
 from aimegraph.state import PlanError, PlannerState, PlanUpdate, apply_plan, render_checklist
 
 Decision = Literal["approve", "reject", "edit"]
+
+
+def require_checkpointer(setting: str) -> None:
+    """Refuse to pause a run that could never be resumed.
+
+    Without a checkpointer LangGraph returns from an ``interrupt()`` with nothing
+    saved to resume from, so a run that needs a human would wait forever. Call
+    from inside a node (reads the run's config).
+
+    Raises:
+        ValueError: naming the setting and what to pass.
+    """
+    if get_config().get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is None:
+        raise ValueError(
+            f"{setting} needs a checkpointer: the run pauses for a human and is resumed "
+            "from its checkpoint. Pass checkpointer=... to build_aime_graph (e.g. "
+            "InMemorySaver(serde=aimegraph.checkpoints.make_serializer())) or compile "
+            "the app that embeds the graph with one"
+        )
+
+
+def check_approve_tools(names: Iterable[str], available: Collection[str]) -> None:
+    """Refuse ``approve_tools`` entries that name no tool (a typo would leave the
+    real tool running unapproved).
+
+    Raises:
+        ValueError: listing the unknown names and the tools there are.
+    """
+    unknown = sorted(set(names) - set(available))
+    if unknown:
+        raise ValueError(
+            f"approve_tools names unknown tool(s) {', '.join(map(repr, unknown))}; "
+            f"the tools are: {', '.join(sorted(available))}"
+        )
 
 
 def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
@@ -57,6 +93,7 @@ def make_approve_plan_node(*, config: AimeConfig, bundles: list[str]) -> Node[Pl
 
     def approve_plan(state: PlannerState, runtime: Runtime[Any]) -> Command:
         cfg = config.for_run(runtime)
+        require_checkpointer("approve_plan")
         tasks = state.get("tasks") or {}
         proposal = state.get("proposal") or {}
         answer = interrupt(
@@ -103,6 +140,7 @@ def make_tool_approval(config: AimeConfig) -> Callable[[ToolCallRequest], ToolMe
         call = request.tool_call
         if call["name"] not in cfg.approve_tools:
             return None
+        require_checkpointer("approve_tools")
         state = request.state if isinstance(request.state, dict) else {}
         task = state.get("task")
         answer = interrupt(

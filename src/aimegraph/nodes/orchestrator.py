@@ -69,7 +69,8 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
                 },
             )
 
-        if spent := cfg.budget_spent(state.get("usage") or Usage(), steps):
+        started_at = state.get("run_started_at")
+        if spent := cfg.budget_spent(state.get("usage") or Usage(), steps, started_at=started_at):
             return stop(spent)
         if exhausted:
             return replan(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -28,16 +28,36 @@ PlannerNode = Node[PlannerState]
 _FINISHED = ("succeeded", "failed", "budget_exhausted", "rejected")
 
 
-def resolve_goal(state: PlannerState) -> str | None:
+class GoalError(ValueError):
+    """The goal given cannot be used; the message says what a goal must be."""
+
+
+def resolve_goal(state: Mapping[str, Any], *, max_chars: int | None = None) -> str | None:
     """The goal: the ``goal`` key, or the last human message when the goal is
-    absent or when a finished thread receives a new request."""
+    absent or when a finished thread receives a new request.
+
+    Raises:
+        GoalError: the goal is not a string, or longer than ``max_chars``.
+    """
     messages: list[AnyMessage] = state.get("messages") or []
     last = messages[-1] if messages else None
     asked = last.text.strip() if isinstance(last, HumanMessage) else ""
-    goal = (state.get("goal") or "").strip()
+    given = state.get("goal")
+    if given is not None and not isinstance(given, str):
+        raise GoalError(
+            "the goal must be a string: the request in plain words, e.g. "
+            f"{{'goal': 'Summarise report.csv'}} (got {type(given).__name__} {given!r:.60})"
+        )
+    goal = (given or "").strip()
     if asked and (not goal or state.get("status") in _FINISHED):
-        return asked
-    return goal or asked or None
+        goal = asked
+    if max_chars is not None and len(goal) > max_chars:
+        raise GoalError(
+            f"the goal is {len(goal):,} characters, more than max_goal_chars ({max_chars:,}); "
+            "it goes into every prompt. Shorten it and put long material in the workspace "
+            "or a knowledge base, or raise max_goal_chars"
+        )
+    return goal or None
 
 
 def make_draft_node(
@@ -47,7 +67,7 @@ def make_draft_node(
 
     def draft(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
-        goal = resolve_goal(state)
+        goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         if goal is None:
             return {"draft": None, "plan_error": "no goal: pass 'goal' or a human message"}
         new_run = state.get("status") in _FINISHED or "status" not in state

@@ -74,6 +74,7 @@ def make_reporter_node(
             spent = cfg.budget_spent(
                 (state.get("usage") or Usage()) + update.get("usage", Usage()),
                 state.get("steps", 0),
+                started_at=state.get("run_started_at"),
             )
             if cfg.verify not in ("final", "both"):
                 update["status"] = "succeeded"

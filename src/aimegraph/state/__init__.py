@@ -1,6 +1,13 @@
 """Typed shared state: records, reducers and progress-list operations."""
 
-from aimegraph.state.aime_state import ActorInput, AimeInput, AimeOutput, AimeState
+from aimegraph.state.aime_state import (
+    ActorInput,
+    AimeInput,
+    AimeOutput,
+    AimeState,
+    PastRun,
+    thread_usage,
+)
 from aimegraph.state.models import (
     TERMINAL_TASK_STATUSES,
     PlanUpdate,
@@ -44,6 +51,7 @@ __all__ = [
     "AimeInput",
     "AimeOutput",
     "AimeState",
+    "PastRun",
     "PlanError",
     "PlanUpdate",
     "PlannerInput",
@@ -69,5 +77,6 @@ __all__ = [
     "plan_update_schema",
     "ready_tasks",
     "render_checklist",
+    "thread_usage",
     "validate_plan",
 ]

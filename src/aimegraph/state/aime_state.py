@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import operator
-from typing import Annotated, NotRequired
+from collections.abc import Mapping
+from typing import Annotated, Any, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
@@ -15,10 +16,31 @@ from aimegraph.state.reducers import add_usage, append_batches, merge_task_batch
 
 
 class AimeInput(TypedDict, total=False):
-    """What a run starts from: a goal, or a conversation whose last human message is one."""
+    """What a run starts from: a goal, or a conversation whose last human message is one.
+
+    ``status`` is read so that the graph, as a node of an app whose state carries
+    the aime keys, knows the thread's last run has finished: a finished status and a
+    human message after it start a new run on that message.
+    """
 
     goal: str
     messages: Annotated[list[AnyMessage], add_messages]
+    status: RunStatus
+
+
+class PastRun(TypedDict, total=False):
+    """A finished run of a thread, archived in ``runs`` when a new request starts
+    the next run there: its goal, outcome, plan (``tasks``), progress updates and
+    usage."""
+
+    goal: str
+    status: RunStatus
+    reason: str | None
+    final_answer: str | None
+    verdict: Verdict | None
+    tasks: dict[str, Task]
+    updates: list[ProgressUpdate]
+    usage: Usage
 
 
 class AimeOutput(TypedDict, total=False):
@@ -36,7 +58,11 @@ class AimeOutput(TypedDict, total=False):
     status: RunStatus
     reason: str | None
     replans: int
+    # The current run's usage (the run budgets count it); a new run on the thread
+    # starts it at zero and keeps the old one in its ``runs`` record.
     usage: Annotated[Usage, add_usage]
+    # The thread's earlier runs, oldest first (see ``thread_usage`` for totals).
+    runs: Annotated[list[PastRun], DeltaChannel(append_batches, list)]
 
 
 class AimeState(AimeOutput, total=False):
@@ -48,7 +74,20 @@ class AimeState(AimeOutput, total=False):
     answer: ``Command(resume=..., update={"notes": [...]})`` (an ``update_state``
     then would replace the pending step). ``replan_reason`` says
     why the planner is being called again; ``dispatched`` is the last batch the
-    orchestrator sent out; ``steps`` counts orchestration steps.
+    orchestrator sent out; ``steps`` counts orchestration steps;
+    ``run_started_at`` (``time.time()``) is when the current run began, for
+    ``max_wall_s``.
+
+    A thread holds one run at a time. A new request on a thread whose run has
+    finished (``graph.invoke({"messages": [HumanMessage(...)]}, same_config)``, the
+    next turn of a chat) starts a new run: a new ``goal``; ``tasks``, ``updates``,
+    ``usage`` and the run's counters start afresh, so the run budgets apply to each
+    run; the finished run is appended to ``runs``. ``thread_usage(state)`` gives
+    the thread's totals. In a parent app whose state extends this class and has
+    the aime graph as a node, the parent's own reducers merge each run's output:
+    its ``usage`` adds up every turn's usage (the thread total) and its ``tasks``
+    merge every turn's tasks by id (declare ``tasks: dict[str, Task]`` in the
+    parent's state to keep only the latest plan).
     """
 
     notes: Annotated[list[str], operator.add]
@@ -56,6 +95,15 @@ class AimeState(AimeOutput, total=False):
     dispatched: list[str]
     steps: int
     plan_rationale: str
+    run_started_at: float
+
+
+def thread_usage(state: Mapping[str, Any]) -> Usage:
+    """A thread's usage over all its runs: the archived ``runs`` plus the current one."""
+    total = state.get("usage") or Usage()
+    for run in state.get("runs") or ():
+        total = total + (run.get("usage") or Usage())
+    return total
 
 
 class ActorInput(TypedDict):

@@ -1,0 +1,89 @@
+"""The run's entry: checks the request and the run's settings, and starts a new
+run when a finished thread receives a new request (the next turn of a chat)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Collection
+from typing import Any
+
+from langgraph.runtime import Runtime
+from langgraph.types import Command, Overwrite
+
+from aimegraph.config import AimeConfig
+from aimegraph.nodes.human import check_approve_tools, require_checkpointer
+from aimegraph.nodes.planner import GoalError, resolve_goal
+from aimegraph.nodes.types import Node
+from aimegraph.state import AimeState, PastRun, Usage
+
+PLANNER, REPORTER = "planner", "reporter"
+
+_FINISHED = ("succeeded", "failed", "budget_exhausted", "rejected")
+
+# The keys a run starts afresh (its own counters and results).
+_RUN_START: dict[str, Any] = {
+    "status": "running",
+    "reason": None,
+    "replans": 0,
+    "steps": 0,
+    "verdict": None,
+    "final_answer": None,
+    "replan_reason": None,
+    "dispatched": [],
+}
+
+
+def make_intake_node(config: AimeConfig, *, tool_names: Collection[str]) -> Node[AimeState]:
+    """The node before the planner; routes with ``Command(goto=...)``.
+
+    Raises a ``ValueError`` for settings the run cannot honour (approvals without a
+    checkpointer, ``approve_tools`` naming no tool). A goal that cannot be used
+    ends the run ``failed`` with the reason, through the reporter, so a chat app
+    gets a reply saying what to change.
+    """
+
+    def intake(state: AimeState, runtime: Runtime[Any]) -> Command:
+        cfg = config.for_run(runtime)
+        check_approve_tools(cfg.approve_tools, tool_names)
+        if cfg.approve_plan:
+            require_checkpointer("approve_plan")
+        if cfg.approve_tools:
+            require_checkpointer("approve_tools")
+        status = state.get("status")
+        if status == "running":
+            # Re-entered with new input before the run ended: it carries on.
+            return Command(goto=PLANNER)
+        update: dict[str, Any] = dict(_RUN_START, run_started_at=time.time())
+        if status in _FINISHED and ("tasks" in state or "usage" in state):
+            update |= _archive(state)
+        try:
+            goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
+        except GoalError as exc:
+            return Command(goto=REPORTER, update=update | {"status": "failed", "reason": str(exc)})
+        if goal is not None:
+            update["goal"] = goal
+        return Command(goto=PLANNER, update=update)
+
+    return intake
+
+
+def _archive(state: AimeState) -> dict[str, Any]:
+    """The finished run as a ``runs`` record, and its per-run keys emptied (past
+    their reducers, which would otherwise merge the next run into this one)."""
+    record = PastRun(
+        goal=state.get("goal", ""),
+        status=state.get("status", "failed"),
+        reason=state.get("reason"),
+        final_answer=state.get("final_answer"),
+        verdict=state.get("verdict"),
+        tasks=dict(state.get("tasks") or {}),
+        updates=list(state.get("updates") or []),
+        usage=state.get("usage") or Usage(),
+    )
+    return {
+        "runs": [record],
+        "tasks": Overwrite({}),
+        "updates": Overwrite([]),
+        "usage": Overwrite(Usage()),
+        "notes": Overwrite([]),
+    }
