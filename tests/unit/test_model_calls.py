@@ -645,7 +645,8 @@ def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[_FakeOpenAI]:
 
 def test_resolved_openai_model_has_a_timeout_and_client_retries(fake_openai: _FakeOpenAI) -> None:
     model = resolve_model("openai:fake")
-    assert model.request_timeout == 120 and model.max_retries == 3  # type: ignore[attr-defined]
+    # AimeConfig's bounded defaults (model_timeout_s, model_retries).
+    assert model.request_timeout == 60 and model.max_retries == 1  # type: ignore[attr-defined]
 
 
 def test_the_client_retries_rate_limits_and_5xx_itself(fake_openai: _FakeOpenAI) -> None:
