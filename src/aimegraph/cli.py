@@ -19,6 +19,7 @@ from typing import Any
 
 from langchain_core.load import dumpd
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 from langgraph.types import StateSnapshot
 from rich.console import Console
 from rich.markup import escape
@@ -76,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with _tracing(args.otlp), ExitStack() as stack:
             checkpointer = _open_store(stack, args.checkpoints)
+            args.memory_store = lambda: _open_memory(stack, args)
             return int(args.handler(args, checkpointer, console))
     except CliError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
@@ -97,6 +99,25 @@ def _open_store(stack: ExitStack, url: str) -> BaseCheckpointSaver[Any]:
         reason, where = " ".join(str(exc).split()), redact_url(url)
         message = reason if where in reason else f"cannot open checkpoint store {where}: {reason}"
         raise CliError(message, EXIT_USAGE) from exc
+
+
+def _open_memory(stack: ExitStack, args: argparse.Namespace) -> BaseStore:
+    """The long-term memory store (``--store``, default beside the checkpoints)."""
+    from aimegraph.memory import open_store
+    from aimegraph.memory.commands import default_store_url
+
+    url = args.store or default_store_url(args.checkpoints)
+    try:
+        return stack.enter_context(open_store(url, embeddings=args.embeddings))
+    except (*STORE_ERRORS, ImportError) as exc:
+        reason = " ".join(str(exc).split())
+        raise CliError(f"cannot open memory store {redact_url(url)}: {reason}", EXIT_USAGE) from exc
+
+
+def cmd_memory(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.memory.commands import run_memory_command
+
+    return run_memory_command(args, args.memory_store(), console)
 
 
 @contextmanager
@@ -127,7 +148,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         raise CliError(f"thread {thread_id!r} exists; resume it or pick a new id", EXIT_USAGE)
     config = _config_from_args(args, thread_id)
     settings = RunSettings(model=args.model, config=config, tools=tuple(args.tools))
-    graph = run_graph(settings, saver)
+    graph = run_graph(settings, saver, args.memory_store())
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
 
 
@@ -138,7 +159,8 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     if not args.json:
         console.print(f"[bold]goal:[/bold] {escape(goal)}")
         console.print(f"workspace: {workspace} (sales.csv copied in)\n", markup=False)
-    code = _execute(run_graph(settings, saver), {"goal": goal}, thread_id, settings, args, console)
+    graph = run_graph(settings, saver, args.memory_store())
+    code = _execute(graph, {"goal": goal}, thread_id, settings, args, console)
     if not args.json:
         report = workspace / "report.md"
         if report.exists():
@@ -148,7 +170,7 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _run_settings(saver, args)
-    graph = run_graph(settings, saver)
+    graph = run_graph(settings, saver, args.memory_store())
     snapshot = graph.get_state(run_config(args.thread))
     if not snapshot.next and not snapshot.interrupts:
         raise CliError(
@@ -236,7 +258,7 @@ def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 
 def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _run_settings(saver, args)
-    graph = run_graph(settings, saver)
+    graph = run_graph(settings, saver, args.memory_store())
     config = run_config(args.thread, checkpoint_id=args.checkpoint)
     if saver.get_tuple(config) is None:
         raise CliError(f"no checkpoint {args.checkpoint!r} in thread {args.thread!r}", 6)
@@ -645,6 +667,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     _checkpoints_option(parser, default=DEFAULT_CHECKPOINT_URL)
     parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="long-term memory store: memory, sqlite:///PATH, postgresql://... (default: "
+        "memory.db beside an SQLite checkpoint file, the same database for Postgres)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        choices=["hashing", "minilm"],
+        default="hashing",
+        help="what the memory index embeds with (minilm needs the [semantic] extra)",
+    )
+    parser.add_argument(
         "--otlp",
         metavar="URL",
         default=os.environ.get("AIMEGRAPH_OTLP_ENDPOINT"),
@@ -751,6 +785,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     worker.add_argument("--name", help="worker name (default: aimegraph-PID@HOST)")
     worker.add_argument("--log-level", default="INFO", help="Celery log level (INFO)")
+
+    memory = command(
+        "memory", cmd_memory, "Long-term memory: list, search, forget or export episodes."
+    )
+    from aimegraph.memory.commands import add_memory_arguments
+
+    add_memory_arguments(memory)
 
     draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")

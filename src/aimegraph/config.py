@@ -23,6 +23,7 @@ from aimegraph.state import Usage
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
 ToolCallingMode = Literal["auto", "native", "json"]
+MemoryPolicy = Literal["on", "off"]
 
 
 class AimeConfig(BaseModel):
@@ -79,6 +80,23 @@ class AimeConfig(BaseModel):
     workspace: Path = Field(
         Path(".aimegraph/workspace"),
         description="Directory the file and python tools are jailed to.",
+    )
+    memory: MemoryPolicy = Field(
+        "on",
+        description="Long-term memory (with a store): write episodes and lessons, retrieve them.",
+    )
+    memory_k: int = Field(3, ge=0, description="Past episodes or runs retrieved per prompt.")
+    memory_chars: int = Field(
+        2_000, ge=100, description="Characters of retrieved memory per prompt, at most."
+    )
+    max_context_tokens: int | None = Field(
+        None,
+        ge=500,
+        description="An actor's conversation above this (approximate) size has its older "
+        "tool observations summarised by the model.",
+    )
+    user_id: str | None = Field(
+        None, description="Memory scope of the run (else configurable user_id, else 'default')."
     )
 
     @model_validator(mode="after")

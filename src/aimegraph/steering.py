@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 from langgraph.types import Command, Interrupt
 
 from aimegraph.checkpoints import RunSettings
@@ -56,10 +57,18 @@ def run_tools(settings: RunSettings) -> ToolRegistry:
     return default_registry(settings.config.workspace, extra_tools=extra)
 
 
-def run_graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
-    """The graph a run was (or will be) started with, over ``saver``."""
+def run_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """The graph a run was (or will be) started with, over ``saver`` (and the memory
+    ``store``: a thread started with one must be resumed with one, the graph has
+    its memory nodes only then)."""
     return build_aime_graph(
-        settings.model, tools=run_tools(settings), config=settings.config, checkpointer=saver
+        settings.model,
+        tools=run_tools(settings),
+        config=settings.config,
+        checkpointer=saver,
+        store=store,
     )
 
 

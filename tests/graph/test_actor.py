@@ -297,6 +297,6 @@ def test_registry_errors() -> None:
 
 def test_plain_tool_lists_join_a_custom_bundle(workspace: Path) -> None:
     registry = default_registry(workspace, extra_tools=[picky])
-    assert set(registry.bundles) == {"files", "compute", "human", "custom"}
+    assert set(registry.bundles) == {"files", "compute", "human", "memory", "custom"}
     assert registry.bundles["custom"].tools == ("picky",)
     assert "picky" in registry.describe()

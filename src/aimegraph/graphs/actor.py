@@ -11,6 +11,7 @@ from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.memory.nodes import make_actor_recall_node, make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import (
@@ -39,6 +40,7 @@ def build_actor_graph(
     config: AimeConfig | None = None,
     verifier_model: BaseChatModel | str | None = None,
     checkpointer: Checkpointer = None,
+    memory: bool = False,
 ) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, ActorOutput]:
     """Build the executor: one specialised ReAct actor working on one task.
 
@@ -54,6 +56,9 @@ def build_actor_graph(
         verifier_model: Checks results against completion criteria when
             ``config.verify`` is ``"tasks"`` or ``"both"``; defaults to ``model``.
         checkpointer: Only when used on its own; as a node it inherits the parent's.
+        memory: Add ``recall`` (past episodes of similar tasks into the actor's
+            knowledge) before ``assemble`` and ``record`` (the task's episode, and
+            a lesson after a retry succeeded) at the end, over ``runtime.store``.
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
@@ -89,7 +94,15 @@ def build_actor_graph(
     )
     builder.add_node("conclude", make_conclude_node(config))
 
-    builder.add_edge(START, "assemble")
+    if memory:
+        builder.add_node("recall", make_actor_recall_node(config))
+        builder.add_edge(START, "recall")
+        builder.add_edge("recall", "assemble")
+        builder.add_node("record", make_task_record_node(chat, config))
+        builder.add_edge("record", END)
+    else:
+        builder.add_edge(START, "assemble")
+    last = "record" if memory else END
     builder.add_edge("assemble", "react")
     builder.add_conditional_edges(
         "react", route_after_react(config), ["tools", "react", "conclude"]
@@ -101,7 +114,7 @@ def build_actor_graph(
             "check", make_task_check_node(checker, config=config), retry_policy=LLM_RETRY_POLICY
         )
         builder.add_edge("conclude", "check")
-        builder.add_edge("check", END)
+        builder.add_edge("check", last)
     else:
-        builder.add_edge("conclude", END)
+        builder.add_edge("conclude", last)
     return builder.compile(checkpointer=checkpointer, name="executor")

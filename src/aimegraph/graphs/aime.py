@@ -18,6 +18,7 @@ from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.planner import build_planner_graph
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
 from aimegraph.nodes.executor import ActorFactory
@@ -55,7 +56,10 @@ def build_aime_graph(
         models: Per-role models overriding ``model``: keys ``planner``, ``actor``,
             ``verifier``, ``reporter``.
         checkpointer: Enables pause/resume, human approval and crash recovery.
-        store: A LangGraph store, available to nodes and tools at run time.
+        store: A LangGraph store (see ``aimegraph.memory.open_store``): long-term
+            memory. The planner and each actor recall similar past runs and
+            episodes from it, and each settled task and each finished run is
+            recorded in it (``AimeConfig.memory="off"`` turns this off per run).
         knowledge: A knowledge base: actors search it with the ``knowledge`` bundle's
             tool, and the default factory puts the passages nearest each task in
             the actor's prompt.
@@ -81,8 +85,12 @@ def build_aime_graph(
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
     )
+    memory = store is not None
     builder.add_node(
-        "planner", build_planner_graph(role_models["planner"], registry=registry, config=config)
+        "planner",
+        build_planner_graph(
+            role_models["planner"], registry=registry, config=config, memory=memory
+        ),
     )
     builder.add_node(
         "orchestrator",
@@ -98,6 +106,7 @@ def build_aime_graph(
             knowledge=knowledge,
             config=config,
             verifier_model=role_models["verifier"],
+            memory=memory,
         ),
     )
     builder.add_node(
@@ -115,9 +124,18 @@ def build_aime_graph(
     builder.add_edge(START, "intake")
     builder.add_edge("planner", "orchestrator")
     builder.add_edge("executor", "orchestrator")
-    builder.add_conditional_edges("reporter", route_after_reporter, ["verifier", END])
+    # With a store, a run ends by recording its episode (and lesson) in it.
+    end = "record_run" if memory else END
+    if memory:
+        builder.add_node("record_run", make_run_record_node(role_models["reporter"], config))
+        builder.add_edge("record_run", END)
     builder.add_conditional_edges(
-        "verifier", route_after_verifier(config), ["planner", "orchestrator", END]
+        "reporter", route_after_reporter, {"verifier": "verifier", END: end}
+    )
+    builder.add_conditional_edges(
+        "verifier",
+        route_after_verifier(config),
+        {"planner": "planner", "orchestrator": "orchestrator", END: end},
     )
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on

@@ -8,6 +8,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
+from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.human import make_approve_plan_node
@@ -28,6 +29,7 @@ def build_planner_graph(
     registry: ToolRegistry | None = None,
     config: AimeConfig | None = None,
     checkpointer: Checkpointer = None,
+    memory: bool = False,
 ) -> CompiledStateGraph[PlannerState, AimeConfig, PlannerInput, PlannerOutput]:
     """Build the planner: it turns the goal and the progress list into a task DAG.
 
@@ -40,6 +42,8 @@ def build_planner_graph(
         registry: Tool bundles the plan may assign; without one, tasks get none.
         config: Budgets and policies (``max_tasks``, ``max_plan_repairs``, ...).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
+        memory: Start with a ``recall`` node that puts past runs on similar goals
+            from the run's store (``runtime.store``) into the planner's prompt.
 
     Returns:
         A compiled graph. Input: ``goal`` (or ``messages``), ``tasks`` and the
@@ -71,7 +75,12 @@ def build_planner_graph(
         destinations=("commit", "approve_plan", END),
     )
 
-    builder.add_edge(START, "draft")
+    if memory:
+        builder.add_node("recall", make_planner_recall_node(config))
+        builder.add_edge(START, "recall")
+        builder.add_edge("recall", "draft")
+    else:
+        builder.add_edge(START, "draft")
     builder.add_edge("draft", "validate")
     builder.add_conditional_edges(
         "validate",

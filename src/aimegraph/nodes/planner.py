@@ -11,6 +11,7 @@ from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.memory.render import facts_section, past_runs_section
 from aimegraph.models.calls import invoke_structured, resolve_mode
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
@@ -82,7 +83,7 @@ def make_draft_node(
                     replans=replans,
                     max_replans=cfg.max_replans,
                     checklist=render_checklist(state.get("tasks") or {}, with_results=True),
-                    sections=_feedback_sections(state, new_run),
+                    sections=_feedback_sections(state, new_run) + _memory_sections(state),
                 )
             ),
         ]
@@ -137,6 +138,11 @@ def _feedback_sections(state: PlannerState, new_run: bool) -> str:
     if notes := state.get("notes"):
         sections.append(prompts.NOTES.format(notes="\n".join(f"- {n}" for n in notes)))
     return "".join(sections)
+
+
+def _memory_sections(state: PlannerState) -> str:
+    """The run's whiteboard and the past runs recalled from the store."""
+    return facts_section(state.get("facts")) + past_runs_section(state.get("memories") or [])
 
 
 def make_validate_node(*, config: AimeConfig, bundles: Collection[str]) -> PlannerNode:

@@ -12,7 +12,7 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from aimegraph.state.models import ProgressUpdate, RunStatus, Task, TaskResult, Usage, Verdict
-from aimegraph.state.reducers import add_usage, append_batches, merge_task_batches
+from aimegraph.state.reducers import add_usage, append_batches, merge_facts, merge_task_batches
 
 
 class AimeInput(TypedDict, total=False):
@@ -63,6 +63,8 @@ class AimeOutput(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     # The thread's earlier runs, oldest first (see ``thread_usage`` for totals).
     runs: Annotated[list[PastRun], DeltaChannel(append_batches, list)]
+    # Working memory (DESIGN.md section 7): facts actors remember, merged by key.
+    facts: Annotated[dict[str, str], merge_facts]
 
 
 class AimeState(AimeOutput, total=False):
@@ -113,3 +115,6 @@ class ActorInput(TypedDict):
     task: Task
     dependency_results: dict[str, TaskResult]
     llm_call_budget: NotRequired[int | None]
+    # The run's facts when the task was dispatched; the actor's own ``remember``
+    # calls go to ``facts``, so it hands back only what it wrote.
+    known_facts: NotRequired[dict[str, str]]

@@ -47,3 +47,10 @@ def append_batches(
 def add_usage(current: Usage | None, update: Usage | None) -> Usage:
     """Sum usage records; either side may be missing."""
     return (current or Usage()) + (update or Usage())
+
+
+def merge_facts(
+    current: Mapping[str, str] | None, update: Mapping[str, str] | None
+) -> dict[str, str]:
+    """The working-memory whiteboard: merge by key, a later value replaces an earlier one."""
+    return {**(current or {}), **(update or {})}

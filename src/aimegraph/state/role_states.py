@@ -12,7 +12,7 @@ from typing_extensions import TypedDict
 
 from aimegraph.state.aime_state import ActorInput
 from aimegraph.state.models import ProgressUpdate, RunStatus, Task, TaskResult, Usage, Verdict
-from aimegraph.state.reducers import add_usage, merge_tasks
+from aimegraph.state.reducers import add_usage, merge_facts, merge_tasks
 
 
 class PlannerInput(TypedDict, total=False):
@@ -28,6 +28,7 @@ class PlannerInput(TypedDict, total=False):
     replan_reason: str | None
     replans: int
     status: RunStatus
+    facts: Annotated[dict[str, str], merge_facts]
 
 
 class PlannerOutput(TypedDict, total=False):
@@ -55,12 +56,14 @@ class PlannerState(PlannerInput, PlannerOutput, total=False):
     repairs: int
     proposal: dict[str, Task] | None
     approval_error: str | None
+    memories: list[str]
 
 
 class ActorOutput(TypedDict, total=False):
     tasks: Annotated[dict[str, Task], merge_tasks]
     updates: Annotated[list[ProgressUpdate], operator.add]
     usage: Annotated[Usage, add_usage]
+    facts: Annotated[dict[str, str], merge_facts]
 
 
 class ActorState(ActorInput, ActorOutput, total=False):
@@ -72,6 +75,9 @@ class ActorState(ActorInput, ActorOutput, total=False):
     steps: int
     result: TaskResult | None
     error: str | None
+    experience: list[str]
+    context_summary: str
+    summarised: int
 
 
 class VerifierInput(TypedDict, total=False):

@@ -97,8 +97,8 @@ def default_registry(
     knowledge: KnowledgeBase | None = None,
     extra_tools: Iterable[ToolLike] = (),
 ) -> ToolRegistry:
-    """The built-in bundles (files, compute, human, and knowledge when a knowledge
-    base is given) plus ``extra_tools`` in a ``custom`` bundle."""
+    """The built-in bundles (files, compute, human, memory, and knowledge when a
+    knowledge base is given) plus ``extra_tools`` in a ``custom`` bundle."""
     from aimegraph.tools.calculator import calculator
     from aimegraph.tools.files import make_file_tools
     from aimegraph.tools.python import make_python_tool
@@ -119,6 +119,9 @@ def default_registry(
     registry.add_bundle(
         "human", "Ask the human user a question and wait for the answer.", [ask_human]
     )
+    from aimegraph.memory.working import MEMORY_BUNDLE, MEMORY_BUNDLE_DESCRIPTION, memory_tools
+
+    registry.add_bundle(MEMORY_BUNDLE, MEMORY_BUNDLE_DESCRIPTION, memory_tools())
     if knowledge is not None:
         from aimegraph.tools.knowledge import make_knowledge_search_tool
 

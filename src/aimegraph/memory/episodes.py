@@ -1,0 +1,199 @@
+"""Long-term experience: episodes and lessons in a LangGraph store (DESIGN.md section 7).
+
+Namespaces are ``("aimegraph", <scope>, "episodes")`` and
+``("aimegraph", <scope>, "lessons")``; ``<scope>`` is the run's ``user_id`` (from
+``configurable`` or the ``context``) or ``"default"``, and a run only ever reads
+its own scope. An episode's key is ``{thread_id}:{task_id}:{attempt}``, so a node
+that runs again after a crash and resume overwrites its own episode instead of
+adding a second one. A run's own episode uses the task id ``run`` and, as its
+attempt, a digest of the goal (one per goal and thread).
+
+Every store access goes through :func:`store_runnable`, a runnable with a sync
+and an async body, so the memory nodes (written once as generators, see
+:mod:`aimegraph.nodes.dual`) use ``batch`` under ``invoke`` and ``abatch`` under
+``ainvoke``, whatever kind of store (sync or async) the graph was given.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+from langchain_core.embeddings import Embeddings
+from langchain_core.runnables import Runnable, RunnableLambda
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+from langgraph.store.base import BaseStore, Item, Op, PutOp, SearchItem, SearchOp
+from langgraph.store.base.batch import AsyncBatchedBaseStore
+from pydantic import BaseModel, Field, computed_field
+
+from aimegraph.knowledge.embeddings import HashingEmbeddings
+
+__all__ = [
+    "DEFAULT_SCOPE",
+    "EPISODES",
+    "LESSONS",
+    "Episode",
+    "Lesson",
+    "episode_key",
+    "memory_scope",
+    "namespace",
+    "rank_items",
+    "search_ops",
+    "store_runnable",
+]
+
+DEFAULT_SCOPE = "default"
+EPISODES, LESSONS = "episodes", "lessons"
+RUN_TASK_ID = "run"
+# Without a vector index (Postgres without pgvector, a plain store passed by the
+# caller) retrieval ranks this many of the newest items of a namespace in process.
+SCAN_LIMIT = 200
+
+
+class Episode(BaseModel):
+    """One settled task (or a whole run, ``task_id == "run"``), as stored."""
+
+    goal: str
+    task_id: str
+    title: str
+    description: str = ""
+    persona: str = ""
+    bundles: list[str] = Field(default_factory=list)
+    tools_used: dict[str, int] = Field(default_factory=dict)
+    outcome: Literal["completed", "failed"]
+    summary: str = ""
+    issues: list[str] = Field(default_factory=list)
+    lesson: str = ""
+    thread_id: str = ""
+    attempt: int = 1
+    plan: list[str] = Field(default_factory=list)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def text(self) -> str:
+        """What the vector index embeds: the work it was, not how it went."""
+        if self.task_id == RUN_TASK_ID:
+            return self.goal
+        return f"{self.title}. {self.description}".strip()
+
+
+class Lesson(BaseModel):
+    """What went wrong and what worked, written by the model after a recovery."""
+
+    goal: str
+    task_id: str
+    title: str
+    lesson: str
+    thread_id: str = ""
+    created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def text(self) -> str:
+        return f"{self.title}. {self.goal}".strip()
+
+
+def namespace(scope: str, kind: str) -> tuple[str, str, str]:
+    return ("aimegraph", scope, kind)
+
+
+def memory_scope(runtime: Runtime[Any]) -> str:
+    """The run's ``user_id`` (context, then ``configurable``), else ``"default"``."""
+    user = getattr(runtime.context, "user_id", None)
+    if not user:
+        try:
+            user = get_config().get("configurable", {}).get("user_id")
+        except RuntimeError:  # outside a runnable context
+            user = None
+    return str(user) if user else DEFAULT_SCOPE
+
+
+def thread_id(runtime: Runtime[Any]) -> str:
+    info = runtime.execution_info
+    return (info.thread_id if info is not None else None) or "unthreaded"
+
+
+def episode_key(thread: str, task_id: str, attempt: int | str) -> str:
+    return f"{thread}:{task_id}:{attempt}"
+
+
+def run_attempt(goal: str) -> str:
+    return hashlib.blake2b(goal.encode("utf-8"), digest_size=4).hexdigest()
+
+
+def store_runnable(store: BaseStore) -> Runnable[Sequence[Op], list[Any]]:
+    """The store's ``batch`` as a runnable with a sync and an async body."""
+
+    async def abatch(ops: Sequence[Op]) -> list[Any]:
+        # An async store's sync API refuses the event loop's thread; a sync store
+        # (SqliteStore) has no async API: run its batch in a worker thread.
+        if isinstance(store, AsyncBatchedBaseStore):
+            return await store.abatch(ops)
+        return await asyncio.to_thread(store.batch, ops)
+
+    return RunnableLambda(store.batch, afunc=abatch, name="memory_store")
+
+
+def has_index(store: BaseStore) -> bool:
+    return bool(getattr(store, "index_config", None))
+
+
+def search_ops(
+    store: BaseStore,
+    scope: str,
+    kinds: Iterable[str],
+    query: str,
+    k: int,
+    *,
+    filter: Mapping[str, Any] | None = None,
+) -> list[Op]:
+    """One search per namespace: by vector when the store has an index, else the
+    newest items, ranked afterwards by :func:`rank_items`."""
+    indexed = has_index(store)
+    return [
+        SearchOp(
+            namespace_prefix=namespace(scope, kind),
+            filter=dict(filter) if filter else None,
+            query=query if indexed else None,
+            limit=k if indexed else SCAN_LIMIT,
+        )
+        for kind in kinds
+    ]
+
+
+def rank_items(
+    store: BaseStore, results: Sequence[Sequence[SearchItem]], query: str, k: int
+) -> list[SearchItem]:
+    """The ``k`` best items across searches: by the store's scores when it has an
+    index, else by cosine similarity of ``text`` computed here."""
+    items = [item for found in results for item in found]
+    if not items:
+        return []
+    if has_index(store):
+        return sorted(items, key=lambda i: i.score or 0.0, reverse=True)[:k]
+    embeddings: Embeddings = getattr(store, "embeddings", None) or HashingEmbeddings()
+    vectors = np.asarray(embeddings.embed_documents([_text(i) for i in items]))
+    query_vector = np.asarray(embeddings.embed_query(query))
+    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query_vector) or 1.0)
+    scores = vectors @ query_vector / np.where(norms > 0, norms, 1.0)
+    order = np.argsort(-scores, kind="stable")[:k]
+    return [items[i] for i in order]
+
+
+def _text(item: Item) -> str:
+    return str(item.value.get("text", ""))
+
+
+def put_op(scope: str, kind: str, key: str, record: BaseModel) -> PutOp:
+    return PutOp(namespace(scope, kind), key, record.model_dump(mode="json"))
+
+
+def episode_from(value: Mapping[str, Any]) -> Episode:
+    return Episode.model_validate({k: v for k, v in value.items() if k != "text"})
