@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import threading
+from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +15,7 @@ from langgraph.store.memory import InMemoryStore
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
-from aimegraph.memory import EPISODES, LESSONS, Episode, namespace, open_store
+from aimegraph.memory import EPISODES, LESSONS, Episode, aopen_store, namespace, open_store
 from aimegraph.models import ScriptedChatModel
 
 GOAL = "Load the March invoices export and total the amounts."
@@ -234,3 +235,26 @@ def _digest(goal: str) -> str:
     from aimegraph.memory.episodes import run_attempt
 
     return run_attempt(goal)
+
+
+@pytest.mark.parametrize("opener", ["sync", "async"])
+async def test_memory_under_ainvoke(tmp_path: Path, opener: str) -> None:
+    """An async store is awaited; a sync one (SqliteStore) runs in a worker thread."""
+    url = f"sqlite:///{tmp_path / 'memory.db'}"
+    async with AsyncExitStack() as stack:
+        if opener == "async":
+            store = await stack.enter_async_context(aopen_store(url))
+        else:
+            store = stack.enter_context(open_store(url))
+        prompts = []
+        for thread in ("a1", "a2"):
+            model = ScriptedChatModel.from_dict(copy.deepcopy(RECOVERY))
+            graph = build_aime_graph(model, config=AimeConfig(workspace=tmp_path), store=store)
+            out = await graph.ainvoke({"goal": GOAL}, thread_config(thread))
+            assert out["status"] == "succeeded"
+            prompts.append(model.prompts("planner")[0])
+        ns = namespace("default", EPISODES)
+        found = await store.asearch(ns) if opener == "async" else store.search(ns)
+        keys = {i.key for i in found}
+    assert "From memory" not in prompts[0] and "From memory" in prompts[1]
+    assert {"a1:load:2", "a2:load:2"} <= keys

@@ -80,7 +80,7 @@ def fit_context(
         HumanMessage(
             prompts.SUMMARY.format(
                 previous=summary or "(none)",
-                observations=_render(fold, limit=max_tokens * 4),
+                observations=_render(fold),
             )
         ),
     ]
@@ -110,8 +110,9 @@ def _summary_view(
     return [*head, note, *turns]
 
 
-def _render(turns: Sequence[AnyMessage], *, limit: int) -> str:
-    """Older turns as text for the summariser, each observation cut to ``limit`` chars."""
+def _render(turns: Sequence[AnyMessage]) -> str:
+    """Older turns as text for the summariser, observations whole (tool outputs are
+    already cut to ``max_observation_chars``): a figure anywhere in one must survive."""
     lines = []
     for message in turns:
         if isinstance(message, AIMessage):
@@ -121,9 +122,9 @@ def _render(turns: Sequence[AnyMessage], *, limit: int) -> str:
                 f"You called {c['name']}({json.dumps(c['args'])})" for c in message.tool_calls
             ]
         elif isinstance(message, ToolMessage):
-            lines.append(f"Observation from {message.name or 'tool'}:\n{message.text[:limit]}")
+            lines.append(f"Observation from {message.name or 'tool'}:\n{message.text}")
         else:
-            lines.append(message.text[:limit])
+            lines.append(message.text)
     return "\n".join(lines)
 
 

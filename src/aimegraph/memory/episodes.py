@@ -104,9 +104,10 @@ def namespace(scope: str, kind: str) -> tuple[str, str, str]:
     return ("aimegraph", scope, kind)
 
 
-def memory_scope(runtime: Runtime[Any]) -> str:
-    """The run's ``user_id`` (context, then ``configurable``), else ``"default"``."""
-    user = getattr(runtime.context, "user_id", None)
+def memory_scope(runtime: Runtime[Any], user_id: str | None = None) -> str:
+    """The run's ``user_id`` (``AimeConfig.user_id`` as the run resolved it, from the
+    builder's config or the run's context, then ``configurable``), else ``"default"``."""
+    user = user_id or getattr(runtime.context, "user_id", None)
     if not user:
         try:
             user = get_config().get("configurable", {}).get("user_id")

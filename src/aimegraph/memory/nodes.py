@@ -97,7 +97,11 @@ def make_planner_recall_node(config: AimeConfig) -> Runnable[PlannerState, dict[
             return {"memories": []}
         try:
             items = yield from _search(
-                store, memory_scope(runtime), goal, cfg.memory_k, {"task_id": RUN_TASK_ID}
+                store,
+                memory_scope(runtime, cfg.user_id),
+                goal,
+                cfg.memory_k,
+                {"task_id": RUN_TASK_ID},
             )
         except Exception as exc:  # noqa: BLE001 - memory is best effort
             _unavailable(runtime, "recalling past runs", exc)
@@ -125,7 +129,7 @@ def make_actor_recall_node(config: AimeConfig) -> Runnable[ActorState, dict[str,
             # This run's own tasks reach the actor as dependency results instead.
             items = yield from _search(
                 store,
-                memory_scope(runtime),
+                memory_scope(runtime, cfg.user_id),
                 query,
                 cfg.memory_k,
                 {"task_id": {"$ne": RUN_TASK_ID}, "thread_id": {"$ne": thread_id(runtime)}},
@@ -207,7 +211,7 @@ def make_task_record_node(
                 success=_worked(result, state.get("messages") or []),
                 prices=cfg.prices,
             )
-        thread, scope = thread_id(runtime), memory_scope(runtime)
+        thread, scope = thread_id(runtime), memory_scope(runtime, cfg.user_id)
         key = episode_key(thread, task.id, max(task.attempts, 1))
         episode = Episode(
             goal=state["goal"],
@@ -291,7 +295,7 @@ def make_run_record_node(
                 success=_run_plan_text(tasks),
                 prices=cfg.prices,
             )
-        thread, scope = thread_id(runtime), memory_scope(runtime)
+        thread, scope = thread_id(runtime), memory_scope(runtime, cfg.user_id)
         key = episode_key(thread, RUN_TASK_ID, run_attempt(goal))
         episode = Episode(
             goal=goal,
