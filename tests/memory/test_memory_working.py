@@ -84,3 +84,18 @@ def test_facts_survive_a_pause_and_a_new_process(workspace: Path, tmp_path: Path
     assert out["status"] == "succeeded"
     # recall ran after the resume, in the new process, and found the fact.
     assert "Known keys: csv_delimiter" in out["tasks"]["t2"].result.summary
+
+
+def test_a_new_run_on_the_same_thread_starts_with_a_clean_whiteboard(workspace: Path) -> None:
+    from langchain_core.messages import HumanMessage
+
+    model = ScriptedChatModel.from_dict(WHITEBOARD)
+    with open_checkpointer("memory") as saver:
+        graph = _graph(model, workspace, saver)
+        first = graph.invoke({"messages": [HumanMessage(WHITEBOARD["goal"])]}, CONFIG)
+        assert first["facts"] == {"csv_delimiter": "semicolon (;)"}
+        model.reset()
+        second = graph.invoke({"messages": [HumanMessage("Do it again.")]}, CONFIG)
+    assert second["status"] == "succeeded"
+    # The second run wrote the fact again itself; its first planner call saw no whiteboard.
+    assert "csv_delimiter" not in model.prompts("planner")[0]

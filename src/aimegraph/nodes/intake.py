@@ -86,4 +86,5 @@ def _archive(state: AimeState) -> dict[str, Any]:
         "updates": Overwrite([]),
         "usage": Overwrite(Usage()),
         "notes": Overwrite([]),
+        "facts": Overwrite({}),  # the whiteboard is the run's own
     }
