@@ -29,6 +29,7 @@ from bench import (
     economy,
     jsonparse,
     local_plans,
+    memory,
     overhead,
     parallel,
     retrieval,
@@ -44,6 +45,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "scaling": scaling.run,
     "retrieval": retrieval.run,
     "jsonparse": jsonparse.run,
+    "memory": memory.run,
 }
 """Section name -> ``run(quick)``, in report order."""
 

@@ -291,7 +291,7 @@ def make_run_record_node(
                 model,
                 title=goal,
                 goal=goal,
-                failure=_run_failures(tasks, state.get("replans", 0)),
+                failure=_run_failures(state),
                 success=_run_plan_text(tasks),
                 prices=cfg.prices,
             )
@@ -335,15 +335,15 @@ def make_run_record_node(
     return model_node(record, name="record_run")
 
 
-def _run_failures(tasks: Sequence[Task], replans: int) -> str:
+def _run_failures(state: AimeState) -> str:
+    """Every failed attempt the run recorded (tasks may since be revised or dropped)."""
+    tasks = state.get("tasks") or {}
     lines = [
-        f"- {t.title}: failed ({clip(t.result.summary if t.result else 'no result')})"
-        if t.status == "failed"
-        else f"- {t.title}: needed {t.attempts} attempts"
-        for t in tasks
-        if t.status == "failed" or t.attempts > 1
+        f"- {tasks[u.task_id].title if u.task_id in tasks else u.task_id}: {clip(u.message)}"
+        for u in state.get("updates") or []
+        if u.status == "failed"
     ]
-    if replans:
+    if replans := state.get("replans", 0):
         lines.append(f"- the plan had to be revised {replans} time(s)")
     return "\n".join(lines)
 
