@@ -65,3 +65,15 @@ def test_minilm_is_chosen_by_name_everywhere(minilm: MiniLMEmbeddings) -> None:
 def test_unknown_embeddings_are_refused() -> None:
     with pytest.raises(ValueError, match="unknown embeddings"):
         resolve_embeddings("word2vec")  # type: ignore[arg-type]
+
+
+def test_minilm_by_name_in_the_actor_factory(minilm: MiniLMEmbeddings, tmp_path: Any) -> None:
+    from aimegraph import DefaultActorFactory, Task, default_registry
+
+    task = Task(id="t", title="Find out from the person what they prefer")
+    registry = default_registry(tmp_path)
+    # No word of the task is in the human bundle's description: only the meaning matches.
+    semantic = DefaultActorFactory(registry, workspace=tmp_path, embeddings="minilm")
+    lexical = DefaultActorFactory(registry, workspace=tmp_path)
+    assert semantic.bundles(task) == ["human"]
+    assert lexical.bundles(task) == []

@@ -20,7 +20,7 @@ from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from aimegraph.knowledge.embeddings import HashingEmbeddings
+from aimegraph.knowledge.embeddings import EmbeddingsSpec, HashingEmbeddings, resolve_embeddings
 
 __all__ = ["KnowledgeBase", "KnowledgeBaseFormatError", "Passage"]
 
@@ -105,11 +105,12 @@ class KnowledgeBase:
     ``FAISS.save_local`` / ``load_local`` pickle the docstore and are not used.)
 
     Args:
-        embeddings: the embedding model; ``HashingEmbeddings()`` when omitted.
+        embeddings: the embedding model, or its name (``"hashing"``, ``"minilm"``);
+            ``HashingEmbeddings()`` when omitted.
     """
 
-    def __init__(self, embeddings: Embeddings | None = None) -> None:
-        self.embeddings: Embeddings = embeddings if embeddings is not None else HashingEmbeddings()
+    def __init__(self, embeddings: EmbeddingsSpec = None) -> None:
+        self.embeddings: Embeddings = resolve_embeddings(embeddings)
         # Created by the first add, when the embedding dimension becomes known.
         self._store: FAISS | None = None
 
@@ -268,7 +269,7 @@ class KnowledgeBase:
 
     @classmethod
     def load(
-        cls, directory: str | os.PathLike[str], embeddings: Embeddings | None = None
+        cls, directory: str | os.PathLike[str], embeddings: EmbeddingsSpec = None
     ) -> KnowledgeBase:
         """Load a knowledge base written by :meth:`save`; nothing is unpickled.
 
@@ -284,6 +285,8 @@ class KnowledgeBase:
         """
         source = Path(directory)
         manifest = _read_manifest(source)
+        if isinstance(embeddings, str):
+            embeddings = resolve_embeddings(embeddings)
         if embeddings is None:
             if manifest.embeddings != _class_name(HashingEmbeddings):
                 raise KnowledgeBaseFormatError(

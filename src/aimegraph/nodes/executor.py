@@ -16,7 +16,6 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
-from langchain_core.embeddings import Embeddings
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
@@ -31,6 +30,7 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.memory.context import within_budget
 from aimegraph.memory.render import facts_section
 from aimegraph.models.calls import (
@@ -128,7 +128,7 @@ class DefaultActorFactory:
         workspace: Path,
         knowledge: KnowledgeBase | None = None,
         personas: Mapping[str, str] | None = None,
-        embeddings: Embeddings | None = None,
+        embeddings: EmbeddingsSpec = None,
         max_bundles: int = 2,
         min_match: float = 0.05,
         knowledge_k: int = 3,
