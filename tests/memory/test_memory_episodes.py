@@ -258,3 +258,24 @@ async def test_memory_under_ainvoke(tmp_path: Path, opener: str) -> None:
         keys = {i.key for i in found}
     assert "From memory" not in prompts[0] and "From memory" in prompts[1]
     assert {"a1:load:2", "a2:load:2"} <= keys
+
+
+def test_a_rejection_then_a_pass_leaves_a_run_lesson(tmp_path: Path) -> None:
+    scenario = {
+        "planner": [
+            {"rationale": "draft", "tasks": [{"id": "t1", "title": "Draft the answer"}]},
+            {"rationale": "fix", "tasks": [{"id": "t2", "title": "Add the missing total"}]},
+        ],
+        "verifier": [
+            {"passed": False, "reasoning": "no total", "issues": ["the total is missing"]},
+            {"passed": True, "reasoning": "complete", "issues": []},
+        ],
+        "reporter": [{"text": "{all_results}"}],
+    }
+    with open_store("memory") as store:
+        out, model, _ = _run(store, tmp_path, "review", scenario=scenario)
+        assert out["status"] == "succeeded" and out["replans"] == 1
+        lessons = _items(store, LESSONS)
+    assert list(lessons) == [f"review:run:{_digest(GOAL)}"]
+    assert "revised 1 time" in model.prompts("lesson")[0]
+    assert "Add the missing total [completed]" in model.prompts("lesson")[0]
