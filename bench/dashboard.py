@@ -47,7 +47,8 @@ from bench.common import (
 )
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_FLAGS = [
+# Headless, offline and quiet; the dashboard's browser tests launch with these too.
+HEADLESS_FLAGS = [
     "--headless",
     "--no-sandbox",
     "--disable-gpu",
@@ -56,6 +57,9 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+]
+CHROMIUM_FLAGS = [
+    *HEADLESS_FLAGS,
     # Ten pages at once: keep the ones not in front from being throttled.
     "--disable-background-timer-throttling",
     "--disable-renderer-backgrounding",

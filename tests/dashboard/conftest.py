@@ -14,6 +14,7 @@ import pytest
 
 pytest.importorskip("starlette", reason="the [dashboard] extra is not installed")
 
+from bench.dashboard import HEADLESS_FLAGS  # noqa: E402
 from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 
@@ -23,16 +24,6 @@ from aimegraph.dashboard.runs import RunManager  # noqa: E402
 from aimegraph.dashboard.server import serve_in_background  # noqa: E402
 
 CHROMIUM = os.environ.get("AIMEGRAPH_TEST_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 
 @pytest.fixture
@@ -87,7 +78,7 @@ def chromium() -> Iterator[Any]:
     with sync_playwright() as playwright:
         # Playwright gives every launch a fresh, empty profile (--user-data-dir).
         browser = playwright.chromium.launch(
-            executable_path=CHROMIUM, args=CHROMIUM_FLAGS, headless=True
+            executable_path=CHROMIUM, args=HEADLESS_FLAGS, headless=True
         )
         yield browser
         browser.close()

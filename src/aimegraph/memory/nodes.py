@@ -229,29 +229,29 @@ def make_task_record_node(
             attempt=max(task.attempts, 1),
             usage=(state.get("usage") or Usage()).model_dump(mode="json"),
         )
-        ops: list[Op] = [put_op(scope, EPISODES, key, episode)]
-        if lesson:
-            ops.append(
-                put_op(
-                    scope,
-                    LESSONS,
-                    key,
-                    Lesson(
-                        goal=state["goal"],
-                        task_id=task.id,
-                        title=task.title,
-                        lesson=lesson,
-                        thread_id=thread,
-                    ),
-                )
-            )
         try:
-            yield store_runnable(store), ops
+            yield store_runnable(store), _episode_ops(scope, key, episode)
         except Exception as exc:  # noqa: BLE001 - memory is best effort
             _unavailable(runtime, f"recording {task.id}", exc)
         return {"usage": usage} if usage.llm_calls else {}
 
     return model_node(record, name="record")
+
+
+def _episode_ops(scope: str, key: str, episode: Episode) -> list[Op]:
+    """The store writes for an episode: the episode, and its lesson (if it has one)
+    under the same key, where the planner and the actor factory look for lessons."""
+    ops: list[Op] = [put_op(scope, EPISODES, key, episode)]
+    if episode.lesson:
+        lesson = Lesson(
+            goal=episode.goal,
+            task_id=episode.task_id,
+            title=episode.title,
+            lesson=episode.lesson,
+            thread_id=episode.thread_id,
+        )
+        ops.append(put_op(scope, LESSONS, key, lesson))
+    return ops
 
 
 def _worked(result: TaskResult, messages: Sequence[AnyMessage]) -> str:
@@ -310,24 +310,8 @@ def make_run_record_node(
             tools_used=dict(Counter(b for t in tasks for b in t.tool_bundles)),
             usage=(usage + lesson_usage).model_dump(mode="json"),
         )
-        ops: list[Op] = [put_op(scope, EPISODES, key, episode)]
-        if lesson:
-            ops.append(
-                put_op(
-                    scope,
-                    LESSONS,
-                    key,
-                    Lesson(
-                        goal=goal,
-                        task_id=RUN_TASK_ID,
-                        title=clip(goal, 120),
-                        lesson=lesson,
-                        thread_id=thread,
-                    ),
-                )
-            )
         try:
-            yield store_runnable(store), ops
+            yield store_runnable(store), _episode_ops(scope, key, episode)
         except Exception as exc:  # noqa: BLE001 - memory is best effort
             _unavailable(runtime, "recording the run", exc)
         return {"usage": lesson_usage} if lesson_usage.llm_calls else {}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from langgraph.store.base import Item
 
@@ -39,17 +40,18 @@ def facts_section(facts: Mapping[str, str] | None) -> str:
     return prompts.FACTS.format(facts=lines)
 
 
+def _lesson_line(value: Mapping[str, Any]) -> str:
+    return prompts.LESSON_ITEM.format(
+        title=clip(value.get("title", ""), 80), lesson=clip(value.get("lesson", ""))
+    )
+
+
 def past_runs(items: Sequence[Item], max_chars: int) -> list[str]:
     """Run episodes and lessons as planner lines, best first."""
     lines = []
     for item in items:
         if item.namespace[-1] == LESSONS:
-            value = item.value
-            lines.append(
-                prompts.LESSON_ITEM.format(
-                    title=clip(value.get("title", ""), 80), lesson=clip(value.get("lesson", ""))
-                )
-            )
+            lines.append(_lesson_line(item.value))
         elif item.namespace[-1] == EPISODES:
             episode = episode_from(item.value)
             issues = f"; issues: {clip('; '.join(episode.issues))}" if episode.issues else ""
@@ -75,12 +77,7 @@ def experience(items: Sequence[Item], max_chars: int) -> list[str]:
     passages = []
     for item in items:
         if item.namespace[-1] == LESSONS:
-            value = item.value
-            passages.append(
-                prompts.LESSON_ITEM.format(
-                    title=clip(value.get("title", ""), 80), lesson=clip(value.get("lesson", ""))
-                ).removeprefix("- ")
-            )
+            passages.append(_lesson_line(item.value).removeprefix("- "))
             continue
         episode = episode_from(item.value)
         tools = ", ".join(f"{name} x{n}" for name, n in sorted(episode.tools_used.items()))
