@@ -746,6 +746,14 @@ def _parser() -> argparse.ArgumentParser:
         "mandatory when --host is not a loopback address (default: "
         "$AIMEGRAPH_DASHBOARD_TOKEN)",
     )
+    dashboard.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help="long-term memory store the memory pane shows and the runs started or "
+        "resumed here use (default: as for run, beside the checkpoints)",
+    )
+    _broker_options(dashboard, "that distributed runs' resumes go to")
 
     submit = command(
         "submit",

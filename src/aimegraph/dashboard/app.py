@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -35,7 +36,13 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from aimegraph.checkpoints import ThreadNotFoundError
-from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError, RunManager
+from aimegraph.dashboard.panes import MemoryPane, json_body
+from aimegraph.dashboard.runs import (
+    NothingToResumeError,
+    QueueUnavailableError,
+    RunConflictError,
+    RunManager,
+)
 from aimegraph.dashboard.views import ThreadReader
 from aimegraph.steering import AnswerError, NoSuchInterruptError
 
@@ -59,22 +66,27 @@ SECURITY_HEADERS = {
 def create_app(
     saver: BaseCheckpointSaver[Any],
     *,
+    store: BaseStore | None = None,
     token: str | None = None,
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS,
     runs: RunManager | None = None,
     poll_seconds: float = POLL_SECONDS,
 ) -> Starlette:
-    """The dashboard over ``saver``. ``allowed_hosts`` are the host names requests
-    may be addressed to (``("*",)`` to accept any, which needs a ``token``)."""
+    """The dashboard over ``saver`` and the long-term memory ``store`` (the memory
+    pane shows it, and runs started or resumed here use it, as the CLI's do).
+    ``allowed_hosts`` are the host names requests may be addressed to (``("*",)``
+    to accept any, which needs a ``token``)."""
     if "*" in allowed_hosts and not token:
         raise ValueError("serving every host name needs a token")
     reader = ThreadReader(saver)
-    runs = runs or RunManager(saver)
+    runs = runs or RunManager(saver, store=store)
     closing = threading.Event()
     api = _Api(reader, runs, poll_seconds, closing)
+    memory = MemoryPane(store if store is not None else runs.store)
     app = Starlette(
         routes=[
             Route("/", _page("threads.html")),
+            Route("/memory", _page("memory.html")),
             Route("/threads/{thread_id:path}", _page("run.html")),
             Route("/api/threads", api.threads),
             Route("/api/events", api.threads_events),
@@ -84,6 +96,8 @@ def create_app(
             Route("/api/threads/{thread_id}/resume", api.resume, methods=["POST"]),
             Route("/api/runs", api.start, methods=["POST"]),
             Route("/api/demo", api.start_demo, methods=["POST"]),
+            Route("/api/memory", memory.items),
+            Route("/api/memory/forget", memory.forget, methods=["POST"]),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=[
@@ -240,7 +254,7 @@ class _Api:
     # -- steering
 
     async def start(self, request: Request) -> Response:
-        body = await _json_body(request)
+        body = await json_body(request)
         config = body.get("config") or {}
         if not isinstance(config, dict):
             return JSONResponse({"error": "config must be a JSON object"}, 400)
@@ -253,7 +267,7 @@ class _Api:
         )
 
     async def start_demo(self, request: Request) -> Response:
-        body = await _json_body(request)
+        body = await json_body(request)
         return await self._launch(
             self.runs.start_demo,
             approve_plan=bool(body.get("approve_plan")),
@@ -262,7 +276,7 @@ class _Api:
 
     async def resume(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
-        body = await _json_body(request)
+        body = await json_body(request)
         answer = {k: body[k] for k in ("action", "reason", "answer", "plan") if k in body}
         interrupt_id = body.get("interrupt_id") or None
         return await self._launch(
@@ -278,14 +292,11 @@ class _Api:
             return JSONResponse({"error": str(exc)}, 404)
         except RunConflictError as exc:
             return JSONResponse({"error": str(exc)}, 409)
+        except QueueUnavailableError as exc:
+            return JSONResponse({"error": str(exc)}, 503)
         except (AnswerError, ValueError) as exc:  # bad answers, configs, model specs
             return JSONResponse({"error": str(exc)}, 400)
-        return JSONResponse({"thread_id": result if isinstance(result, str) else thread}, 202)
-
-
-async def _json_body(request: Request) -> dict[str, Any]:
-    try:
-        body = await request.json()
-    except ValueError:
-        return {}
-    return body if isinstance(body, dict) else {}
+        if isinstance(result, str):  # a new run's thread id
+            return JSONResponse({"thread_id": result}, 202)
+        # A resume: True when it was queued for the distributed workers.
+        return JSONResponse({"thread_id": thread, "queued": bool(result)}, 202)

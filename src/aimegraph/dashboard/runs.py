@@ -3,16 +3,22 @@
 Starting, resuming and answering go through :mod:`aimegraph.steering`, the same
 code the CLI uses, and every step lands in the checkpointer, which the pages
 read; so a run paused by the CLI can be answered here and the other way round.
+Graphs are built with the dashboard's memory store, as the CLI builds them with
+its own: a thread started with memory keeps its memory nodes when resumed here.
+A distributed run (one with a row in the queue's runs table) is never run here:
+its answer is queued for the workers, as ``aimegraph resume`` does.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from aimegraph.checkpoints import (
     RunSettings,
@@ -21,6 +27,7 @@ from aimegraph.checkpoints import (
     run_config,
 )
 from aimegraph.config import AimeConfig
+from aimegraph.distributed.records import RunRecord, find_run
 from aimegraph.steering import WORKSPACES, prepare_demo, resume_command, run_graph
 
 
@@ -32,6 +39,20 @@ class NothingToResumeError(LookupError):
     """The thread has no pending interrupt and no unfinished step."""
 
 
+class QueueUnavailableError(RuntimeError):
+    """A distributed run's resume could not be queued (no broker, no extra)."""
+
+
+@dataclass(frozen=True)
+class DistributedQueue:
+    """Where distributed runs live: the Postgres checkpoints holding their runs table
+    (the URL the dashboard's checkpointer was opened with) and the workers' queue."""
+
+    checkpoints: str
+    broker: str
+    queue: str = "aimegraph"
+
+
 class RunManager:
     """Starts and resumes runs in the background; remembers which are in flight
     here and how any of them failed (as a message for the page).
@@ -41,8 +62,17 @@ class RunManager:
     next one starts (``durability="sync"``), ``aimegraph resume`` carries it on
     without losing a finished step."""
 
-    def __init__(self, saver: BaseCheckpointSaver[Any], *, max_runs: int = 16) -> None:
+    def __init__(
+        self,
+        saver: BaseCheckpointSaver[Any],
+        *,
+        store: BaseStore | None = None,
+        distributed: DistributedQueue | None = None,
+        max_runs: int = 16,
+    ) -> None:
         self.saver = saver
+        self.store = store
+        self.distributed = distributed
         self.max_runs = max_runs
         self._active: dict[str, threading.Thread] = {}
         self.errors: dict[str, str] = {}
@@ -76,11 +106,16 @@ class RunManager:
 
     def resume(
         self, thread_id: str, answer: Mapping[str, Any] | None, interrupt_id: str | None = None
-    ) -> None:
+    ) -> bool:
         """Answer the thread's pending interrupts (``answer`` as in
-        :func:`aimegraph.steering.answer_for`), or carry on a run stopped mid-way."""
-        settings = latest_settings(self.saver, thread_id)
-        snapshot = run_graph(settings, self.saver).get_state(run_config(thread_id))
+        :func:`aimegraph.steering.answer_for`), or carry on a run stopped mid-way.
+        True when the thread is a distributed run and its resume was queued for the
+        workers, False when it carries on here."""
+        record = self._distributed_record(thread_id)
+        settings = record.settings if record is not None else latest_settings(self.saver, thread_id)
+        # The workers build a run's graph without a store; read it as they run it.
+        store = None if record is not None else self.store
+        snapshot = run_graph(settings, self.saver, store).get_state(run_config(thread_id))
         if snapshot.interrupts:
             if answer is None:
                 raise ValueError("the run waits for a human: send an answer")
@@ -89,7 +124,41 @@ class RunManager:
             inputs = None
         else:
             raise NothingToResumeError(f"thread {thread_id!r} has nothing to resume")
+        if record is not None:
+            self._enqueue(thread_id, inputs.resume if inputs is not None else None)
+            return True
         self._launch(thread_id, settings, inputs, new=False)
+        return False
+
+    def _distributed_record(self, thread_id: str) -> RunRecord | None:
+        """The thread's row in the distributed runs table (read with psycopg alone),
+        or None: no queue configured, no runs table, or a thread run in one process."""
+        if self.distributed is None:
+            return None
+        return find_run(self.distributed.checkpoints, thread_id)
+
+    def _enqueue(self, thread_id: str, answers: dict[str, Any] | None) -> None:
+        assert self.distributed is not None
+        try:
+            from aimegraph.distributed.app import BrokerConnectionError
+            from aimegraph.distributed.submit import RunNotResumableError, enqueue_resume
+        except ImportError as exc:
+            raise QueueUnavailableError(
+                f"{thread_id!r} is a distributed run; resuming it needs "
+                f"pip install 'aimegraph[distributed]' ({exc})"
+            ) from exc
+        try:
+            enqueue_resume(
+                thread_id,
+                answers,
+                broker=self.distributed.broker,
+                checkpoints=self.distributed.checkpoints,
+                queue=self.distributed.queue,
+            )
+        except RunNotResumableError as exc:
+            raise RunConflictError(str(exc)) from exc
+        except BrokerConnectionError as exc:
+            raise QueueUnavailableError(str(exc)) from exc
 
     def active(self) -> set[str]:
         with self._lock:
@@ -112,7 +181,7 @@ class RunManager:
                 raise RunConflictError(f"{len(running)} runs are in flight here; wait for one")
             if new and self.saver.get_tuple(run_config(thread_id)) is not None:
                 raise RunConflictError(f"thread {thread_id!r} exists; pick a new id")
-            graph = run_graph(settings, self.saver)
+            graph = run_graph(settings, self.saver, self.store)
             self.errors.pop(thread_id, None)
             run = threading.Thread(
                 target=self._run,

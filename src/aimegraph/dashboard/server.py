@@ -14,10 +14,13 @@ from types import FrameType
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 from rich.console import Console
 from starlette.applications import Starlette
 
 from aimegraph.dashboard.app import LOOPBACK_HOSTS, create_app
+from aimegraph.dashboard.runs import DistributedQueue, RunManager
+from aimegraph.distributed.records import is_postgres_url
 
 TOKEN_ENV = "AIMEGRAPH_DASHBOARD_TOKEN"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
@@ -44,17 +47,22 @@ def check_exposure(host: str, token: str | None) -> None:
 def serve(
     saver: BaseCheckpointSaver[Any],
     *,
+    store: BaseStore | None = None,
+    distributed: DistributedQueue | None = None,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     token: str | None = None,
 ) -> None:
-    """Serve the dashboard until interrupted. Any host but a loopback address
-    needs a ``token``, which every request must then carry."""
+    """Serve the dashboard until interrupted. Runs started or resumed here use the
+    memory ``store``; the resumes of distributed runs go to the ``distributed``
+    queue. Any host but a loopback address needs a ``token``, which every request
+    must then carry."""
     import uvicorn
 
     check_exposure(host, token)
     allowed = LOOPBACK_HOSTS if is_loopback(host) else ("*",)
-    app = create_app(saver, token=token, allowed_hosts=(*allowed, host))
+    runs = RunManager(saver, store=store, distributed=distributed)
+    app = create_app(saver, store=store, runs=runs, token=token, allowed_hosts=(*allowed, host))
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -97,6 +105,12 @@ def cmd_dashboard(
 ) -> int:
     token = args.token or os.environ.get(TOKEN_ENV) or None
     check_exposure(args.host, token)
+    store = args.memory_store()  # --store, or beside the checkpoints (as `aimegraph run`)
+    distributed = (
+        DistributedQueue(args.checkpoints, args.broker, args.queue)
+        if is_postgres_url(args.checkpoints)
+        else None
+    )
     shown = f"[{args.host}]" if ":" in args.host else args.host
     console.print(
         f"aimegraph dashboard on http://{shown}:{args.port}/"
@@ -104,7 +118,14 @@ def cmd_dashboard(
         + "  (Ctrl+C stops it)"
     )
     try:
-        serve(saver, host=args.host, port=args.port, token=token)
+        serve(
+            saver,
+            store=store,
+            distributed=distributed,
+            host=args.host,
+            port=args.port,
+            token=token,
+        )
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl+C it shut down on
         console.print("dashboard stopped")
     return 0

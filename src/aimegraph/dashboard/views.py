@@ -140,6 +140,7 @@ class ThreadReader:
             "goal": str(values.get("goal", "")),
             "updated": str(head.checkpoint["ts"]),
             "final_answer": values.get("final_answer"),
+            "facts": dict(values.get("facts") or {}),
             "checklist": render_checklist(tasks),
             "tasks": [_task(t) for t in tasks.values()],
             "actors": actors,

@@ -16,6 +16,8 @@ from aimegraph.memory.episodes import (
     DEFAULT_SCOPE,
     EPISODES,
     LESSONS,
+    ROOT,
+    RUN_TASK_ID,
     namespace,
     rank_items,
     search_ops,
@@ -23,7 +25,17 @@ from aimegraph.memory.episodes import (
 from aimegraph.memory.render import clip
 from aimegraph.memory.store import DEFAULT_STORE_URL
 
-__all__ = ["add_memory_arguments", "default_store_url", "run_memory_command"]
+__all__ = [
+    "add_memory_arguments",
+    "default_store_url",
+    "forget_memory",
+    "list_memories",
+    "memory_line",
+    "memory_record",
+    "memory_scopes",
+    "run_memory_command",
+    "search_memories",
+]
 
 KINDS = (EPISODES, LESSONS)
 _PAGE = 500
@@ -65,29 +77,18 @@ def run_memory_command(args: argparse.Namespace, store: BaseStore, console: Cons
     scope = args.user
     if args.memory_action == "list":
         kinds = [args.kind] if args.kind else list(KINDS)
-        items = sorted(
-            (i for kind in kinds for i in _all(store, scope, kind)),
-            key=lambda i: i.updated_at,
-            reverse=True,
-        )[: args.limit]
-        _show(items, args, console)
+        _show(list_memories(store, scope, kinds, args.limit), args, console)
     elif args.memory_action == "search":
-        results = cast(
-            list[list[SearchItem]],
-            store.batch(search_ops(store, scope, KINDS, args.query, args.k)),
-        )
-        _show(rank_items(store, results, args.query, args.k), args, console)
+        _show(search_memories(store, scope, args.query, args.k), args, console)
     elif args.memory_action == "forget":
-        present = [k for k in KINDS if store.get(namespace(scope, k), args.key) is not None]
-        if not present:
+        forgotten = forget_memory(store, scope, args.key)
+        if not forgotten:
             console.print(f"no memory {escape(args.key)!r} in scope {escape(scope)!r}")
             return 6
-        for kind in present:
-            store.delete(namespace(scope, kind), args.key)
-        console.print(f"forgot {escape(args.key)} ({', '.join(present)})")
+        console.print(f"forgot {escape(args.key)} ({', '.join(forgotten)})")
     else:
         lines = [
-            json.dumps(_record(i), ensure_ascii=False)
+            json.dumps(memory_record(i), ensure_ascii=False)
             for kind in KINDS
             for i in _all(store, scope, kind)
         ]
@@ -100,6 +101,63 @@ def run_memory_command(args: argparse.Namespace, store: BaseStore, console: Cons
     return 0
 
 
+# The actions as functions over a store, shared by the CLI and the dashboard.
+
+
+def memory_scopes(store: BaseStore) -> list[str]:
+    """The scopes (``user_id`` values, and ``default``) that hold memories."""
+    found = store.list_namespaces(prefix=(ROOT,), max_depth=3, limit=10_000)
+    return sorted({ns[1] for ns in found if len(ns) == 3 and ns[2] in KINDS})
+
+
+def list_memories(
+    store: BaseStore, scope: str, kinds: Sequence[str] = KINDS, limit: int = 50
+) -> list[Item]:
+    """The scope's newest ``limit`` items of ``kinds``, newest first."""
+    items = (i for kind in kinds for i in _all(store, scope, kind))
+    return sorted(items, key=lambda i: i.updated_at, reverse=True)[:limit]
+
+
+def search_memories(store: BaseStore, scope: str, query: str, k: int = 5) -> list[SearchItem]:
+    """The scope's ``k`` episodes and lessons nearest ``query``, best first (as the
+    planner and the actor factory retrieve them)."""
+    results = cast(list[list[SearchItem]], store.batch(search_ops(store, scope, KINDS, query, k)))
+    return rank_items(store, results, query, k)
+
+
+def forget_memory(store: BaseStore, scope: str, key: str) -> list[str]:
+    """Delete the episode and lesson stored under ``key``; the kinds deleted
+    (empty when the scope has no such key)."""
+    present = [kind for kind in KINDS if store.get(namespace(scope, kind), key) is not None]
+    for kind in present:
+        store.delete(namespace(scope, kind), key)
+    return present
+
+
+def memory_record(item: Item) -> dict[str, Any]:
+    """An item as JSON: namespace, key, value, times (and score, from a search)."""
+    record = {
+        "namespace": list(item.namespace),
+        "key": item.key,
+        "value": item.value,
+        "created_at": item.created_at.isoformat(),
+        "updated_at": item.updated_at.isoformat(),
+    }
+    if isinstance(item, SearchItem) and item.score is not None:
+        record["score"] = item.score
+    return record
+
+
+def memory_line(item: Item) -> str:
+    """One line saying what an item is: a lesson, or an episode's outcome and task."""
+    value = item.value
+    if item.namespace[-1] == LESSONS:
+        title, lesson = clip(value.get("title", ""), 60), clip(value.get("lesson", ""), 120)
+        return f"lesson    {title}: {lesson}"
+    what = value.get("goal") if value.get("task_id") == RUN_TASK_ID else value.get("title")
+    return f"{value.get('outcome', ''):9} {clip(str(what), 80)}"
+
+
 def _all(store: BaseStore, scope: str, kind: str) -> Iterator[Item]:
     offset = 0
     while True:
@@ -110,30 +168,12 @@ def _all(store: BaseStore, scope: str, kind: str) -> Iterator[Item]:
         offset += _PAGE
 
 
-def _record(item: Item) -> dict[str, Any]:
-    return {
-        "namespace": list(item.namespace),
-        "key": item.key,
-        "value": item.value,
-        "created_at": item.created_at.isoformat(),
-        "updated_at": item.updated_at.isoformat(),
-    }
-
-
 def _show(items: Sequence[Item], args: argparse.Namespace, console: Console) -> None:
     if args.json:
-        print(json.dumps([_record(i) for i in items], ensure_ascii=False, indent=1))
+        print(json.dumps([memory_record(i) for i in items], ensure_ascii=False, indent=1))
         return
     if not items:
         console.print("(no memories)")
         return
     for item in items:
-        value = item.value
-        kind = item.namespace[-1]
-        if kind == LESSONS:
-            title, lesson = clip(value.get("title", ""), 60), clip(value.get("lesson", ""), 120)
-            line = f"lesson    {title}: {lesson}"
-        else:
-            what = value.get("goal") if value.get("task_id") == "run" else value.get("title")
-            line = f"{value.get('outcome', ''):9} {clip(str(what), 80)}"
-        console.print(f"[bold]{escape(item.key)}[/bold]  {escape(line)}")
+        console.print(f"[bold]{escape(item.key)}[/bold]  {escape(memory_line(item))}")

@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 DEFAULT_SCOPE = "default"
-EPISODES, LESSONS = "episodes", "lessons"
+ROOT, EPISODES, LESSONS = "aimegraph", "episodes", "lessons"
 RUN_TASK_ID = "run"
 # Without a vector index (Postgres without pgvector, a plain store passed by the
 # caller) retrieval ranks this many of the newest items of a namespace in process.
@@ -101,7 +101,7 @@ class Lesson(BaseModel):
 
 
 def namespace(scope: str, kind: str) -> tuple[str, str, str]:
-    return ("aimegraph", scope, kind)
+    return (ROOT, scope, kind)
 
 
 def memory_scope(runtime: Runtime[Any], user_id: str | None = None) -> str:

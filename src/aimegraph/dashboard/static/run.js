@@ -33,6 +33,10 @@ function render(view) {
       )),
   );
   renderVerdict(view.verdict);
+  const facts = Object.entries(view.facts ?? {}).sort(([a], [b]) => a.localeCompare(b));
+  $("facts").replaceChildren(...(facts.length
+    ? facts.flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, value)])
+    : [el("dd", { class: "hint" }, "(none: actors keep facts with the remember tool)")]));
   $("final-answer").textContent = view.final_answer || "(none yet)";
   renderUsage(view.usage);
   $("updates").replaceChildren(
