@@ -264,6 +264,39 @@ def test_a_pause_frees_the_worker_and_resume_queues_the_rest(cluster: Cluster) -
     assert code == 6
 
 
+def test_the_dashboard_queues_a_distributed_resume_for_the_workers(cluster: Cluster) -> None:
+    """Approving a distributed run's plan on the dashboard queues it (as ``aimegraph
+    resume`` does): a worker runs the rest, the dashboard's process runs nothing."""
+    pytest.importorskip("starlette", reason="the [dashboard] extra is not installed")
+    from starlette.testclient import TestClient
+
+    from aimegraph.dashboard import create_app
+    from aimegraph.dashboard.runs import DistributedQueue, RunManager
+
+    if not any(p.poll() is None for p in cluster.workers.values()):
+        cluster.start_worker("w5")
+    paused = cluster.submit(approve_plan=True)
+    assert wait_for_run(paused, checkpoints=cluster.checkpoints, timeout=60).state == "paused"
+    queue = DistributedQueue(cluster.checkpoints, cluster.broker, cluster.queue)
+    with open_checkpointer(cluster.checkpoints) as saver:
+        runs = RunManager(saver, distributed=queue)
+        client = TestClient(create_app(saver, runs=runs), base_url="http://127.0.0.1")
+        (waiting,) = client.get(f"/api/threads/{paused}").json()["interrupts"]
+        assert waiting["kind"] == "approve_plan"
+
+        response = client.post(f"/api/threads/{paused}/resume", json={"action": "approve"})
+
+        assert response.status_code == 202
+        assert response.json() == {"thread_id": paused, "queued": True}
+        assert not runs.active()
+        ended = wait_for_run(paused, checkpoints=cluster.checkpoints, timeout=60)
+        assert ended.outcome == "succeeded" and ended.worker is not None
+        assert client.get(f"/api/threads/{paused}").json()["status"] == "succeeded"
+        finished = client.post(f"/api/threads/{paused}/resume", json={"action": "approve"})
+        assert finished.status_code == 404  # nothing left to resume
+    assert _side_effects(cluster)[paused] == Counter({key: 1 for key in TASKS})
+
+
 def test_one_worker_at_a_time_and_repeated_deliveries_do_nothing(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
