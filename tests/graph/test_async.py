@@ -1,4 +1,5 @@
-"""Issue 11 items 1-3: async tools, the event loop under ainvoke, timed-out tools."""
+"""Issue 11 items 1-3: async tools, the event loop under ainvoke, timed-out tools, and
+every model call (structured ones included) awaited under ainvoke."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
@@ -247,9 +249,9 @@ async def test_parallel_actors_await_their_model_calls_together(workspace: Path)
     # Each actor's first call waited inside the model's async API for the other's.
     assert {t.result.summary for t in out["tasks"].values()} == {"2"}
     assert model.actor_calls == 4
-    # The reporter's call went through the async API too (the planner's and the
-    # verifier's are still sync; see the README's async section).
-    assert "reporter" in model.awaited_roles
+    # Every other call went through the async API too.
+    assert model.awaited_roles == model.calls_by_role()
+    assert {"planner", "reporter", "verifier"} <= set(model.awaited_roles)
 
 
 async def test_a_transient_model_error_is_retried_under_ainvoke(workspace: Path) -> None:
@@ -283,3 +285,72 @@ async def test_interrupts_from_tools_work_under_ainvoke(scripted_graph: GraphFac
     assert out["__interrupt__"][0].value["tool"] == "calculator"
     out = await graph.ainvoke(Command(resume=True), thread)
     assert out["tasks"]["a"].result.summary == "42"
+
+
+class Ticker:
+    """An asyncio task counting its turns on the loop."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    async def run(self) -> None:
+        while True:
+            self.count += 1
+            await asyncio.sleep(0.001)
+
+
+class AsyncOnlyModel(ScriptedChatModel):
+    """A model with an async API only (its sync one raises, as a client built on an
+    async transport would). Each call lasts until the ticker has turned twice, so
+    a call made while the loop is blocked never ends; the calls record their roles."""
+
+    _ticker: Ticker = PrivateAttr(default_factory=Ticker)
+    _awaited: list[str] = PrivateAttr(default_factory=list)
+
+    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        raise NotImplementedError("this model has an async API only")
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        start = self._ticker.count
+        while self._ticker.count < start + 2:
+            await asyncio.sleep(0.001)
+        result = ScriptedChatModel._generate(self, messages, stop, **kwargs)
+        self._awaited.append(self._calls[-1][0])
+        return result
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+async def test_an_async_only_model_runs_the_whole_graph_under_ainvoke(
+    workspace: Path, mode: str
+) -> None:
+    scenario = one_task(call("calculator", expression="6*7"))
+    scenario["planner"][0]["tasks"][0]["tool_bundles"] = ["compute"]
+    model = AsyncOnlyModel.from_dict(scenario)
+    ticking = asyncio.create_task(model._ticker.run())
+    try:
+        graph = scripted(model, workspace, verify="both", tool_calling=mode)
+        out = await asyncio.wait_for(graph.ainvoke({"goal": "g"}), 60)
+    finally:
+        ticking.cancel()
+    assert out["status"] == "succeeded", out.get("reason")
+    assert out["tasks"]["a"].result.summary == "42"
+    # Every model call was awaited, the structured ones (plan, task check, verdict)
+    # included, and the loop kept turning during each of them.
+    assert model._awaited == ["planner", "actor", "actor", "verifier", "reporter", "verifier"]
+    assert out["usage"].llm_calls == 6
+
+
+def test_an_async_only_model_under_invoke_fails_the_run_clearly(workspace: Path) -> None:
+    model = AsyncOnlyModel.from_dict(one_task(submit("done")))
+    out = scripted(model, workspace).invoke({"goal": "g"})
+    assert out["status"] == "failed"
+    assert (
+        "model call failed: NotImplementedError: this model has an async API only"
+        in (out["reason"])
+    )

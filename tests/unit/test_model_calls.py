@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
-from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -40,6 +40,7 @@ from aimegraph.models.calls import (
     LLM_RETRY_POLICY,
     Mode,
     StructuredReply,
+    ainvoke_structured,
     invoke_structured,
     is_transient,
     usage_of,
@@ -183,7 +184,9 @@ def test_json_mode_gives_up_after_the_bounded_re_asks_as_data() -> None:
     model = Canned(replies=["the the the the " * 20])
     out = ask(model, retries=2)
     assert out.value is None
-    assert out.error is not None and out.error.startswith("no valid Verdict in 3 replies (max_output_retries=2")
+    assert out.error is not None and out.error.startswith(
+        "no valid Verdict in 3 replies (max_output_retries=2"
+    )
     assert "repeats itself" in out.error
     assert len(model.prompts) == 3
     assert out.usage.llm_calls == 3 and out.usage.input_tokens == 300
@@ -259,6 +262,46 @@ def test_a_transient_error_is_re_raised_while_the_node_has_attempts_left() -> No
     out = ask(model, runtime=runtime_at(LLM_RETRY_POLICY.max_attempts))
     assert out.value is None and out.error == "model call failed: TimeoutError: slow"
     assert ask(model).error == "model call failed: TimeoutError: slow"
+
+
+# --------------------------------------------------------------------------- async
+
+
+class AsyncOnly(Canned):
+    """``Canned`` with an async API only: the sync one raises."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        raise NotImplementedError("async API only")
+
+    async def _agenerate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        return Canned._generate(self, messages, stop, **kwargs)
+
+
+@pytest.mark.parametrize(("mode", "bad"), [("json", "no verdict here"), ("native", {"passed": 3})])
+async def test_the_same_repair_loop_is_awaited_under_ainvoke(
+    mode: Mode, bad: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fast = LLM_RETRY_POLICY._replace(initial_interval=0.001, max_interval=0.001, jitter=False)
+    monkeypatch.setattr(calls, "LLM_RETRY_POLICY", fast)
+    # A bad reply is re-asked; the re-ask's transient error is retried in place.
+    model = AsyncOnly(
+        replies=[bad, ConnectionResetError("reset"), VALID if mode == "native" else VALID_JSON]
+    )
+    out = await ainvoke_structured(model, Verdict, PROMPT, role="verifier", mode=mode, retries=2)
+    assert out.value is not None and out.value.passed, out.error
+    assert len(model.prompts) == 3 and out.usage.llm_calls == 2
+    assert reask_text(model, 1) == reask_text(model, 2)
+    # Its sync API raising is a model failure, as data.
+    sync = ask(AsyncOnly(replies=[VALID_JSON]))
+    assert (
+        sync.model_failed and sync.error == "model call failed: NotImplementedError: async API only"
+    )
 
 
 # --------------------------------------------------------------------------- is_transient

@@ -10,26 +10,27 @@ the graph as an exception.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, ParamSpec, TypeVar, cast
+from typing import Any, Generic, Literal, TypeVar, cast
 
 import httpx
 import openai
 import tenacity
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
+from aimegraph.models.steps import Steps, arun_steps, run_steps
 from aimegraph.prompts import json_mode
 from aimegraph.state import RoleUsage, Usage
 
 M = TypeVar("M", bound=BaseModel)
-P = ParamSpec("P")
 R = TypeVar("R")
 Mode = Literal["native", "json"]
 
@@ -67,11 +68,11 @@ LLM_RETRY_POLICY = RetryPolicy(
 """Retry policy for every node that calls a model."""
 
 
-def retrying_transient_errors(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` retried in place on transient errors, with ``LLM_RETRY_POLICY``'s
-    attempts, exponential backoff and jitter; the last error propagates."""
+def _retrying(kind: type[tenacity.BaseRetrying]) -> tenacity.BaseRetrying:
+    """Retries on transient errors with ``LLM_RETRY_POLICY``'s attempts, exponential
+    backoff and jitter; the last error propagates."""
     policy = LLM_RETRY_POLICY
-    return tenacity.Retrying(
+    return kind(
         retry=tenacity.retry_if_exception(is_transient),
         wait=tenacity.wait_exponential_jitter(
             multiplier=policy.initial_interval,
@@ -81,7 +82,18 @@ def retrying_transient_errors(fn: Callable[P, R]) -> Callable[P, R]:
         ),
         stop=tenacity.stop_after_attempt(policy.max_attempts),
         reraise=True,
-    ).wraps(fn)
+    )
+
+
+def retrying_in_place(runnable: Runnable[Any, R]) -> Runnable[Any, R]:
+    """``runnable`` retried in place on transient errors (``LLM_RETRY_POLICY``'s
+    attempts and backoff); the waits are ``time.sleep`` under ``invoke`` and
+    ``asyncio.sleep`` under ``ainvoke``; the last error propagates."""
+    return RunnableLambda(
+        _retrying(tenacity.Retrying).wraps(runnable.invoke),
+        afunc=_retrying(tenacity.AsyncRetrying).wraps(runnable.ainvoke),
+        name="retrying",
+    )
 
 
 def reraise_if_retryable(exc: BaseException, runtime: Runtime[Any] | None) -> None:
@@ -156,7 +168,7 @@ class StructuredReply(Generic[M]):
     """The model could not be called (as opposed to replying badly)."""
 
 
-def invoke_structured(
+def structured_steps(
     model: BaseChatModel,
     schema: type[M],
     messages: Sequence[BaseMessage],
@@ -166,13 +178,17 @@ def invoke_structured(
     retries: int,
     runtime: Runtime[Any] | None = None,
     prices: Mapping[str, tuple[float, float]] | None = None,
-) -> StructuredReply[M]:
+) -> Steps[StructuredReply[M]]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
 
     Native mode uses ``with_structured_output(include_raw=True)``; JSON mode puts
     the JSON schema in the system prompt and parses the reply tolerantly. Either
     way at most ``retries`` re-asks follow a reply that does not parse, does not
     validate or is degenerate (empty, looping, cut off at the token limit).
+
+    The steps yield each model call (:mod:`aimegraph.models.steps`): run them with
+    :func:`invoke_structured`, :func:`ainvoke_structured`, or ``yield from`` them
+    in a node's steps.
     """
     usage = Usage()
     base = list(messages)
@@ -181,13 +197,17 @@ def invoke_structured(
         base = with_json_instructions(base, json_mode.STRUCTURED.format(schema=schema_text))
     conversation = base
     error = "no reply"
+    error_or_none: str | None
     for _ in range(retries + 1):
-        # The first call may fail transiently and be retried by re-running the node
-        # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
-        # it is retried in place with the same backoff, keeping their usage.
-        ask = _ask if usage.llm_calls == 0 else retrying_transient_errors(_ask)
         try:
-            value, raw_text, error_or_none, raw = ask(model, schema, conversation, mode)
+            asking = _structured_runnable(model, schema, mode)
+            # The first call may fail transiently and be retried by re-running the node
+            # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
+            # it is retried in place with the same backoff, keeping their usage.
+            reply = yield (
+                (asking if usage.llm_calls == 0 else retrying_in_place(asking)),
+                conversation,
+            )
         except openai.LengthFinishReasonError as exc:
             # A native structured reply cut off at the token limit: a degenerate
             # reply like any other, to be re-asked, and its tokens were spent.
@@ -200,6 +220,7 @@ def invoke_structured(
                 None, f"model call failed: {type(exc).__name__}: {exc}", usage, model_failed=True
             )
         else:
+            value, raw_text, error_or_none, raw = _read_reply(reply, schema, mode)
             usage = usage + usage_of(raw, role, prices)
         if value is not None:
             return StructuredReply(value, None, usage)
@@ -221,22 +242,78 @@ def invoke_structured(
     )
 
 
-def _ask(
-    model: BaseChatModel, schema: type[M], conversation: list[BaseMessage], mode: Mode
-) -> tuple[M | None, str, str | None, AIMessage]:
-    """One attempt: (value or None, the reply as text, error or None, raw reply)."""
-    if mode == "native":
-        out = cast(
-            dict[str, Any],
-            model.with_structured_output(schema, include_raw=True).invoke(conversation),
+def invoke_structured(
+    model: BaseChatModel,
+    schema: type[M],
+    messages: Sequence[BaseMessage],
+    *,
+    role: str,
+    mode: Mode,
+    retries: int,
+    runtime: Runtime[Any] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> StructuredReply[M]:
+    """:func:`structured_steps` with sync model calls."""
+    return run_steps(
+        structured_steps(
+            model,
+            schema,
+            messages,
+            role=role,
+            mode=mode,
+            retries=retries,
+            runtime=runtime,
+            prices=prices,
         )
+    )
+
+
+async def ainvoke_structured(
+    model: BaseChatModel,
+    schema: type[M],
+    messages: Sequence[BaseMessage],
+    *,
+    role: str,
+    mode: Mode,
+    retries: int,
+    runtime: Runtime[Any] | None = None,
+    prices: Mapping[str, tuple[float, float]] | None = None,
+) -> StructuredReply[M]:
+    """:func:`structured_steps` with awaited model calls."""
+    return await arun_steps(
+        structured_steps(
+            model,
+            schema,
+            messages,
+            role=role,
+            mode=mode,
+            retries=retries,
+            runtime=runtime,
+            prices=prices,
+        )
+    )
+
+
+def _structured_runnable(model: BaseChatModel, schema: type[M], mode: Mode) -> Runnable[Any, Any]:
+    """What one attempt calls: the model with structured output (native), or as is (JSON)."""
+    if mode == "native":
+        return model.with_structured_output(schema, include_raw=True)
+    return model
+
+
+def _read_reply(
+    reply: Any, schema: type[M], mode: Mode
+) -> tuple[M | None, str, str | None, AIMessage]:
+    """One attempt's reply as (value or None, the reply as text, error or None, raw reply)."""
+    if mode == "native":
+        out = cast(dict[str, Any], reply)
         raw: AIMessage = out["raw"]
         text = raw.text or json.dumps([c["args"] for c in raw.tool_calls])
         if out.get("parsed") is not None:
             return out["parsed"], text, None, raw
         parsing_error = out.get("parsing_error")
         return None, text, _describe(parsing_error) if parsing_error else None, raw
-    raw = model.invoke(conversation)
+    raw = cast(AIMessage, reply)
     text = raw.text
     try:
         return schema.model_validate(parse_json_reply(text)), text, None, raw

@@ -8,11 +8,13 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.memory.render import facts_section, past_runs_section
-from aimegraph.models.calls import invoke_structured, resolve_mode
+from aimegraph.models.calls import resolve_mode, structured_steps
+from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.state import (
@@ -63,14 +65,18 @@ def resolve_goal(state: Mapping[str, Any], *, max_chars: int | None = None) -> s
 
 def make_draft_node(
     model: BaseChatModel, *, config: AimeConfig, bundles_description: str
-) -> PlannerNode:
-    """The node that asks the planner model for a PlanUpdate."""
+) -> Runnable[PlannerState, dict[str, Any]]:
+    """The node that asks the planner model for a PlanUpdate (the model calls are
+    awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`)."""
 
-    def draft(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def draft(state: PlannerState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         if goal is None:
-            return {"draft": None, "plan_error": "no goal: pass 'goal' or a human message"}
+            return {
+                "draft": None,
+                "plan_error": "no goal: pass 'goal' or a human message",
+            }
         new_run = state.get("status") in _FINISHED or "status" not in state
         replans = 0 if new_run else state.get("replans", 0)
         messages = [
@@ -96,7 +102,7 @@ def make_draft_node(
                     else prompts.RETRY.format(error=error)
                 )
             )
-        reply = invoke_structured(
+        reply = yield from structured_steps(
             model,
             plan_update_schema(cfg.max_tasks),
             messages,
@@ -124,7 +130,7 @@ def make_draft_node(
             }
         return update
 
-    return draft
+    return model_node(draft, name="draft")
 
 
 def _feedback_sections(state: PlannerState, new_run: bool) -> str:
@@ -161,7 +167,11 @@ def make_validate_node(*, config: AimeConfig, bundles: Collection[str]) -> Plann
             )
         except PlanError as exc:
             return {"plan_error": str(exc), "repairs": state.get("repairs", 0) + 1}
-        return {"proposal": changed, "plan_error": None, "plan_rationale": plan.rationale}
+        return {
+            "proposal": changed,
+            "plan_error": None,
+            "plan_rationale": plan.rationale,
+        }
 
     return validate
 
@@ -205,7 +215,9 @@ def make_give_up_node(config: AimeConfig) -> PlannerNode:
     return give_up
 
 
-def route_after_validate(config: AimeConfig) -> Callable[[PlannerState, Runtime[Any]], str]:
+def route_after_validate(
+    config: AimeConfig,
+) -> Callable[[PlannerState, Runtime[Any]], str]:
     """approve (a human must approve first) / accept / repair / give_up."""
 
     def route(state: PlannerState, runtime: Runtime[Any]) -> str:

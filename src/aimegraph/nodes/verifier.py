@@ -11,20 +11,21 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.calls import invoke_structured, resolve_mode
+from aimegraph.models.calls import resolve_mode, structured_steps
+from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.executor import artifact_lines, settle
-from aimegraph.nodes.types import Node
 from aimegraph.prompts import verifier as prompts
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
 
 
 def _ask_verdict(
     model: BaseChatModel, prompt: str, cfg: AimeConfig, runtime: Runtime[Any]
-) -> tuple[Verdict | None, str | None, Usage]:
-    reply = invoke_structured(
+) -> Steps[tuple[Verdict | None, str | None, Usage]]:
+    reply = yield from structured_steps(
         model,
         Verdict,
         [SystemMessage(prompts.SYSTEM), HumanMessage(prompt)],
@@ -37,16 +38,22 @@ def _ask_verdict(
     return reply.value, reply.error, reply.usage
 
 
-def make_judge_node(model: BaseChatModel, *, config: AimeConfig) -> Node[VerifierState]:
+def make_judge_node(
+    model: BaseChatModel, *, config: AimeConfig
+) -> Runnable[VerifierState, dict[str, Any]]:
     """Judges the final answer against the goal and settles the run's status:
     ``succeeded``; ``running`` with a replan reason when rejected and replans
-    are left; ``rejected`` otherwise; ``failed`` when no verdict could be had."""
+    are left; ``rejected`` otherwise; ``failed`` when no verdict could be had.
+    The model calls are awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`)."""
 
-    def judge(state: VerifierState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def judge(state: VerifierState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         answer = state.get("final_answer") or "(no answer was produced)"
-        verdict, error, usage = _ask_verdict(
-            model, prompts.FINAL.format(goal=state.get("goal", ""), answer=answer), cfg, runtime
+        verdict, error, usage = yield from _ask_verdict(
+            model,
+            prompts.FINAL.format(goal=state.get("goal", ""), answer=answer),
+            cfg,
+            runtime,
         )
         runtime.stream_writer({"type": "verdict", "verdict": verdict, "error": error})
         if verdict is None:
@@ -57,7 +64,12 @@ def make_judge_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Verifie
                 "reason": f"the verifier gave no verdict: {error}",
             }
         if verdict.passed:
-            return {"verdict": verdict, "usage": usage, "status": "succeeded", "reason": None}
+            return {
+                "verdict": verdict,
+                "usage": usage,
+                "status": "succeeded",
+                "reason": None,
+            }
         replans = state.get("replans", 0)
         if replans < cfg.max_replans:
             return {
@@ -75,14 +87,17 @@ def make_judge_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Verifie
             f"(max_replans={cfg.max_replans})",
         }
 
-    return judge
+    return model_node(judge, name="judge")
 
 
-def make_task_check_node(model: BaseChatModel, *, config: AimeConfig) -> Node[ActorState]:
+def make_task_check_node(
+    model: BaseChatModel, *, config: AimeConfig
+) -> Runnable[ActorState, dict[str, Any]]:
     """Checks a completed task's result against its completion criteria; a failed
-    check fails the task with the verifier's issues as the reason."""
+    check fails the task with the verifier's issues as the reason. The model calls
+    are awaited under ``ainvoke``."""
 
-    def check(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+    def check(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         task, result = state["task"], state.get("result")
         if result is None or result.status != "completed":
@@ -95,7 +110,7 @@ def make_task_check_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Ac
             summary=result.summary,
             artifacts=artifact_lines(result.artifacts),
         )
-        verdict, error, usage = _ask_verdict(model, prompt, cfg, runtime)
+        verdict, error, usage = yield from _ask_verdict(model, prompt, cfg, runtime)
         if verdict is not None and verdict.passed:
             return {"usage": usage}
         reason = (
@@ -111,4 +126,4 @@ def make_task_check_node(model: BaseChatModel, *, config: AimeConfig) -> Node[Ac
         )
         return settle(state, failed, runtime) | {"usage": usage}
 
-    return check
+    return model_node(check, name="check")

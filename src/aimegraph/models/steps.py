@@ -1,0 +1,54 @@
+"""Code that calls models, written once and run both ways.
+
+Such code is a generator that yields each call it needs as ``(runnable, input)``
+and receives the reply (or the call's exception, thrown in). :func:`run_steps`
+drives it with ``invoke``, :func:`arun_steps` with ``await ainvoke``, so the same
+logic (a repair loop, a node body) never blocks an event loop on a model and
+works with models that only implement one of the two APIs. Steps compose with
+``yield from``; :mod:`aimegraph.nodes.dual` turns them into graph nodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any, TypeVar
+
+from langchain_core.runnables import Runnable
+
+ModelCall = tuple[Runnable[Any, Any], Any]
+"""A call the steps yield: the runnable and its input."""
+
+R = TypeVar("R")
+Steps = Generator[ModelCall, Any, R]
+
+
+def run_steps(steps: Steps[R]) -> R:
+    """Run ``steps`` to their result, each call made with ``invoke``."""
+    try:
+        call = next(steps)
+        while True:
+            runnable, value = call
+            try:
+                reply = runnable.invoke(value)
+            except Exception as exc:  # noqa: BLE001 - the steps decide what a failure means
+                call = steps.throw(exc)
+            else:
+                call = steps.send(reply)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+
+
+async def arun_steps(steps: Steps[R]) -> R:
+    """Run ``steps`` to their result, each call awaited with ``ainvoke``."""
+    try:
+        call = next(steps)
+        while True:
+            runnable, value = call
+            try:
+                reply = await runnable.ainvoke(value)
+            except Exception as exc:  # noqa: BLE001 - the steps decide what a failure means
+                call = steps.throw(exc)
+            else:
+                call = steps.send(reply)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
