@@ -14,6 +14,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.nodes.human import check_approve_tools, require_checkpointer
 from aimegraph.nodes.planner import GoalError, resolve_goal
 from aimegraph.nodes.types import Node
+from aimegraph.prompts.source import PromptSource
 from aimegraph.state import AimeState, PastRun, Usage
 
 PLANNER, REPORTER = "planner", "reporter"
@@ -33,8 +34,14 @@ _RUN_START: dict[str, Any] = {
 }
 
 
-def make_intake_node(config: AimeConfig, *, tool_names: Collection[str]) -> Node[AimeState]:
+def make_intake_node(
+    config: AimeConfig, *, tool_names: Collection[str], prompts: PromptSource | None = None
+) -> Node[AimeState]:
     """The node before the planner; routes with ``Command(goto=...)``.
+
+    A new run records the prompt version it uses, ``prompts.current()``, in
+    ``prompt_version``: the run's nodes look their texts up by it, so a change of
+    the source's current version takes effect from the next run on.
 
     Raises a ``ValueError`` for settings the run cannot honour (approvals without a
     checkpointer, ``approve_tools`` naming no tool). A goal that cannot be used
@@ -54,6 +61,10 @@ def make_intake_node(config: AimeConfig, *, tool_names: Collection[str]) -> Node
             # Re-entered with new input before the run ended: it carries on.
             return Command(goto=PLANNER)
         update: dict[str, Any] = dict(_RUN_START, run_started_at=time.time())
+        update["prompt_version"] = None
+        if prompts is not None:
+            update["prompt_version"] = version = prompts.current()
+            prompts.texts(version)  # a broken stored prompt fails here, not mid-run
         if status in _FINISHED and ("tasks" in state or "usage" in state):
             update |= _archive(state)
         try:
@@ -79,6 +90,7 @@ def _archive(state: AimeState) -> dict[str, Any]:
         tasks=dict(state.get("tasks") or {}),
         updates=list(state.get("updates") or []),
         usage=state.get("usage") or Usage(),
+        prompt_version=state.get("prompt_version"),
     )
     return {
         "runs": [record],

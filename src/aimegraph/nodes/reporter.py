@@ -15,6 +15,7 @@ from aimegraph.models.reasoning import visible_text
 from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import reporter as prompts
+from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import AimeState, Task, Usage, render_checklist
 
 
@@ -35,7 +36,7 @@ def render_results(tasks: dict[str, Task]) -> str:
 
 
 def make_reporter_node(
-    model: BaseChatModel, *, config: AimeConfig
+    model: BaseChatModel, *, config: AimeConfig, prompt_source: PromptSource | None = None
 ) -> Runnable[AimeState, dict[str, Any]]:
     """Writes ``final_answer`` (also appended to ``messages``).
 
@@ -43,7 +44,8 @@ def make_reporter_node(
     written without a model call. When the final answer is not to be verified,
     the run succeeds here; when the report's own call spent the budget, the run
     ends ``budget_exhausted`` with the unverified answer. The model call is
-    awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
+    awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`). The system prompt
+    is the run's ``reporter`` component from ``prompt_source``.
     """
 
     def reporter(state: AimeState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
@@ -55,7 +57,7 @@ def make_reporter_node(
             answer = partial_report(state)
         else:
             messages = [
-                SystemMessage(prompts.SYSTEM),
+                SystemMessage(prompt_text(prompt_source, "reporter", state).format()),
                 HumanMessage(
                     prompts.REQUEST.format(
                         goal=state.get("goal", ""), results=render_results(tasks)

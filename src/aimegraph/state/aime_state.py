@@ -41,6 +41,7 @@ class PastRun(TypedDict, total=False):
     tasks: dict[str, Task]
     updates: list[ProgressUpdate]
     usage: Usage
+    prompt_version: str | None
 
 
 class AimeOutput(TypedDict, total=False):
@@ -65,6 +66,9 @@ class AimeOutput(TypedDict, total=False):
     runs: Annotated[list[PastRun], DeltaChannel(append_batches, list)]
     # Working memory (DESIGN.md section 7): facts actors remember, merged by key.
     facts: Annotated[dict[str, str], merge_facts]
+    # The prompt version the run started with (DESIGN.md section 8): the id the
+    # graph's prompt source gives its texts by; set at the run's start, kept on resume.
+    prompt_version: str | None
 
 
 class AimeState(AimeOutput, total=False):
@@ -115,6 +119,8 @@ class ActorInput(TypedDict):
     task: Task
     dependency_results: dict[str, TaskResult]
     llm_call_budget: NotRequired[int | None]
+    # The run's prompt version (the actor's prompts are looked up by it).
+    prompt_version: NotRequired[str | None]
     # The run's facts when the task was dispatched; the actor's own ``remember``
     # calls go to ``facts``, so it hands back only what it wrote.
     known_facts: NotRequired[dict[str, str]]

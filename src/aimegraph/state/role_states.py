@@ -29,6 +29,7 @@ class PlannerInput(TypedDict, total=False):
     replans: int
     status: RunStatus
     facts: Annotated[dict[str, str], merge_facts]
+    prompt_version: str | None
 
 
 class PlannerOutput(TypedDict, total=False):
@@ -86,6 +87,7 @@ class VerifierInput(TypedDict, total=False):
     goal: str
     final_answer: str | None
     replans: int
+    prompt_version: str | None
 
 
 class VerifierOutput(TypedDict, total=False):
