@@ -39,6 +39,15 @@ from aimegraph.checkpoints import (
     run_config,
     run_state,
 )
+from aimegraph.cli_support import (
+    EXIT_CODES,
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    CliError,
+    checked_config,
+    config_from_args,
+    config_json,
+)
 from aimegraph.config import AimeConfig
 from aimegraph.console import LiveProgress
 from aimegraph.drawing import GraphvizNotFoundError
@@ -55,18 +64,10 @@ from aimegraph.steering import (
     run_tools,
 )
 
-EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
-EXIT_USAGE, EXIT_NOT_FOUND = 2, 6
 ANSWER_HINTS = {
     "answer": "answer it with --answer TEXT",
     "decision": "--approve or --reject REASON",
 }
-
-
-class CliError(Exception):
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -146,7 +147,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
     thread_id = args.thread or new_thread_id()
     if saver.get_tuple(run_config(thread_id)) is not None:
         raise CliError(f"thread {thread_id!r} exists; resume it or pick a new id", EXIT_USAGE)
-    config = _config_from_args(args, thread_id)
+    config = config_from_args(args, thread_id)
     settings = RunSettings(model=args.model, config=config, tools=tuple(args.tools))
     graph = run_graph(settings, saver, args.memory_store())
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -226,6 +227,12 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
     _report(snapshot, args.thread, args, console)
     return 0
+
+
+def cmd_wait(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    record = _distributed("wait_record")(args)
+    cmd_show(args, saver, console)
+    return EXIT_CODES.get(record.outcome, 1)
 
 
 def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -482,12 +489,12 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
     except ThreadNotFoundError as exc:
         raise CliError(str(exc), EXIT_NOT_FOUND) from exc
     fields = stored.config.model_dump() if stored is not None else {}
-    fields.update(_config_json(args.config))
+    fields.update(config_json(args.config))
     if args.workspace:
         fields["workspace"] = args.workspace
     return RunSettings(
         model=args.model or (stored.model if stored else DEMO_SCENARIO),
-        config=_checked_config(fields),
+        config=checked_config(fields),
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
     )
 
@@ -525,53 +532,6 @@ def _planned_bundles(snapshot: StateSnapshot) -> Iterator[tuple[str, list[str]]]
         plan = PlanUpdate.model_validate(draft) if isinstance(draft, dict) else draft
         for spec in plan.tasks:
             yield spec.id, list(spec.tool_bundles)
-
-
-def _config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
-    fields = _config_json(args.config)
-    for name in (
-        "max_parallel",
-        "max_replans",
-        "max_llm_calls",
-        "max_tokens",
-        "max_steps",
-        "max_actor_steps",
-        "replan",
-        "verify",
-        "tool_calling",
-    ):
-        if (value := getattr(args, name)) is not None:
-            fields[name] = value
-    if args.approve_plan:
-        fields["approve_plan"] = True
-    if args.approve_tools:
-        fields["approve_tools"] = [t.strip() for t in args.approve_tools.split(",") if t.strip()]
-    fields.setdefault(
-        "workspace", str(Path(args.workspace) if args.workspace else WORKSPACES / thread_id)
-    )
-    return _checked_config(fields)
-
-
-def _config_json(text: str | None) -> dict[str, Any]:
-    """``--config``: AimeConfig fields as a JSON object."""
-    try:
-        fields = json.loads(text) if text else {}
-    except ValueError as exc:
-        raise CliError(f"--config is not JSON: {exc}", EXIT_USAGE) from exc
-    if not isinstance(fields, dict):
-        raise CliError(f"--config must be a JSON object of AimeConfig fields; got {text}", 2)
-    return fields
-
-
-def _checked_config(fields: dict[str, Any]) -> AimeConfig:
-    """AimeConfig from ``fields``, its workspace absolute and created."""
-    config = AimeConfig.model_validate(fields)
-    workspace = config.workspace.expanduser().absolute()
-    try:
-        workspace.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise CliError(f"cannot create the workspace {workspace}: {exc.strerror}", 2) from exc
-    return config.model_copy(update={"workspace": workspace})
 
 
 DURABILITY_HELP = (
@@ -764,7 +724,7 @@ def _parser() -> argparse.ArgumentParser:
     _broker_options(submit, "to queue the run on")
     wait = command(
         "wait",
-        _distributed_command("cmd_wait"),
+        cmd_wait,
         "Wait until a submitted run pauses or ends, then show it (exit code as for run).",
     )
     wait.add_argument("thread")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from langgraph.store.base import BaseStore
+from langgraph.store.base import BaseStore, Item
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -56,6 +56,7 @@ class MemoryPane:
     def _items(
         store: BaseStore, scope: str, kind: str | None, query: str, limit: int
     ) -> dict[str, Any]:
+        items: list[Item]
         if query:
             found = search_memories(store, scope, query, limit)
             items = [i for i in found if kind in (None, i.namespace[-1])]

@@ -17,6 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
+from aimegraph.cli_support import EXIT_NOT_FOUND, EXIT_USAGE, CliError, config_from_args
 from aimegraph.distributed import records
 from aimegraph.distributed.app import (
     BrokerConnectionError,
@@ -41,8 +42,6 @@ def _cli_errors() -> Iterator[None]:
     """Errors the caller has to act on, as one line and an exit code: an unreachable
     broker or database, or a run that cannot be resumed (usage), an unknown run (not
     found), a wait that timed out."""
-    from aimegraph.cli import EXIT_NOT_FOUND, EXIT_USAGE, CliError
-
     try:
         yield
     except (BrokerConnectionError, CheckpointConnectionError, RunNotResumableError) as exc:
@@ -100,27 +99,23 @@ def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
 
 
 def _submit(args: argparse.Namespace, thread_id: str) -> None:
-    from aimegraph.cli import _config_from_args  # the same config flags as `run`
-
     submit_run(
         args.goal,
         broker=args.broker,
         checkpoints=_postgres_url(args),
         model=args.model,
-        config=_config_from_args(args, thread_id),
+        config=config_from_args(args, thread_id),  # the same config flags as `run`
         tools=args.tools,
         thread_id=thread_id,
         queue=args.queue,
     )
 
 
-def cmd_wait(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    from aimegraph.cli import EXIT_CODES, cmd_show
-
+def wait_record(args: argparse.Namespace) -> RunRecord:
+    """``aimegraph wait``: block until the submitted run pauses or ends (the CLI then
+    shows it, as ``aimegraph show``)."""
     with _cli_errors():
-        record = wait_for_run(args.thread, checkpoints=_postgres_url(args), timeout=args.timeout)
-    cmd_show(args, saver, console)
-    return EXIT_CODES.get(record.outcome, 1)
+        return wait_for_run(args.thread, checkpoints=_postgres_url(args), timeout=args.timeout)
 
 
 def show_record(record: RunRecord, args: argparse.Namespace, console: Console) -> int:
@@ -147,8 +142,6 @@ def resume_distributed(
     args: argparse.Namespace, record: RunRecord, inputs: Command[Any] | None, console: Console
 ) -> int:
     """``aimegraph resume`` of a distributed run: queue it for the workers."""
-    from aimegraph.cli import EXIT_USAGE, CliError
-
     answers = inputs.resume if inputs is not None else None
     if answers is not None and not isinstance(answers, dict):
         raise CliError("a distributed resume answers interrupts by id", EXIT_USAGE)

@@ -136,7 +136,7 @@ def forget_memory(store: BaseStore, scope: str, key: str) -> list[str]:
 
 def memory_record(item: Item) -> dict[str, Any]:
     """An item as JSON: namespace, key, value, times (and score, from a search)."""
-    record = {
+    record: dict[str, Any] = {
         "namespace": list(item.namespace),
         "key": item.key,
         "value": item.value,

@@ -1,0 +1,91 @@
+"""What every command-line front end shares, below them all: the error that ends a
+command with an exit code, the exit codes, and the ``AimeConfig`` a run's flags
+describe. ``aimegraph.cli`` and ``aimegraph.distributed.commands`` both use it, so
+neither imports the other's internals."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from aimegraph.config import AimeConfig
+from aimegraph.steering import WORKSPACES
+
+__all__ = [
+    "EXIT_CODES",
+    "EXIT_NOT_FOUND",
+    "EXIT_USAGE",
+    "CliError",
+    "checked_config",
+    "config_from_args",
+    "config_json",
+]
+
+EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
+EXIT_USAGE, EXIT_NOT_FOUND = 2, 6
+
+RUN_FLAGS = (
+    "max_parallel",
+    "max_replans",
+    "max_llm_calls",
+    "max_tokens",
+    "max_steps",
+    "max_actor_steps",
+    "replan",
+    "verify",
+    "tool_calling",
+)
+"""The ``AimeConfig`` fields a new run (``run``, ``submit``) takes as flags."""
+
+
+class CliError(Exception):
+    """Ends a command: the message is printed, ``code`` is the exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
+    """The config of a new run from its flags (``--config`` JSON, then each flag);
+    the workspace defaults to one per thread."""
+    fields = config_json(args.config)
+    for name in RUN_FLAGS:
+        if (value := getattr(args, name)) is not None:
+            fields[name] = value
+    if args.approve_plan:
+        fields["approve_plan"] = True
+    if args.approve_tools:
+        fields["approve_tools"] = [t.strip() for t in args.approve_tools.split(",") if t.strip()]
+    fields.setdefault(
+        "workspace", str(Path(args.workspace) if args.workspace else WORKSPACES / thread_id)
+    )
+    return checked_config(fields)
+
+
+def config_json(text: str | None) -> dict[str, Any]:
+    """``--config``: AimeConfig fields as a JSON object."""
+    try:
+        fields = json.loads(text) if text else {}
+    except ValueError as exc:
+        raise CliError(f"--config is not JSON: {exc}", EXIT_USAGE) from exc
+    if not isinstance(fields, dict):
+        raise CliError(
+            f"--config must be a JSON object of AimeConfig fields; got {text}", EXIT_USAGE
+        )
+    return fields
+
+
+def checked_config(fields: dict[str, Any]) -> AimeConfig:
+    """AimeConfig from ``fields``, its workspace absolute and created."""
+    config = AimeConfig.model_validate(fields)
+    workspace = config.workspace.expanduser().absolute()
+    try:
+        workspace.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CliError(
+            f"cannot create the workspace {workspace}: {exc.strerror}", EXIT_USAGE
+        ) from exc
+    return config.model_copy(update={"workspace": workspace})
