@@ -15,6 +15,7 @@ from aimegraph.graphs import (
     build_verifier_graph,
 )
 from aimegraph.nodes import ActorFactory, ActorSpec, DefaultActorFactory
+from aimegraph.optimizer import OptimizeResult, PromptStore, optimize
 from aimegraph.state import (
     AimeState,
     PlanUpdate,
@@ -34,8 +35,10 @@ __all__ = [
     "AimeConfig",
     "AimeState",
     "DefaultActorFactory",
+    "OptimizeResult",
     "PlanUpdate",
     "ProgressUpdate",
+    "PromptStore",
     "Task",
     "TaskResult",
     "TaskSpec",
@@ -49,5 +52,6 @@ __all__ = [
     "default_registry",
     "draw",
     "draw_plan",
+    "optimize",
     "render_checklist",
 ]

@@ -98,6 +98,34 @@ class AimeConfig(BaseModel):
     user_id: str | None = Field(
         None, description="Memory scope of the run (else configurable user_id, else 'default')."
     )
+    optimize_online: bool = Field(
+        False,
+        description="Online prompt optimisation (aimegraph.optimizer.online; needs prompts= a "
+        "prompt store and the [optimize] extra; set when built): every finished run is traced; "
+        "when the rolling score falls below optimize_threshold, the weakest prompt component "
+        "gets one reflective mutation by models['reflection'] (default: the planner's model), "
+        "used from the next run on.",
+    )
+    optimize_window: int = Field(
+        5, ge=1, description="Runs of one prompt version the online loop's rolling score covers."
+    )
+    optimize_threshold: float = Field(
+        0.5, ge=0, le=1, description="Rolling score (0-1) below which the online loop mutates."
+    )
+    optimize_max_llm_calls: int = Field(
+        10,
+        ge=0,
+        description="Reflection calls the online loop may make in all, counted in its trace "
+        "file across runs and processes; apart from the runs' own budgets.",
+    )
+    optimize_components: tuple[str, ...] = Field(
+        ("planner", "actor"), min_length=1, description="Components the online loop may mutate."
+    )
+    optimize_trace_file: Path | None = Field(
+        None,
+        description="The online loop's trace file (JSON Lines); default: "
+        "<prompt store>.traces.jsonl beside the store.",
+    )
 
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> AimeConfig:
@@ -106,7 +134,9 @@ class AimeConfig(BaseModel):
         return self
 
     #: Fields used when the graph is built (models are resolved once), not per run.
-    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset({"model_timeout_s", "model_retries"})
+    BUILD_ONLY: ClassVar[frozenset[str]] = frozenset(
+        {"model_timeout_s", "model_retries", "optimize_online"}
+    )
 
     def budget_spent(
         self, usage: Usage, steps: int, *, started_at: float | None = None

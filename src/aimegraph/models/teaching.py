@@ -1,0 +1,113 @@
+"""Offline stand-ins for prompt optimisation: a model that does better when its
+prompt carries an instruction, and a reflection model that learns from feedback.
+
+They let the optimiser's tests, notebook and benchmark show a real improvement
+without a real model: :class:`PromptGatedChatModel` answers as one model when
+its prompt contains a phrase and as another otherwise (e.g. a planner that
+only plans to cite its sources when told to), and
+:class:`FeedbackReflectionModel` answers GEPA's reflection prompt by adding the
+feedback's reviewer issues and task failures to the current instructions as
+rules, which is what a good reflection model does, deterministically.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from aimegraph.models.reasoning import visible_text
+from aimegraph.prompts import optimizer as prompts
+
+__all__ = ["FeedbackReflectionModel", "PromptGatedChatModel"]
+
+
+def _prompt_text(messages: Sequence[BaseMessage]) -> str:
+    return "\n".join(visible_text(m) for m in messages)
+
+
+class PromptGatedChatModel(BaseChatModel):
+    """Answers as ``follows`` when the prompt contains ``phrase``, else as ``ignores``.
+
+    Tool binding is passed through, so either side answers in native tool calls
+    or in JSON exactly as it would alone.
+    """
+
+    phrase: str
+    follows: BaseChatModel
+    ignores: BaseChatModel
+
+    @property
+    def _llm_type(self) -> str:
+        return "aimegraph-prompt-gated"
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        schemas = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        chosen = self.follows if self.phrase in _prompt_text(messages) else self.ignores
+        return chosen._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+# A rule worth learning: a reviewer's issue or a task's failure reason.
+_LESSON = re.compile(
+    "^(?:" + re.escape(prompts.VERDICT_ISSUE.split("{")[0]) + r"|Task \S+ \(.*?\) failed: )(.+)$",
+    re.MULTILINE,
+)
+_CURRENT = re.compile(r"```\n?(.*?)```", re.DOTALL)
+
+
+class FeedbackReflectionModel(BaseChatModel):
+    """A deterministic reflection model for GEPA's instruction-proposal prompt.
+
+    It takes the current instructions (the prompt's first fenced block) and adds
+    each distinct reviewer issue and task-failure reason found in the feedback
+    as a rule ``- <text>``, in the order found; instructions that already hold a
+    rule are not given it twice. The reply is the new text in a fenced block.
+    """
+
+    @property
+    def _llm_type(self) -> str:
+        return "aimegraph-feedback-reflection"
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        prompt = _prompt_text(messages)
+        found = _CURRENT.search(prompt)
+        current = found.group(1).rstrip("\n") if found else ""
+        lessons = dict.fromkeys(m.strip() for m in _LESSON.findall(prompt))
+        rules = "".join(f"\n- {lesson}" for lesson in lessons if lesson not in current)
+        reply = AIMessage(content=f"```\n{current}{rules}\n```")
+        reply.usage_metadata = {
+            "input_tokens": len(prompt) // 4 + 1,
+            "output_tokens": len(reply.text) // 4 + 1,
+            "total_tokens": len(prompt) // 4 + len(reply.text) // 4 + 2,
+        }
+        reply.response_metadata = {"model_name": self._llm_type}
+        return ChatResult(generations=[ChatGeneration(message=reply)])

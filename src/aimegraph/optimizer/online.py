@@ -1,0 +1,287 @@
+"""The online loop: every finished run is traced; a falling score triggers one
+reflective mutation of the weakest prompt component, used from the next run on.
+
+``build_aime_graph(prompts=<prompt store>, config=AimeConfig(optimize_online=True))``
+ends each run with the ``optimize_online`` node (:func:`make_online_node`). It
+
+1. scores the run with the default metric (succeeded with a passing verdict:
+   1.0, else 0.0) and appends its trace to the trace file (JSON Lines);
+2. takes the rolling score of the last ``optimize_window`` runs made with the
+   same prompt version as this one (a new version starts a new window);
+3. when the window is full and its score is below ``optimize_threshold``, and
+   the version is still the store's active one, blames the component the failed
+   runs point at (failed tasks: the actor; no plan, or a rejected answer with no
+   failed task: the planner) and asks GEPA's reflective proposer
+   (``StatelessReflectionLM`` with the optimiser's reflection template) for a
+   new text from those runs' reflective dataset;
+4. stores the new prompt set (source ``online``, parent: the run's version,
+   scores: the rolling score) and makes it active.
+
+The run has finished by then, so a prompt never changes mid-run; a graph over
+the store starts its next run with the new version (the intake node reads the
+store's current version), and a restarted process reads it from the store
+again. The reflection calls are counted in the trace file (``mutation``
+records) against ``optimize_max_llm_calls``, a budget of their own, across
+processes; they are not part of any run's usage. The trace file is read and
+appended under an exclusive lock, so concurrent runs make one mutation, not two.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from langchain_core.language_models import BaseChatModel
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
+
+from aimegraph.config import AimeConfig
+from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.types import Node
+from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, reflective_dataset
+from aimegraph.optimizer.store import PromptStore
+from aimegraph.optimizer.trace import Trace, default_metric, run_trace
+from aimegraph.prompts import DEFAULT_PROMPTS, resolve_prompts
+from aimegraph.prompts.source import PromptSource
+from aimegraph.state import AimeState
+
+try:  # POSIX; elsewhere the trace file is not locked
+    import fcntl
+except ImportError:  # pragma: no cover - Windows
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = ["OnlineLoop", "make_online_node", "trace_file_for"]
+
+log = logging.getLogger("aimegraph.optimizer")
+
+
+def trace_file_for(config: AimeConfig, store: PromptStore) -> Path:
+    """``optimize_trace_file``, else ``<store>.traces.jsonl`` beside the store."""
+    if config.optimize_trace_file is not None:
+        return Path(config.optimize_trace_file)
+    return store.path.with_suffix(".traces.jsonl")
+
+
+def blamed(trace: Trace) -> list[str]:
+    """The components a failed run points at."""
+    if not trace["plan"]:
+        return ["planner"]
+    if trace["failures"]:
+        return ["actor", "persona_habits"]
+    return ["planner", "reporter"]
+
+
+def weakest(traces: Sequence[Trace], components: Sequence[str]) -> str:
+    """The component (of ``components``) blamed most by the failed runs; the
+    earlier one in ``components`` on a tie."""
+    votes = Counter(name for trace in traces for name in blamed(trace) if name in components)
+    return max(components, key=lambda name: (votes[name], -components.index(name)))
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class OnlineLoop:
+    """The loop's state on disk (trace file, prompt store) and its one decision.
+
+    Args:
+        store: The prompt store the graph reads its prompts from.
+        reflection_model: Writes the new prompt (GEPA's reflection LM).
+    """
+
+    def __init__(self, store: PromptStore, reflection_model: BaseChatModel) -> None:
+        self.store = store
+        self.reflection_model = reflection_model
+
+    @staticmethod
+    @contextmanager
+    def _locked(path: Path) -> Iterator[IO[str]]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with path.open("a+", encoding="utf-8") as handle:
+            if fcntl is not None:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+            try:
+                yield handle
+            finally:
+                if fcntl is not None:
+                    fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+    @staticmethod
+    def _records(handle: IO[str]) -> list[dict[str, Any]]:
+        handle.seek(0)
+        return [json.loads(line) for line in handle.read().splitlines() if line.strip()]
+
+    @staticmethod
+    def _append(handle: IO[str], record: dict[str, Any]) -> None:
+        handle.seek(0, 2)
+        handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+        handle.flush()
+
+    def calls_spent(self, config: AimeConfig) -> int:
+        """Reflection calls made so far (all processes, from the trace file)."""
+        path = trace_file_for(config, self.store)
+        if not path.is_file():
+            return 0
+        with self._locked(path) as handle:
+            return _calls(self._records(handle))
+
+    def after_run(
+        self, state: AimeState, config: AimeConfig, *, version: str, thread_id: str | None
+    ) -> dict[str, Any]:
+        """Trace one finished run made with prompt ``version``; mutate if due.
+
+        Returns the decision as an event: ``{"event": "traced" | "mutated" |
+        "budget_spent" | "mutation_refused", "score", "rolling", "runs", ...}``.
+        """
+        score, feedback = default_metric({}, state)
+        trace = run_trace(state) | {"score": score, "feedback": feedback}
+        with self._locked(trace_file_for(config, self.store)) as handle:
+            records = self._records(handle)
+            self._append(
+                handle,
+                {
+                    "kind": "run",
+                    "at": _now(),
+                    "thread_id": thread_id,
+                    "prompt_version": version,
+                    "trace": trace,
+                },
+            )
+            # The window: this version's runs since its last mutation attempt.
+            earlier: list[Trace] = []
+            for record in records:
+                if record["kind"] == "run" and record["prompt_version"] == version:
+                    earlier.append(record["trace"])
+                elif record["kind"] == "mutation" and record["parent"] == version:
+                    earlier = []
+            window = [*earlier, trace][-config.optimize_window :]
+            rolling = sum(t["score"] for t in window) / len(window)
+            event: dict[str, Any] = {
+                "event": "traced",
+                "score": score,
+                "rolling": rolling,
+                "runs": len(window),
+                "version": version,
+            }
+            due = (
+                len(window) >= config.optimize_window
+                and rolling < config.optimize_threshold
+                and self.store.current() == version
+            )
+            if not due:
+                return event
+            spent = _calls(records)
+            if spent >= config.optimize_max_llm_calls:
+                log.warning(
+                    "online loop: rolling score %.2f is below %.2f but its budget "
+                    "(optimize_max_llm_calls=%d) is spent",
+                    rolling,
+                    config.optimize_threshold,
+                    config.optimize_max_llm_calls,
+                )
+                return event | {"event": "budget_spent", "llm_calls_spent": spent}
+            failing = [t for t in window if t["score"] < 1.0]
+            mutation = self._mutate(version, failing, rolling, config)
+            self._append(handle, {"kind": "mutation", "at": _now(), **mutation})
+        return event | mutation
+
+    def _mutate(
+        self, version: str, failing: list[Trace], rolling: float, config: AimeConfig
+    ) -> dict[str, Any]:
+        """One reflective mutation of the weakest component through GEPA's proposer."""
+        from gepa.proposer.reflective_mutation.reflection_lm import StatelessReflectionLM
+
+        components = list(config.optimize_components)
+        name = weakest(failing, components)
+        texts = dict(self.store.texts(version))
+        lm = ReflectionLM(self.reflection_model)
+        started = time.perf_counter()
+        record: dict[str, Any] = {"component": name, "parent": version, "rolling": rolling}
+        try:
+            proposal, _ = StatelessReflectionLM(lm, reflection_templates([name])).reflect(
+                {name: texts[name]}, reflective_dataset(failing, [name]), [name]
+            )
+            new_text = proposal.new_texts.get(name, texts[name])
+            if new_text.strip() == texts[name].strip():
+                raise ValueError("the reflection model proposed the same text")
+            resolve_prompts({**texts, name: new_text})
+        except Exception as exc:  # noqa: BLE001 - a failed mutation leaves the prompts as they are
+            log.warning("online loop: no new %s prompt: %s", name, exc)
+            return record | {
+                "event": "mutation_refused",
+                "reason": f"{type(exc).__name__}: {exc}",
+                "llm_calls": lm.usage.llm_calls,
+                "tokens": lm.usage.total_tokens,
+            }
+        new_version = self.store.add(
+            {name: new_text},
+            parent=version,
+            scores={"online_rolling": rolling},
+            source="online",
+            note=f"online: {name} after {len(failing)} failing run(s) of the last "
+            f"{config.optimize_window} (rolling score {rolling:.2f})",
+        )
+        self.store.use(new_version)
+        log.info(
+            "online loop: %s prompt mutated (%s -> %s), rolling score %.2f",
+            name,
+            version,
+            new_version,
+            rolling,
+        )
+        return record | {
+            "event": "mutated",
+            "version": new_version,
+            "llm_calls": lm.usage.llm_calls,
+            "tokens": lm.usage.total_tokens,
+            "ms": round((time.perf_counter() - started) * 1000, 1),
+        }
+
+
+def _calls(records: Sequence[dict[str, Any]]) -> int:
+    return sum(int(r.get("llm_calls", 0)) for r in records if r["kind"] == "mutation")
+
+
+def make_online_node(
+    config: AimeConfig, source: PromptSource, reflection_model: BaseChatModel | str
+) -> Node[AimeState]:
+    """The graph's last node when ``config.optimize_online``: :meth:`OnlineLoop.after_run`
+    for the run that just finished, with the prompt version the run started with
+    (the run's ``optimize_*`` context overrides apply).
+
+    Raises:
+        ValueError: ``source`` is not a prompt store (the loop has nowhere to put
+            its prompts), or ``optimize_components`` names an unknown component.
+    """
+    if not isinstance(source, PromptStore):
+        raise ValueError(
+            "optimize_online needs prompts= a prompt store (a PromptStore or a .jsonl path), "
+            f"where it keeps the prompts it writes; got {source!r}"
+        )
+    unknown = sorted(set(config.optimize_components) - set(DEFAULT_PROMPTS))
+    if unknown:
+        raise ValueError(
+            f"optimize_components: unknown component(s) {unknown}; known: {sorted(DEFAULT_PROMPTS)}"
+        )
+    model = (
+        resolve_model(reflection_model) if isinstance(reflection_model, str) else reflection_model
+    )
+    loop = OnlineLoop(source, model)
+    store = source
+
+    def optimize_online(state: AimeState, *, runtime: Runtime[AimeConfig]) -> dict[str, Any]:
+        thread_id = (get_config().get("configurable") or {}).get("thread_id")
+        version = state.get("prompt_version") or store.current()
+        event = loop.after_run(state, config.for_run(runtime), version=version, thread_id=thread_id)
+        runtime.stream_writer({"type": "optimizer", **event})
+        return {}
+
+    return optimize_online

@@ -1,0 +1,126 @@
+"""AimeConfig.optimize_online on the scripted citation task (tests/optimizer/teaching.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain_core.language_models.fake_chat_models import FakeListChatModel
+
+from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.models.teaching import FeedbackReflectionModel
+from aimegraph.optimizer.store import PromptStore
+from aimegraph.prompts import DEFAULT_PROMPTS
+from aimegraph.prompts.source import DEFAULT_VERSION
+from tests.optimizer import teaching
+
+pytest.importorskip("gepa")
+
+
+def _graph(tmp_path: Path, reflection: Any = None, **fields: Any):
+    model, models = teaching.task_models()
+    config = teaching.config(tmp_path / "ws").model_copy(
+        update={"optimize_online": True, "optimize_window": 3, "optimize_max_llm_calls": 5} | fields
+    )
+    return build_aime_graph(
+        model,
+        models=models | {"reflection": reflection or FeedbackReflectionModel()},
+        config=config,
+        prompts=PromptStore(tmp_path / "prompts.jsonl"),
+    )
+
+
+def _run(
+    graph, goal: str = "What was the Q3 revenue?"
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    events: list[dict[str, Any]] = []
+    out: dict[str, Any] = {}
+    for mode, chunk in graph.stream({"goal": goal}, stream_mode=["custom", "values"]):
+        if mode == "custom" and chunk.get("type") == "optimizer":
+            events.append(chunk)
+        elif mode == "values":
+            out = chunk
+    return out, events
+
+
+def _records(tmp_path: Path, kind: str) -> list[dict[str, Any]]:
+    lines = (tmp_path / "prompts.traces.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["kind"] == kind]
+
+
+def test_failing_runs_trigger_one_mutation_used_from_the_next_run(tmp_path: Path) -> None:
+    graph = _graph(tmp_path)
+    for n in (1, 2):
+        out, events = _run(graph)
+        assert out["status"] == "rejected"
+        assert [(e["event"], e["runs"], e["rolling"]) for e in events] == [("traced", n, 0.0)]
+    store = PromptStore(tmp_path / "prompts.jsonl")
+    assert store.active() is None
+
+    out, events = _run(graph)  # the third failure fills the window
+    assert out["status"] == "rejected" and out["prompt_version"] == DEFAULT_VERSION
+    (event,) = events
+    assert event["event"] == "mutated" and event["component"] == "planner"
+    assert event["llm_calls"] == 1 and event["parent"] == DEFAULT_VERSION
+    new = store.get(event["version"])
+    assert store.active() == new.version
+    assert (new.source, new.parent) == ("online", DEFAULT_VERSION)
+    assert teaching.INSTRUCTION in new.texts["planner"]
+    assert new.texts["actor"] == DEFAULT_PROMPTS["actor"]  # one component per mutation
+    assert len(_records(tmp_path, "run")) == 3 and len(_records(tmp_path, "mutation")) == 1
+
+    # The next runs use the new prompt, succeed, and trigger nothing more.
+    for n in (1, 2, 3, 4):
+        out, events = _run(graph)
+        assert out["status"] == "succeeded" and out["prompt_version"] == new.version
+        assert [(e["event"], e["runs"], e["rolling"]) for e in events] == [
+            ("traced", min(n, 3), 1.0)
+        ]
+    assert len(_records(tmp_path, "mutation")) == 1
+
+    # A restarted process (a new graph and store object over the same files) uses it too.
+    out, _ = _run(_graph(tmp_path))
+    assert out["status"] == "succeeded" and out["prompt_version"] == new.version
+
+
+def test_no_mutation_while_the_score_holds(tmp_path: Path) -> None:
+    store = PromptStore(tmp_path / "prompts.jsonl")
+    cited = DEFAULT_PROMPTS["planner"] + f"\n- {teaching.INSTRUCTION} the figures come from.\n"
+    store.use(store.add({"planner": cited}, source="manual"))
+    graph = _graph(tmp_path, optimize_window=2)
+    for _ in range(4):
+        out, events = _run(graph)
+        assert out["status"] == "succeeded" and events[0]["event"] == "traced"
+    assert (
+        _records(tmp_path, "mutation") == []
+        and [r["trace"]["score"] for r in _records(tmp_path, "run")] == [1.0] * 4
+    )
+    assert [v.source for v in store.list()] == ["manual"]
+
+
+def test_the_reflection_budget_is_never_passed(tmp_path: Path) -> None:
+    # A reflection model whose proposals are refused (no placeholders): the window
+    # starts again after the attempt, and once full again with the one call allowed
+    # spent, every run says so instead of calling again.
+    useless = FakeListChatModel(responses=["```\n# Role: planner\nJust plan.\n```"])
+    graph = _graph(tmp_path, reflection=useless, optimize_window=2, optimize_max_llm_calls=1)
+    seen = [_run(graph)[1][0]["event"] for _ in range(6)]
+    assert seen == ["traced", "mutation_refused", "traced"] + ["budget_spent"] * 3
+    (attempt,) = _records(tmp_path, "mutation")
+    assert attempt["llm_calls"] == 1 and "placeholder" in attempt["reason"]
+    assert PromptStore(tmp_path / "prompts.jsonl").list() == []
+
+
+def test_the_online_node_is_there_only_when_enabled(tmp_path: Path) -> None:
+    assert "optimize_online" in _graph(tmp_path).get_graph().nodes
+    model, models = teaching.task_models()
+    plain = build_aime_graph(model, models=models, prompts=PromptStore(tmp_path / "p.jsonl"))
+    assert "optimize_online" not in plain.get_graph().nodes
+    with pytest.raises(ValueError, match="prompt store"):
+        build_aime_graph(model, models=models, config=AimeConfig(optimize_online=True))
+    with pytest.raises(ValueError, match="optimize_components"):
+        _graph(tmp_path, optimize_components=("critic",))
+    with pytest.raises(ValueError, match="when the graph is built"):
+        _graph(tmp_path).invoke({"goal": "x"}, context={"optimize_online": False})
