@@ -121,6 +121,14 @@ def cmd_memory(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     return run_memory_command(args, args.memory_store(), console)
 
 
+def cmd_optimize(
+    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
+) -> int:
+    from aimegraph.optimizer.commands import run_optimize_command
+
+    return run_optimize_command(args, console)
+
+
 @contextmanager
 def _tracing(endpoint: str | None) -> Iterator[None]:
     """OpenTelemetry spans of the command's runs to ``endpoint`` (OTLP/HTTP)."""
@@ -760,6 +768,16 @@ def _parser() -> argparse.ArgumentParser:
     from aimegraph.memory.commands import add_memory_arguments
 
     add_memory_arguments(memory)
+
+    optimize = command(
+        "optimize",
+        cmd_optimize,
+        "Optimise the role prompts with GEPA on JSON Lines examples; the winner goes into "
+        "the prompt store, active (needs the [optimize] extra).",
+    )
+    from aimegraph.optimizer.commands import add_optimize_arguments
+
+    add_optimize_arguments(optimize)
 
     draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")
