@@ -109,9 +109,7 @@ def _open_memory(stack: ExitStack, args: argparse.Namespace) -> BaseStore:
 
     url = args.store or default_store_url(args.checkpoints)
     try:
-        return stack.enter_context(
-            open_store(url, embeddings=args.embeddings, ttl_days=args.memory_ttl_days)
-        )
+        return stack.enter_context(open_store(url, embeddings=args.embeddings))
     except (*STORE_ERRORS, ImportError) as exc:
         reason = " ".join(str(exc).split())
         raise CliError(f"cannot open memory store {redact_url(url)}: {reason}", EXIT_USAGE) from exc
@@ -121,14 +119,6 @@ def cmd_memory(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     from aimegraph.memory.commands import run_memory_command
 
     return run_memory_command(args, args.memory_store(), console)
-
-
-def cmd_optimize(
-    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
-) -> int:
-    from aimegraph.optimizer.commands import run_optimize_command
-
-    return run_optimize_command(args, console)
 
 
 @contextmanager
@@ -649,13 +639,6 @@ def _parser() -> argparse.ArgumentParser:
         help="what the memory index embeds with (minilm needs the [semantic] extra)",
     )
     parser.add_argument(
-        "--memory-ttl-days",
-        type=float,
-        metavar="DAYS",
-        help="memories expire this many days after they are written (the store's TTL: "
-        "SQLite and Postgres; default: kept until forgotten)",
-    )
-    parser.add_argument(
         "--otlp",
         metavar="URL",
         default=os.environ.get("AIMEGRAPH_OTLP_ENDPOINT"),
@@ -777,16 +760,6 @@ def _parser() -> argparse.ArgumentParser:
     from aimegraph.memory.commands import add_memory_arguments
 
     add_memory_arguments(memory)
-
-    optimize = command(
-        "optimize",
-        cmd_optimize,
-        "Optimise the role prompts with GEPA on JSON Lines examples; the winner goes into "
-        "the prompt store, active (needs the [optimize] extra).",
-    )
-    from aimegraph.optimizer.commands import add_optimize_arguments
-
-    add_optimize_arguments(optimize)
 
     draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")
