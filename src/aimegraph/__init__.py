@@ -18,28 +18,23 @@ from aimegraph.nodes import ActorFactory, ActorSpec, DefaultActorFactory
 from aimegraph.optimizer import OptimizeResult, PromptStore, optimize
 from aimegraph.state import (
     AimeState,
-    MemberResult,
     PlanUpdate,
     ProgressUpdate,
     Task,
     TaskResult,
     TaskSpec,
-    TeamSpec,
     Usage,
     Verdict,
     render_checklist,
 )
-from aimegraph.teams.units import AgentUnit
 from aimegraph.tools import ToolRegistry, default_registry
 
 __all__ = [
     "ActorFactory",
     "ActorSpec",
-    "AgentUnit",
     "AimeConfig",
     "AimeState",
     "DefaultActorFactory",
-    "MemberResult",
     "OptimizeResult",
     "PlanUpdate",
     "ProgressUpdate",
@@ -47,7 +42,6 @@ __all__ = [
     "Task",
     "TaskResult",
     "TaskSpec",
-    "TeamSpec",
     "ToolRegistry",
     "Usage",
     "Verdict",

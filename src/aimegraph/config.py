@@ -24,6 +24,7 @@ ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
 ToolCallingMode = Literal["auto", "native", "json"]
 MemoryPolicy = Literal["on", "off"]
+SchedulerPolicy = Literal["eager", "batch"]
 
 
 class AimeConfig(BaseModel):
@@ -53,6 +54,11 @@ class AimeConfig(BaseModel):
         description="USD per million (input, output) tokens, by model name; feeds max_cost_usd.",
     )
     replan: ReplanPolicy = "on_failure"
+    scheduler: SchedulerPolicy = Field(
+        "batch",
+        description="'eager': a task starts the moment its dependencies complete; 'batch': "
+        "the orchestrator's batch runs to its slowest member before the next (set when built).",
+    )
     verify: VerifyPolicy = "final"
     approve_plan: bool = False
     approve_tools: tuple[str, ...] = ()
@@ -135,7 +141,12 @@ class AimeConfig(BaseModel):
 
     #: Fields used when the graph is built (models are resolved once), not per run.
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset(
-        {"model_timeout_s", "model_retries", "optimize_online"}
+        {
+            "model_timeout_s",
+            "model_retries",
+            "scheduler",
+            "optimize_online",
+        }
     )
 
     def budget_spent(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -21,14 +20,13 @@ from aimegraph.nodes.executor import (
     DefaultActorFactory,
     make_assemble_node,
     make_conclude_node,
-    make_hand_back_node,
     make_react_node,
     route_after_react,
     route_after_tools,
 )
 from aimegraph.nodes.human import make_tool_approval
 from aimegraph.nodes.verifier import make_task_check_node
-from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
+from aimegraph.state import ActorInput, ActorOutput, ActorState
 from aimegraph.tools.execution import make_tool_node
 from aimegraph.tools.registry import ToolRegistry
 
@@ -43,9 +41,7 @@ def build_actor_graph(
     verifier_model: BaseChatModel | str | None = None,
     checkpointer: Checkpointer = None,
     memory: bool = False,
-    member: bool = False,
-    name: str = "executor",
-) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, Any]:
+) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, ActorOutput]:
     """Build the executor: one specialised ReAct actor working on one task.
 
     Args:
@@ -63,18 +59,12 @@ def build_actor_graph(
         memory: Add ``recall`` (past episodes of similar tasks into the actor's
             knowledge) before ``assemble`` and ``record`` (the task's episode, and
             a lesson after a retry succeeded) at the end, over ``runtime.store``.
-        member: Build a team member's turn (see :mod:`aimegraph.teams`): the graph
-            ends with ``hand_back`` and outputs its turn as a ``MemberResult`` in
-            ``members`` (:class:`MemberOutput`) instead of the task; no ``check``
-            (the team's result is what gets checked) and no memory.
-        name: The compiled graph's name.
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
         ``dependency_results``). Output: ``tasks`` (the task with its result),
         ``updates`` and ``usage``, ready to merge into ``AimeState``.
     """
-    memory = memory and not member
     config = config or AimeConfig()
     registry = registry or ToolRegistry()
     factory = factory or DefaultActorFactory(
@@ -85,10 +75,7 @@ def build_actor_graph(
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
 
     builder = StateGraph(
-        ActorState,
-        context_schema=AimeConfig,
-        input_schema=ActorInput,
-        output_schema=MemberOutput if member else ActorOutput,
+        ActorState, context_schema=AimeConfig, input_schema=ActorInput, output_schema=ActorOutput
     )
     builder.add_node("assemble", make_assemble_node(factory))
     builder.add_node(
@@ -116,16 +103,12 @@ def build_actor_graph(
     else:
         builder.add_edge(START, "assemble")
     last = "record" if memory else END
-    if member:
-        builder.add_node("hand_back", make_hand_back_node())
-        builder.add_edge("hand_back", END)
-        last = "hand_back"
     builder.add_edge("assemble", "react")
     builder.add_conditional_edges(
         "react", route_after_react(config), ["tools", "react", "conclude"]
     )
     builder.add_conditional_edges("tools", route_after_tools(config), ["react", "conclude"])
-    if config.verify in ("tasks", "both") and not member:
+    if config.verify in ("tasks", "both"):
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check", make_task_check_node(checker, config=config), retry_policy=LLM_RETRY_POLICY
@@ -134,4 +117,4 @@ def build_actor_graph(
         builder.add_edge("check", last)
     else:
         builder.add_edge("conclude", last)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(checkpointer=checkpointer, name="executor")

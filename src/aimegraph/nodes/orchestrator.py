@@ -14,16 +14,9 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.scheduler import actor_inputs, start_tasks
 from aimegraph.nodes.types import Node
-from aimegraph.state import (
-    ActorInput,
-    AimeState,
-    Task,
-    Usage,
-    dependency_results,
-    ready_tasks,
-    render_checklist,
-)
+from aimegraph.state import AimeState, Task, Usage, ready_tasks, render_checklist
 
 PLANNER, EXECUTOR, REPORTER = "planner", "executor", "reporter"
 
@@ -88,10 +81,7 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
             )
         ready = ready_tasks(tasks)
         if ready:
-            started = {
-                t.id: t.model_copy(update={"status": "in_progress", "attempts": t.attempts + 1})
-                for t in ready[: cfg.max_parallel]
-            }
+            started = start_tasks(ready[: cfg.max_parallel])
             runtime.stream_writer(
                 {"type": "checklist", "checklist": render_checklist(tasks | started)}
             )
@@ -112,30 +102,22 @@ def _dispatch(
     state: AimeState,
     cfg: AimeConfig,
 ) -> Command:
-    """One Send per started task, each with its dependencies' results."""
-    # Parallel actors share what is left of the call budget.
-    call_budget = None
-    if cfg.max_llm_calls is not None:
-        used = (state.get("usage") or Usage()).llm_calls
-        call_budget = max(1, (cfg.max_llm_calls - used) // len(started))
-    sends = [
-        Send(
-            EXECUTOR,
-            ActorInput(
-                goal=state.get("goal", ""),
-                task=task,
-                dependency_results=dependency_results(tasks, task),
-                llm_call_budget=call_budget,
-                known_facts=state.get("facts") or {},
-            ),
-        )
-        for task in started.values()
-    ]
-    return Command(
-        goto=sends,
-        update={
-            "tasks": retried | started,
-            "steps": state.get("steps", 0) + 1,
-            "dispatched": list(started),
-        },
+    """One Send per started task, each with its dependencies' results; under the
+    eager scheduler, the executor node starts them (and what they make ready)."""
+    update = {
+        "tasks": retried | started,
+        "steps": state.get("steps", 0) + 1,
+        "dispatched": list(started),
+    }
+    if cfg.scheduler == "eager":
+        return Command(goto=EXECUTOR, update=update)
+    inputs = actor_inputs(
+        list(started.values()),
+        tasks,
+        goal=state.get("goal", ""),
+        facts=state.get("facts") or {},
+        used_calls=(state.get("usage") or Usage()).llm_calls,
+        cfg=cfg,
+        prompt_version=state.get("prompt_version"),
     )
+    return Command(goto=[Send(EXECUTOR, inp) for inp in inputs], update=update)

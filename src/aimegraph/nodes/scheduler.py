@@ -1,0 +1,328 @@
+"""Eager dispatch (``AimeConfig.scheduler="eager"``): start each task the moment its
+dependencies complete.
+
+LangGraph runs the nodes of a super-step together and starts the next step only
+when all of them are done, so a batch of ``Send``s waits for its slowest member
+(the maintainers keep that barrier by design). Here the ``executor`` node is a
+runner instead: it calls the actor subgraph for each task as a functional-API
+``@task`` (which returns a future at once), waits for the first to finish,
+starts whatever that made ready, and goes on until nothing more can start, with
+at most ``max_parallel`` tasks in flight.
+
+Durability. Each ``@task``'s result is saved as a pending write of the step the
+moment it finishes, so a crash loses only the tasks in flight: on resume the
+node runs again and every finished task returns its saved result at once.
+LangGraph matches a saved result to its call by the order of the node's
+``@task`` calls (a per-node call counter), not by the call's input, and the
+order in which tasks finish depends on timing. So each round's outcome (which
+tasks finished) is itself recorded as a tiny ``@task`` whose result is that
+list: live, it returns its input; replayed, it returns the original round, and
+the runner waits for exactly those tasks and starts the same ones in the same
+order, so every later call lines up with its saved result. Once an interrupt or
+an error stops the run, the runner makes no more calls (it only waits for the
+tasks in flight), because a resumed task may end differently the next time.
+
+What stays as in the batch scheduler: the orchestrator decides the first batch,
+retries, replans, budgets and routing; the runner hands back to it when a task
+has failed for good (a replan point), when a budget is spent, or when nothing
+more can start. With ``replan="every_step"`` the runner runs only the batch it
+was given, so the planner still revises the plan after every batch.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from langchain_core.runnables import Runnable, RunnableLambda
+from langgraph.errors import GraphInterrupt
+from langgraph.func import task
+from langgraph.runtime import Runtime, get_runtime
+from langgraph.types import Interrupt
+
+from aimegraph.config import AimeConfig
+from aimegraph.state import (
+    ActorInput,
+    ActorOutput,
+    AimeState,
+    ProgressUpdate,
+    Task,
+    Usage,
+    dependency_results,
+    merge_tasks,
+    ready_tasks,
+    render_checklist,
+)
+from aimegraph.state.reducers import merge_facts
+
+ActorRunner = Callable[[ActorInput], ActorOutput]
+
+
+def actor_inputs(
+    started: Sequence[Task],
+    tasks: dict[str, Task],
+    *,
+    goal: str,
+    facts: dict[str, str],
+    used_calls: int,
+    cfg: AimeConfig,
+    sharing: int | None = None,
+    prompt_version: str | None = None,
+) -> list[ActorInput]:
+    """What each started task's actor gets: its dependencies' results, the run's
+    facts, and its share of the LLM calls left (``sharing`` tasks split them;
+    by default the started ones)."""
+    call_budget = None
+    if cfg.max_llm_calls is not None:
+        call_budget = max(1, (cfg.max_llm_calls - used_calls) // max(1, sharing or len(started)))
+    return [
+        ActorInput(
+            goal=goal,
+            task=t,
+            dependency_results=dependency_results(tasks, t),
+            llm_call_budget=call_budget,
+            known_facts=facts,
+            prompt_version=prompt_version,
+        )
+        for t in started
+    ]
+
+
+def start_tasks(ready: Sequence[Task]) -> dict[str, Task]:
+    """``ready`` marked in progress, one attempt more."""
+    return {
+        t.id: t.model_copy(update={"status": "in_progress", "attempts": t.attempts + 1})
+        for t in ready
+    }
+
+
+@dataclass
+class Schedule:
+    """One executor visit's bookkeeping (no I/O): the task map as it evolves, what
+    finished, what may start next, and the update handed back to the graph."""
+
+    cfg: AimeConfig
+    state: AimeState
+    writer: Callable[[Any], None]
+    tasks: dict[str, Task] = field(default_factory=dict)
+    running: list[str] = field(default_factory=list)
+    changed: dict[str, Task] = field(default_factory=dict)
+    updates: list[ProgressUpdate] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    facts: dict[str, str] = field(default_factory=dict)
+    steps: int = 0
+    launched: list[str] = field(default_factory=list)
+    halted: bool = False
+
+    @classmethod
+    def begin(cls, state: AimeState, cfg: AimeConfig, writer: Callable[[Any], None]) -> Schedule:
+        return cls(
+            cfg=cfg,
+            state=state,
+            writer=writer,
+            tasks=dict(state.get("tasks") or {}),
+            steps=state.get("steps", 0),
+        )
+
+    def first_batch(self) -> list[ActorInput]:
+        """The batch the orchestrator started (``dispatched``, in progress)."""
+        batch = [
+            self.tasks[i]
+            for i in self.state.get("dispatched") or []
+            if i in self.tasks and self.tasks[i].status == "in_progress"
+        ]
+        return self._launch(batch)
+
+    def next_batch(self) -> list[ActorInput]:
+        """Ready tasks to start now, within ``max_parallel`` and the budgets."""
+        if self.halted or self.cfg.replan == "every_step":
+            return []
+        free = self.cfg.max_parallel - len(self.running)
+        ready = [t for t in ready_tasks(self.tasks) if t.id not in self.running][: max(0, free)]
+        if not ready:
+            return []
+        usage = (self.state.get("usage") or Usage()) + self.usage
+        started_at = self.state.get("run_started_at")
+        if self.cfg.budget_spent(usage, self.steps, started_at=started_at):
+            # The orchestrator reports the spent budget when the runner hands back.
+            self.halted = True
+            return []
+        started = start_tasks(ready)
+        self.steps += 1
+        self.tasks |= started
+        self.changed |= started
+        self.writer({"type": "checklist", "checklist": render_checklist(self.tasks)})
+        return self._launch(list(started.values()))
+
+    def _launch(self, batch: list[Task]) -> list[ActorInput]:
+        self.running += [t.id for t in batch]
+        self.launched += [t.id for t in batch if t.id not in self.launched]
+        usage = (self.state.get("usage") or Usage()) + self.usage
+        return actor_inputs(
+            batch,
+            self.tasks,
+            goal=self.state.get("goal", ""),
+            facts=merge_facts(self.state.get("facts") or {}, self.facts),
+            used_calls=usage.llm_calls,
+            cfg=self.cfg,
+            sharing=len(self.running),
+            prompt_version=self.state.get("prompt_version"),
+        )
+
+    def finish(self, task_id: str, output: ActorOutput) -> None:
+        """Merge a finished actor's output. A failure with retries left goes back to
+        pending (it starts again at once); one without stops further starts."""
+        self.running.remove(task_id)
+        done = output.get("tasks") or {}
+        self.tasks = merge_tasks(self.tasks, done)
+        self.changed = merge_tasks(self.changed, done)
+        self.updates += output.get("updates") or []
+        self.usage = self.usage + (output.get("usage") or Usage())
+        self.facts = merge_facts(self.facts, output.get("facts") or {})
+        settled = self.tasks[task_id]
+        if settled.status == "failed":
+            if settled.attempts <= self.cfg.task_retries:
+                retried = {task_id: settled.model_copy(update={"status": "pending"})}
+                self.tasks |= retried
+                self.changed |= retried
+            else:
+                self.halted = True
+        self.writer({"type": "checklist", "checklist": render_checklist(self.tasks)})
+
+    def update(self) -> dict[str, Any]:
+        """The node's update: every task it changed, the actors' records and usage."""
+        out: dict[str, Any] = {
+            "tasks": self.changed,
+            "updates": self.updates,
+            "usage": self.usage,
+            "steps": self.steps,
+            "dispatched": self.launched,
+        }
+        if self.facts:
+            out["facts"] = self.facts
+        return out
+
+
+def make_executor_node(
+    actor_graph: Runnable[ActorInput, ActorOutput], config: AimeConfig
+) -> Runnable[AimeState, dict[str, Any]]:
+    """The eager ``executor`` node: runs ``actor_graph`` (the compiled actor subgraph) once
+    per task, each as a ``@task`` started the moment the task is ready.
+
+    Sync under ``graph.invoke``, awaited under ``graph.ainvoke``. Interrupts raised
+    inside actors (tool approval, ``ask_human``) are collected from all actors in
+    flight and raised together; resuming answers them by id and the actors go on
+    from their own checkpoints.
+    """
+
+    # The functions' names name the @tasks (and their checkpoint namespaces).
+    @task
+    def actor(inp: ActorInput) -> ActorOutput:
+        return actor_graph.invoke(inp)
+
+    @task
+    def round(finished: list[str]) -> list[str]:  # noqa: A001 - the task's name
+        # Live, the ids of the tasks that finished this round; replayed, the saved ones.
+        return finished
+
+    async def _aactor(inp: ActorInput) -> ActorOutput:
+        return await actor_graph.ainvoke(inp)
+
+    async def _around(finished: list[str]) -> list[str]:
+        return finished
+
+    _aactor.__name__, _around.__name__ = "actor", "round"
+    aactor, around = task(_aactor), task(_around)
+
+    def executor(state: AimeState) -> dict[str, Any]:
+        runtime: Runtime[Any] = get_runtime()
+        schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
+        running: dict[str, concurrent.futures.Future[ActorOutput]] = {}
+
+        def launch(batch: list[ActorInput]) -> None:
+            for inp in batch:
+                running[inp["task"].id] = actor(inp)
+
+        launch(schedule.first_batch())
+        stopped = _Stop()
+        while running and not stopped:
+            concurrent.futures.wait(
+                running.values(), return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            finished = round([i for i, f in running.items() if f.done()]).result()
+            for task_id in finished:
+                stopped.collect(schedule, task_id, running.pop(task_id))
+            launch(schedule.next_batch())
+        # Stopped by an interrupt or an error: no more @task calls, only the wait.
+        concurrent.futures.wait(running.values())
+        for task_id in list(running):
+            stopped.collect(schedule, task_id, running.pop(task_id))
+        stopped.raise_if_any()
+        return schedule.update()
+
+    async def aexecutor(state: AimeState) -> dict[str, Any]:
+        runtime: Runtime[Any] = get_runtime()
+        schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
+        running: dict[str, asyncio.Future[ActorOutput]] = {}
+
+        def launch(batch: list[ActorInput]) -> None:
+            for inp in batch:
+                # Under ainvoke a @task call returns an asyncio future.
+                running[inp["task"].id] = cast(asyncio.Future[ActorOutput], aactor(inp))
+
+        launch(schedule.first_batch())
+        stopped = _Stop()
+        while running and not stopped:
+            await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
+            finished = await around([i for i, f in running.items() if f.done()])
+            for task_id in finished:
+                fut = running.pop(task_id)
+                await asyncio.wait([fut])
+                stopped.collect(schedule, task_id, fut)
+            launch(schedule.next_batch())
+        if running:
+            await asyncio.wait(running.values())
+        for task_id in list(running):
+            stopped.collect(schedule, task_id, running.pop(task_id))
+        stopped.raise_if_any()
+        return schedule.update()
+
+    return RunnableLambda(executor, afunc=aexecutor, name="executor")
+
+
+class _Stop:
+    """Interrupts and errors of finished actors; truthy once there is one."""
+
+    def __init__(self) -> None:
+        self.interrupts: list[Interrupt] = []
+        self.error: BaseException | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.interrupts) or self.error is not None
+
+    def collect(
+        self,
+        schedule: Schedule,
+        task_id: str,
+        fut: concurrent.futures.Future[ActorOutput] | asyncio.Future[ActorOutput],
+    ) -> None:
+        """Merge a finished actor's result into ``schedule``, or keep why it stopped."""
+        try:
+            output = fut.result()
+        except GraphInterrupt as exc:
+            self.interrupts += list(exc.args[0]) if exc.args else []
+            schedule.halted = True
+        except BaseException as exc:  # noqa: BLE001 - re-raised once the others are done
+            self.error = self.error or exc
+            schedule.halted = True
+        else:
+            schedule.finish(task_id, output)
+
+    def raise_if_any(self) -> None:
+        if self.error is not None:
+            raise self.error
+        if self.interrupts:
+            raise GraphInterrupt(tuple(self.interrupts))
