@@ -18,23 +18,28 @@ from aimegraph.nodes import ActorFactory, ActorSpec, DefaultActorFactory
 from aimegraph.optimizer import OptimizeResult, PromptStore, optimize
 from aimegraph.state import (
     AimeState,
+    MemberResult,
     PlanUpdate,
     ProgressUpdate,
     Task,
     TaskResult,
     TaskSpec,
+    TeamSpec,
     Usage,
     Verdict,
     render_checklist,
 )
+from aimegraph.teams.units import AgentUnit
 from aimegraph.tools import ToolRegistry, default_registry
 
 __all__ = [
     "ActorFactory",
     "ActorSpec",
+    "AgentUnit",
     "AimeConfig",
     "AimeState",
     "DefaultActorFactory",
+    "MemberResult",
     "OptimizeResult",
     "PlanUpdate",
     "ProgressUpdate",
@@ -42,6 +47,7 @@ __all__ = [
     "Task",
     "TaskResult",
     "TaskSpec",
+    "TeamSpec",
     "ToolRegistry",
     "Usage",
     "Verdict",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -20,13 +21,14 @@ from aimegraph.nodes.executor import (
     DefaultActorFactory,
     make_assemble_node,
     make_conclude_node,
+    make_hand_back_node,
     make_react_node,
     route_after_react,
     route_after_tools,
 )
 from aimegraph.nodes.human import make_tool_approval
 from aimegraph.nodes.verifier import make_task_check_node
-from aimegraph.state import ActorInput, ActorOutput, ActorState
+from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
 from aimegraph.tools.execution import make_tool_node
 from aimegraph.tools.registry import ToolRegistry
 
@@ -41,7 +43,9 @@ def build_actor_graph(
     verifier_model: BaseChatModel | str | None = None,
     checkpointer: Checkpointer = None,
     memory: bool = False,
-) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, ActorOutput]:
+    member: bool = False,
+    name: str = "executor",
+) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, Any]:
     """Build the executor: one specialised ReAct actor working on one task.
 
     Args:
@@ -59,12 +63,18 @@ def build_actor_graph(
         memory: Add ``recall`` (past episodes of similar tasks into the actor's
             knowledge) before ``assemble`` and ``record`` (the task's episode, and
             a lesson after a retry succeeded) at the end, over ``runtime.store``.
+        member: Build a team member's turn (see :mod:`aimegraph.teams`): the graph
+            ends with ``hand_back`` and outputs its turn as a ``MemberResult`` in
+            ``members`` (:class:`MemberOutput`) instead of the task; no ``check``
+            (the team's result is what gets checked) and no memory.
+        name: The compiled graph's name.
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
         ``dependency_results``). Output: ``tasks`` (the task with its result),
         ``updates`` and ``usage``, ready to merge into ``AimeState``.
     """
+    memory = memory and not member
     config = config or AimeConfig()
     registry = registry or ToolRegistry()
     factory = factory or DefaultActorFactory(
@@ -75,7 +85,10 @@ def build_actor_graph(
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
 
     builder = StateGraph(
-        ActorState, context_schema=AimeConfig, input_schema=ActorInput, output_schema=ActorOutput
+        ActorState,
+        context_schema=AimeConfig,
+        input_schema=ActorInput,
+        output_schema=MemberOutput if member else ActorOutput,
     )
     builder.add_node("assemble", make_assemble_node(factory))
     builder.add_node(
@@ -103,12 +116,16 @@ def build_actor_graph(
     else:
         builder.add_edge(START, "assemble")
     last = "record" if memory else END
+    if member:
+        builder.add_node("hand_back", make_hand_back_node())
+        builder.add_edge("hand_back", END)
+        last = "hand_back"
     builder.add_edge("assemble", "react")
     builder.add_conditional_edges(
         "react", route_after_react(config), ["tools", "react", "conclude"]
     )
     builder.add_conditional_edges("tools", route_after_tools(config), ["react", "conclude"])
-    if config.verify in ("tasks", "both"):
+    if config.verify in ("tasks", "both") and not member:
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check", make_task_check_node(checker, config=config), retry_policy=LLM_RETRY_POLICY
@@ -117,4 +134,4 @@ def build_actor_graph(
         builder.add_edge("check", last)
     else:
         builder.add_edge("conclude", last)
-    return builder.compile(checkpointer=checkpointer, name="executor")
+    return builder.compile(checkpointer=checkpointer, name=name)

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -30,6 +30,9 @@ from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
+if TYPE_CHECKING:
+    from aimegraph.teams import AgentUnit
+
 AimeGraph = CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput]
 
 
@@ -43,6 +46,7 @@ def build_aime_graph(
     store: BaseStore | None = None,
     knowledge: KnowledgeBase | None = None,
     factory: ActorFactory | None = None,
+    agents: Sequence[AgentUnit] | None = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -65,6 +69,10 @@ def build_aime_graph(
             tool, and the default factory puts the passages nearest each task in
             the actor's prompt.
         factory: Assembles each task's actor; defaults to :class:`DefaultActorFactory`.
+        agents: Agent units (:class:`aimegraph.AgentUnit`). The planner sees them and
+            may give a task one (``agent``) or a team (``team``: sequential, joint,
+            hierarchical or broadcast, each a subgraph of the executor); a task
+            naming neither is done by the unit whose description matches it best.
         name: The compiled graph's name.
 
     Returns:
@@ -83,6 +91,12 @@ def build_aime_graph(
     )
     check_approve_tools(config.approve_tools, registry.tools)
 
+    units = None
+    if agents:
+        from aimegraph.teams import AgentRegistry  # wave-2 subpackage: only when asked for
+
+        units = AgentRegistry(agents, tools=registry)
+
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
     )
@@ -90,7 +104,11 @@ def build_aime_graph(
     builder.add_node(
         "planner",
         build_planner_graph(
-            role_models["planner"], registry=registry, config=config, memory=memory
+            role_models["planner"],
+            registry=registry,
+            config=config,
+            memory=memory,
+            agents=units.descriptions() if units is not None else None,
         ),
     )
     builder.add_node(
@@ -107,6 +125,20 @@ def build_aime_graph(
         verifier_model=role_models["verifier"],
         memory=memory,
     )
+    if units is not None:
+        from aimegraph.teams import build_team_executor
+
+        actor = build_team_executor(
+            role_models["actor"],
+            agents=units,
+            registry=registry,
+            factory=factory,
+            knowledge=knowledge,
+            config=config,
+            models=role_models,
+            verifier_model=role_models["verifier"],
+            memory=memory,
+        )
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.scheduler).
     builder.add_node(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -19,6 +21,7 @@ from aimegraph.nodes.planner import (
     make_validate_node,
     route_after_validate,
 )
+from aimegraph.prompts import planner as planner_prompts
 from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
 from aimegraph.tools.registry import ToolRegistry
 
@@ -30,6 +33,7 @@ def build_planner_graph(
     config: AimeConfig | None = None,
     checkpointer: Checkpointer = None,
     memory: bool = False,
+    agents: Mapping[str, str] | None = None,
 ) -> CompiledStateGraph[PlannerState, AimeConfig, PlannerInput, PlannerOutput]:
     """Build the planner: it turns the goal and the progress list into a task DAG.
 
@@ -44,6 +48,9 @@ def build_planner_graph(
         checkpointer: Only when used on its own; as a node it inherits the parent's.
         memory: Start with a ``recall`` node that puts past runs on similar goals
             from the run's store (``runtime.store``) into the planner's prompt.
+        agents: Agent units (name -> description) the plan may assign to tasks, alone
+            (``agent``) or as a team (``team``); listed in the prompt, and a plan
+            naming any other unit is sent back to the model.
 
     Returns:
         A compiled graph. Input: ``goal`` (or ``messages``), ``tasks`` and the
@@ -61,17 +68,26 @@ def build_planner_graph(
         input_schema=PlannerInput,
         output_schema=PlannerOutput,
     )
+    units = dict(agents or {})
+    described = registry.describe()
+    if units:
+        described += planner_prompts.AGENTS.format(
+            agents="\n".join(f"- {name}: {text}" for name, text in units.items())
+        )
     builder.add_node(
         "draft",
-        make_draft_node(chat, config=config, bundles_description=registry.describe()),
+        make_draft_node(chat, config=config, bundles_description=described, teams=bool(units)),
         retry_policy=LLM_RETRY_POLICY,
     )
-    builder.add_node("validate", make_validate_node(config=config, bundles=list(registry.bundles)))
+    builder.add_node(
+        "validate",
+        make_validate_node(config=config, bundles=list(registry.bundles), agents=list(units)),
+    )
     builder.add_node("give_up", make_give_up_node(config))
     builder.add_node("commit", make_commit_node())
     builder.add_node(
         "approve_plan",
-        make_approve_plan_node(config=config, bundles=list(registry.bundles)),
+        make_approve_plan_node(config=config, bundles=list(registry.bundles), agents=list(units)),
         destinations=("commit", "approve_plan", END),
     )
 

@@ -14,6 +14,13 @@ Which reply comes next:
   the conversation. Replies are therefore a pure function of the conversation,
   which keeps them right across retries, crashes and resumes. A task without a
   script submits ``"<title>: done"``.
+* a team member's turn (``<member name=... turn=...>`` after the task block) reads
+  ``actors["<task id>/<member>"]``: a list of steps for every turn, or
+  ``{turns: [[step, ...], ...]}``, one list per turn of that member.
+* ``team_lead`` and ``team_merge`` (a hierarchical team's split, a broadcast
+  team's merge): the next entry of ``team_leads[<task id>]`` /
+  ``team_merges[<task id>]``; without one, the lead gives every member the
+  task's title and the merge takes the first result, agreeing with nobody.
 * ``planner``, ``verifier``, ``reporter``: the next entry of the role's list
   (the last one repeats once the list is used up). A verifier prompt about a
   single ``<task id=...>`` reads ``task_checks[<id>]`` instead, and passes when
@@ -27,6 +34,8 @@ Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
     verifier: [ {passed, reasoning, issues}, ... ]
     task_checks: { t1: [ {passed, reasoning, issues}, ... ] }
     reporter: [ {text: "..."}, ... ]
+    team_leads: { t1: [ {parts: [{member, instruction}, ...]}, ... ] }
+    team_merges: { t1: [ {summary, answer, agreeing}, ... ] }
 
 A step is ``{tool: name, args: {...}}``, ``{calls: [{tool, args}, ...]}`` (parallel
 calls), ``{text: "..."}`` (a plain reply), ``{raw: "..."}`` (sent verbatim, to
@@ -77,6 +86,8 @@ Step = dict[str, Any]
 
 _ROLE = re.compile(r"^#\s*Role:\s*(\w+)", re.MULTILINE)
 _TASK = re.compile(r'<task id="([^"]+)"(?: attempt="(\d+)")?>')
+_MEMBER = re.compile(r'<member name="([^"]+)" turn="(\d+)"')
+_LEAD_MEMBERS = re.compile(r"^- ([\w-]+): ", re.MULTILINE)
 _PLACEHOLDER = re.compile(
     r"\{(goal|answer|last_tool_output|all_results|dep:[\w.-]+|result:[\w.-]+)\}"
 )
@@ -99,6 +110,8 @@ class Scenario(BaseModel):
     goal: str = ""
     planner: list[Step] = Field(default_factory=list)
     actors: dict[str, list[Step] | dict[str, list[list[Step]]]] = Field(default_factory=dict)
+    team_leads: dict[str, list[Step]] = Field(default_factory=dict)
+    team_merges: dict[str, list[Step]] = Field(default_factory=dict)
     verifier: list[Step] = Field(default_factory=list)
     task_checks: dict[str, list[Step]] = Field(default_factory=dict)
     reporter: list[Step] = Field(default_factory=list)
@@ -130,13 +143,17 @@ class Scenario(BaseModel):
         """Script keys (``actors``, ``task_checks``) that no planner entry defines.
         Not an error by itself: a human's edited plan may bring those tasks."""
         planned = {str(task["id"]) for task in self._planner_tasks() if "id" in task}
-        return sorted({*self.actors, *self.task_checks} - planned) if planned else []
+        # A member's script ("t1/writer") belongs to its task.
+        scripted = {key.split("/")[0] for key in (*self.actors, *self.task_checks)}
+        return sorted(scripted - planned) if planned else []
 
     def check_scripted(self, task_id: str) -> None:
         """A task without a script, while scripts exist for tasks never planned, is
         almost always a misspelled task id: refuse it instead of submitting
         ``"<title>: done"`` for it."""
         if task_id in self.actors or task_id in self.task_checks:
+            return
+        if any(key.startswith(f"{task_id}/") for key in self.actors):
             return
         if unplanned := self.unplanned_scripts():
             raise ScenarioError(
@@ -158,14 +175,15 @@ class Scenario(BaseModel):
                     )
         return problems
 
-    def actor_steps(self, task_id: str, attempt: int) -> list[Step]:
-        script = self.actors.get(task_id, [])
+    def actor_steps(self, task_id: str, attempt: int, member: str | None = None) -> list[Step]:
+        """The steps of a task's actor (by attempt), or of a member's turn (by turn)."""
+        script = self.actors.get(f"{task_id}/{member}" if member else task_id, [])
         if isinstance(script, list):
             return script
-        attempts = script.get("attempts", [])
-        if not attempts:
+        rounds = script.get("turns" if member else "attempts", [])
+        if not rounds:
             return []
-        return attempts[min(attempt, len(attempts)) - 1]
+        return rounds[min(attempt, len(rounds)) - 1]
 
 
 _SCRIPTED_SECTIONS = {
@@ -177,6 +195,8 @@ _SCRIPTED_SECTIONS = {
     "reporter",
     "lesson",
     "summary",
+    "team_leads",
+    "team_merges",
 }
 # Memory prompts (aimegraph.prompts.memory) say how many actor steps a context
 # summary stands for, so step counting survives a summarised conversation.
@@ -331,7 +351,10 @@ class ScriptedChatModel(BaseChatModel):
                 raise ScenarioError("actor prompt without a <task id=...> block")
             task_id, attempt = task_match.group(1), int(task_match.group(2) or 1)
             self.scenario.check_scripted(task_id)
-            steps = self.scenario.actor_steps(task_id, attempt)
+            if member := _MEMBER.search(prompt):
+                steps = self.scenario.actor_steps(task_id, int(member.group(2)), member.group(1))
+            else:
+                steps = self.scenario.actor_steps(task_id, attempt)
             index = sum(isinstance(m, AIMessage) for m in messages)
             index += sum(int(n) for n in _SUMMARISED_STEPS.findall(prompt))
             if index < len(steps):
@@ -352,6 +375,18 @@ class ScriptedChatModel(BaseChatModel):
             if not self.scenario.planner:
                 raise ScenarioError(f"scenario {self.scenario.name!r} has no planner entries")
             key, entries, default = "planner", self.scenario.planner, self.scenario.planner[-1]
+        elif role in ("team_lead", "team_merge") and task_match is not None:
+            task_id = task_match.group(1)
+            if role == "team_lead":
+                entries = self.scenario.team_leads.get(task_id, [])
+                heading = _section(prompt, r"Title: ([^\n]*)") or task_id
+                members = _LEAD_MEMBERS.findall(_section(prompt, r"Your members:\n(.*?)(?:\n\n|$)"))
+                default = {"parts": [{"member": m, "instruction": heading} for m in members]}
+            else:
+                entries = self.scenario.team_merges.get(task_id, [])
+                first = _section(prompt, r"<result [^>]*>\n(.*?)</result>")
+                default = {"summary": first or "no results", "agreeing": []}
+            key = f"{role}:{task_id}"
         elif role in ("lesson", "summary"):
             key, entries = role, getattr(self.scenario, role)
             default = {"text": _memory_reply(role, prompt)}

@@ -51,7 +51,7 @@ from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
-from aimegraph.state import ActorState, ProgressUpdate, Task, TaskResult
+from aimegraph.state import ActorState, MemberResult, ProgressUpdate, Task, TaskResult
 from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.registry import ToolRegistry
 
@@ -81,6 +81,10 @@ class ActorSpec:
     # past episodes shown with the knowledge, the run's whiteboard with the environment.
     experience: tuple[str, ...] = ()
     facts: tuple[tuple[str, str], ...] = ()
+    # The agent unit doing the task (aimegraph.teams), and why: the matcher's cosine
+    # score of each unit's description against the task, best first.
+    unit: str | None = None
+    unit_scores: tuple[tuple[str, float], ...] = ()
 
     @property
     def tool_names(self) -> list[str]:
@@ -235,6 +239,7 @@ def task_message(state: ActorState) -> HumanMessage:
             previous_attempt=previous,
             dependencies=deps,
         )
+        + state.get("brief", "")
     )
 
 
@@ -260,6 +265,8 @@ def make_assemble_node(factory: ActorFactory) -> ActorNode:
                 "task_id": task.id,
                 "tools": spec.tool_names,
                 "experience": list(spec.experience),
+                **_member_keys(state),
+                **({"unit": spec.unit} if spec.unit else {}),
             }
         )
         return {
@@ -403,13 +410,46 @@ def settle(state: ActorState, result: TaskResult, runtime: Runtime[Any]) -> dict
     """The actor's output for the parent: the task with its result, and a progress record."""
     task = state["task"]
     runtime.stream_writer(
-        {"type": "actor", "event": result.status, "task_id": task.id, "summary": result.summary}
+        {
+            "type": "actor",
+            "event": result.status,
+            "task_id": task.id,
+            "summary": result.summary,
+            **_member_keys(state),
+        }
     )
     return {
         "result": result,
         "tasks": {task.id: task.model_copy(update={"status": result.status, "result": result})},
         "updates": [ProgressUpdate(task_id=task.id, status=result.status, message=result.summary)],
     }
+
+
+def _member_keys(state: ActorState) -> dict[str, Any]:
+    """A team member's name and turn, for its stream events."""
+    if "member" not in state:
+        return {}
+    return {"member": state["member"], "turn": state.get("turn", 1)}
+
+
+def make_hand_back_node() -> ActorNode:
+    """A team member's end: its turn as a :class:`MemberResult` for the team."""
+
+    def hand_back(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+        result = state.get("result") or TaskResult(status="failed", summary="no result")
+        turn = MemberResult(
+            member=state.get("member", "actor"),
+            turn=state.get("turn", 1),
+            role=state.get("member_role", "member"),
+            status=result.status,
+            summary=result.summary,
+            artifacts=result.artifacts,
+            transcript=transcript(state.get("messages", [])),
+            steps=state.get("steps", 0),
+        )
+        return {"members": [turn]}
+
+    return hand_back
 
 
 def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
@@ -432,12 +472,12 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
     return TaskResult(
         status="failed",
         summary=prompts.STEP_CAP_SUMMARY.format(
-            steps=steps, why=why, transcript=_transcript(messages)
+            steps=steps, why=why, transcript=transcript(messages)
         ),
     )
 
 
-def _transcript(messages: Sequence[AnyMessage], limit: int = 3000) -> str:
+def transcript(messages: Sequence[AnyMessage], limit: int = 3000) -> str:
     """The tool calls and observations so far, newest last, cut to ``limit`` characters."""
     lines = []
     for message in messages:

@@ -88,7 +88,9 @@ def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
     return "reject", {"reason": f"unrecognised answer {value!r}"}
 
 
-def make_approve_plan_node(*, config: AimeConfig, bundles: list[str]) -> Node[PlannerState]:
+def make_approve_plan_node(
+    *, config: AimeConfig, bundles: list[str], agents: Collection[str] = ()
+) -> Node[PlannerState]:
     """Pauses with the proposed plan; approve, reject or edit it."""
 
     def approve_plan(state: PlannerState, runtime: Runtime[Any]) -> Command:
@@ -114,7 +116,9 @@ def make_approve_plan_node(*, config: AimeConfig, bundles: list[str]) -> Node[Pl
             )
         try:
             edited = PlanUpdate.model_validate(details["plan"])
-            changed = apply_plan(tasks, edited, max_tasks=cfg.max_tasks, bundles=bundles)
+            changed = apply_plan(
+                tasks, edited, max_tasks=cfg.max_tasks, bundles=bundles, agents=agents
+            )
         except (PlanError, ValueError) as exc:
             return Command(goto="approve_plan", update={"approval_error": str(exc)})
         return Command(

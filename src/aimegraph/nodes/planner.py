@@ -64,10 +64,11 @@ def resolve_goal(state: Mapping[str, Any], *, max_chars: int | None = None) -> s
 
 
 def make_draft_node(
-    model: BaseChatModel, *, config: AimeConfig, bundles_description: str
+    model: BaseChatModel, *, config: AimeConfig, bundles_description: str, teams: bool = False
 ) -> Runnable[PlannerState, dict[str, Any]]:
     """The node that asks the planner model for a PlanUpdate (the model calls are
-    awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`)."""
+    awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`). With ``teams``, its
+    tasks may name agent units and teams (``bundles_description`` lists them)."""
 
     def draft(state: PlannerState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -104,7 +105,7 @@ def make_draft_node(
             )
         reply = yield from structured_steps(
             model,
-            plan_update_schema(cfg.max_tasks),
+            plan_update_schema(cfg.max_tasks, teams=teams),
             messages,
             role="planner",
             mode=resolve_mode(cfg.tool_calling, model, structured=True),
@@ -151,9 +152,12 @@ def _memory_sections(state: PlannerState) -> str:
     return facts_section(state.get("facts")) + past_runs_section(state.get("memories") or [])
 
 
-def make_validate_node(*, config: AimeConfig, bundles: Collection[str]) -> PlannerNode:
+def make_validate_node(
+    *, config: AimeConfig, bundles: Collection[str], agents: Collection[str] = ()
+) -> PlannerNode:
     """Checks the draft against the progress list: a ``proposal`` of changed tasks,
-    or the ``plan_error`` that goes back to the model."""
+    or the ``plan_error`` that goes back to the model (also for agent unit names
+    that are not in ``agents``)."""
 
     def validate(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
@@ -163,7 +167,11 @@ def make_validate_node(*, config: AimeConfig, bundles: Collection[str]) -> Plann
         try:
             plan = PlanUpdate.model_validate(draft)
             changed = apply_plan(
-                state.get("tasks") or {}, plan, max_tasks=cfg.max_tasks, bundles=bundles
+                state.get("tasks") or {},
+                plan,
+                max_tasks=cfg.max_tasks,
+                bundles=bundles,
+                agents=agents,
             )
         except PlanError as exc:
             return {"plan_error": str(exc), "repairs": state.get("repairs", 0) + 1}

@@ -59,3 +59,17 @@ Send a corrected plan update."""
 RETRY = """\
 Your last reply could not be used: {error}
 Send the plan update again, as the schema asks and nothing else."""
+
+AGENTS = """
+
+Agent units you may assign (by name):
+{agents}
+Give a task `agent` (one unit name) when one unit fits it. Give it a `team`
+(`mode`, `members`: unit names, `max_rounds`) when it needs several: "sequential"
+(each member builds on the previous one's result, e.g. writer then reviewer),
+"joint" (members discuss in turns until they agree), "hierarchical" (the first
+member leads: splits the task among the others and integrates their results) or
+"broadcast" (each member does the task on its own; the results are voted on or
+merged, for answers worth checking independently). Leave both empty to let the
+best-matching unit do the task.
+"""

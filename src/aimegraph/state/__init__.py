@@ -10,6 +10,7 @@ from aimegraph.state.aime_state import (
 )
 from aimegraph.state.models import (
     TERMINAL_TASK_STATUSES,
+    MemberResult,
     PlanUpdate,
     ProgressUpdate,
     ResultStatus,
@@ -19,6 +20,8 @@ from aimegraph.state.models import (
     TaskResult,
     TaskSpec,
     TaskStatus,
+    TeamMode,
+    TeamSpec,
     Usage,
     Verdict,
     plan_update_schema,
@@ -35,6 +38,7 @@ from aimegraph.state.reducers import add_usage, merge_tasks
 from aimegraph.state.role_states import (
     ActorOutput,
     ActorState,
+    MemberOutput,
     PlannerInput,
     PlannerOutput,
     PlannerState,
@@ -51,6 +55,8 @@ __all__ = [
     "AimeInput",
     "AimeOutput",
     "AimeState",
+    "MemberOutput",
+    "MemberResult",
     "PastRun",
     "PlanError",
     "PlanUpdate",
@@ -65,6 +71,8 @@ __all__ = [
     "TaskResult",
     "TaskSpec",
     "TaskStatus",
+    "TeamMode",
+    "TeamSpec",
     "Usage",
     "Verdict",
     "VerifierInput",

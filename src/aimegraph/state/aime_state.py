@@ -124,3 +124,9 @@ class ActorInput(TypedDict):
     # The run's facts when the task was dispatched; the actor's own ``remember``
     # calls go to ``facts``, so it hands back only what it wrote.
     known_facts: NotRequired[dict[str, str]]
+    # Set when the actor is a team member (aimegraph.teams): its unit's name, its
+    # turn in the team, and the team's brief appended to the task message.
+    member: NotRequired[str]
+    turn: NotRequired[int]
+    member_role: NotRequired[str]
+    brief: NotRequired[str]

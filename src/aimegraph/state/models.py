@@ -50,6 +50,45 @@ class TaskResult(_Record):
     artifacts: dict[str, str] = Field(default_factory=dict)
 
 
+TeamMode = Literal["sequential", "joint", "hierarchical", "broadcast"]
+
+
+class TeamSpec(BaseModel):
+    """A team of agent units doing one task together (DESIGN.md section 9); also the
+    shape the planner model fills in, so unknown fields are ignored."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    mode: TeamMode = Field(
+        description="sequential: one after another, each given the previous result; "
+        "joint: one shared conversation until they agree; hierarchical: the first member "
+        "leads, splits the task among the others and integrates; broadcast: all do the "
+        "task independently and the results are voted on or merged."
+    )
+    members: tuple[Id, ...] = Field(
+        min_length=1, max_length=8, description="Agent unit names; in hierarchical, the lead first."
+    )
+    max_rounds: int = Field(
+        default=3, ge=1, le=10, description="Rounds at most (passes, turns each, delegations)."
+    )
+
+
+class MemberResult(_Record):
+    """One turn of one team member: what it handed back and how it got there."""
+
+    member: str
+    turn: int = 1
+    role: str = "member"
+    """What the turn was for: ``member`` (a turn of its own), ``part`` (a part a lead
+    assigned), ``lead`` (the lead's integration)."""
+    status: ResultStatus
+    summary: str
+    artifacts: dict[str, str] = Field(default_factory=dict)
+    transcript: str = ""
+    """The tool calls and observations of the turn, cut to a few thousand characters."""
+    steps: int = 0
+
+
 class Task(_Record):
     """One node of the progress list (AIME's hierarchical task list)."""
 
@@ -64,6 +103,11 @@ class Task(_Record):
     persona: str = ""
     result: TaskResult | None = None
     attempts: int = 0
+    # Agent units (DESIGN.md section 9): one named unit, or a team; the turns of
+    # a team's members (of the latest attempt) are kept with the result.
+    agent: str | None = None
+    team: TeamSpec | None = None
+    members: tuple[MemberResult, ...] = ()
 
     @property
     def is_terminal(self) -> bool:
@@ -162,6 +206,10 @@ class TaskSpec(BaseModel):
     parent_id: Id | None = Field(
         default=None, description="Id of the parent task when this is a sub-task."
     )
+    agent: Id | None = Field(default=None, description="The agent unit to do it, if one fits.")
+    team: TeamSpec | None = Field(
+        default=None, description="A team of agent units to do it together, if it needs one."
+    )
 
 
 class PlanUpdate(BaseModel):
@@ -180,16 +228,33 @@ class PlanUpdate(BaseModel):
     )
 
 
+_TEAM_FIELDS = ("agent", "team")
+
+
 @cache
-def plan_update_schema(max_tasks: int) -> type[PlanUpdate]:
+def plan_update_schema(max_tasks: int, *, teams: bool = False) -> type[PlanUpdate]:
     """``PlanUpdate`` with at most ``max_tasks`` tasks, the schema the planner model
-    fills in (a list bound in the schema lets constrained decoding end the list)."""
+    fills in (a list bound in the schema lets constrained decoding end the list).
+    Without ``teams`` (no agent units configured) the tasks have no ``agent`` and
+    ``team`` fields: a field the model cannot use is one more way to go wrong."""
+    spec: type[TaskSpec] = TaskSpec
+    if not teams:
+        spec = create_model(  # type: ignore[call-overload]
+            "TaskSpec",
+            __config__=TaskSpec.model_config,
+            __doc__=TaskSpec.__doc__,
+            **{
+                name: (field.annotation, field)
+                for name, field in TaskSpec.model_fields.items()
+                if name not in _TEAM_FIELDS
+            },
+        )
     return create_model(
         "PlanUpdate",
         __base__=PlanUpdate,
         __doc__=PlanUpdate.__doc__,
         tasks=(
-            list[TaskSpec],
+            list[spec],  # type: ignore[valid-type]
             Field(
                 default_factory=list,
                 max_length=max_tasks,

@@ -30,6 +30,7 @@ def apply_plan(
     *,
     max_tasks: int,
     bundles: Collection[str] | None = None,
+    agents: Collection[str] = (),
 ) -> dict[str, Task]:
     """Return the changed tasks after applying ``plan`` to ``tasks``, or raise PlanError.
 
@@ -39,7 +40,7 @@ def apply_plan(
     Failed tasks that the plan neither revises nor drops are marked skipped (the
     planner has seen them and chose to live without them); their result, with
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
-    those tool bundles.
+    those tool bundles; an ``agent`` or team member must be one of ``agents``.
     """
     errors: list[str] = []
     seen: set[str] = set()
@@ -67,6 +68,7 @@ def apply_plan(
                 f"task {task_id!r} names unknown tool bundles {unknown}; "
                 f"available: {sorted(bundles or [])}"
             )
+        errors += _unit_problems(spec, task_id, agents)
         changed[task_id] = Task(
             id=task_id,
             title=spec.title,
@@ -76,6 +78,8 @@ def apply_plan(
             completion_criteria=spec.completion_criteria,
             tool_bundles=tuple(spec.tool_bundles),
             persona=spec.persona,
+            agent=spec.agent or None,
+            team=spec.team,
         )
     for task_id in plan.drop:
         task = changed.get(task_id) or tasks.get(task_id)
@@ -93,6 +97,16 @@ def apply_plan(
     merged = {**tasks, **changed}
     validate_plan(merged, max_tasks=max_tasks)
     return changed
+
+
+def _unit_problems(spec: TaskSpec, task_id: str, agents: Collection[str]) -> list[str]:
+    """Agent unit names a task uses that are not configured (said like a dangling id)."""
+    named = ([spec.agent] if spec.agent else []) + list(spec.team.members if spec.team else [])
+    unknown = [name for name in dict.fromkeys(named) if name not in agents]
+    if not unknown:
+        return []
+    known = f"available: {sorted(agents)}" if agents else "no agent units are configured"
+    return [f"task {task_id!r} names unknown agent units {unknown}; {known}"]
 
 
 def restates(spec: TaskSpec, task: Task) -> bool:
@@ -116,8 +130,10 @@ def restates(spec: TaskSpec, task: Task) -> bool:
                 (spec.completion_criteria, task.completion_criteria),
                 (spec.persona, task.persona),
                 (spec.parent_id, task.parent_id),
+                (spec.agent, task.agent),
             )
         )
+        and (spec.team is None or spec.team == task.team)
         and (not deps or set(deps) == set(task.dependencies))
         and (not spec.tool_bundles or set(spec.tool_bundles) == set(task.tool_bundles))
     )
@@ -200,7 +216,11 @@ def render_checklist(tasks: Tasks, *, with_results: bool = False) -> str:
             line = f"{indent}- {_CHECKBOX[task.status]} {task.id}: {task.title}"
             if task.dependencies:
                 line += f" (after {', '.join(task.dependencies)})"
+            if task.agent and task.team is None:
+                line += f" [agent {task.agent}]"
             lines.append(line)
+            if task.team is not None:
+                lines.append(f"{indent}  - team ({task.team.mode}): {_team_members(task)}")
             if with_results and task.result is not None:
                 summary = " ".join(task.result.summary.split())
                 lines.append(f"{indent}  - result ({task.result.status}): {summary}")
@@ -208,3 +228,13 @@ def render_checklist(tasks: Tasks, *, with_results: bool = False) -> str:
 
     walk(None, 0)
     return "\n".join(lines)
+
+
+def _team_members(task: Task) -> str:
+    """A team's members, each with the box of its latest turn once it has taken one."""
+    assert task.team is not None
+    latest = {turn.member: turn.status for turn in task.members}
+    return ", ".join(
+        f"{_CHECKBOX[latest[name]]} {name}" if name in latest else name
+        for name in task.team.members
+    )

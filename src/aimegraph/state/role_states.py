@@ -11,7 +11,15 @@ from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
 from aimegraph.state.aime_state import ActorInput
-from aimegraph.state.models import ProgressUpdate, RunStatus, Task, TaskResult, Usage, Verdict
+from aimegraph.state.models import (
+    MemberResult,
+    ProgressUpdate,
+    RunStatus,
+    Task,
+    TaskResult,
+    Usage,
+    Verdict,
+)
 from aimegraph.state.reducers import add_usage, merge_facts, merge_tasks
 
 
@@ -67,6 +75,14 @@ class ActorOutput(TypedDict, total=False):
     facts: Annotated[dict[str, str], merge_facts]
 
 
+class MemberOutput(TypedDict, total=False):
+    """What the actor graph hands back as a team member: its turn, not the task."""
+
+    members: Annotated[list[MemberResult], operator.add]
+    usage: Annotated[Usage, add_usage]
+    facts: Annotated[dict[str, str], merge_facts]
+
+
 class ActorState(ActorInput, ActorOutput, total=False):
     """One task's ReAct loop. ``result`` is set by ``submit_result`` (or by the
     loop's end); ``error`` holds a model failure."""
@@ -79,6 +95,7 @@ class ActorState(ActorInput, ActorOutput, total=False):
     experience: list[str]
     context_summary: str
     summarised: int
+    members: Annotated[list[MemberResult], operator.add]
 
 
 class VerifierInput(TypedDict, total=False):

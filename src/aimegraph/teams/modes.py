@@ -1,0 +1,756 @@
+"""Team modes (BMW Agents' workflow types) as LangGraph subgraphs, one per mode.
+
+Every mode graph takes the executor's input (:class:`ActorInput` whose task has a
+``team``) and hands back its output (the task with its result and its members'
+turns, progress updates, usage), so it drops into the executor, or any graph, in
+place of a single actor. A member's turn is the actor graph itself, built as a
+team member (``build_actor_graph(member=True)``) and added as a node: its ReAct
+loop, tools, approvals, ``ask_human``, streaming and checkpoints are the single
+actor's. Turns are dispatched with ``Send`` and each runs in its own super-step
+(parallel ones in the same), so a resumed run never redoes a finished turn.
+
+* ``sequential``: members in order, each handed the previous result; another round
+  when the last member fails, up to ``max_rounds``.
+* ``joint``: one shared conversation in turns (round robin) until a proposal stands
+  that every other member has heard without objecting, or ``max_rounds`` rounds.
+* ``hierarchical``: the first member leads: it splits the task (a structured call),
+  the parts go to members in parallel (``Send``), failed parts are split again up to
+  ``max_rounds`` times, and the lead integrates the results in a turn of its own.
+* ``broadcast``: every member does the task independently, in parallel; a vote
+  (strict majority of the completed results, on the artifact ``answer`` or else the
+  summary) or, without a majority, a merge by the model; the agreement is reported.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections import Counter
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, cast, get_args
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import HumanMessage, SystemMessage
+from langgraph.graph import END, START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
+from langgraph.runtime import Runtime
+from langgraph.types import Checkpointer, Command, Send
+from pydantic import BaseModel, ConfigDict, Field
+
+from aimegraph.config import AimeConfig
+from aimegraph.graphs.actor import build_actor_graph
+from aimegraph.knowledge import KnowledgeBase
+from aimegraph.models.calls import LLM_RETRY_POLICY, invoke_structured, resolve_mode
+from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact_lines, settle
+from aimegraph.nodes.types import Node
+from aimegraph.nodes.verifier import make_task_check_node
+from aimegraph.prompts import teams as prompts
+from aimegraph.state import (
+    ActorInput,
+    ActorOutput,
+    ActorState,
+    MemberResult,
+    TaskResult,
+    TeamMode,
+    Usage,
+)
+from aimegraph.state.models import Id, LongText, ShortText, Text
+from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
+from aimegraph.tools.registry import ToolRegistry, default_registry
+
+MODES: tuple[TeamMode, ...] = get_args(TeamMode)
+
+
+class TeamState(ActorInput, ActorOutput, total=False):
+    """A team's work on one task: the members' turns so far, in order."""
+
+    members: Annotated[list[MemberResult], operator.add]
+    result: TaskResult | None
+    delegations: int
+    parts_sent: int
+
+
+# --- what the lead and the merge are asked for ---
+
+
+class Part(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    member: Id = Field(description="The member's name.")
+    instruction: Text = Field(description="What this member must do and hand back.")
+
+
+class Delegation(BaseModel):
+    """The lead's split of the task."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    parts: list[Part] = Field(default_factory=list, max_length=8)
+
+
+class Merged(BaseModel):
+    """The merge of disagreeing broadcast results."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    summary: LongText = Field(description="The merged result, with its key figures.")
+    answer: ShortText = Field(default="", description="The final answer in a few words.")
+    agreeing: list[Id] = Field(
+        default_factory=list, max_length=8, description="Members whose results agree with it."
+    )
+
+
+# --- the parts every mode graph is built from ---
+
+
+@dataclass(frozen=True)
+class TeamParts:
+    """The member graphs (node name -> graph), which node runs each unit's turns,
+    and the model of each unit (for the lead's split and the merge)."""
+
+    units: AgentRegistry
+    member_graphs: Mapping[str, CompiledStateGraph[Any, Any, Any, Any]]
+    node_of: Mapping[str, str]
+    chat_of: Mapping[str, BaseChatModel]
+    default_chat: BaseChatModel
+    config: AimeConfig
+    checker: BaseChatModel | None = None
+
+
+def team_parts(
+    model: BaseChatModel | str,
+    *,
+    agents: AgentRegistry | Sequence[AgentUnit],
+    registry: ToolRegistry | None = None,
+    factory: ActorFactory | None = None,
+    knowledge: KnowledgeBase | None = None,
+    config: AimeConfig | None = None,
+    models: Mapping[str, BaseChatModel] | None = None,
+    verifier_model: BaseChatModel | str | None = None,
+    matcher: UnitMatcher | None = None,
+) -> TeamParts:
+    """Build the member graphs: one over ``model`` for the units without a model of
+    their own, one per unit with one (``AgentUnit.model``: a key of ``models``, a
+    spec or a chat model)."""
+    config = config or AimeConfig()
+    registry = registry or default_registry(Path(config.workspace), knowledge=knowledge)
+    units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
+    chat = resolve_model(model)
+    base = factory or DefaultActorFactory(
+        registry, workspace=Path(config.workspace), knowledge=knowledge
+    )
+    unit_factory = UnitActorFactory(base, units, matcher or UnitMatcher(units))
+    roles = dict(models or {})
+    chat_of = {name: units.model_for(name, chat, roles) for name in units}
+
+    def member_graph(
+        member_chat: BaseChatModel, name: str
+    ) -> CompiledStateGraph[Any, Any, Any, Any]:
+        return build_actor_graph(
+            member_chat,
+            registry=registry,
+            factory=unit_factory,
+            config=config,
+            member=True,
+            name=name,
+        )
+
+    graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
+        "member": member_graph(chat, "member")
+    }
+    node_of = {}
+    for name, unit in units.items():
+        node = "member" if unit.model is None else f"member_{name}"
+        if node not in graphs:
+            graphs[node] = member_graph(chat_of[name], node)
+        node_of[name] = node
+    checker = None
+    if config.verify in ("tasks", "both"):
+        checker = resolve_model(verifier_model) if verifier_model is not None else chat
+    return TeamParts(units, graphs, node_of, chat_of, chat, config, checker)
+
+
+def build_team_graph(
+    mode: TeamMode,
+    model: BaseChatModel | str,
+    *,
+    agents: Sequence[AgentUnit],
+    registry: ToolRegistry | None = None,
+    config: AimeConfig | None = None,
+    models: Mapping[str, BaseChatModel] | None = None,
+    factory: ActorFactory | None = None,
+    knowledge: KnowledgeBase | None = None,
+    checkpointer: Checkpointer = None,
+) -> CompiledStateGraph[TeamState, AimeConfig, ActorInput, ActorOutput]:
+    """Build one team mode as a graph of its own.
+
+    Args:
+        mode: ``sequential``, ``joint``, ``hierarchical`` or ``broadcast``.
+        model: The members' model (or a spec), for units without one of their own.
+        agents: The agent units the task's team may name.
+        registry: The tools units' bundles come from; defaults to the built-in
+            bundles over ``config.workspace``.
+        config: Budgets and policies (``max_actor_steps`` per turn, ``tool_calling``...).
+        models: Models a unit's ``model`` may name by role key.
+        factory: Builds each turn's actor before the unit is applied; defaults to
+            :class:`DefaultActorFactory` over ``registry`` and ``knowledge``.
+        knowledge: Passages nearest the task go into each member's prompt.
+        checkpointer: Only when used on its own; as a node it inherits the parent's.
+
+    Returns:
+        A compiled graph. Input: :class:`ActorInput` whose ``task.team`` names the
+        members. Output: ``tasks`` (the task with its result and ``members``, one
+        :class:`MemberResult` per turn), ``updates``, ``usage`` (every member's
+        calls and the lead's or merge's) and ``facts``.
+    """
+    parts = team_parts(
+        model,
+        agents=agents,
+        registry=registry,
+        factory=factory,
+        knowledge=knowledge,
+        config=config,
+        models=models,
+    )
+    return mode_graph(mode, parts, checkpointer=checkpointer)
+
+
+def mode_graph(
+    mode: TeamMode, parts: TeamParts, *, checkpointer: Checkpointer = None
+) -> CompiledStateGraph[TeamState, AimeConfig, ActorInput, ActorOutput]:
+    """Wire ``mode``'s graph from ``parts`` (see the module docstring)."""
+    if mode not in MODES:
+        raise ValueError(f"unknown team mode {mode!r}; modes: {', '.join(MODES)}")
+    builder = StateGraph(
+        TeamState, context_schema=AimeConfig, input_schema=ActorInput, output_schema=ActorOutput
+    )
+    nodes = list(parts.member_graphs)
+    for node, graph in parts.member_graphs.items():
+        builder.add_node(node, graph)
+    builder.add_node(
+        "finish", make_finish_node(parts, _CONCLUDE[mode]), retry_policy=LLM_RETRY_POLICY
+    )
+    if mode in ("sequential", "joint"):
+        route = _route_sequential(parts) if mode == "sequential" else _route_joint(parts)
+        for source in (START, *nodes):
+            builder.add_conditional_edges(source, route, [*nodes, "finish"])
+    elif mode == "broadcast":
+        builder.add_conditional_edges(START, _fan_out(parts), [*nodes, "finish"])
+        for node in nodes:
+            builder.add_edge(node, "finish")
+    else:
+        builder.add_node(
+            "split",
+            _make_split_node(parts),
+            destinations=(*nodes, "finish"),
+            retry_policy=LLM_RETRY_POLICY,
+        )
+        builder.add_node("review", _make_review_node(parts), destinations=("split", *nodes))
+        builder.add_edge(START, "split")
+        for node in nodes:
+            builder.add_conditional_edges(node, _after_hierarchical_turn, ["review", "finish"])
+    if parts.checker is not None:
+        builder.add_node(
+            "check",
+            make_task_check_node(parts.checker, config=parts.config),
+            retry_policy=LLM_RETRY_POLICY,
+        )
+        builder.add_edge("finish", "check")
+        builder.add_edge("check", END)
+    else:
+        builder.add_edge("finish", END)
+    return builder.compile(checkpointer=checkpointer, name=mode)
+
+
+# --- turns ---
+
+
+def _turns(state: TeamState) -> list[MemberResult]:
+    return list(state.get("members") or [])
+
+
+def _calls_left(state: TeamState, spent: int = 0) -> int | None:
+    """What is left of the task's share of the run's LLM-call budget, if it has one."""
+    budget = state.get("llm_call_budget")
+    if budget is None:
+        return None
+    return budget - (state.get("usage") or Usage()).llm_calls - spent
+
+
+def _blocked(parts: TeamParts, state: TeamState) -> bool:
+    """Whether no turn can start: unknown units, or the call budget is used up."""
+    left = _calls_left(state)
+    team = state["task"].team
+    return team is None or _unknown(parts, team.members) != [] or (left is not None and left <= 0)
+
+
+def _unknown(parts: TeamParts, members: Sequence[str]) -> list[str]:
+    return [m for m in dict.fromkeys(members) if m not in parts.node_of]
+
+
+def _turn(
+    parts: TeamParts,
+    state: TeamState,
+    member: str,
+    context: str,
+    *,
+    role: str = "member",
+    share: int = 1,
+    turn: int | None = None,
+    spent: int = 0,
+) -> Send:
+    """The ``Send`` starting ``member``'s next turn, with the team's brief."""
+    task = state["task"]
+    assert task.team is not None
+    number = turn or 1 + sum(t.member == member for t in _turns(state))
+    left = _calls_left(state, spent)
+    brief = prompts.MEMBER.format(
+        member=member,
+        turn=number,
+        mode=task.team.mode,
+        team=", ".join(dict.fromkeys(task.team.members)),
+        context=context,
+    )
+    return Send(
+        parts.node_of[member],
+        ActorInput(
+            goal=state["goal"],
+            task=task.model_copy(update={"agent": member, "team": None, "members": ()}),
+            dependency_results=state.get("dependency_results", {}),
+            llm_call_budget=None if left is None else max(1, left // share),
+            known_facts=state.get("known_facts") or {},
+            member=member,
+            turn=number,
+            member_role=role,
+            brief=brief,
+        ),
+    )
+
+
+def _render(turns: Sequence[MemberResult]) -> str:
+    return "".join(
+        prompts.RESULT.format(
+            member=t.member,
+            status=t.status,
+            summary=t.summary.strip(),
+            artifacts=artifact_lines(t.artifacts),
+        )
+        for t in turns
+    )
+
+
+def _failures(turns: Sequence[MemberResult]) -> str:
+    return "; ".join(
+        f"{t.member}: {t.summary.strip()[:300]}" for t in turns if t.status == "failed"
+    )
+
+
+# --- sequential ---
+
+
+def _route_sequential(parts: TeamParts) -> Callable[[TeamState], Send | str]:
+    def route(state: TeamState) -> Send | str:
+        if _blocked(parts, state):
+            return "finish"
+        team = state["task"].team
+        assert team is not None
+        order, done = team.members, _turns(state)
+        count = len(order)
+        rounds = len(done) // count
+        if (
+            done
+            and len(done) % count == 0
+            and (done[-1].status == "completed" or rounds >= team.max_rounds)
+        ):
+            return "finish"
+        position = len(done) % count
+        # The last good result and what failed after it: a failed member's work is redone.
+        good = max((i for i, t in enumerate(done) if t.status == "completed"), default=0)
+        handover = (
+            prompts.SEQUENTIAL_HANDOVER.format(result=_render(done[good:]))
+            if done
+            else prompts.SEQUENTIAL_FIRST
+        )
+        context = prompts.SEQUENTIAL.format(
+            order=" -> ".join(order),
+            position=position + 1,
+            count=count,
+            round=prompts.SEQUENTIAL_AGAIN.format(round=rounds + 1) if rounds else "",
+            handover=handover,
+        )
+        return _turn(parts, state, order[position], context)
+
+    return route
+
+
+def _conclude_sequential(
+    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
+) -> tuple[TaskResult, Usage]:
+    done = _turns(state)
+    if not done:
+        return _no_turn(parts, state), Usage()
+    last = done[-1]
+    if last.status == "failed":
+        rounds = -(-len(done) // len(state["task"].team.members))  # type: ignore[union-attr]
+        return TaskResult(
+            status="failed",
+            summary=f"The last member, {last.member}, failed in round {rounds}: {last.summary}",
+        ), Usage()
+    artifacts: dict[str, str] = {}
+    for turn in done:
+        if turn.status == "completed":
+            artifacts |= turn.artifacts
+    return TaskResult(status="completed", summary=last.summary, artifacts=artifacts), Usage()
+
+
+def _no_turn(parts: TeamParts, state: TeamState) -> TaskResult:
+    team = state["task"].team
+    if team is None:
+        why = "the task has no team"
+    elif unknown := _unknown(parts, team.members):
+        why = f"unknown agent units {unknown}; available: {sorted(parts.node_of)}"
+    else:
+        why = "its share of the LLM-call budget was used up"
+    return TaskResult(status="failed", summary=f"The team could not work on the task: {why}.")
+
+
+# --- joint ---
+
+
+def _stance(turn: MemberResult) -> str:
+    stance = turn.artifacts.get("stance", "propose").strip().lower()
+    return stance if stance in ("agree", "object") else "propose"
+
+
+def _standing(turns: Sequence[MemberResult]) -> tuple[MemberResult | None, list[MemberResult]]:
+    """The latest proposal and the turns after it."""
+    for i in range(len(turns) - 1, -1, -1):
+        if turns[i].status == "completed" and _stance(turns[i]) == "propose":
+            return turns[i], list(turns[i + 1 :])
+    return None, []
+
+
+def _objections(after: Sequence[MemberResult]) -> list[MemberResult]:
+    return [t for t in after if t.status == "completed" and _stance(t) == "object"]
+
+
+def _agreed(
+    team_members: Sequence[str], proposal: MemberResult, after: Sequence[MemberResult]
+) -> bool:
+    """Every other member has had a turn since the proposal and none objected."""
+    others = set(team_members) - {proposal.member}
+    return not _objections(after) and others <= {t.member for t in after}
+
+
+def _route_joint(parts: TeamParts) -> Callable[[TeamState], Send | str]:
+    def route(state: TeamState) -> Send | str:
+        if _blocked(parts, state):
+            return "finish"
+        team = state["task"].team
+        assert team is not None
+        done = _turns(state)
+        proposal, after = _standing(done)
+        if proposal is not None and _agreed(team.members, proposal, after):
+            return "finish"
+        if len(done) >= len(team.members) * team.max_rounds:
+            return "finish"
+        conversation = "".join(
+            prompts.JOINT_TURN.format(
+                member=t.member,
+                stance=_stance(t) if t.status == "completed" else "failed",
+                summary=t.summary.strip()[:1500],
+            )
+            for t in done[-12:]
+        )
+        context = prompts.JOINT.format(
+            order=", ".join(team.members), conversation=conversation or prompts.JOINT_EMPTY
+        )
+        return _turn(parts, state, team.members[len(done) % len(team.members)], context)
+
+    return route
+
+
+def _conclude_joint(
+    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
+) -> tuple[TaskResult, Usage]:
+    done = _turns(state)
+    team = state["task"].team
+    if not done or team is None:
+        return _no_turn(parts, state), Usage()
+    proposal, after = _standing(done)
+    if proposal is None:
+        why = _failures(done) or "every turn objected"
+        return TaskResult(status="failed", summary=f"No member proposed a result: {why}"), Usage()
+    if objections := _objections(after):
+        said = "; ".join(f"{t.member}: {t.summary.strip()[:300]}" for t in objections)
+        return TaskResult(
+            status="failed",
+            summary=f"No agreement in {team.max_rounds} round(s). {proposal.member} proposed: "
+            f"{proposal.summary.strip()[:600]}\nObjections: {said}",
+        ), Usage()
+    agreeing = 1 + len({t.member for t in after if _stance(t) == "agree"} - {proposal.member})
+    artifacts = {k: v for k, v in proposal.artifacts.items() if k != "stance"}
+    artifacts["agreement"] = f"{agreeing}/{len(set(team.members))}"
+    return TaskResult(status="completed", summary=proposal.summary, artifacts=artifacts), Usage()
+
+
+# --- broadcast ---
+
+
+def _fan_out(parts: TeamParts) -> Callable[[TeamState], list[Send] | str]:
+    def fan_out(state: TeamState) -> list[Send] | str:
+        if _blocked(parts, state):
+            return "finish"
+        members = state["task"].team.members  # type: ignore[union-attr]
+        # A unit named twice works twice, independently: its turns are numbered.
+        return [
+            _turn(
+                parts,
+                state,
+                m,
+                prompts.BROADCAST,
+                share=len(members),
+                turn=members[:i].count(m) + 1,
+            )
+            for i, m in enumerate(members)
+        ]
+
+    return fan_out
+
+
+def _vote_key(turn: MemberResult) -> str:
+    answer = turn.artifacts.get("answer") or turn.summary
+    return " ".join(answer.split()).casefold().rstrip(".")
+
+
+def _conclude_broadcast(
+    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
+) -> tuple[TaskResult, Usage]:
+    done = _turns(state)
+    if not done:
+        return _no_turn(parts, state), Usage()
+    completed = [t for t in done if t.status == "completed"]
+    if not completed:
+        return TaskResult(
+            status="failed", summary=f"Every member failed: {_failures(done)}"
+        ), Usage()
+    key, votes = Counter(_vote_key(t) for t in completed).most_common(1)[0]
+    if votes * 2 > len(completed):
+        winner = next(t for t in completed if _vote_key(t) == key)
+        agreed = [t.member for t in completed if _vote_key(t) == key]
+        summary = winner.summary
+        if failed := _failures(done):
+            summary += f"\n(Failed members: {failed})"
+        return TaskResult(
+            status="completed",
+            summary=summary,
+            artifacts=winner.artifacts | _agreement(len(agreed), len(done), "vote", agreed),
+        ), Usage()
+    return _merge(parts, state, runtime, done)
+
+
+def _agreement(agreeing: int, of: int, how: str, members: Sequence[str]) -> dict[str, str]:
+    return {
+        "agreement": f"{agreeing}/{of}",
+        "aggregation": how,
+        "agreeing": ", ".join(members),
+    }
+
+
+def _merge(
+    parts: TeamParts, state: TeamState, runtime: Runtime[Any], done: Sequence[MemberResult]
+) -> tuple[TaskResult, Usage]:
+    """No majority: the model merges the results (it names who agrees)."""
+    cfg = parts.config.for_run(runtime)
+    task = state["task"]
+    chat = parts.default_chat
+    reply = invoke_structured(
+        chat,
+        Merged,
+        [
+            SystemMessage(prompts.MERGE_SYSTEM),
+            HumanMessage(
+                prompts.MERGE_TASK.format(
+                    task_id=task.id,
+                    title=task.title,
+                    description=task.description or task.title,
+                    results=_render(done),
+                )
+            ),
+        ],
+        role="team",
+        mode=resolve_mode(cfg.tool_calling, chat, structured=True),
+        retries=cfg.max_output_retries,
+        runtime=runtime,
+        prices=cfg.prices,
+    )
+    if reply.value is None:
+        answers = "; ".join(
+            f"{t.member}: {_vote_key(t)[:200]}" for t in done if t.status == "completed"
+        )
+        return TaskResult(
+            status="failed",
+            summary=f"The members disagreed ({answers}) and merging failed: {reply.error}",
+        ), reply.usage
+    agreeing = [m for m in dict.fromkeys(reply.value.agreeing) if any(t.member == m for t in done)]
+    artifacts = {"answer": reply.value.answer} if reply.value.answer else {}
+    return TaskResult(
+        status="completed",
+        summary=reply.value.summary,
+        artifacts=artifacts | _agreement(len(agreeing), len(done), "merge", agreeing),
+    ), reply.usage
+
+
+# --- hierarchical ---
+
+
+def _make_split_node(parts: TeamParts) -> Node[TeamState]:
+    """The lead splits the task among the other members (a structured call)."""
+
+    def split(state: TeamState, runtime: Runtime[Any]) -> Command:
+        if _blocked(parts, state):
+            return Command(goto="finish")
+        cfg = parts.config.for_run(runtime)
+        task = state["task"]
+        team = task.team
+        assert team is not None
+        lead, done = team.members[0], _turns(state)
+        others = [m for m in dict.fromkeys(team.members[1:]) if m != lead]
+        delegations = state.get("delegations", 0) + 1
+        if not others:
+            alone = prompts.ALONE.format(reason="it has no other members")
+            return Command(goto=_turn(parts, state, lead, alone, role="lead"))
+        chat = parts.chat_of[lead]
+        previous = [t for t in done if t.role == "part"]
+        reply = invoke_structured(
+            chat,
+            Delegation,
+            [
+                SystemMessage(
+                    prompts.LEAD_SYSTEM.format(
+                        members="\n".join(f"- {m}: {parts.units[m].description}" for m in others)
+                    )
+                ),
+                HumanMessage(
+                    prompts.LEAD_TASK.format(
+                        goal=state["goal"],
+                        task_id=task.id,
+                        title=task.title,
+                        description=task.description or task.title,
+                        criteria=task.completion_criteria or "the task is done",
+                        previous=prompts.LEAD_PREVIOUS.format(results=_render(previous))
+                        if previous
+                        else "",
+                    )
+                ),
+            ],
+            role="team",
+            mode=resolve_mode(cfg.tool_calling, chat, structured=True),
+            retries=cfg.max_output_retries,
+            runtime=runtime,
+            prices=cfg.prices,
+        )
+        assigned: dict[str, str] = {}
+        for part in reply.value.parts if reply.value is not None else []:
+            if part.member in others and part.member not in assigned:
+                assigned[part.member] = part.instruction
+        update = {"usage": reply.usage, "delegations": delegations, "parts_sent": len(assigned)}
+        spent = reply.usage.llm_calls
+        if not assigned:
+            reason = reply.error or f"the split named none of {others}"
+            alone = prompts.ALONE.format(reason=reason)
+            return Command(
+                goto=_turn(parts, state, lead, alone, role="lead", spent=spent), update=update
+            )
+        sends = [
+            _turn(
+                parts,
+                state,
+                member,
+                prompts.PART.format(lead=lead, instruction=instruction),
+                role="part",
+                share=len(assigned),
+                spent=spent,
+            )
+            for member, instruction in assigned.items()
+        ]
+        return Command(goto=sends, update=update)
+
+    return split
+
+
+def _make_review_node(parts: TeamParts) -> Node[TeamState]:
+    """After the parts: split again when some failed and rounds are left, else the
+    lead integrates."""
+
+    def review(state: TeamState, runtime: Runtime[Any]) -> Command:
+        team = state["task"].team
+        assert team is not None
+        done = [t for t in _turns(state) if t.role == "part"]
+        latest = done[-state.get("parts_sent", 0) :] if state.get("parts_sent") else []
+        failed = any(t.status == "failed" for t in latest)
+        if failed and state.get("delegations", 0) < team.max_rounds and not _blocked(parts, state):
+            return Command(goto="split")
+        if _blocked(parts, state):
+            return Command(goto="finish")
+        integrate = prompts.INTEGRATE.format(results=_render(done))
+        return Command(goto=_turn(parts, state, team.members[0], integrate, role="lead"))
+
+    return review
+
+
+def _after_hierarchical_turn(state: TeamState) -> Literal["review", "finish"]:
+    turns = _turns(state)
+    return "finish" if turns and turns[-1].role == "lead" else "review"
+
+
+def _conclude_hierarchical(
+    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
+) -> tuple[TaskResult, Usage]:
+    done = _turns(state)
+    leads = [t for t in done if t.role == "lead"]
+    if not leads:
+        return _no_turn(parts, state), Usage()
+    lead = leads[-1]
+    if lead.status == "failed":
+        return TaskResult(
+            status="failed",
+            summary=f"The lead, {lead.member}, could not integrate the parts: {lead.summary}",
+        ), Usage()
+    return TaskResult(status="completed", summary=lead.summary, artifacts=lead.artifacts), Usage()
+
+
+Conclude = Callable[[TeamParts, TeamState, Runtime[Any]], tuple[TaskResult, Usage]]
+
+_CONCLUDE: dict[str, Conclude] = {
+    "sequential": _conclude_sequential,
+    "joint": _conclude_joint,
+    "hierarchical": _conclude_hierarchical,
+    "broadcast": _conclude_broadcast,
+}
+
+
+def make_finish_node(parts: TeamParts, conclude: Conclude) -> Node[TeamState]:
+    """Settles the task with the team's result and keeps every member's turn on it."""
+
+    def finish(state: TeamState, runtime: Runtime[Any]) -> dict[str, Any]:
+        result, usage = conclude(parts, state, runtime)
+        task = state["task"].model_copy(update={"members": tuple(_turns(state))})
+        team = task.team
+        runtime.stream_writer(
+            {
+                "type": "team",
+                "event": result.status,
+                "task_id": task.id,
+                "mode": team.mode if team is not None else None,
+                "turns": [(t.member, t.status) for t in task.members],
+                "agreement": result.artifacts.get("agreement"),
+            }
+        )
+        # ``task`` and ``result`` also go to the state, for the per-task check.
+        settled = settle(cast(ActorState, {**state, "task": task}), result, runtime)
+        return settled | {"task": task, "usage": usage}
+
+    return finish

@@ -1,0 +1,144 @@
+"""Agent units (DESIGN.md section 9): named specialists the planner may assign to
+tasks, a matcher that picks one by similarity when a task names none, and the actor
+factory that turns a unit into the actor for a task."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import replace
+
+from langchain_core.language_models import BaseChatModel
+from pydantic import BaseModel, ConfigDict, Field
+
+from aimegraph.knowledge import KnowledgeBase
+from aimegraph.knowledge.embeddings import EmbeddingsSpec
+from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.executor import ActorFactory, ActorSpec
+from aimegraph.state import Task, TaskResult
+from aimegraph.tools.registry import ToolRegistry
+
+
+class AgentUnit(BaseModel):
+    """A named specialist: what it is for (``description``, which the planner reads
+    and the matcher compares tasks with), who it is (``persona``, the opening of
+    its actors' system prompt), the tool bundles it works with and, optionally, its
+    own model: a role key of the graph's models (``"planner"``, ``"verifier"``, ...),
+    a model spec (``"openai:gpt-4o-mini"``) or a chat model."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
+
+    name: str = Field(pattern=r"^[A-Za-z][A-Za-z0-9_-]{0,39}$")
+    description: str = Field(min_length=1)
+    persona: str = ""
+    tool_bundles: tuple[str, ...] = ()
+    model: str | BaseChatModel | None = None
+
+
+class AgentRegistry(Mapping[str, AgentUnit]):
+    """The units of a graph by name; names are unique and bundles must exist."""
+
+    def __init__(self, units: Iterable[AgentUnit], *, tools: ToolRegistry | None = None) -> None:
+        self._units: dict[str, AgentUnit] = {}
+        for unit in units:
+            if unit.name in self._units:
+                raise ValueError(f"two agent units are named {unit.name!r}")
+            if tools is not None and (
+                unknown := [b for b in unit.tool_bundles if b not in tools.bundles]
+            ):
+                raise ValueError(
+                    f"agent unit {unit.name!r} names unknown tool bundles {unknown}; "
+                    f"available: {sorted(tools.bundles)}"
+                )
+            self._units[unit.name] = unit
+
+    def __getitem__(self, name: str) -> AgentUnit:
+        return self._units[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._units)
+
+    def __len__(self) -> int:
+        return len(self._units)
+
+    def descriptions(self) -> dict[str, str]:
+        """Each unit as the planner sees it: its description and bundles."""
+        return {
+            unit.name: unit.description
+            + (f" (tools: {', '.join(unit.tool_bundles)})" if unit.tool_bundles else "")
+            for unit in self._units.values()
+        }
+
+    def model_for(
+        self, name: str, default: BaseChatModel, roles: Mapping[str, BaseChatModel]
+    ) -> BaseChatModel:
+        """The chat model of unit ``name``: its own, a role's, or ``default``."""
+        chosen = self._units[name].model
+        if chosen is None:
+            return default
+        if isinstance(chosen, str) and chosen in roles:
+            return roles[chosen]
+        return resolve_model(chosen)
+
+
+class UnitMatcher:
+    """Picks the unit whose description is most similar to a task (cosine similarity
+    of ``embeddings``, the offline hashing embeddings by default), as the default
+    factory picks tool bundles. A best score under ``min_match`` picks none."""
+
+    def __init__(
+        self, units: AgentRegistry, *, embeddings: EmbeddingsSpec = None, min_match: float = 0.05
+    ) -> None:
+        self.min_match = min_match
+        self._index = KnowledgeBase(embeddings)
+        if units:
+            self._index.add_texts(
+                [f"{name}: {text}" for name, text in units.descriptions().items()],
+                metadatas=[{"source": name} for name in units],
+            )
+        self._count = len(units)
+
+    def scores(self, task: Task) -> tuple[tuple[str, float], ...]:
+        """Every unit with its score for ``task``, best first."""
+        if not self._count:
+            return ()
+        hits = self._index.search(f"{task.title}. {task.description}", k=self._count)
+        return tuple((hit.source, round(hit.score, 4)) for hit in hits if hit.source is not None)
+
+    def pick(self, task: Task) -> tuple[str | None, tuple[tuple[str, float], ...]]:
+        """The best unit for ``task`` (None when no score reaches ``min_match``),
+        and the scores it was chosen by."""
+        scores = self.scores(task)
+        best = scores[0][0] if scores and scores[0][1] >= self.min_match else None
+        return best, scores
+
+
+class UnitActorFactory:
+    """An :class:`ActorFactory` over agent units, wrapping another factory.
+
+    The unit is the task's ``agent`` (a team member's turn sets it), else the
+    matcher's pick; its persona opens the actor's prompt and its bundles join the
+    task's. The spec records the unit and the matcher's scores (``unit_scores``).
+    A task no unit fits gets the wrapped factory's actor.
+    """
+
+    def __init__(self, base: ActorFactory, units: AgentRegistry, matcher: UnitMatcher) -> None:
+        self.base = base
+        self.units = units
+        self.matcher = matcher
+
+    def choose(self, task: Task) -> tuple[str | None, tuple[tuple[str, float], ...]]:
+        """The unit for ``task`` and the matcher's scores (none for a named unit)."""
+        if task.agent in self.units:
+            return task.agent, ()
+        return self.matcher.pick(task)
+
+    def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
+        name, scores = self.choose(task)
+        if name is None:
+            return replace(self.base.build(task, goal, dependencies), unit_scores=scores)
+        unit = self.units[name]
+        bundles = tuple(dict.fromkeys((*unit.tool_bundles, *task.tool_bundles)))
+        spec = self.base.build(
+            task.model_copy(update={"tool_bundles": bundles}), goal, dependencies
+        )
+        return replace(spec, persona=unit.persona or spec.persona, unit=name, unit_scores=scores)
