@@ -8,6 +8,8 @@ only plans to cite its sources when told to), and
 :class:`FeedbackReflectionModel` answers GEPA's reflection prompt by adding the
 feedback's reviewer issues and task failures to the current instructions as
 rules, which is what a good reflection model does, deterministically.
+:func:`citation_models` puts them together into a small task with one thing to
+learn.
 """
 
 from __future__ import annotations
@@ -25,9 +27,17 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from aimegraph.models.reasoning import visible_text
+from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.prompts import optimizer as prompts
 
-__all__ = ["FeedbackReflectionModel", "PromptGatedChatModel"]
+__all__ = [
+    "CITATION_GOALS",
+    "CITE_INSTRUCTION",
+    "CITED_SOURCE",
+    "FeedbackReflectionModel",
+    "PromptGatedChatModel",
+    "citation_models",
+]
 
 
 def _prompt_text(messages: Sequence[BaseMessage]) -> str:
@@ -111,3 +121,70 @@ class FeedbackReflectionModel(BaseChatModel):
         }
         reply.response_metadata = {"model_name": self._llm_type}
         return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+CITE_INSTRUCTION = "ALWAYS CITE THE FILE"
+CITED_SOURCE = "source: data/q3.csv"
+CITATION_GOALS = (
+    "What was the Q3 revenue?",
+    "Report the Q3 revenue figure.",
+    "How much revenue did we make in Q3?",
+    "Give me Q3's revenue.",
+    "Q3 revenue, please.",
+)
+_ISSUE = f"The answer gives no source for its figure. {CITE_INSTRUCTION} the figures come from."
+
+
+def _plan(task_id: str, description: str) -> dict[str, Any]:
+    task = {
+        "id": task_id,
+        "title": "Find the Q3 revenue",
+        "description": description,
+        "completion_criteria": "The figure is stated.",
+        "tool_bundles": ["files"],
+    }
+    return {"planner": [{"rationale": "One lookup answers the goal.", "tasks": [task]}]}
+
+
+def _review(passed: bool) -> dict[str, Any]:
+    issues = [] if passed else [_ISSUE]
+    return {"verifier": [{"passed": passed, "reasoning": "Checked the answer.", "issues": issues}]}
+
+
+def _submit(summary: str) -> list[dict[str, Any]]:
+    return [{"tool": "submit_result", "args": {"status": "completed", "summary": summary}}]
+
+
+def citation_models() -> tuple[BaseChatModel, dict[str, BaseChatModel]]:
+    """``(model, models)`` for ``build_aime_graph`` or ``optimize``: the citation task.
+
+    Any goal about the Q3 revenue gets a one-task plan. The planner plans to cite
+    the data file only when its prompt says :data:`CITE_INSTRUCTION`; the
+    verifier passes an answer only when it names the file
+    (:data:`CITED_SOURCE`), and otherwise says, in an issue, that the answer
+    must cite it. So the default prompts fail every run, a reflection model that
+    learns from the reviewer's issues can fix the planner prompt, and nothing
+    else can: a run that ends rejected costs 4 model calls with ``max_replans=0``.
+    """
+    shared = ScriptedChatModel.from_dict(
+        {
+            "actors": {
+                "t1": _submit("Q3 revenue is 48213."),
+                "cite1": _submit(f"Q3 revenue is 48213 ({CITED_SOURCE})."),
+            },
+            "reporter": [{"text": "Answer: {all_results}"}],
+        }
+    )
+    planner = PromptGatedChatModel(
+        phrase=CITE_INSTRUCTION,
+        follows=ScriptedChatModel.from_dict(
+            _plan("cite1", "Read the Q3 revenue from data/q3.csv and cite that file.")
+        ),
+        ignores=ScriptedChatModel.from_dict(_plan("t1", "Find the Q3 revenue.")),
+    )
+    verifier = PromptGatedChatModel(
+        phrase=CITED_SOURCE,
+        follows=ScriptedChatModel.from_dict(_review(True)),
+        ignores=ScriptedChatModel.from_dict(_review(False)),
+    )
+    return shared, {"planner": planner, "verifier": verifier}
