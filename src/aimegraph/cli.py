@@ -109,7 +109,9 @@ def _open_memory(stack: ExitStack, args: argparse.Namespace) -> BaseStore:
 
     url = args.store or default_store_url(args.checkpoints)
     try:
-        return stack.enter_context(open_store(url, embeddings=args.embeddings))
+        return stack.enter_context(
+            open_store(url, embeddings=args.embeddings, ttl_days=args.memory_ttl_days)
+        )
     except (*STORE_ERRORS, ImportError) as exc:
         reason = " ".join(str(exc).split())
         raise CliError(f"cannot open memory store {redact_url(url)}: {reason}", EXIT_USAGE) from exc
@@ -637,6 +639,13 @@ def _parser() -> argparse.ArgumentParser:
         choices=["hashing", "minilm"],
         default="hashing",
         help="what the memory index embeds with (minilm needs the [semantic] extra)",
+    )
+    parser.add_argument(
+        "--memory-ttl-days",
+        type=float,
+        metavar="DAYS",
+        help="memories expire this many days after they are written (the store's TTL: "
+        "SQLite and Postgres; default: kept until forgotten)",
     )
     parser.add_argument(
         "--otlp",

@@ -4,6 +4,7 @@ new process still has it, and ``aimegraph memory list | search | forget | export
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -90,3 +91,31 @@ def test_memory_off_records_nothing(cli: Cli) -> None:
     )  # fmt: skip
     assert code == 0
     assert "(no memories)" in cli("memory", "list")[1]
+
+
+def test_run_remembers_in_the_embedded_store_by_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No flags: memory is on, in SQLite at .aimegraph/memory.db beside the default
+    .aimegraph/checkpoints.db."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "200")
+    code = main(["run", "Multiply six by seven", "--model", TWO_TASKS, "--thread", "plain",
+                 "--json"])  # fmt: skip
+    assert code == 0
+    assert (tmp_path / ".aimegraph" / "checkpoints.db").is_file()
+    with sqlite3.connect(tmp_path / ".aimegraph" / "memory.db") as conn:
+        keys = {k for (k,) in conn.execute("SELECT key FROM store WHERE prefix LIKE 'aimegraph.%'")}
+    assert {"plain:t1:1", "plain:t2:1"} <= keys
+    capsys.readouterr()
+    assert main(["memory", "list"]) == 0
+    assert "plain:t1:1" in capsys.readouterr().out
+
+
+def test_memory_ttl_days_ages_memories_out(cli: Cli, tmp_path: Path) -> None:
+    assert cli.run("kept") == 0
+    assert cli.run("aging", "--memory-ttl-days", "30") == 0
+    with sqlite3.connect(tmp_path / "memory.db") as conn:
+        expiry = dict(conn.execute("SELECT key, expires_at FROM store WHERE key LIKE '%:t1:1'"))
+    assert expiry["kept:t1:1"] is None and expiry["aging:t1:1"] is not None
+    assert cli("--memory-ttl-days", "0", "memory", "list")[0] == 2  # a usage error

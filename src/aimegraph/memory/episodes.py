@@ -130,16 +130,32 @@ def run_attempt(goal: str) -> str:
 
 
 def store_runnable(store: BaseStore) -> Runnable[Sequence[Op], list[Any]]:
-    """The store's ``batch`` as a runnable with a sync and an async body."""
+    """The store's ``batch`` as a runnable with a sync and an async body; writes get
+    the store's default TTL, as ``store.put`` would give them (a bare ``PutOp``
+    means "never expires")."""
+    default_ttl = (store.ttl_config or {}).get("default_ttl")
+
+    def with_ttl(ops: Sequence[Op]) -> list[Op]:
+        if default_ttl is None:
+            return list(ops)
+        return [
+            op._replace(ttl=default_ttl)
+            if isinstance(op, PutOp) and op.value is not None and op.ttl is None
+            else op
+            for op in ops
+        ]
+
+    def batch(ops: Sequence[Op]) -> list[Any]:
+        return store.batch(with_ttl(ops))
 
     async def abatch(ops: Sequence[Op]) -> list[Any]:
         # An async store's sync API refuses the event loop's thread; a sync store
         # (SqliteStore) has no async API: run its batch in a worker thread.
         if isinstance(store, AsyncBatchedBaseStore):
-            return await store.abatch(ops)
-        return await asyncio.to_thread(store.batch, ops)
+            return await store.abatch(with_ttl(ops))
+        return await asyncio.to_thread(store.batch, with_ttl(ops))
 
-    return RunnableLambda(store.batch, afunc=abatch, name="memory_store")
+    return RunnableLambda(batch, afunc=abatch, name="memory_store")
 
 
 def has_index(store: BaseStore) -> bool:
