@@ -28,6 +28,7 @@ from aimegraph.nodes.executor import (
 )
 from aimegraph.nodes.human import make_tool_approval
 from aimegraph.nodes.verifier import make_task_check_node
+from aimegraph.prompts.source import PromptsArg, prompt_source
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
 from aimegraph.tools.execution import make_tool_node
 from aimegraph.tools.registry import ToolRegistry
@@ -45,6 +46,7 @@ def build_actor_graph(
     memory: bool = False,
     member: bool = False,
     name: str = "executor",
+    prompts: PromptsArg = None,
 ) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, Any]:
     """Build the executor: one specialised ReAct actor working on one task.
 
@@ -68,6 +70,10 @@ def build_actor_graph(
             ``members`` (:class:`MemberOutput`) instead of the task; no ``check``
             (the team's result is what gets checked) and no memory.
         name: The compiled graph's name.
+        prompts: The ``actor`` and ``persona_habits`` prompts (and ``verifier`` for
+            the task check): overrides, a prompt store or any ``PromptSource`` (see
+            ``build_aime_graph``); the built-in ones by default. They are applied
+            to the spec any factory builds.
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
@@ -90,7 +96,8 @@ def build_actor_graph(
         input_schema=ActorInput,
         output_schema=MemberOutput if member else ActorOutput,
     )
-    builder.add_node("assemble", make_assemble_node(factory))
+    source = prompt_source(prompts)
+    builder.add_node("assemble", make_assemble_node(factory, prompt_source=source))
     builder.add_node(
         "react", make_react_node(chat, tools=tools, config=config), retry_policy=LLM_RETRY_POLICY
     )
@@ -128,7 +135,9 @@ def build_actor_graph(
     if config.verify in ("tasks", "both") and not member:
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
-            "check", make_task_check_node(checker, config=config), retry_policy=LLM_RETRY_POLICY
+            "check",
+            make_task_check_node(checker, config=config, prompt_source=source),
+            retry_policy=LLM_RETRY_POLICY,
         )
         builder.add_edge("conclude", "check")
         builder.add_edge("check", last)

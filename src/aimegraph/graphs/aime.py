@@ -27,6 +27,7 @@ from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
+from aimegraph.prompts.source import PromptsArg, prompt_source
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
@@ -47,6 +48,7 @@ def build_aime_graph(
     knowledge: KnowledgeBase | None = None,
     factory: ActorFactory | None = None,
     agents: Sequence[AgentUnit] | None = None,
+    prompts: PromptsArg = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -73,6 +75,15 @@ def build_aime_graph(
             may give a task one (``agent``) or a team (``team``: sequential, joint,
             hierarchical or broadcast, each a subgraph of the executor); a task
             naming neither is done by the unit whose description matches it best.
+        prompts: The role prompts (components ``planner``, ``actor``, ``verifier``,
+            ``reporter``, ``persona_habits``; see ``aimegraph.prompts.DEFAULT_PROMPTS``):
+            a mapping of overrides, a JSON / YAML prompt-set file, a prompt store
+            (``aimegraph.optimizer.store.PromptStore`` or its ``.jsonl`` path), or
+            any ``aimegraph.prompts.source.PromptSource``. Each run uses the
+            source's current version when it starts (a store's active one), recorded
+            in ``prompt_version``; a change takes effect from the next run, never
+            mid-run, and a resumed run keeps its version. Overrides are checked
+            here: an unknown component or a dropped placeholder is a ``ValueError``.
         name: The compiled graph's name.
 
     Returns:
@@ -81,6 +92,7 @@ def build_aime_graph(
         and the rest of ``AimeOutput``.
     """
     config = config or AimeConfig()
+    source = prompt_source(prompts)
     role_models = resolve_models(
         model, models, timeout=config.model_timeout_s, max_retries=config.model_retries
     )
@@ -109,6 +121,7 @@ def build_aime_graph(
             config=config,
             memory=memory,
             agents=units.descriptions() if units is not None else None,
+            prompts=source,
         ),
     )
     builder.add_node(
@@ -124,6 +137,7 @@ def build_aime_graph(
         config=config,
         verifier_model=role_models["verifier"],
         memory=memory,
+        prompts=source,
     )
     if units is not None:
         from aimegraph.teams import build_team_executor
@@ -146,14 +160,16 @@ def build_aime_graph(
     )
     builder.add_node(
         "reporter",
-        make_reporter_node(role_models["reporter"], config=config),
+        make_reporter_node(role_models["reporter"], config=config, prompt_source=source),
         retry_policy=LLM_RETRY_POLICY,
     )
-    builder.add_node("verifier", build_verifier_graph(role_models["verifier"], config=config))
+    builder.add_node(
+        "verifier", build_verifier_graph(role_models["verifier"], config=config, prompts=source)
+    )
 
     builder.add_node(
         "intake",
-        make_intake_node(config, tool_names=list(registry.tools)),
+        make_intake_node(config, tool_names=list(registry.tools), prompts=source),
         destinations=("planner", "reporter"),
     )
     builder.add_edge(START, "intake")

@@ -22,6 +22,7 @@ from aimegraph.nodes.planner import (
     route_after_validate,
 )
 from aimegraph.prompts import planner as planner_prompts
+from aimegraph.prompts.source import PromptsArg, prompt_source
 from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
 from aimegraph.tools.registry import ToolRegistry
 
@@ -34,6 +35,7 @@ def build_planner_graph(
     checkpointer: Checkpointer = None,
     memory: bool = False,
     agents: Mapping[str, str] | None = None,
+    prompts: PromptsArg = None,
 ) -> CompiledStateGraph[PlannerState, AimeConfig, PlannerInput, PlannerOutput]:
     """Build the planner: it turns the goal and the progress list into a task DAG.
 
@@ -51,6 +53,9 @@ def build_planner_graph(
         agents: Agent units (name -> description) the plan may assign to tasks, alone
             (``agent``) or as a team (``team``); listed in the prompt, and a plan
             naming any other unit is sent back to the model.
+        prompts: The ``planner`` prompt: overrides (a mapping of component name to
+            text, or a prompt-set file), a prompt store, or any ``PromptSource``
+            (see ``build_aime_graph``); the built-in prompt by default.
 
     Returns:
         A compiled graph. Input: ``goal`` (or ``messages``), ``tasks`` and the
@@ -76,7 +81,13 @@ def build_planner_graph(
         )
     builder.add_node(
         "draft",
-        make_draft_node(chat, config=config, bundles_description=described, teams=bool(units)),
+        make_draft_node(
+            chat,
+            config=config,
+            bundles_description=described,
+            teams=bool(units),
+            prompt_source=prompt_source(prompts),
+        ),
         retry_policy=LLM_RETRY_POLICY,
     )
     builder.add_node(

@@ -11,6 +11,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.verifier import make_judge_node
+from aimegraph.prompts.source import PromptsArg, prompt_source
 from aimegraph.state import VerifierInput, VerifierOutput, VerifierState
 
 
@@ -19,6 +20,7 @@ def build_verifier_graph(
     *,
     config: AimeConfig | None = None,
     checkpointer: Checkpointer = None,
+    prompts: PromptsArg = None,
 ) -> CompiledStateGraph[VerifierState, AimeConfig, VerifierInput, VerifierOutput]:
     """Build the verifier: judges a final answer against the goal, without the plan.
 
@@ -28,6 +30,8 @@ def build_verifier_graph(
             leads to a replan (``status="running"``) or ends the run
             (``status="rejected"``).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
+        prompts: The ``verifier`` prompt: overrides, a prompt store or any
+            ``PromptSource`` (see ``build_aime_graph``); the built-in one by default.
 
     Returns:
         A compiled graph. Input: ``goal`` and ``final_answer`` (plus ``replans``,
@@ -41,9 +45,10 @@ def build_verifier_graph(
         input_schema=VerifierInput,
         output_schema=VerifierOutput,
     )
-    builder.add_node(
-        "judge", make_judge_node(resolve_model(model), config=config), retry_policy=LLM_RETRY_POLICY
+    judge = make_judge_node(
+        resolve_model(model), config=config, prompt_source=prompt_source(prompts)
     )
+    builder.add_node("judge", judge, retry_policy=LLM_RETRY_POLICY)
     builder.add_edge(START, "judge")
     builder.add_edge("judge", END)
     return builder.compile(checkpointer=checkpointer, name="verifier")

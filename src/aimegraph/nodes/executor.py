@@ -51,6 +51,7 @@ from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
+from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, MemberResult, ProgressUpdate, Task, TaskResult
 from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.registry import ToolRegistry
@@ -81,6 +82,11 @@ class ActorSpec:
     # past episodes shown with the knowledge, the run's whiteboard with the environment.
     experience: tuple[str, ...] = ()
     facts: tuple[tuple[str, str], ...] = ()
+    # The prompt components the system prompt is written with (the ``actor``
+    # template and the ``persona_habits``): the graph's assemble node sets the
+    # run's versions of them (``build_aime_graph(prompts=...)``).
+    template: str = prompts.SYSTEM
+    habits: str = prompts.PERSONA_HABITS
     # The agent unit doing the task (aimegraph.teams), and why: the matcher's cosine
     # score of each unit's description against the task, best first.
     unit: str | None = None
@@ -92,9 +98,9 @@ class ActorSpec:
 
     def system_prompt(self) -> str:
         tools = [*self.tools, *ALWAYS_BOUND]
-        return prompts.SYSTEM.format(
+        return self.template.format(
             persona=self.persona,
-            habits=prompts.PERSONA_HABITS,
+            habits=self.habits,
             tools="\n".join(f"- {t.name}: {t.description.strip()}" for t in tools),
             knowledge="\n\n".join([*self.knowledge, *self.experience]) or prompts.NO_KNOWLEDGE,
             environment=self.environment + facts_section(dict(self.facts)),
@@ -248,8 +254,12 @@ def artifact_lines(artifacts: Mapping[str, str]) -> str:
     return "".join(f"- {name}: {value}\n" for name, value in artifacts.items())
 
 
-def make_assemble_node(factory: ActorFactory) -> ActorNode:
-    """The actor factory as a node: builds the spec and opens the conversation."""
+def make_assemble_node(
+    factory: ActorFactory, *, prompt_source: PromptSource | None = None
+) -> ActorNode:
+    """The actor factory as a node: builds the spec and opens the conversation.
+    The spec is written with the ``actor`` and ``persona_habits`` components of
+    the run's prompt version in ``prompt_source`` (the built-in ones without)."""
 
     def assemble(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
         task = state["task"]
@@ -257,6 +267,8 @@ def make_assemble_node(factory: ActorFactory) -> ActorNode:
             factory.build(task, state["goal"], state.get("dependency_results", {})),
             experience=tuple(state.get("experience") or ()),
             facts=tuple(sorted((state.get("known_facts") or {}).items())),
+            template=prompt_text(prompt_source, "actor", state),
+            habits=prompt_text(prompt_source, "persona_habits", state).format(),
         )
         runtime.stream_writer(
             {

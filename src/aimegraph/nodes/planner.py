@@ -17,6 +17,7 @@ from aimegraph.models.calls import resolve_mode, structured_steps
 from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
+from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import (
     PlanError,
     PlannerState,
@@ -64,11 +65,18 @@ def resolve_goal(state: Mapping[str, Any], *, max_chars: int | None = None) -> s
 
 
 def make_draft_node(
-    model: BaseChatModel, *, config: AimeConfig, bundles_description: str, teams: bool = False
+    model: BaseChatModel,
+    *,
+    config: AimeConfig,
+    bundles_description: str,
+    teams: bool = False,
+    prompt_source: PromptSource | None = None,
 ) -> Runnable[PlannerState, dict[str, Any]]:
     """The node that asks the planner model for a PlanUpdate (the model calls are
     awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`). With ``teams``, its
-    tasks may name agent units and teams (``bundles_description`` lists them)."""
+    tasks may name agent units and teams (``bundles_description`` lists them). Its
+    system prompt is the ``planner`` component of the run's prompt version in
+    ``prompt_source`` (the built-in one without a source)."""
 
     def draft(state: PlannerState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -82,7 +90,9 @@ def make_draft_node(
         replans = 0 if new_run else state.get("replans", 0)
         messages = [
             SystemMessage(
-                prompts.SYSTEM.format(max_tasks=cfg.max_tasks, bundles=bundles_description)
+                prompt_text(prompt_source, "planner", state).format(
+                    max_tasks=cfg.max_tasks, bundles=bundles_description
+                )
             ),
             HumanMessage(
                 prompts.CONTEXT.format(

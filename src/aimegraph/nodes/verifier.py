@@ -19,16 +19,17 @@ from aimegraph.models.calls import resolve_mode, structured_steps
 from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.executor import artifact_lines, settle
 from aimegraph.prompts import verifier as prompts
+from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
 
 
 def _ask_verdict(
-    model: BaseChatModel, prompt: str, cfg: AimeConfig, runtime: Runtime[Any]
+    model: BaseChatModel, system: str, prompt: str, cfg: AimeConfig, runtime: Runtime[Any]
 ) -> Steps[tuple[Verdict | None, str | None, Usage]]:
     reply = yield from structured_steps(
         model,
         Verdict,
-        [SystemMessage(prompts.SYSTEM), HumanMessage(prompt)],
+        [SystemMessage(system.format()), HumanMessage(prompt)],
         role="verifier",
         mode=resolve_mode(cfg.tool_calling, model, structured=True),
         retries=cfg.max_output_retries,
@@ -39,18 +40,20 @@ def _ask_verdict(
 
 
 def make_judge_node(
-    model: BaseChatModel, *, config: AimeConfig
+    model: BaseChatModel, *, config: AimeConfig, prompt_source: PromptSource | None = None
 ) -> Runnable[VerifierState, dict[str, Any]]:
     """Judges the final answer against the goal and settles the run's status:
     ``succeeded``; ``running`` with a replan reason when rejected and replans
     are left; ``rejected`` otherwise; ``failed`` when no verdict could be had.
-    The model calls are awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`)."""
+    The model calls are awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
+    The system prompt is the run's ``verifier`` component from ``prompt_source``."""
 
     def judge(state: VerifierState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         answer = state.get("final_answer") or "(no answer was produced)"
         verdict, error, usage = yield from _ask_verdict(
             model,
+            prompt_text(prompt_source, "verifier", state),
             prompts.FINAL.format(goal=state.get("goal", ""), answer=answer),
             cfg,
             runtime,
@@ -91,11 +94,12 @@ def make_judge_node(
 
 
 def make_task_check_node(
-    model: BaseChatModel, *, config: AimeConfig
+    model: BaseChatModel, *, config: AimeConfig, prompt_source: PromptSource | None = None
 ) -> Runnable[ActorState, dict[str, Any]]:
     """Checks a completed task's result against its completion criteria; a failed
     check fails the task with the verifier's issues as the reason. The model calls
-    are awaited under ``ainvoke``."""
+    are awaited under ``ainvoke``. The system prompt is the run's ``verifier``
+    component from ``prompt_source``."""
 
     def check(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -110,7 +114,8 @@ def make_task_check_node(
             summary=result.summary,
             artifacts=artifact_lines(result.artifacts),
         )
-        verdict, error, usage = yield from _ask_verdict(model, prompt, cfg, runtime)
+        system = prompt_text(prompt_source, "verifier", state)
+        verdict, error, usage = yield from _ask_verdict(model, system, prompt, cfg, runtime)
         if verdict is not None and verdict.passed:
             return {"usage": usage}
         reason = (
