@@ -35,12 +35,14 @@ from langgraph.checkpoint.serde._msgpack import SAFE_MSGPACK_TYPES
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 
 from aimegraph.state.models import (
+    MemberResult,
     PlanUpdate,
     ProgressUpdate,
     RoleUsage,
     Task,
     TaskResult,
     TaskSpec,
+    TeamSpec,
     Usage,
     Verdict,
 )
@@ -50,8 +52,10 @@ __all__ = ["ALLOWED_MSGPACK_TYPES", "PROJECT_MSGPACK_TYPES", "make_serializer"]
 #: The project's own classes that may appear in a checkpoint. The first six are
 #: the state records (DESIGN.md section 3); ``TaskSpec`` and ``PlanUpdate`` are the
 #: planner's output, which can travel in an ``interrupt()`` payload or a resume
-#: value when plans need human approval. All are frozen, data-only pydantic models
-#: whose constructors only validate, so reviving them runs no other code.
+#: value when plans need human approval; ``TeamSpec`` and ``MemberResult`` are a
+#: team task's (in a team subgraph's state, its members' turns so far). All are
+#: frozen, data-only pydantic models whose constructors only validate, so reviving
+#: them runs no other code.
 PROJECT_MSGPACK_TYPES: tuple[type, ...] = (
     Task,
     TaskResult,
@@ -61,6 +65,8 @@ PROJECT_MSGPACK_TYPES: tuple[type, ...] = (
     RoleUsage,
     TaskSpec,
     PlanUpdate,
+    TeamSpec,
+    MemberResult,
 )
 
 
