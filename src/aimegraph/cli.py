@@ -123,6 +123,12 @@ def cmd_memory(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     return run_memory_command(args, args.memory_store(), console)
 
 
+def cmd_prompts(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.optimizer.prompt_commands import run_prompts_command
+
+    return run_prompts_command(args, console)
+
+
 @contextmanager
 def _tracing(endpoint: str | None) -> Iterator[None]:
     """OpenTelemetry spans of the command's runs to ``endpoint`` (OTLP/HTTP)."""
@@ -150,9 +156,32 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
     if saver.get_tuple(run_config(thread_id)) is not None:
         raise CliError(f"thread {thread_id!r} exists; resume it or pick a new id", EXIT_USAGE)
     config = config_from_args(args, thread_id)
-    settings = RunSettings(model=args.model, config=config, tools=tuple(args.tools))
+    settings = RunSettings(
+        model=args.model,
+        config=config,
+        tools=tuple(args.tools),
+        prompts=_run_prompts(args, console),
+    )
     graph = run_graph(settings, saver, args.memory_store())
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
+
+
+def _run_prompts(args: argparse.Namespace, console: Console) -> str | None:
+    """``--prompts`` (a prompt-set file or a prompt store), else the default prompt
+    store when it has an active version; says which version the run starts with."""
+    from aimegraph.optimizer.store import PromptStore, default_prompt_store
+    from aimegraph.prompts.source import prompt_source
+
+    path = args.prompts
+    if path is None:
+        default = default_prompt_store(args.checkpoints)
+        if not default.is_file() or PromptStore(default).active() is None:
+            return None
+        path = str(default)
+    version = prompt_source(path).current()  # a bad file is a usage error (ValueError)
+    if not args.json:
+        console.print(f"prompts: version {version} from {path}", markup=False)
+    return str(path)
 
 
 def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -405,6 +434,7 @@ def _summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, An
         "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
         "usage": usage.model_dump(mode="json") if usage is not None else None,
         "replans": values.get("replans", 0),
+        "prompt_version": values.get("prompt_version"),
     }
 
 
@@ -498,6 +528,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         model=args.model or (stored.model if stored else DEMO_SCENARIO),
         config=checked_config(fields),
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
+        prompts=stored.prompts if stored else None,
     )
 
 
@@ -666,6 +697,13 @@ def _parser() -> argparse.ArgumentParser:
 
     run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
     _run_options(run)
+    run.add_argument(
+        "--prompts",
+        metavar="FILE_OR_STORE",
+        help="role prompts: a JSON / YAML prompt set, or a prompt store (.jsonl) whose "
+        "active version the run uses (default: the prompt store beside the checkpoints, "
+        "when it has an active version; else the built-in prompts)",
+    )
     _durability_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
@@ -769,6 +807,13 @@ def _parser() -> argparse.ArgumentParser:
     from aimegraph.memory.commands import add_memory_arguments
 
     add_memory_arguments(memory)
+
+    prompts = command(
+        "prompts", cmd_prompts, "Prompt versions in the prompt store: list, show, diff, use, add."
+    )
+    from aimegraph.optimizer.prompt_commands import add_prompts_arguments
+
+    add_prompts_arguments(prompts)
 
     draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")

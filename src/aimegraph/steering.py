@@ -62,13 +62,14 @@ def run_graph(
 ) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
     ``store``: a thread started with one must be resumed with one, the graph has
-    its memory nodes only then)."""
+    its memory nodes only then), with the run's prompts (``settings.prompts``)."""
     return build_aime_graph(
         settings.model,
         tools=run_tools(settings),
         config=settings.config,
         checkpointer=saver,
         store=store,
+        prompts=settings.prompts,
     )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -33,19 +34,24 @@ class SettingsNotStoredError(ThreadNotFoundError):
 class RunSettings:
     """What is needed to rebuild a run's graph in another process.
 
-    ``tools`` are ``module:attr`` references to the application's own tools. The
-    workspace is made absolute, so that a resume from another directory finds it.
+    ``tools`` are ``module:attr`` references to the application's own tools.
+    ``prompts`` is a prompt-set file or a prompt store (``.jsonl``) the graph is
+    built with (``build_aime_graph(prompts=...)``). The workspace and the prompts
+    path are made absolute, so that a resume from another directory finds them.
     """
 
     model: str
     config: AimeConfig
     tools: tuple[str, ...] = field(default=())
+    prompts: str | None = None
 
     def __post_init__(self) -> None:
         workspace = self.config.workspace.expanduser().absolute()
         if workspace != self.config.workspace:
             config = self.config.model_copy(update={"workspace": workspace})
             object.__setattr__(self, "config", config)
+        if self.prompts is not None:
+            object.__setattr__(self, "prompts", str(Path(self.prompts).expanduser().absolute()))
 
     def as_metadata(self) -> dict[str, Any]:
         settings = {
@@ -53,6 +59,8 @@ class RunSettings:
             "config": self.config.model_dump(mode="json"),
             "tools": list(self.tools),
         }
+        if self.prompts is not None:
+            settings["prompts"] = self.prompts
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -69,6 +77,7 @@ class RunSettings:
             model=str(stored["model"]),
             config=AimeConfig.model_validate(stored.get("config", {})),
             tools=tuple(str(spec) for spec in stored.get("tools", ())),
+            prompts=str(stored["prompts"]) if stored.get("prompts") else None,
         )
 
 
