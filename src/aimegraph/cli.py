@@ -760,6 +760,12 @@ def _parser() -> argparse.ArgumentParser:
         help="long-term memory store the memory pane shows and the runs started or "
         "resumed here use (default: as for run, beside the checkpoints)",
     )
+    dashboard.add_argument(
+        "--prompts",
+        metavar="STORE",
+        help="prompt store (.jsonl) the prompts pane shows (default: prompts.jsonl beside an "
+        "SQLite checkpoint file, else .aimegraph/prompts.jsonl)",
+    )
     _broker_options(dashboard, "that distributed runs' resumes go to")
 
     submit = command(

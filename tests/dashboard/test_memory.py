@@ -169,11 +169,12 @@ def test_memory_pane_is_token_protected_and_needs_a_store(
     assert missing.status_code == 404 and "--store" in missing.json()["error"]
 
 
-def test_dashboard_command_opens_the_store(
+def test_dashboard_command_opens_the_stores(
     store_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """``aimegraph dashboard --store URL`` serves with that store; without it, the
-    store beside the checkpoints (as ``aimegraph run`` uses)."""
+    """``aimegraph dashboard --store URL`` serves with that memory store; without it,
+    the store beside the checkpoints (as ``aimegraph run`` uses); the same for the
+    prompt store and ``--prompts``."""
     from aimegraph.dashboard import server
 
     served: list[dict[str, Any]] = []
@@ -192,6 +193,10 @@ def test_dashboard_command_opens_the_store(
     assert served[1]["scopes"] == []
     assert (tmp_path / "memory.db").exists()  # the default, beside checkpoints.db
     assert served[0]["distributed"] is None  # SQLite checkpoints: no queue
+    assert served[1]["prompts"].path == tmp_path / "prompts.jsonl"  # beside them too
+    other_prompts = tmp_path / "elsewhere" / "prompts.jsonl"
+    assert main(["--checkpoints", store_url, "dashboard", "--prompts", str(other_prompts)]) == 0
+    assert served[2]["prompts"].path == other_prompts
 
 
 def test_a_distributed_thread_is_queued_not_run_here(

@@ -36,7 +36,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from aimegraph.checkpoints import ThreadNotFoundError
-from aimegraph.dashboard.panes import MemoryPane, json_body
+from aimegraph.dashboard.panes import MemoryPane, PromptsPane, json_body
 from aimegraph.dashboard.runs import (
     NothingToResumeError,
     QueueUnavailableError,
@@ -44,6 +44,7 @@ from aimegraph.dashboard.runs import (
     RunManager,
 )
 from aimegraph.dashboard.views import ThreadReader
+from aimegraph.optimizer.store import PromptStore
 from aimegraph.steering import AnswerError, NoSuchInterruptError
 
 STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
@@ -67,15 +68,17 @@ def create_app(
     saver: BaseCheckpointSaver[Any],
     *,
     store: BaseStore | None = None,
+    prompts: PromptStore | None = None,
     token: str | None = None,
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS,
     runs: RunManager | None = None,
     poll_seconds: float = POLL_SECONDS,
 ) -> Starlette:
     """The dashboard over ``saver`` and the long-term memory ``store`` (the memory
-    pane shows it, and runs started or resumed here use it, as the CLI's do).
-    ``allowed_hosts`` are the host names requests may be addressed to (``("*",)``
-    to accept any, which needs a ``token``)."""
+    pane shows it, and runs started or resumed here use it, as the CLI's do); the
+    prompts pane shows the ``prompts`` store's versions. ``allowed_hosts`` are the
+    host names requests may be addressed to (``("*",)`` to accept any, which needs
+    a ``token``)."""
     if "*" in allowed_hosts and not token:
         raise ValueError("serving every host name needs a token")
     reader = ThreadReader(saver)
@@ -83,10 +86,12 @@ def create_app(
     closing = threading.Event()
     api = _Api(reader, runs, poll_seconds, closing)
     memory = MemoryPane(store if store is not None else runs.store)
+    prompt_pane = PromptsPane(prompts)
     app = Starlette(
         routes=[
             Route("/", _page("threads.html")),
             Route("/memory", _page("memory.html")),
+            Route("/prompts", _page("prompts.html")),
             Route("/threads/{thread_id:path}", _page("run.html")),
             Route("/api/threads", api.threads),
             Route("/api/events", api.threads_events),
@@ -98,6 +103,9 @@ def create_app(
             Route("/api/demo", api.start_demo, methods=["POST"]),
             Route("/api/memory", memory.items),
             Route("/api/memory/forget", memory.forget, methods=["POST"]),
+            Route("/api/prompts", prompt_pane.versions),
+            Route("/api/prompts/use", prompt_pane.use, methods=["POST"]),
+            Route("/api/prompts/{version}", prompt_pane.version),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=[

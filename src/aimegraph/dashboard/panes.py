@@ -1,8 +1,9 @@
 """The panes beside the runs: long-term memory (episodes and lessons per scope)
-from the memory store, through the same functions as ``aimegraph memory``.
+from the memory store, through the same functions as ``aimegraph memory``; prompt
+versions and their scores from the prompt store (``aimegraph prompts``).
 
-Item values go to the page as JSON and are put in it as text, like everything
-else the dashboard shows.
+Values go to the page as JSON and are put in it as text, like everything else
+the dashboard shows.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from aimegraph.memory.commands import (
     search_memories,
 )
 from aimegraph.memory.episodes import DEFAULT_SCOPE
+from aimegraph.optimizer.store import PromptStore, PromptVersion, UnknownPromptVersionError
+from aimegraph.prompts.source import DEFAULT_VERSION
 
 MAX_ITEMS = 500
 """The most items one listing or search returns."""
@@ -82,6 +85,85 @@ class MemoryPane:
         if not forgotten:
             return JSONResponse({"error": f"no memory {key!r} in scope {scope!r}"}, 404)
         return JSONResponse({"key": key, "scope": scope, "forgotten": forgotten})
+
+
+class PromptsPane:
+    """``GET /api/prompts`` lists the versions (newest first) with their parent,
+    scores, source, date and which one is active; ``GET /api/prompts/{version}``
+    gives one version's component texts; ``POST /api/prompts/use`` makes a version
+    the active one (the runs that start from then on use it, as ``aimegraph
+    prompts use``)."""
+
+    def __init__(self, store: PromptStore | None) -> None:
+        self.store = store
+
+    async def versions(self, request: Request) -> Response:
+        if self.store is None:
+            return _no_prompts()
+        return JSONResponse(await run_in_threadpool(self._versions, self.store))
+
+    @staticmethod
+    def _versions(store: PromptStore) -> dict[str, Any]:
+        active, stored = store.active(), store.list()
+        if not any(v.version == DEFAULT_VERSION for v in stored):
+            stored.insert(0, store.get(DEFAULT_VERSION))  # the built-in prompts, always usable
+        return {
+            "path": str(store.path),
+            "active": active,
+            "current": active or DEFAULT_VERSION,
+            "versions": [_summary(v, active) for v in reversed(stored)],
+        }
+
+    async def version(self, request: Request) -> Response:
+        if self.store is None:
+            return _no_prompts()
+        try:
+            data = await run_in_threadpool(
+                self._version, self.store, request.path_params["version"]
+            )
+        except UnknownPromptVersionError as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        return JSONResponse(data)
+
+    @staticmethod
+    def _version(store: PromptStore, version: str) -> dict[str, Any]:
+        found = store.get(version)
+        parent = store.get(found.parent) if found.parent else None
+        return {
+            **_summary(found, store.active()),
+            "texts": dict(found.texts),
+            "changed_from_parent": found.changed(parent.texts) if parent else found.changed(),
+        }
+
+    async def use(self, request: Request) -> Response:
+        if self.store is None:
+            return _no_prompts()
+        version = str((await json_body(request)).get("version") or "")
+        if not version:
+            return JSONResponse({"error": "send the version to use"}, 400)
+        try:
+            active = await run_in_threadpool(self.store.use, version)
+        except UnknownPromptVersionError as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        return JSONResponse({"active": active})
+
+
+def _summary(version: PromptVersion, active: str | None) -> dict[str, Any]:
+    """A version without its texts: what the list shows."""
+    return {
+        "version": version.version,
+        "parent": version.parent,
+        "source": version.source,
+        "created_at": version.created_at,
+        "scores": dict(version.scores),
+        "note": version.note,
+        "changed": version.changed(),
+        "active": version.version == (active or DEFAULT_VERSION),
+    }
+
+
+def _no_prompts() -> Response:
+    return JSONResponse({"error": "this dashboard has no prompt store"}, 404)
 
 
 def _no_store() -> Response:

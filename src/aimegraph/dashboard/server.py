@@ -21,6 +21,7 @@ from starlette.applications import Starlette
 from aimegraph.dashboard.app import LOOPBACK_HOSTS, create_app
 from aimegraph.dashboard.runs import DistributedQueue, RunManager
 from aimegraph.distributed.records import is_postgres_url
+from aimegraph.optimizer.store import PromptStore, default_prompt_store
 
 TOKEN_ENV = "AIMEGRAPH_DASHBOARD_TOKEN"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
@@ -48,21 +49,29 @@ def serve(
     saver: BaseCheckpointSaver[Any],
     *,
     store: BaseStore | None = None,
+    prompts: PromptStore | None = None,
     distributed: DistributedQueue | None = None,
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     token: str | None = None,
 ) -> None:
     """Serve the dashboard until interrupted. Runs started or resumed here use the
-    memory ``store``; the resumes of distributed runs go to the ``distributed``
-    queue. Any host but a loopback address needs a ``token``, which every request
-    must then carry."""
+    memory ``store``; the prompts pane shows the ``prompts`` store; the resumes of
+    distributed runs go to the ``distributed`` queue. Any host but a loopback
+    address needs a ``token``, which every request must then carry."""
     import uvicorn
 
     check_exposure(host, token)
     allowed = LOOPBACK_HOSTS if is_loopback(host) else ("*",)
     runs = RunManager(saver, store=store, distributed=distributed)
-    app = create_app(saver, store=store, runs=runs, token=token, allowed_hosts=(*allowed, host))
+    app = create_app(
+        saver,
+        store=store,
+        prompts=prompts,
+        runs=runs,
+        token=token,
+        allowed_hosts=(*allowed, host),
+    )
 
     class Server(uvicorn.Server):
         def handle_exit(self, sig: int, frame: FrameType | None) -> None:
@@ -106,6 +115,7 @@ def cmd_dashboard(
     token = args.token or os.environ.get(TOKEN_ENV) or None
     check_exposure(args.host, token)
     store = args.memory_store()  # --store, or beside the checkpoints (as `aimegraph run`)
+    prompts = PromptStore(args.prompts or default_prompt_store(args.checkpoints))
     distributed = (
         DistributedQueue(args.checkpoints, args.broker, args.queue)
         if is_postgres_url(args.checkpoints)
@@ -121,6 +131,7 @@ def cmd_dashboard(
         serve(
             saver,
             store=store,
+            prompts=prompts,
             distributed=distributed,
             host=args.host,
             port=args.port,
