@@ -198,3 +198,34 @@ def test_draw_xray_shows_the_team_subgraphs(workspace: Path) -> None:
     assert "executor:sequential:member:react" in set(graph.get_graph(xray=3).nodes)
     text = draw(graph, xray=2, format="mermaid").source
     assert "executor\\3ahierarchical\\3asplit" in text
+
+
+def test_prompt_overrides_reach_every_member(workspace: Path) -> None:
+    from aimegraph.prompts import DEFAULT_PROMPTS
+
+    actor = DEFAULT_PROMPTS["actor"].replace(
+        "# Role: actor\n", "# Role: actor\nHOUSE STYLE: terse.\n"
+    )
+    scenario = {
+        "planner": [
+            plan(
+                {
+                    "id": "t1",
+                    "title": "Write",
+                    "team": {"mode": "broadcast", "members": ["writer", "reviewer"]},
+                }
+            )
+        ],
+        "actors": {
+            "t1/writer": [submit("x", answer="1")],
+            "t1/reviewer": [submit("y", answer="1")],
+        },
+        "reporter": [{"text": "{all_results}"}],
+    }
+    model = ScriptedChatModel.from_dict(scenario)
+    graph = build_aime_graph(
+        model, agents=UNITS, config=AimeConfig(workspace=workspace), prompts={"actor": actor}
+    )
+    assert graph.invoke({"goal": "g"})["status"] == "succeeded"
+    prompts = model.prompts("actor")
+    assert len(prompts) == 2 and all("HOUSE STYLE: terse." in p for p in prompts)

@@ -152,6 +152,7 @@ def build_aime_graph(
             models=role_models,
             verifier_model=role_models["verifier"],
             memory=memory,
+            prompts=source,
         )
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.scheduler).

@@ -16,6 +16,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
+from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamSpec
 from aimegraph.teams.modes import MODES, mode_graph, team_parts
 from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
@@ -35,6 +36,7 @@ def build_team_executor(
     memory: bool = False,
     embeddings: EmbeddingsSpec = None,
     checkpointer: Checkpointer = None,
+    prompts: PromptsArg = None,
 ) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, ActorOutput]:
     """Build the executor over agent units: the task's team runs in its mode's
     subgraph; any other task runs in ``single``, the actor graph, as the unit the
@@ -57,6 +59,7 @@ def build_team_executor(
         embeddings: What the matcher compares tasks and unit descriptions with
             (hashing by default; ``"minilm"`` for meaning rather than words).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
+        prompts: The actors' prompts, members' too (see ``build_aime_graph``).
 
     Returns:
         A compiled graph with the executor's input (:class:`ActorInput`) and output.
@@ -79,6 +82,7 @@ def build_team_executor(
         models=models,
         verifier_model=verifier_model,
         matcher=matcher,
+        prompts=prompts,
     )
 
     builder = StateGraph(
@@ -94,6 +98,7 @@ def build_team_executor(
             verifier_model=verifier_model,
             memory=memory,
             name="single",
+            prompts=prompts,
         ),
     )
     for mode in MODES:

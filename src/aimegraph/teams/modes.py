@@ -46,7 +46,8 @@ from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact_lines, settle
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
-from aimegraph.prompts import teams as prompts
+from aimegraph.prompts import teams as team_prompts
+from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import (
     ActorInput,
     ActorOutput,
@@ -130,10 +131,11 @@ def team_parts(
     models: Mapping[str, BaseChatModel] | None = None,
     verifier_model: BaseChatModel | str | None = None,
     matcher: UnitMatcher | None = None,
+    prompts: PromptsArg = None,
 ) -> TeamParts:
     """Build the member graphs: one over ``model`` for the units without a model of
     their own, one per unit with one (``AgentUnit.model``: a key of ``models``, a
-    spec or a chat model)."""
+    spec or a chat model). ``prompts`` are the actors' (see ``build_actor_graph``)."""
     config = config or AimeConfig()
     registry = registry or default_registry(Path(config.workspace), knowledge=knowledge)
     units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
@@ -155,6 +157,7 @@ def team_parts(
             config=config,
             member=True,
             name=name,
+            prompts=prompts,
         )
 
     graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
@@ -183,6 +186,7 @@ def build_team_graph(
     factory: ActorFactory | None = None,
     knowledge: KnowledgeBase | None = None,
     checkpointer: Checkpointer = None,
+    prompts: PromptsArg = None,
 ) -> CompiledStateGraph[TeamState, AimeConfig, ActorInput, ActorOutput]:
     """Build one team mode as a graph of its own.
 
@@ -198,6 +202,8 @@ def build_team_graph(
             :class:`DefaultActorFactory` over ``registry`` and ``knowledge``.
         knowledge: Passages nearest the task go into each member's prompt.
         checkpointer: Only when used on its own; as a node it inherits the parent's.
+        prompts: The members' ``actor`` and ``persona_habits`` prompts (see
+            ``build_aime_graph``).
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` whose ``task.team`` names the
@@ -213,6 +219,7 @@ def build_team_graph(
         knowledge=knowledge,
         config=config,
         models=models,
+        prompts=prompts,
     )
     return mode_graph(mode, parts, checkpointer=checkpointer)
 
@@ -306,7 +313,7 @@ def _turn(
     assert task.team is not None
     number = turn or 1 + sum(t.member == member for t in _turns(state))
     left = _calls_left(state, spent)
-    brief = prompts.MEMBER.format(
+    brief = team_prompts.MEMBER.format(
         member=member,
         turn=number,
         mode=task.team.mode,
@@ -331,7 +338,7 @@ def _turn(
 
 def _render(turns: Sequence[MemberResult]) -> str:
     return "".join(
-        prompts.RESULT.format(
+        team_prompts.RESULT.format(
             member=t.member,
             status=t.status,
             summary=t.summary.strip(),
@@ -369,15 +376,15 @@ def _route_sequential(parts: TeamParts) -> Callable[[TeamState], Send | str]:
         # The last good result and what failed after it: a failed member's work is redone.
         good = max((i for i, t in enumerate(done) if t.status == "completed"), default=0)
         handover = (
-            prompts.SEQUENTIAL_HANDOVER.format(result=_render(done[good:]))
+            team_prompts.SEQUENTIAL_HANDOVER.format(result=_render(done[good:]))
             if done
-            else prompts.SEQUENTIAL_FIRST
+            else team_prompts.SEQUENTIAL_FIRST
         )
-        context = prompts.SEQUENTIAL.format(
+        context = team_prompts.SEQUENTIAL.format(
             order=" -> ".join(order),
             position=position + 1,
             count=count,
-            round=prompts.SEQUENTIAL_AGAIN.format(round=rounds + 1) if rounds else "",
+            round=team_prompts.SEQUENTIAL_AGAIN.format(round=rounds + 1) if rounds else "",
             handover=handover,
         )
         return _turn(parts, state, order[position], context)
@@ -457,15 +464,15 @@ def _route_joint(parts: TeamParts) -> Callable[[TeamState], Send | str]:
         if len(done) >= len(team.members) * team.max_rounds:
             return "finish"
         conversation = "".join(
-            prompts.JOINT_TURN.format(
+            team_prompts.JOINT_TURN.format(
                 member=t.member,
                 stance=_stance(t) if t.status == "completed" else "failed",
                 summary=t.summary.strip()[:1500],
             )
             for t in done[-12:]
         )
-        context = prompts.JOINT.format(
-            order=", ".join(team.members), conversation=conversation or prompts.JOINT_EMPTY
+        context = team_prompts.JOINT.format(
+            order=", ".join(team.members), conversation=conversation or team_prompts.JOINT_EMPTY
         )
         return _turn(parts, state, team.members[len(done) % len(team.members)], context)
 
@@ -510,7 +517,7 @@ def _fan_out(parts: TeamParts) -> Callable[[TeamState], list[Send] | str]:
                 parts,
                 state,
                 m,
-                prompts.BROADCAST,
+                team_prompts.BROADCAST,
                 share=len(members),
                 turn=members[:i].count(m) + 1,
             )
@@ -570,9 +577,9 @@ def _merge(
         chat,
         Merged,
         [
-            SystemMessage(prompts.MERGE_SYSTEM),
+            SystemMessage(team_prompts.MERGE_SYSTEM),
             HumanMessage(
-                prompts.MERGE_TASK.format(
+                team_prompts.MERGE_TASK.format(
                     task_id=task.id,
                     title=task.title,
                     description=task.description or task.title,
@@ -620,7 +627,7 @@ def _make_split_node(parts: TeamParts) -> Node[TeamState]:
         others = [m for m in dict.fromkeys(team.members[1:]) if m != lead]
         delegations = state.get("delegations", 0) + 1
         if not others:
-            alone = prompts.ALONE.format(reason="it has no other members")
+            alone = team_prompts.ALONE.format(reason="it has no other members")
             return Command(goto=_turn(parts, state, lead, alone, role="lead"))
         chat = parts.chat_of[lead]
         previous = [t for t in done if t.role == "part"]
@@ -629,18 +636,18 @@ def _make_split_node(parts: TeamParts) -> Node[TeamState]:
             Delegation,
             [
                 SystemMessage(
-                    prompts.LEAD_SYSTEM.format(
+                    team_prompts.LEAD_SYSTEM.format(
                         members="\n".join(f"- {m}: {parts.units[m].description}" for m in others)
                     )
                 ),
                 HumanMessage(
-                    prompts.LEAD_TASK.format(
+                    team_prompts.LEAD_TASK.format(
                         goal=state["goal"],
                         task_id=task.id,
                         title=task.title,
                         description=task.description or task.title,
                         criteria=task.completion_criteria or "the task is done",
-                        previous=prompts.LEAD_PREVIOUS.format(results=_render(previous))
+                        previous=team_prompts.LEAD_PREVIOUS.format(results=_render(previous))
                         if previous
                         else "",
                     )
@@ -660,7 +667,7 @@ def _make_split_node(parts: TeamParts) -> Node[TeamState]:
         spent = reply.usage.llm_calls
         if not assigned:
             reason = reply.error or f"the split named none of {others}"
-            alone = prompts.ALONE.format(reason=reason)
+            alone = team_prompts.ALONE.format(reason=reason)
             return Command(
                 goto=_turn(parts, state, lead, alone, role="lead", spent=spent), update=update
             )
@@ -669,7 +676,7 @@ def _make_split_node(parts: TeamParts) -> Node[TeamState]:
                 parts,
                 state,
                 member,
-                prompts.PART.format(lead=lead, instruction=instruction),
+                team_prompts.PART.format(lead=lead, instruction=instruction),
                 role="part",
                 share=len(assigned),
                 spent=spent,
@@ -695,7 +702,7 @@ def _make_review_node(parts: TeamParts) -> Node[TeamState]:
             return Command(goto="split")
         if _blocked(parts, state):
             return Command(goto="finish")
-        integrate = prompts.INTEGRATE.format(results=_render(done))
+        integrate = team_prompts.INTEGRATE.format(results=_render(done))
         return Command(goto=_turn(parts, state, team.members[0], integrate, role="lead"))
 
     return review
