@@ -108,18 +108,32 @@ def test_a_hand_edited_broken_record_fails_with_the_file_named(store: PromptStor
         PromptStore(store.path).list()
 
 
-def test_concurrent_writers_lose_no_record(store: PromptStore) -> None:
+def test_concurrent_writers_and_readers_lose_no_record(store: PromptStore) -> None:
+    reader = PromptStore(store.path)  # one object read by several threads, as a graph's is
+    writing = threading.Event()
+
     def add(worker: int) -> None:
         mine = PromptStore(store.path)
         for i in range(10):
             mine.add({"reporter": f"{reporter.SYSTEM}{worker}-{i}"}, scores={"val": i / 10})
 
-    threads = [threading.Thread(target=add, args=(w,)) for w in range(4)]
-    for thread in threads:
+    def read() -> None:
+        while writing.is_set():
+            reader.current()
+            reader.list()
+
+    writing.set()
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    writers = [threading.Thread(target=add, args=(w,)) for w in range(4)]
+    for thread in readers + writers:
         thread.start()
-    for thread in threads:
+    for thread in writers:
+        thread.join()
+    writing.clear()
+    for thread in readers:
         thread.join()
     assert len(PromptStore(store.path).list()) == 40
+    assert len(reader.list()) == 40
     assert all(json.loads(line) for line in store.path.read_text().splitlines())
 
 

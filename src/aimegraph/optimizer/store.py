@@ -22,6 +22,7 @@ from __future__ import annotations
 import builtins
 import json
 import os
+import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -119,6 +120,8 @@ class PromptStore:
     def __init__(self, path: str | Path = DEFAULT_PROMPT_STORE) -> None:
         self.path = Path(path)
         self._identity: tuple[int, int] | None = None
+        # Parallel actors of one run look texts up at once: one reader at a time.
+        self._lock = threading.RLock()
         self._forget()
 
     def _forget(self) -> None:
@@ -247,22 +250,27 @@ class PromptStore:
     def texts(self, version: str | None = None) -> Mapping[str, str]:
         """Every component's text in ``version`` (a full id; ``None``: the current one)."""
         wanted = version or self.current()
-        if wanted not in self._resolved:
-            try:
-                stored = self.get(wanted)
-            except UnknownPromptVersionError:
-                current = self.current()
-                warn_unknown_version(wanted, current)
-                return self.texts(current)
-            # Checked again: the file is plain text that anyone may edit.
-            self._resolved[wanted] = resolve_prompts(stored.texts)
-        return self._resolved[wanted]
+        with self._lock:
+            if wanted not in self._resolved:
+                try:
+                    stored = self.get(wanted)
+                except UnknownPromptVersionError:
+                    current = self.current()
+                    warn_unknown_version(wanted, current)
+                    return self.texts(current)
+                # Checked again: the file is plain text that anyone may edit.
+                self._resolved[wanted] = resolve_prompts(stored.texts)
+            return self._resolved[wanted]
 
     # --- the file ---
 
     def _refresh(self) -> None:
         """Read the lines appended since the last read (all of them when the file
         was replaced or truncated)."""
+        with self._lock:
+            self._read_new_lines()
+
+    def _read_new_lines(self) -> None:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
