@@ -6,6 +6,7 @@
     python -m bench --only local_plans   # on-demand sections need an extra (here [local])
     python -m bench --only dashboard     # [dashboard] extra, Playwright and Debian's chromium
     python -m bench --only distributed   # [distributed] extra, Redis and Postgres on 127.0.0.1
+    python -m bench --only optimize      # [optimize] extra (GEPA)
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -30,10 +31,12 @@ from bench import (
     jsonparse,
     local_plans,
     memory,
+    optimize,
     overhead,
     parallel,
     retrieval,
     scaling,
+    teams,
 )
 from bench.common import SectionResult, machine_info
 
@@ -46,6 +49,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "retrieval": retrieval.run,
     "jsonparse": jsonparse.run,
     "memory": memory.run,
+    "teams": teams.run,
 }
 """Section name -> ``run(quick)``, in report order."""
 
@@ -53,6 +57,7 @@ ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "local_plans": local_plans.run,
     "dashboard": dashboard.run,
     "distributed": distributed.run,
+    "optimize": optimize.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 

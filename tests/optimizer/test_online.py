@@ -58,6 +58,8 @@ def test_failing_runs_trigger_one_mutation_used_from_the_next_run(tmp_path: Path
         assert [(e["event"], e["runs"], e["rolling"]) for e in events] == [("traced", n, 0.0)]
     store = PromptStore(tmp_path / "prompts.jsonl")
     assert store.active() is None
+    # The loop's summary beside the trace file is rebuilt from the file when lost.
+    (tmp_path / "prompts.traces.state.json").unlink()
 
     out, events = _run(graph)  # the third failure fills the window
     assert out["status"] == "rejected" and out["prompt_version"] == DEFAULT_VERSION

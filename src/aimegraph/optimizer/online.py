@@ -22,14 +22,18 @@ the store starts its next run with the new version (the intake node reads the
 store's current version), and a restarted process reads it from the store
 again. The reflection calls are counted in the trace file (``mutation``
 records) against ``optimize_max_llm_calls``, a budget of their own, across
-processes; they are not part of any run's usage. The trace file is read and
-appended under an exclusive lock, so concurrent runs make one mutation, not two.
+processes; they are not part of any run's usage. The trace file is appended
+under an exclusive lock, so concurrent runs make one mutation, not two. Beside
+it, ``<trace file>.state.json`` keeps what the decision needs (the calls spent,
+each version's current window), so a run's cost stays flat as the file grows;
+it is rebuilt from the trace file whenever it is missing or out of date.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import os
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
@@ -115,15 +119,31 @@ class OnlineLoop:
                     fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
     @staticmethod
-    def _records(handle: IO[str]) -> list[dict[str, Any]]:
-        handle.seek(0)
-        return [json.loads(line) for line in handle.read().splitlines() if line.strip()]
-
-    @staticmethod
     def _append(handle: IO[str], record: dict[str, Any]) -> None:
         handle.seek(0, 2)
         handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         handle.flush()
+
+    @staticmethod
+    def _summary(path: Path, handle: IO[str], window: int) -> dict[str, Any]:
+        """The loop's summary of the trace file: the reflection calls spent and, per
+        prompt version, its runs' traces since its last mutation attempt (at most a
+        window's worth). Kept beside the trace file so a run's cost does not grow
+        with the file; rebuilt from the file when missing or older than it."""
+        summary_path = path.with_suffix(".state.json")
+        size = handle.seek(0, 2)
+        try:
+            summary: dict[str, Any] = json.loads(summary_path.read_text(encoding="utf-8"))
+            if summary.get("trace_bytes") == size:
+                return summary
+        except (OSError, ValueError):
+            pass
+        summary = {"trace_bytes": size, "calls_spent": 0, "windows": {}}
+        handle.seek(0)
+        for line in handle.read().splitlines():
+            if line.strip():
+                _fold(summary, json.loads(line), window=window)
+        return summary
 
     def calls_spent(self, config: AimeConfig) -> int:
         """Reflection calls made so far (all processes, from the trace file)."""
@@ -131,7 +151,7 @@ class OnlineLoop:
         if not path.is_file():
             return 0
         with self._locked(path) as handle:
-            return _calls(self._records(handle))
+            return int(self._summary(path, handle, config.optimize_window)["calls_spent"])
 
     def after_run(
         self, state: AimeState, config: AimeConfig, *, version: str, thread_id: str | None
@@ -143,26 +163,19 @@ class OnlineLoop:
         """
         score, feedback = default_metric({}, state)
         trace = run_trace(state) | {"score": score, "feedback": feedback}
-        with self._locked(trace_file_for(config, self.store)) as handle:
-            records = self._records(handle)
-            self._append(
-                handle,
-                {
-                    "kind": "run",
-                    "at": _now(),
-                    "thread_id": thread_id,
-                    "prompt_version": version,
-                    "trace": trace,
-                },
-            )
-            # The window: this version's runs since its last mutation attempt.
-            earlier: list[Trace] = []
-            for record in records:
-                if record["kind"] == "run" and record["prompt_version"] == version:
-                    earlier.append(record["trace"])
-                elif record["kind"] == "mutation" and record["parent"] == version:
-                    earlier = []
-            window = [*earlier, trace][-config.optimize_window :]
+        path = trace_file_for(config, self.store)
+        with self._locked(path) as handle:
+            summary = self._summary(path, handle, config.optimize_window)
+            record = {
+                "kind": "run",
+                "at": _now(),
+                "thread_id": thread_id,
+                "prompt_version": version,
+                "trace": trace,
+            }
+            self._append(handle, record)
+            _fold(summary, record, window=config.optimize_window)
+            window: list[Trace] = summary["windows"][version]
             rolling = sum(t["score"] for t in window) / len(window)
             event: dict[str, Any] = {
                 "event": "traced",
@@ -176,10 +189,7 @@ class OnlineLoop:
                 and rolling < config.optimize_threshold
                 and self.store.current() == version
             )
-            if not due:
-                return event
-            spent = _calls(records)
-            if spent >= config.optimize_max_llm_calls:
+            if due and summary["calls_spent"] >= config.optimize_max_llm_calls:
                 log.warning(
                     "online loop: rolling score %.2f is below %.2f but its budget "
                     "(optimize_max_llm_calls=%d) is spent",
@@ -187,11 +197,17 @@ class OnlineLoop:
                     config.optimize_threshold,
                     config.optimize_max_llm_calls,
                 )
-                return event | {"event": "budget_spent", "llm_calls_spent": spent}
-            failing = [t for t in window if t["score"] < 1.0]
-            mutation = self._mutate(version, failing, rolling, config)
-            self._append(handle, {"kind": "mutation", "at": _now(), **mutation})
-        return event | mutation
+                event |= {"event": "budget_spent", "llm_calls_spent": summary["calls_spent"]}
+            elif due:
+                failing = [t for t in window if t["score"] < 1.0]
+                mutation = self._mutate(version, failing, rolling, config)
+                record = {"kind": "mutation", "at": _now(), **mutation}
+                self._append(handle, record)
+                _fold(summary, record, window=config.optimize_window)
+                event |= mutation
+            summary["trace_bytes"] = handle.tell()
+            _write_atomically(path.with_suffix(".state.json"), summary)
+        return event
 
     def _mutate(
         self, version: str, failing: list[Trace], rolling: float, config: AimeConfig
@@ -246,8 +262,21 @@ class OnlineLoop:
         }
 
 
-def _calls(records: Sequence[dict[str, Any]]) -> int:
-    return sum(int(r.get("llm_calls", 0)) for r in records if r["kind"] == "mutation")
+def _fold(summary: dict[str, Any], record: dict[str, Any], *, window: int) -> None:
+    """Add one trace-file record to the summary."""
+    windows: dict[str, list[Trace]] = summary["windows"]
+    if record["kind"] == "run":
+        runs = [*windows.get(record["prompt_version"], []), record["trace"]]
+        windows[record["prompt_version"]] = runs[-window:]
+    elif record["kind"] == "mutation":
+        summary["calls_spent"] += int(record.get("llm_calls", 0))
+        windows[record["parent"]] = []  # a new window after each attempt
+
+
+def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+    partial = path.with_suffix(".tmp")
+    partial.write_text(json.dumps(data, ensure_ascii=False), encoding="utf-8")
+    os.replace(partial, path)
 
 
 def make_online_node(
