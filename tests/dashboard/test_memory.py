@@ -345,3 +345,20 @@ def test_a_run_page_shows_the_runs_facts(
     memory_runs.wait("facts", timeout=60)
     run = client.get("/api/threads/facts").json()
     assert run["status"] == "succeeded" and run["facts"] == {"q3_total": f"48213 {HOSTILE}"}
+
+
+@pytest.mark.postgres
+def test_dashboard_over_postgres_queues_distributed_resumes(
+    postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Over Postgres checkpoints the dashboard knows where distributed runs live
+    (the runs table beside them) and which queue their resumes go to."""
+    from aimegraph.dashboard import server
+
+    served: list[dict[str, Any]] = []
+    monkeypatch.setattr(server, "serve", lambda saver, **kwargs: served.append(kwargs))
+    assert main(["--checkpoints", postgres_url, "dashboard", "--broker", "redis://10.0.0.9:6379/2",
+                 "--queue", "team"]) == 0  # fmt: skip
+    assert served[0]["distributed"] == DistributedQueue(
+        postgres_url, "redis://10.0.0.9:6379/2", "team"
+    )
