@@ -123,6 +123,14 @@ def cmd_memory(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     return run_memory_command(args, args.memory_store(), console)
 
 
+def cmd_optimize(
+    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
+) -> int:
+    from aimegraph.optimizer.commands import run_optimize_command
+
+    return run_optimize_command(args, console)
+
+
 def cmd_prompts(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     from aimegraph.optimizer.prompt_commands import run_prompts_command
 
@@ -813,6 +821,16 @@ def _parser() -> argparse.ArgumentParser:
     from aimegraph.memory.commands import add_memory_arguments
 
     add_memory_arguments(memory)
+
+    optimize = command(
+        "optimize",
+        cmd_optimize,
+        "Optimise the role prompts with GEPA on JSON Lines examples; the winner goes into "
+        "the prompt store, active (needs the [optimize] extra).",
+    )
+    from aimegraph.optimizer.commands import add_optimize_arguments
+
+    add_optimize_arguments(optimize)
 
     prompts = command(
         "prompts", cmd_prompts, "Prompt versions in the prompt store: list, show, diff, use, add."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -61,7 +62,8 @@ def build_aime_graph(
         config: Budgets and policies; fields can be overridden per run through
             ``context=`` (e.g. ``graph.invoke(inp, cfg, context={"max_parallel": 2})``).
         models: Per-role models overriding ``model``: keys ``planner``, ``actor``,
-            ``verifier``, ``reporter``.
+            ``verifier``, ``reporter``; and ``reflection``, the model that rewrites
+            prompts when ``config.optimize_online`` is on (default: the planner's).
         checkpointer: Enables pause/resume, human approval and crash recovery.
         store: A LangGraph store (see ``aimegraph.memory.open_store``): long-term
             memory. The planner and each actor recall similar past runs and
@@ -93,8 +95,13 @@ def build_aime_graph(
     """
     config = config or AimeConfig()
     source = prompt_source(prompts)
+    # models["reflection"] is the online prompt optimiser's, not a workflow role's.
+    reflection = (models or {}).get("reflection")
     role_models = resolve_models(
-        model, models, timeout=config.model_timeout_s, max_retries=config.model_retries
+        model,
+        {role: m for role, m in (models or {}).items() if role != "reflection"},
+        timeout=config.model_timeout_s,
+        max_retries=config.model_retries,
     )
     registry = (
         tools
@@ -176,11 +183,24 @@ def build_aime_graph(
     builder.add_edge(START, "intake")
     builder.add_edge("planner", "orchestrator")
     builder.add_edge("executor", "orchestrator")
-    # With a store, a run ends by recording its episode (and lesson) in it.
-    end = "record_run" if memory else END
+    # A finished run ends with these nodes, in order: with a store, recording its
+    # episode (and lesson) in it; with optimize_online, tracing it for the online
+    # prompt optimiser, which may make the next run's prompts.
+    finals = [
+        n for n, on in (("record_run", memory), ("optimize_online", config.optimize_online)) if on
+    ]
     if memory:
         builder.add_node("record_run", make_run_record_node(role_models["reporter"], config))
-        builder.add_edge("record_run", END)
+    if config.optimize_online:
+        from aimegraph.optimizer.online import make_online_node  # wave 2: only when asked for
+
+        builder.add_node(
+            "optimize_online",
+            make_online_node(config, source, reflection or role_models["planner"]),
+        )
+    for here, there in pairwise([*finals, END]):
+        builder.add_edge(here, there)
+    end = finals[0] if finals else END
     builder.add_conditional_edges(
         "reporter", route_after_reporter, {"verifier": "verifier", END: end}
     )

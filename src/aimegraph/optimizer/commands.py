@@ -1,0 +1,171 @@
+"""``aimegraph optimize``: GEPA over the prompts from JSON Lines example files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+
+from aimegraph.cli_support import EXIT_USAGE, CliError, checked_config, config_json
+from aimegraph.optimizer.store import PromptStore, default_prompt_store
+from aimegraph.prompts import DEFAULT_PROMPTS
+
+__all__ = ["add_optimize_arguments", "read_examples", "run_optimize_command"]
+
+DEFAULT_WORKSPACE = Path(".aimegraph/workspace/optimize")
+
+
+def add_optimize_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--trainset", required=True, metavar="FILE", help='JSON Lines: {"goal": ...} per line'
+    )
+    parser.add_argument(
+        "--valset", metavar="FILE", help="JSON Lines examples to score on (default: trainset)"
+    )
+    parser.add_argument(
+        "--model", required=True, help="the workflow's model: openai:<model>, local, scripted:..."
+    )
+    parser.add_argument(
+        "--reflection-model", required=True, help="the model that rewrites the prompts"
+    )
+    parser.add_argument(
+        "--max-metric-calls",
+        type=int,
+        required=True,
+        metavar="N",
+        help="workflow runs at most, the validation runs included",
+    )
+    parser.add_argument(
+        "--components",
+        default="planner,actor",
+        help=f"comma-separated prompt components to evolve, of {', '.join(DEFAULT_PROMPTS)} "
+        "(default: planner,actor)",
+    )
+    parser.add_argument(
+        "--metric",
+        help="exact or contains (against each example's answer), or MODULE:ATTR, a callable "
+        "metric(example, output_state) -> score | (score, feedback) (default: 1.0 for a run "
+        "that succeeded with a passing verdict)",
+    )
+    parser.add_argument(
+        "--run-dir", metavar="DIR", help="GEPA's state: run again with it to resume"
+    )
+    parser.add_argument(
+        "--prompts",
+        metavar="STORE",
+        help="prompt store to start from (its active version) and to save the winner in "
+        "(default: prompts.jsonl beside an SQLite checkpoint file, else .aimegraph/prompts.jsonl)",
+    )
+    parser.add_argument(
+        "--minibatch-size", type=int, default=3, metavar="N", help="examples per reflection (3)"
+    )
+    parser.add_argument(
+        "--config",
+        metavar="JSON",
+        help=f"AimeConfig fields for every run, as a JSON object (workspace default "
+        f"{DEFAULT_WORKSPACE})",
+    )
+
+
+def read_examples(path: str) -> list[dict[str, Any]]:
+    """One JSON object per line, each with a ``goal`` string (blank lines skipped)."""
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}", EXIT_USAGE) from exc
+    examples = []
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            example = json.loads(line)
+        except ValueError as exc:
+            raise CliError(f"{path} line {number} is not JSON: {exc}", EXIT_USAGE) from exc
+        if not isinstance(example, dict) or not isinstance(example.get("goal"), str):
+            raise CliError(f'{path} line {number}: expected {{"goal": "...", ...}}', EXIT_USAGE)
+        examples.append(example)
+    if not examples:
+        raise CliError(f"{path} holds no examples", EXIT_USAGE)
+    return examples
+
+
+def run_optimize_command(args: argparse.Namespace, console: Console) -> int:
+    """Run ``aimegraph.optimize``; print each iteration and the outcome (or JSON)."""
+    from aimegraph.optimizer.optimize import optimize
+
+    trainset = read_examples(args.trainset)
+    valset = read_examples(args.valset) if args.valset else None
+    fields = config_json(args.config)
+    fields.setdefault("workspace", str(DEFAULT_WORKSPACE))
+    store = PromptStore(args.prompts or default_prompt_store(args.checkpoints))
+    components = tuple(c.strip() for c in args.components.split(",") if c.strip())
+
+    def progress(record: dict[str, Any]) -> None:
+        console.print(
+            f"iteration {record['iteration']}: best validation score "
+            f"{record['best_score']:.3f}, {record['candidates']} candidate(s), "
+            f"{record['metric_calls']}/{args.max_metric_calls} metric calls"
+            + (" (new candidate accepted)" if record["accepted"] else ""),
+            markup=False,
+            soft_wrap=True,
+        )
+
+    try:
+        result = optimize(
+            args.model,
+            trainset,
+            reflection_model=args.reflection_model,
+            valset=valset,
+            metric=args.metric,
+            components=components,
+            max_metric_calls=args.max_metric_calls,
+            config=checked_config(fields),
+            run_dir=args.run_dir,
+            store=store,
+            minibatch_size=args.minibatch_size,
+            on_progress=progress,
+        )
+    except (ImportError, KeyError) as exc:  # the extra missing; a metric without "answer"
+        raise CliError(str(exc).strip("'\""), EXIT_USAGE) from exc
+    if args.json:
+        print(
+            json.dumps(
+                {
+                    "score_before": result.score_before,
+                    "score_after": result.score_after,
+                    "metric_calls": result.metric_calls,
+                    "candidates": result.candidates,
+                    "version": result.version,
+                    "store": str(store.path),
+                    "usage": result.usage.model_dump(exclude={"by_role"}),
+                    "reflection_usage": result.reflection_usage.model_dump(exclude={"by_role"}),
+                    "history": result.history,
+                    "best_prompts": result.best_prompts,
+                }
+            )
+        )
+        return 0
+    console.print(
+        f"validation score {result.score_before:.3f} -> {result.score_after:.3f} in "
+        f"{result.metric_calls} metric calls ({result.usage.llm_calls} LLM calls, "
+        f"{result.usage.total_tokens} tokens in the runs; {result.reflection_usage.llm_calls} "
+        f"reflection calls, {result.reflection_usage.total_tokens} tokens)",
+        markup=False,
+        soft_wrap=True,
+    )
+    if result.version is None:
+        console.print("no candidate beat the starting prompts; the store is unchanged")
+    else:
+        where = escape(os.fspath(store.path))
+        parent = store.get(result.version).parent or "default"
+        console.print(
+            f"[bold]saved[/bold] prompt version {result.version} in {where} (now active); "
+            f"see: aimegraph prompts --prompts {where} diff {parent} {result.version}",
+            soft_wrap=True,
+        )
+    return 0
