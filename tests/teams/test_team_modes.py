@@ -350,3 +350,20 @@ def test_unknown_unit_in_a_team_fails_the_task_with_the_names(workspace: Path) -
     result = out["tasks"]["t1"].result
     assert result.status == "failed" and "ghost" in result.summary
     assert out["usage"].llm_calls == 0
+
+
+def test_per_task_check_judges_the_team_result_and_keeps_the_turns(workspace: Path) -> None:
+    scenario = {
+        "actors": {"t1/writer": [submit("Total 48000.")], "t1/reviewer": [submit("Looks fine.")]},
+        "task_checks": {
+            "t1": [{"passed": False, "reasoning": "No total of 48213.", "issues": ["wrong sum"]}]
+        },
+    }
+    task = team_task("sequential", "writer", "reviewer", completion_criteria="The sum is right.")
+    out, model = run_team(workspace, task, scenario, verify="tasks")
+    result = out["tasks"]["t1"]
+    assert result.status == "failed" and "No total of 48213." in result.result.summary
+    assert [m.member for m in result.members] == ["writer", "reviewer"]
+    (check,) = model.prompts("verifier")
+    assert "Looks fine." in check  # the team's result is what gets checked
+    assert out["usage"].by_role["verifier"].llm_calls == 1
