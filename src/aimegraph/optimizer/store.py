@@ -23,9 +23,10 @@ import builtins
 import json
 import os
 import threading
+import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import IO, Any
@@ -43,6 +44,7 @@ __all__ = [
     "PromptStore",
     "PromptVersion",
     "UnknownPromptVersionError",
+    "UnreadablePromptRecordWarning",
     "default_prompt_store",
 ]
 
@@ -58,6 +60,10 @@ SOURCES = ("default", "manual", "gepa", "online")
 
 class UnknownPromptVersionError(LookupError):
     """No stored version has that id (or prefix), or the prefix is ambiguous."""
+
+
+class UnreadablePromptRecordWarning(UserWarning):
+    """A line of the store file is not a record (edited by hand, or torn); it is skipped."""
 
 
 @dataclass(frozen=True)
@@ -288,38 +294,34 @@ class PromptStore:
             data = handle.read()
         complete = data[: data.rfind(b"\n") + 1]  # a line being written is read next time
         self._offset += len(complete)
-        for number, line in enumerate(complete.decode("utf-8").splitlines(), 1):
+        for line in complete.decode("utf-8", errors="replace").splitlines():
             if line.strip():
-                self._apply(line, number)
+                try:
+                    self._apply(json.loads(line))
+                except (ValueError, KeyError, TypeError, AttributeError) as exc:
+                    # A hand-edited or torn line must not stop every run that reads the store.
+                    warnings.warn(
+                        f"{self.path}: skipped an unreadable record ({exc!r}): {line[:80]!r}",
+                        UnreadablePromptRecordWarning,
+                        stacklevel=4,
+                    )
 
-    def _apply(self, line: str, number: int) -> None:
-        try:
-            record = json.loads(line)
-            kind, version = record["kind"], record["version"]
-        except (ValueError, KeyError, TypeError) as exc:
-            raise ValueError(f"{self.path}: unreadable record ({exc}): {line[:80]!r}") from exc
+    def _apply(self, record: dict[str, Any]) -> None:
+        kind, version = record["kind"], str(record["version"])
         if kind == "prompt" and version not in self._versions:
             self._versions[version] = PromptVersion(
                 version=version,
                 parent=record.get("parent"),
-                texts=dict(record["texts"]),
-                scores=dict(record.get("scores") or {}),
+                texts={str(k): str(v) for k, v in record["texts"].items()},
+                scores={str(k): float(v) for k, v in (record.get("scores") or {}).items()},
                 source=str(record.get("source", "manual")),
                 created_at=str(record.get("created_at", "")),
                 note=str(record.get("note", "")),
             )
         elif kind == "scores" and version in self._versions:
             known = self._versions[version]
-            merged = {**known.scores, **record.get("scores", {})}
-            self._versions[version] = PromptVersion(
-                known.version,
-                known.parent,
-                known.texts,
-                merged,
-                known.source,
-                known.created_at,
-                known.note,
-            )
+            scores = {str(k): float(v) for k, v in record["scores"].items()}
+            self._versions[version] = replace(known, scores={**known.scores, **scores})
         elif kind == "use":
             self._active = version
 
@@ -332,6 +334,8 @@ class PromptStore:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             try:
                 self._refresh()
+                if self._offset < self.path.stat().st_size:  # a torn last line: end it
+                    handle.write("\n")
                 yield handle
             finally:
                 if fcntl is not None:
