@@ -23,7 +23,11 @@ from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
 from aimegraph.nodes.executor import ActorFactory
-from aimegraph.nodes.human import check_approve_tools
+from aimegraph.nodes.human import (
+    check_approve_tools,
+    make_approve_plan_node,
+    route_after_approval,
+)
 from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
@@ -127,6 +131,7 @@ def build_aime_graph(
             registry=registry,
             config=config,
             memory=memory,
+            ask_approval=False,
             agents=units.descriptions() if units is not None else None,
             prompts=source,
         ),
@@ -181,7 +186,24 @@ def build_aime_graph(
         destinations=("planner", "reporter"),
     )
     builder.add_edge(START, "intake")
-    builder.add_edge("planner", "orchestrator")
+    # Plan approval (approve_plan, which a run's context may turn on) pauses here,
+    # once the planner has returned: the run's usage and budgets count its calls.
+    builder.add_node(
+        "approve_plan",
+        make_approve_plan_node(
+            config=config,
+            bundles=list(registry.bundles),
+            agents=list(units.descriptions()) if units is not None else (),
+        ),
+    )
+    builder.add_conditional_edges(
+        "approve_plan", route_after_approval("orchestrator"), ["approve_plan", "orchestrator"]
+    )
+    builder.add_conditional_edges(
+        "planner",
+        route_after_planner,
+        {"approve_plan": "approve_plan", "orchestrator": "orchestrator"},
+    )
     builder.add_edge("executor", "orchestrator")
     # A finished run ends with these nodes, in order: with a store, recording its
     # episode (and lesson) in it; with optimize_online, tracing it for the online
@@ -213,6 +235,11 @@ def build_aime_graph(
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))
+
+
+def route_after_planner(state: AimeState) -> str:
+    """approve_plan when the planner left a plan awaiting approval, else the orchestrator."""
+    return "approve_plan" if state.get("proposal") is not None else "orchestrator"
 
 
 def route_after_verifier(config: AimeConfig) -> Callable[[AimeState, Runtime[Any]], str]:

@@ -13,7 +13,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
-from aimegraph.nodes.human import make_approve_plan_node
+from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.planner import (
     make_commit_node,
     make_draft_node,
@@ -34,6 +34,7 @@ def build_planner_graph(
     config: AimeConfig | None = None,
     checkpointer: Checkpointer = None,
     memory: bool = False,
+    ask_approval: bool = True,
     agents: Mapping[str, str] | None = None,
     prompts: PromptsArg = None,
 ) -> CompiledStateGraph[PlannerState, AimeConfig, PlannerInput, PlannerOutput]:
@@ -41,7 +42,8 @@ def build_planner_graph(
 
     ``draft -> validate -> commit``; an invalid draft goes back to ``draft`` with
     the error (at most ``max_plan_repairs`` times) and then to ``give_up``. When the
-    run's config sets ``approve_plan``, an ``approve_plan`` interrupt comes before ``commit``.
+    run's config sets ``approve_plan``, an ``approve_plan`` interrupt replaces
+    ``commit`` (see ``ask_approval``).
 
     Args:
         model: The planner model (or a spec string for ``resolve_model``).
@@ -50,6 +52,12 @@ def build_planner_graph(
         checkpointer: Only when used on its own; as a node it inherits the parent's.
         memory: Start with a ``recall`` node that puts past runs on similar goals
             from the run's store (``runtime.store``) into the planner's prompt.
+        ask_approval: Pause for the human's approval in this graph. With False, a
+            plan that needs approval leaves the planner uncommitted, as ``proposal``
+            and ``draft``, for the caller's own step (``build_aime_graph`` has an
+            ``approve_plan`` node after the planner): the pause then comes after
+            the subgraph has returned, so the caller's ``usage`` and budgets
+            already count the planner's calls.
         agents: Agent units (name -> description) the plan may assign to tasks, alone
             (``agent``) or as a team (``team``); listed in the prompt, and a plan
             naming any other unit is sent back to the model.
@@ -60,8 +68,9 @@ def build_planner_graph(
     Returns:
         A compiled graph. Input: ``goal`` (or ``messages``), ``tasks`` and the
         feedback keys of ``AimeState``. Output: ``tasks`` (the changed tasks,
-        merged by id), ``plan_rationale``, ``usage``, and on failure
-        ``status="failed"`` with ``reason``.
+        merged by id), ``plan_rationale``, ``usage``, a plan awaiting the caller's
+        approval (``proposal``, ``draft``), and on failure ``status="failed"`` with
+        ``reason``.
     """
     config = config or AimeConfig()
     registry = registry or ToolRegistry()
@@ -96,11 +105,16 @@ def build_planner_graph(
     )
     builder.add_node("give_up", make_give_up_node(config))
     builder.add_node("commit", make_commit_node())
-    builder.add_node(
-        "approve_plan",
-        make_approve_plan_node(config=config, bundles=list(registry.bundles), agents=list(units)),
-        destinations=("commit", "approve_plan", END),
-    )
+    if ask_approval:
+        builder.add_node(
+            "approve_plan",
+            make_approve_plan_node(
+                config=config, bundles=list(registry.bundles), agents=list(units)
+            ),
+        )
+        builder.add_conditional_edges(
+            "approve_plan", route_after_approval(END), ["approve_plan", END]
+        )
 
     if memory:
         builder.add_node("recall", make_planner_recall_node(config))
@@ -113,7 +127,7 @@ def build_planner_graph(
         "validate",
         route_after_validate(config),
         {
-            "approve": "approve_plan",
+            "approve": "approve_plan" if ask_approval else END,
             "accept": "commit",
             "repair": "draft",
             "give_up": "give_up",

@@ -18,7 +18,7 @@ reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
@@ -26,11 +26,12 @@ from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
-from langgraph.types import Command, interrupt
+from langgraph.types import interrupt
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
-from aimegraph.state import PlanError, PlannerState, PlanUpdate, apply_plan, render_checklist
+from aimegraph.state import PlanError, PlanUpdate, Usage, apply_plan, render_checklist
 
 Decision = Literal["approve", "reject", "edit"]
 
@@ -90,11 +91,25 @@ def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
 
 def make_approve_plan_node(
     *, config: AimeConfig, bundles: list[str], agents: Collection[str] = ()
-) -> Node[PlannerState]:
-    """Pauses with the proposed plan; approve, reject or edit it."""
+) -> Node[Any]:
+    """Pauses with the plan awaiting approval (``proposal``, ``draft``); approve,
+    reject or edit it.
 
-    def approve_plan(state: PlannerState, runtime: Runtime[Any]) -> Command:
+    An approved or edited plan is committed to the progress list here. An edit
+    that is not a valid plan sets ``approval_error``: route with
+    :func:`route_after_approval`, which shows it again with the error. When the
+    planner's calls have spent a run budget, the run ends ``budget_exhausted``
+    without asking (the plan could not run)."""
+
+    def approve_plan(state: Mapping[str, Any], runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
+        settled = {"proposal": None, "draft": None, "approval_error": None}
+        # The wall clock is left to the orchestrator: this node runs again when the
+        # human answers, and time spent waiting for them is not the planner's.
+        spent = cfg.budget_spent(state.get("usage") or Usage(), state.get("steps", 0))
+        if spent:
+            reason = f"{spent} before the plan could be approved"
+            return settled | {"status": "budget_exhausted", "reason": reason}
         require_checkpointer("approve_plan")
         tasks = state.get("tasks") or {}
         proposal = state.get("proposal") or {}
@@ -108,30 +123,29 @@ def make_approve_plan_node(
         )
         action, details = parse_decision(answer)
         if action == "approve":
-            return Command(goto="commit", update={"approval_error": None})
+            return commit_plan(state, runtime, proposal, state.get("draft")) | settled
         if action == "reject":
-            return Command(
-                goto="__end__",
-                update={"status": "rejected", "reason": f"plan rejected: {details['reason']}"},
-            )
+            return settled | {"status": "rejected", "reason": f"plan rejected: {details['reason']}"}
         try:
             edited = PlanUpdate.model_validate(details["plan"])
             changed = apply_plan(
                 tasks, edited, max_tasks=cfg.max_tasks, bundles=bundles, agents=agents
             )
         except (PlanError, ValueError) as exc:
-            return Command(goto="approve_plan", update={"approval_error": str(exc)})
-        return Command(
-            goto="commit",
-            update={
-                "proposal": changed,
-                "draft": edited.model_dump(),
-                "plan_rationale": edited.rationale,
-                "approval_error": None,
-            },
-        )
+            return {"approval_error": str(exc)}
+        return commit_plan(state, runtime, changed, edited.model_dump()) | settled
 
     return approve_plan
+
+
+def route_after_approval(then: str) -> Callable[[Mapping[str, Any]], str]:
+    """Back to ``approve_plan`` after an invalid edit, else on to ``then`` (the
+    planner subgraph's end, or the top-level graph's orchestrator)."""
+
+    def route(state: Mapping[str, Any]) -> str:
+        return "approve_plan" if state.get("approval_error") else then
+
+    return route
 
 
 def make_tool_approval(config: AimeConfig) -> Callable[[ToolCallRequest], ToolMessage | None]:

@@ -22,6 +22,7 @@ from aimegraph.state import (
     PlanError,
     PlannerState,
     PlanUpdate,
+    Task,
     apply_plan,
     plan_update_schema,
     render_checklist,
@@ -82,10 +83,7 @@ def make_draft_node(
         cfg = config.for_run(runtime)
         goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         if goal is None:
-            return {
-                "draft": None,
-                "plan_error": "no goal: pass 'goal' or a human message",
-            }
+            return {"draft": None, "plan_error": "no goal: pass 'goal' or a human message"}
         new_run = state.get("status") in _FINISHED or "status" not in state
         replans = 0 if new_run else state.get("replans", 0)
         messages = [
@@ -185,29 +183,38 @@ def make_validate_node(
             )
         except PlanError as exc:
             return {"plan_error": str(exc), "repairs": state.get("repairs", 0) + 1}
-        return {
-            "proposal": changed,
-            "plan_error": None,
-            "plan_rationale": plan.rationale,
-        }
+        return {"proposal": changed, "plan_error": None}
 
     return validate
+
+
+def commit_plan(
+    state: Mapping[str, Any],
+    runtime: Runtime[Any],
+    changed: Mapping[str, Task],
+    draft: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    """The update that writes the ``changed`` tasks of an accepted plan (``draft``)
+    into the progress list, announced as a ``plan`` stream event."""
+    rationale = str((draft or {}).get("rationale", ""))
+    merged = {**(state.get("tasks") or {}), **changed}
+    runtime.stream_writer(
+        {"type": "plan", "rationale": rationale, "checklist": render_checklist(merged)}
+    )
+    return {
+        "tasks": dict(changed),
+        "plan_rationale": rationale,
+        "proposal": None,
+        "draft": None,
+        "replan_reason": None,
+    }
 
 
 def make_commit_node() -> PlannerNode:
     """Writes the accepted proposal into the progress list."""
 
     def commit(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
-        changed = state.get("proposal") or {}
-        merged = {**(state.get("tasks") or {}), **changed}
-        runtime.stream_writer(
-            {
-                "type": "plan",
-                "rationale": state.get("plan_rationale", ""),
-                "checklist": render_checklist(merged),
-            }
-        )
-        return {"tasks": changed, "proposal": None, "replan_reason": None}
+        return commit_plan(state, runtime, state.get("proposal") or {}, state.get("draft"))
 
     return commit
 
@@ -233,10 +240,8 @@ def make_give_up_node(config: AimeConfig) -> PlannerNode:
     return give_up
 
 
-def route_after_validate(
-    config: AimeConfig,
-) -> Callable[[PlannerState, Runtime[Any]], str]:
-    """approve (a human must approve first) / accept / repair / give_up."""
+def route_after_validate(config: AimeConfig) -> Callable[[PlannerState, Runtime[Any]], str]:
+    """approve (a human must approve first: ``approve_plan``) / accept / repair / give_up."""
 
     def route(state: PlannerState, runtime: Runtime[Any]) -> str:
         cfg = config.for_run(runtime)

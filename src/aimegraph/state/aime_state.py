@@ -82,7 +82,8 @@ class AimeState(AimeOutput, total=False):
     why the planner is being called again; ``dispatched`` is the last batch the
     orchestrator sent out; ``steps`` counts orchestration steps;
     ``run_started_at`` (``time.time()``) is when the current run began, for
-    ``max_wall_s``.
+    ``max_wall_s``; ``proposal`` and ``draft`` hold a plan awaiting approval
+    (``approve_plan``), ``approval_error`` why the human's edit of it was refused.
 
     A thread holds one run at a time. A new request on a thread whose run has
     finished (``graph.invoke({"messages": [HumanMessage(...)]}, same_config)``, the
@@ -102,6 +103,9 @@ class AimeState(AimeOutput, total=False):
     steps: int
     plan_rationale: str
     run_started_at: float
+    proposal: dict[str, Task] | None
+    draft: dict[str, Any] | None
+    approval_error: str | None
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:

@@ -52,18 +52,20 @@ class PlannerOutput(TypedDict, total=False):
     steps: int
     verdict: Verdict | None
     final_answer: str | None
+    # A plan awaiting approval: the changed tasks (``proposal``) and the plan as
+    # drafted (a plain dict, so checkpoints hold only data). Both are None once
+    # the plan is committed; a caller that approves plans itself reads them.
+    proposal: dict[str, Task] | None
+    draft: dict[str, Any] | None
 
 
 class PlannerState(PlannerInput, PlannerOutput, total=False):
-    """``draft``, ``plan_error``, ``model_failed``, ``repairs``, ``proposal`` (the changed tasks
-    awaiting commit) and ``approval_error`` are the subgraph's own; the draft is
-    a plain dict so checkpoints hold only data."""
+    """``plan_error``, ``model_failed``, ``repairs`` and ``approval_error`` are the
+    subgraph's own."""
 
-    draft: dict[str, Any] | None
     plan_error: str | None
     model_failed: bool
     repairs: int
-    proposal: dict[str, Task] | None
     approval_error: str | None
     memories: list[str]
 
