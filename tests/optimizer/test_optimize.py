@@ -135,6 +135,9 @@ def test_budget_is_never_passed_and_a_run_resumes_from_its_directory(tmp_path: P
 
     second = _optimize(tmp_path, max_metric_calls=20, run_dir=run_dir)
     assert second.score_after == 1.0 and second.metric_calls <= 20
+    # Only the new metric calls ran (4 LLM calls each): the starting prompts'
+    # validation scores come from the saved state, not from running them again.
+    assert second.usage.llm_calls == 4 * (second.metric_calls - first.metric_calls)
     # The history goes on from the first call's (iteration 0 is not made twice).
     assert [h["iteration"] for h in second.history][:2] == [0, 1]
     assert sum(h["iteration"] == 0 for h in second.history) == 1

@@ -258,12 +258,19 @@ def optimize(
         base=base,
         max_workers=max_workers,
     )
+    seed_candidate = {name: base[name] for name in components}
+    if run_path is not None and (run_path / "gepa_state.bin").is_file():
+        from gepa.core.state import GEPAState
+
+        saved: dict[Any, float] = GEPAState.load(str(run_path)).prog_candidate_val_subscores[0]
+        if sorted(saved) == list(range(len(val))):
+            adapter.known_scores(seed_candidate, val, [saved[i] for i in range(len(val))])
     reflection = ReflectionLM(
         resolve_model(reflection_model) if isinstance(reflection_model, str) else reflection_model
     )
     progress = _Progress(run_path, on_progress)
     result: GEPAResult[Trace, int] = gepa.optimize(
-        seed_candidate={name: base[name] for name in components},
+        seed_candidate=seed_candidate,
         trainset=train,
         valset=val,
         adapter=adapter,
