@@ -362,3 +362,28 @@ def test_dashboard_over_postgres_queues_distributed_resumes(
     assert served[0]["distributed"] == DistributedQueue(
         postgres_url, "redis://10.0.0.9:6379/2", "team"
     )
+
+
+def test_queued_distributed_runs_are_listed_with_their_queue_state(
+    client: TestClient, memory_runs: RunManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As ``aimegraph threads``: a run the queue holds shows its queue state, one
+    with no checkpoint yet gets a row of its own."""
+    from aimegraph.checkpoints import ThreadSummary
+    from aimegraph.dashboard import runs as runs_module
+
+    done = client.post("/api/demo", json={"approve_plan": True}).json()["thread_id"]
+    memory_runs.wait(done, timeout=60)
+    memory_runs.distributed = DistributedQueue("postgresql://db/x", "redis://broker/0")
+    waiting = ThreadSummary("waiting", "Queued goal", "queued", "2999-01-01T00:00:00+00:00", False)
+    taken = ThreadSummary(done, "", "running", "2000-01-01T00:00:00+00:00", False)
+    monkeypatch.setattr(runs_module, "active_runs", lambda url: [waiting, taken])
+
+    rows = client.get("/api/threads").json()["threads"]
+    assert [(r["thread_id"], r["status"]) for r in rows] == [
+        ("waiting", "queued"),
+        (done, "running"),
+    ]
+    assert rows[0]["goal"] == "Queued goal" and rows[1]["goal"]  # the checkpointed goal stays
+    queued_only = client.get("/api/threads", params={"status": "queued"}).json()["threads"]
+    assert [r["thread_id"] for r in queued_only] == ["waiting"]

@@ -196,7 +196,8 @@ class _Api:
         return JSONResponse(await self._threads(status))
 
     async def _threads(self, status: str | None = None) -> dict[str, Any]:
-        rows = await run_in_threadpool(self.reader.threads, status)
+        queued = await run_in_threadpool(self.runs.queued)
+        rows = await run_in_threadpool(self.reader.threads, status, queued)
         return {"threads": rows, "active": sorted(self.runs.active())}
 
     async def run(self, request: Request) -> Response:

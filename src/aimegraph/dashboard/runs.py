@@ -22,12 +22,13 @@ from langgraph.store.base import BaseStore
 
 from aimegraph.checkpoints import (
     RunSettings,
+    ThreadSummary,
     latest_settings,
     new_thread_id,
     run_config,
 )
 from aimegraph.config import AimeConfig
-from aimegraph.distributed.records import RunRecord, find_run
+from aimegraph.distributed.records import RunRecord, active_runs, find_run
 from aimegraph.steering import WORKSPACES, prepare_demo, resume_command, run_graph
 
 
@@ -136,6 +137,12 @@ class RunManager:
         if self.distributed is None:
             return None
         return find_run(self.distributed.checkpoints, thread_id)
+
+    def queued(self) -> list[ThreadSummary]:
+        """The distributed runs queued or on a worker (none without a queue)."""
+        if self.distributed is None:
+            return []
+        return active_runs(self.distributed.checkpoints)
 
     def _enqueue(self, thread_id: str, answers: dict[str, Any] | None) -> None:
         assert self.distributed is not None

@@ -19,7 +19,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Interrupt
 
-from aimegraph.checkpoints import RunSettings, thread_config
+from aimegraph.checkpoints import RunSettings, ThreadSummary, thread_config
 from aimegraph.checkpoints.delta import checkpoint_values
 from aimegraph.dashboard.feed import CheckpointFeed, Head
 from aimegraph.state import ProgressUpdate, Task, Usage, Verdict, render_checklist
@@ -59,8 +59,13 @@ class ThreadReader:
 
     # -- threads page
 
-    def threads(self, status: str | None = None) -> list[dict[str, Any]]:
-        """One row per thread, newest first; ``status`` filters."""
+    def threads(
+        self, status: str | None = None, active: Sequence[ThreadSummary] = ()
+    ) -> list[dict[str, Any]]:
+        """One row per thread, newest first; ``status`` filters. ``active`` are the
+        runs a queue holds (distributed runs queued or on a worker): their queue
+        state replaces the checkpointed status, and those with no checkpoint yet
+        get a row of their own (as ``aimegraph threads`` lists them)."""
         heads = self.feed.heads()
         rows = []
         for thread_id, head in heads.items():
@@ -74,8 +79,10 @@ class ThreadReader:
                     self._rows[thread_id] = (head, row)
             else:
                 row = cached[1]
-            if status in (None, "", row["status"]):
-                rows.append(row)
+            rows.append(row)
+        if active:
+            rows = _with_queue_states(rows, active)
+        rows = [row for row in rows if status in (None, "", row["status"])]
         rows.sort(key=lambda r: r["updated"], reverse=True)
         return rows
 
@@ -175,6 +182,27 @@ class ThreadReader:
             return None
         tasks: dict[str, Task] = checkpoint_values(self.saver, item).get("tasks") or {}
         return tasks
+
+
+def _with_queue_states(
+    rows: list[dict[str, Any]], active: Sequence[ThreadSummary]
+) -> list[dict[str, Any]]:
+    by_id = {row["thread_id"]: row for row in rows}
+    for run in active:
+        row = by_id.get(run.thread_id)
+        by_id[run.thread_id] = (
+            {**row, "status": run.status}
+            if row is not None
+            else {
+                "thread_id": run.thread_id,
+                "status": run.status,
+                "goal": run.goal,
+                "updated": run.updated,
+                "model": None,
+                "usage": usage_dict(None),
+            }
+        )
+    return list(by_id.values())
 
 
 class _History:
