@@ -187,12 +187,16 @@ def test_cli_list_show_diff_use(cli: Cli, tmp_path: Path) -> None:
     assert "active: none" in listed
 
     code, shown = cli("prompts", "show", v2[:6])
-    assert code == 0 and f"({v2})" in shown and f"parent: {v1}" in shown
+    assert code == 0 and f"version {v2}\n" in shown and f"parent: {v1}" in shown
     for name in DEFAULT_PROMPTS:  # every component, in full
         assert f"--- {name} ---" in shown
     assert "Always end the plan with a task that checks the result." in shown
     code, text = cli("prompts", "show", v2, "--component", "reporter")
-    assert (code, text) == (0, "# Role: reporter\nBe brief.")
+    assert (code, text) == (0, "# Role: reporter\nBe brief.\n")
+
+    code, shown = cli("prompts", "show", "default")
+    assert code == 0 and f"version default ({DEFAULT_VERSION})" in shown
+    assert DEFAULT_PROMPTS["actor"].strip() in shown
 
     code, diff = cli("prompts", "diff", v1, v2)
     assert code == 0 and diff.startswith(f"--- {v1}/reporter\n+++ {v2}/reporter\n")

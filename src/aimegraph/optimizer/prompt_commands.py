@@ -159,13 +159,16 @@ def _list(store: PromptStore, args: argparse.Namespace, console: Console) -> Non
 def _show(p: PromptVersion, args: argparse.Namespace, console: Console) -> None:
     if args.component:
         text = p.texts[args.component]
-        sys.stdout.write(json.dumps(text, ensure_ascii=False) + "\n" if args.json else text)
+        if args.json:
+            text = json.dumps(text, ensure_ascii=False)
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
         return
     if args.json:
         print(json.dumps(p.as_dict(), ensure_ascii=False, indent=1))
         return
-    name = DEFAULT_ALIAS if p.version == DEFAULT_VERSION and not p.created_at else p.version
-    console.print(f"[bold]version {escape(name)}[/bold] ({escape(p.version)})")
+    built_in = p.version == DEFAULT_VERSION and not p.created_at
+    name = f"{DEFAULT_ALIAS} ({p.version})" if built_in else p.version
+    console.print(f"[bold]version {escape(name)}[/bold]")
     details: Mapping[str, object] = {
         "parent": p.parent or "-",
         "source": p.source,
