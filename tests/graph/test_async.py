@@ -120,6 +120,28 @@ async def test_parallel_sync_tools_run_at_once_off_the_event_loop(
     assert advanced >= 5  # ~60 expected; a blocked loop gives 0
 
 
+async def test_two_runs_on_one_event_loop_overlap(scripted_graph: GraphFactory) -> None:
+    # Two ainvoke runs gathered (as a server runs two requests): each one's tool
+    # waits for the other's, so they pass only if neither run holds the loop.
+    barrier = threading.Barrier(2, timeout=10)
+
+    @tool
+    def meet(who: str) -> str:
+        """Waits for the other run's call."""
+        barrier.wait()
+        return f"{who} met"
+
+    graph, _ = scripted_graph(one_task(call("meet", who="a")), tools=[meet], tool_timeout_s=30)
+    first, second = await asyncio.wait_for(
+        asyncio.gather(
+            graph.ainvoke({"goal": "g"}, {"configurable": {"thread_id": "1"}}),
+            graph.ainvoke({"goal": "g"}, {"configurable": {"thread_id": "2"}}),
+        ),
+        60,
+    )
+    assert first["tasks"]["a"].result.summary == second["tasks"]["a"].result.summary == "a met"
+
+
 async def test_timed_out_async_tool_is_cancelled(scripted_graph: GraphFactory) -> None:
     cancelled = asyncio.Event()
 
