@@ -168,22 +168,23 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         model=args.model,
         config=config,
         tools=tuple(args.tools),
-        prompts=_run_prompts(args, console),
+        prompts=_run_prompts(args, console, online=config.optimize_online),
     )
     graph = run_graph(settings, saver, args.memory_store())
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
 
 
-def _run_prompts(args: argparse.Namespace, console: Console) -> str | None:
+def _run_prompts(args: argparse.Namespace, console: Console, *, online: bool = False) -> str | None:
     """``--prompts`` (a prompt-set file or a prompt store), else the default prompt
-    store when it has an active version; says which version the run starts with."""
+    store when it has an active version, or when the run's online prompt optimiser
+    needs a store to write to; says which version the run starts with."""
     from aimegraph.optimizer.store import PromptStore, default_prompt_store
     from aimegraph.prompts.source import prompt_source
 
     path = args.prompts
     if path is None:
         default = default_prompt_store(args.checkpoints)
-        if not default.is_file() or PromptStore(default).active() is None:
+        if not online and (not default.is_file() or PromptStore(default).active() is None):
             return None
         path = str(default)
     version = prompt_source(path).current()  # a bad file is a usage error (ValueError)

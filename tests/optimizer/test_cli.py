@@ -131,3 +131,29 @@ def test_usage_errors_are_one_line_and_exit_2(
     code, out, err = _optimize(tmp_path, capsys, "--trainset", str(train), *budget, *extra)
     assert code == 2 and out == ""
     assert err.startswith("error: ") and message in err and len(err.strip().splitlines()) == 1
+
+
+def test_run_with_the_online_loop_uses_the_store_beside_the_checkpoints(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = {"optimize_online": True, "optimize_window": 1, "max_replans": 0}
+    code = main(
+        [
+            "--checkpoints",
+            f"sqlite:///{tmp_path / 'cp.db'}",
+            "run",
+            "What was the Q3 revenue?",
+            "--model",
+            MODEL,
+            "--workspace",
+            str(tmp_path / "ws"),
+            "--config",
+            json.dumps(config),
+            "--json",
+        ]
+    )
+    assert code == 3, capsys.readouterr().err  # rejected
+    records = [json.loads(line) for line in (tmp_path / "prompts.traces.jsonl").open()]
+    assert [r["kind"] for r in records] == ["run", "mutation"]
+    # The planner's scripted model answers the reflection prompt with a plan: refused, as data.
+    assert records[1]["event"] == "mutation_refused" and records[1]["llm_calls"] == 1
