@@ -266,3 +266,44 @@ async def test_overrides_apply_under_ainvoke(workspace: Path) -> None:
     assert out["status"] == "succeeded"
     assert marks_seen(model, "planner") == {"MARK-PLANNER"}
     assert marks_seen(model, "reporter") == {"MARK-REPORTER"}
+
+
+def test_team_members_and_the_team_check_keep_the_runs_version(
+    workspace: Path, tmp_path: Path
+) -> None:
+    from aimegraph.teams import AgentUnit
+
+    units = [
+        AgentUnit(name="writer", description="Writes reports.", persona="You write."),
+        AgentUnit(name="reviewer", description="Reviews reports.", persona="You review."),
+    ]
+    team = {"mode": "sequential", "members": ["writer", "reviewer"], "max_rounds": 1}
+    scenario = {
+        **SCENARIO,
+        "planner": [{"rationale": "r", "tasks": [{"id": "a", "title": "A", "team": team}]}],
+        "actors": {
+            f"a/{who}": [{"tool": "submit_result", "args": {"status": "completed", "summary": who}}]
+            for who in ("writer", "reviewer")
+        },
+    }
+    store = PromptStore(tmp_path / "prompts.jsonl")
+    v1, v2 = store.add(marked("-V1")), store.add(marked("-V2"))
+    store.use(v1)
+    model = ScriptedChatModel.from_dict(scenario)
+    graph = build_aime_graph(
+        model,
+        agents=units,
+        prompts=store,
+        checkpointer=InMemorySaver(serde=make_serializer()),
+        config=AimeConfig(workspace=workspace, verify="both", approve_plan=True),
+    )
+    config = thread_config("team")
+    assert graph.invoke({"goal": "do a"}, config)["__interrupt__"]
+    store.use(v2)  # while the run waits for the plan's approval
+    out = graph.invoke(Command(resume={"action": "approve"}), config)
+    assert out["status"] == "succeeded" and out["prompt_version"] == v1
+    assert [m.member for m in out["tasks"]["a"].members] == ["writer", "reviewer"]
+    actors, verifiers = model.prompts("actor"), model.prompts("verifier")
+    assert len(actors) == 2 and len(verifiers) == 2  # two turns; the team check and the judge
+    for text in actors + verifiers:
+        assert "-V1" in text and "-V2" not in text

@@ -47,7 +47,7 @@ from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts import teams as team_prompts
-from aimegraph.prompts.source import PromptsArg
+from aimegraph.prompts.source import PromptsArg, PromptSource, prompt_source
 from aimegraph.state import (
     ActorInput,
     ActorOutput,
@@ -118,6 +118,8 @@ class TeamParts:
     default_chat: BaseChatModel
     config: AimeConfig
     checker: BaseChatModel | None = None
+    # The graph's prompt source: the task check's verifier prompt (members have theirs).
+    prompts: PromptSource | None = None
 
 
 def team_parts(
@@ -145,6 +147,7 @@ def team_parts(
     )
     unit_factory = UnitActorFactory(base, units, matcher or UnitMatcher(units))
     roles = dict(models or {})
+    source = prompt_source(prompts)
     chat_of = {name: units.model_for(name, chat, roles) for name in units}
 
     def member_graph(
@@ -157,7 +160,7 @@ def team_parts(
             config=config,
             member=True,
             name=name,
-            prompts=prompts,
+            prompts=source,
         )
 
     graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
@@ -172,7 +175,7 @@ def team_parts(
     checker = None
     if config.verify in ("tasks", "both"):
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
-    return TeamParts(units, graphs, node_of, chat_of, chat, config, checker)
+    return TeamParts(units, graphs, node_of, chat_of, chat, config, checker, source)
 
 
 def build_team_graph(
@@ -261,7 +264,7 @@ def mode_graph(
     if parts.checker is not None:
         builder.add_node(
             "check",
-            make_task_check_node(parts.checker, config=parts.config),
+            make_task_check_node(parts.checker, config=parts.config, prompt_source=parts.prompts),
             retry_policy=LLM_RETRY_POLICY,
         )
         builder.add_edge("finish", "check")
@@ -328,6 +331,8 @@ def _turn(
             dependency_results=state.get("dependency_results", {}),
             llm_call_budget=None if left is None else max(1, left // share),
             known_facts=state.get("known_facts") or {},
+            # The run's prompt version: a member's turn never picks up a newer one.
+            prompt_version=state.get("prompt_version"),
             member=member,
             turn=number,
             member_role=role,
