@@ -44,3 +44,10 @@ def test_missing_or_foreign_placeholder_is_refused() -> None:
         resolve_prompts({"reporter": "Answer {goal}."})
     with pytest.raises(ValueError, match="not a valid template"):
         resolve_prompts({"verifier": "Judge {unclosed"})
+
+
+def test_overrides_that_are_not_texts_are_refused() -> None:
+    with pytest.raises(ValueError, match="prompt 'planner' must be a text, not int"):
+        resolve_prompts({"planner": 5})  # type: ignore[dict-item]
+    with pytest.raises(ValueError, match="must map component names to texts, not list"):
+        resolve_prompts(["planner"])  # type: ignore[arg-type]

@@ -7,7 +7,9 @@ roles apart without looking at the graph.
 The role system prompts and the persona habits are named components
 (``DEFAULT_PROMPTS``) that callers and the optimiser may override;
 ``resolve_prompts`` checks an override set (a mapping or a JSON / YAML file)
-against the defaults.
+against the defaults. ``aimegraph.prompts.source`` turns overrides, prompt sets
+and prompt stores into the per-run source a graph reads
+(``build_aime_graph(prompts=...)``).
 """
 
 from __future__ import annotations
@@ -59,10 +61,16 @@ def resolve_prompts(overrides: PromptOverrides | None = None) -> dict[str, str]:
     if overrides is None:
         return chosen
     given = load_prompt_set(overrides) if isinstance(overrides, str | Path) else overrides
+    if not isinstance(given, Mapping):
+        raise ValueError(
+            f"prompt overrides must map component names to texts, not {type(given).__name__}"
+        )
     unknown = sorted(set(given) - set(DEFAULT_PROMPTS))
     if unknown:
         raise ValueError(f"unknown prompt component(s) {unknown}; known: {sorted(DEFAULT_PROMPTS)}")
     for name, text in given.items():
+        if not isinstance(text, str):
+            raise ValueError(f"prompt {name!r} must be a text, not {type(text).__name__}")
         expected = placeholders(DEFAULT_PROMPTS[name])
         try:
             found = placeholders(text)
