@@ -187,6 +187,8 @@ def _run_prompts(args: argparse.Namespace, console: Console, *, online: bool = F
         if not online and (not default.is_file() or PromptStore(default).active() is None):
             return None
         path = str(default)
+    elif not Path(path).is_file():  # an empty store is made by `prompts add`, not by a typo
+        raise CliError(f"--prompts {path}: no such file", EXIT_USAGE)
     version = prompt_source(path).current()  # a bad file is a usage error (ValueError)
     if not args.json:
         console.print(f"prompts: version {version} from {path}", markup=False)

@@ -262,6 +262,8 @@ def test_cli_run_uses_the_active_version_and_resume_keeps_it(cli: Cli, tmp_path:
     )
     code, out = cli(*run, "--thread", "bad", "--prompts", str(tmp_path / "none.yaml"))
     assert code == 2 and "none.yaml: no such file" in out
+    code, out = cli(*run, "--thread", "bad", "--prompts", str(tmp_path / "typo.jsonl"))
+    assert code == 2 and "typo.jsonl: no such file" in out
 
     # A paused run resumed after the active version changed keeps its own.
     code, _ = cli(*run, "--thread", "paused", "--approve-plan", "--json")
