@@ -418,3 +418,40 @@ def test_a_run_in_another_connection_streams_live(live: LiveServer, store_url: s
         )
         done = next_with("succeeded")
     assert done["checklist"].count("- [x]") == 4 and done["version"] != paused["version"]
+
+
+@pytest.mark.parametrize("scheduler", ["batch", "eager"])
+def test_actors_and_interrupts_show_once_under_either_scheduler(
+    client: TestClient, saver: BaseCheckpointSaver[Any], tmp_path: Path, scheduler: str
+) -> None:
+    """The eager scheduler runs each actor graph inside the executor node (actor
+    checkpoints one namespace deeper, interrupts written by both tasks): the page
+    still shows each task's actor once and the pending question once."""
+    from aimegraph import AimeConfig, build_aime_graph
+    from aimegraph.checkpoints import thread_config
+    from aimegraph.models import ScriptedChatModel
+
+    graph = build_aime_graph(
+        ScriptedChatModel.from_dict(STEERING_SCENARIO),
+        config=AimeConfig(workspace=tmp_path, scheduler=scheduler),
+        checkpointer=saver,
+    )
+    graph.invoke({"goal": STEERING_SCENARIO["goal"]}, thread_config(scheduler))
+    paused = view(client, scheduler)
+    assert [i["kind"] for i in paused["interrupts"]] == ["ask_human"]
+    (actor,) = paused["actors"]["t1"]
+    assert actor["transcript"][-1] == {
+        "kind": "call",
+        "tool": "ask_human",
+        "args": {"question": "How many units?"},
+    }
+    graph.invoke(
+        resume_command(graph.get_state(thread_config(scheduler)).interrupts, {"answer": "42"}),
+        thread_config(scheduler),
+    )
+    done = view(client, scheduler)
+    assert done["status"] == "succeeded" and not done["interrupts"]
+    (actor,) = done["actors"]["t1"]
+    observations = [e["text"] for e in actor["transcript"] if e["kind"] == "observation"]
+    assert observations[:2] == ["42", "42"]  # the answer, then the calculator's 6 * 7
+    assert [e["kind"] for e in actor["transcript"]].count("result") == 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Generator, Iterable, Mapping, Sequence
 from contextlib import closing
 from typing import Any, cast
 
@@ -35,12 +35,15 @@ def _root(thread_id: str, checkpoint_id: str | None = None) -> RunnableConfig:
 
 
 def pending_interrupts(item: CheckpointTuple) -> list[Interrupt]:
-    """The interrupts a checkpoint waits on (saved as its pending writes)."""
-    found: list[Interrupt] = []
+    """The interrupts a checkpoint waits on (saved as its pending writes), each
+    once: an interrupt raised in a graph that a node calls is written by that
+    node's task too."""
+    found: dict[str, Interrupt] = {}
     for _task, channel, value in item.pending_writes or []:
         if channel == INTERRUPT_CHANNEL:
-            found.extend(value if isinstance(value, Sequence) else [value])
-    return found
+            for interrupt in value if isinstance(value, Sequence) else [value]:
+                found.setdefault(interrupt.id, interrupt)
+    return list(found.values())
 
 
 def usage_dict(usage: Usage | None) -> dict[str, Any]:
@@ -135,9 +138,7 @@ class ThreadReader:
         tasks: dict[str, Task] = values.get("tasks") or {}
         verdict: Verdict | None = values.get("verdict")
         interrupts = pending_interrupts(head)
-        actors: dict[str, list[dict[str, Any]]] = {}
-        for _, actor in sorted(history.actors.values(), key=lambda pair: pair[0]):
-            actors.setdefault(actor["task_id"], []).append(actor)
+        actors = _by_task(history.actors.values())
         settings = history.settings
         return {
             "thread_id": thread_id,
@@ -255,8 +256,28 @@ def _jsonable(value: Any) -> Any:
 
 
 def _is_actor(namespace: str) -> bool:
-    """An executor subgraph's own namespace (not one nested inside it)."""
-    return namespace.startswith("executor:") and "|" not in namespace
+    """A namespace under the executor: the actor subgraph itself, or one nested in
+    it (the actor graph called by the eager scheduler's executor node, a team's
+    member turns). Which of them hold an actor is told by their state."""
+    return namespace.startswith("executor:")
+
+
+def _by_task(found: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:
+    """Each task's actors, oldest first. A task attempt seen at two depths (an
+    executor graph and the actor graph inside it) is shown once, from the state
+    with the longest transcript; members of a team (other prompts) each once."""
+    best: dict[tuple[str, int, str], tuple[str, dict[str, Any]]] = {}
+    for cid, actor in found:
+        key = (actor["task_id"], actor["attempt"], actor["system_prompt"])
+        if key not in best or len(actor["transcript"]) > len(best[key][1]["transcript"]):
+            best[key] = (cid, actor)
+    spoken = {(t, a) for (t, a, prompt) in best if prompt}
+    actors: dict[str, list[dict[str, Any]]] = {}
+    for (task_id, attempt, prompt), (_, actor) in sorted(best.items(), key=lambda kv: kv[1][0]):
+        if not prompt and not actor["transcript"] and (task_id, attempt) in spoken:
+            continue  # an outer graph's state that only carries the task
+        actors.setdefault(task_id, []).append(actor)
+    return actors
 
 
 def _actor(item: CheckpointTuple) -> dict[str, Any] | None:
