@@ -13,7 +13,7 @@ from aimegraph import AgentUnit, AimeConfig, Task, build_aime_graph, draw
 from aimegraph.models import ScriptedChatModel
 from aimegraph.nodes import DefaultActorFactory
 from aimegraph.state import render_checklist
-from aimegraph.teams import AgentRegistry, UnitActorFactory, UnitMatcher
+from aimegraph.teams import AgentRegistry, UnitActorFactory, UnitMatcher, build_team_executor
 from aimegraph.tools import default_registry
 from tests.teams.helpers import UNITS, submit
 
@@ -189,7 +189,10 @@ def test_units_are_checked_when_the_graph_is_built(workspace: Path) -> None:
 
 
 def test_draw_xray_shows_the_team_subgraphs(workspace: Path) -> None:
-    graph = build_aime_graph("scripted:demo", agents=UNITS, config=AimeConfig(workspace=workspace))
+    # The executor is a subgraph node in the batch scheduler (under "eager" it is a
+    # runner calling it; draw the executor itself, as below).
+    config = AimeConfig(workspace=workspace, scheduler="batch")
+    graph = build_aime_graph("scripted:demo", agents=UNITS, config=config)
     nodes = set(graph.get_graph(xray=2).nodes)
     for mode in ("sequential", "joint", "hierarchical", "broadcast"):
         assert f"executor:{mode}:member" in nodes and f"executor:{mode}:finish" in nodes
@@ -198,6 +201,10 @@ def test_draw_xray_shows_the_team_subgraphs(workspace: Path) -> None:
     assert "executor:sequential:member:react" in set(graph.get_graph(xray=3).nodes)
     text = draw(graph, xray=2, format="mermaid").source
     assert "executor\\3ahierarchical\\3asplit" in text
+    executor = build_team_executor("scripted:demo", agents=UNITS, config=config)
+    assert {"broadcast:aggregate", "joint:member", "single:react"} <= set(
+        executor.get_graph(xray=1).nodes
+    )
 
 
 def test_prompt_overrides_reach_every_member(workspace: Path) -> None:

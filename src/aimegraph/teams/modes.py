@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal, cast, get_args
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
+from langchain_core.runnables import Runnable
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -41,8 +42,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.knowledge import KnowledgeBase
-from aimegraph.models.calls import LLM_RETRY_POLICY, invoke_structured, resolve_mode
+from aimegraph.models.calls import LLM_RETRY_POLICY, resolve_mode, structured_steps
 from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact_lines, settle
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
@@ -239,17 +241,17 @@ def mode_graph(
     nodes = list(parts.member_graphs)
     for node, graph in parts.member_graphs.items():
         builder.add_node(node, graph)
-    builder.add_node(
-        "finish", make_finish_node(parts, _CONCLUDE[mode]), retry_policy=LLM_RETRY_POLICY
-    )
+    builder.add_node("finish", make_finish_node(parts, _CONCLUDE[mode]))
     if mode in ("sequential", "joint"):
         route = _route_sequential(parts) if mode == "sequential" else _route_joint(parts)
         for source in (START, *nodes):
             builder.add_conditional_edges(source, route, [*nodes, "finish"])
     elif mode == "broadcast":
         builder.add_conditional_edges(START, _fan_out(parts), [*nodes, "finish"])
+        builder.add_node("aggregate", _make_aggregate_node(parts), retry_policy=LLM_RETRY_POLICY)
         for node in nodes:
-            builder.add_edge(node, "finish")
+            builder.add_edge(node, "aggregate")
+        builder.add_edge("aggregate", "finish")
     else:
         builder.add_node(
             "split",
@@ -397,24 +399,22 @@ def _route_sequential(parts: TeamParts) -> Callable[[TeamState], Send | str]:
     return route
 
 
-def _conclude_sequential(
-    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
-) -> tuple[TaskResult, Usage]:
+def _conclude_sequential(parts: TeamParts, state: TeamState) -> TaskResult:
     done = _turns(state)
     if not done:
-        return _no_turn(parts, state), Usage()
+        return _no_turn(parts, state)
     last = done[-1]
     if last.status == "failed":
         rounds = -(-len(done) // len(state["task"].team.members))  # type: ignore[union-attr]
         return TaskResult(
             status="failed",
             summary=f"The last member, {last.member}, failed in round {rounds}: {last.summary}",
-        ), Usage()
+        )
     artifacts: dict[str, str] = {}
     for turn in done:
         if turn.status == "completed":
             artifacts |= turn.artifacts
-    return TaskResult(status="completed", summary=last.summary, artifacts=artifacts), Usage()
+    return TaskResult(status="completed", summary=last.summary, artifacts=artifacts)
 
 
 def _no_turn(parts: TeamParts, state: TeamState) -> TaskResult:
@@ -484,28 +484,26 @@ def _route_joint(parts: TeamParts) -> Callable[[TeamState], Send | str]:
     return route
 
 
-def _conclude_joint(
-    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
-) -> tuple[TaskResult, Usage]:
+def _conclude_joint(parts: TeamParts, state: TeamState) -> TaskResult:
     done = _turns(state)
     team = state["task"].team
     if not done or team is None:
-        return _no_turn(parts, state), Usage()
+        return _no_turn(parts, state)
     proposal, after = _standing(done)
     if proposal is None:
         why = _failures(done) or "every turn objected"
-        return TaskResult(status="failed", summary=f"No member proposed a result: {why}"), Usage()
+        return TaskResult(status="failed", summary=f"No member proposed a result: {why}")
     if objections := _objections(after):
         said = "; ".join(f"{t.member}: {t.summary.strip()[:300]}" for t in objections)
         return TaskResult(
             status="failed",
             summary=f"No agreement in {team.max_rounds} round(s). {proposal.member} proposed: "
             f"{proposal.summary.strip()[:600]}\nObjections: {said}",
-        ), Usage()
+        )
     agreeing = 1 + len({t.member for t in after if _stance(t) == "agree"} - {proposal.member})
     artifacts = {k: v for k, v in proposal.artifacts.items() if k != "stance"}
     artifacts["agreement"] = f"{agreeing}/{len(set(team.members))}"
-    return TaskResult(status="completed", summary=proposal.summary, artifacts=artifacts), Usage()
+    return TaskResult(status="completed", summary=proposal.summary, artifacts=artifacts)
 
 
 # --- broadcast ---
@@ -537,30 +535,63 @@ def _vote_key(turn: MemberResult) -> str:
     return " ".join(answer.split()).casefold().rstrip(".")
 
 
-def _conclude_broadcast(
-    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
-) -> tuple[TaskResult, Usage]:
-    done = _turns(state)
-    if not done:
-        return _no_turn(parts, state), Usage()
-    completed = [t for t in done if t.status == "completed"]
-    if not completed:
-        return TaskResult(
-            status="failed", summary=f"Every member failed: {_failures(done)}"
-        ), Usage()
-    key, votes = Counter(_vote_key(t) for t in completed).most_common(1)[0]
-    if votes * 2 > len(completed):
-        winner = next(t for t in completed if _vote_key(t) == key)
-        agreed = [t.member for t in completed if _vote_key(t) == key]
-        summary = winner.summary
-        if failed := _failures(done):
-            summary += f"\n(Failed members: {failed})"
-        return TaskResult(
-            status="completed",
-            summary=summary,
-            artifacts=winner.artifacts | _agreement(len(agreed), len(done), "vote", agreed),
-        ), Usage()
-    return _merge(parts, state, runtime, done)
+def _make_aggregate_node(parts: TeamParts) -> Runnable[TeamState, dict[str, Any]]:
+    """Votes on the members' results; without a majority, the model merges them.
+    The merge call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`)."""
+
+    def aggregate(state: TeamState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
+        done = _turns(state)
+        completed = [t for t in done if t.status == "completed"]
+        if not completed:
+            failed = TaskResult(status="failed", summary=f"Every member failed: {_failures(done)}")
+            return {"result": failed}
+        key, votes = Counter(_vote_key(t) for t in completed).most_common(1)[0]
+        if votes * 2 > len(completed):
+            winner = next(t for t in completed if _vote_key(t) == key)
+            agreed = [t.member for t in completed if _vote_key(t) == key]
+            summary = winner.summary
+            if failures := _failures(done):
+                summary += f"\n(Failed members: {failures})"
+            artifacts = winner.artifacts | _agreement(len(agreed), len(done), "vote", agreed)
+            return {"result": TaskResult(status="completed", summary=summary, artifacts=artifacts)}
+        cfg = parts.config.for_run(runtime)
+        task, chat = state["task"], parts.default_chat
+        reply = yield from structured_steps(
+            chat,
+            Merged,
+            [
+                SystemMessage(team_prompts.MERGE_SYSTEM),
+                HumanMessage(
+                    team_prompts.MERGE_TASK.format(
+                        task_id=task.id,
+                        title=task.title,
+                        description=task.description or task.title,
+                        results=_render(done),
+                    )
+                ),
+            ],
+            role="team",
+            mode=resolve_mode(cfg.tool_calling, chat, structured=True),
+            retries=cfg.max_output_retries,
+            runtime=runtime,
+            prices=cfg.prices,
+        )
+        if reply.value is None:
+            answers = "; ".join(f"{t.member}: {_vote_key(t)[:200]}" for t in completed)
+            why = f"The members disagreed ({answers}) and merging failed: {reply.error}"
+            return {"result": TaskResult(status="failed", summary=why), "usage": reply.usage}
+        merged = reply.value
+        agreeing = [m for m in dict.fromkeys(merged.agreeing) if any(t.member == m for t in done)]
+        artifacts = {"answer": merged.answer} if merged.answer else {}
+        artifacts |= _agreement(len(agreeing), len(done), "merge", agreeing)
+        result = TaskResult(status="completed", summary=merged.summary, artifacts=artifacts)
+        return {"result": result, "usage": reply.usage}
+
+    return model_node(aggregate, name="aggregate")
+
+
+def _conclude_broadcast(parts: TeamParts, state: TeamState) -> TaskResult:
+    return state.get("result") or _no_turn(parts, state)
 
 
 def _agreement(agreeing: int, of: int, how: str, members: Sequence[str]) -> dict[str, str]:
@@ -571,57 +602,14 @@ def _agreement(agreeing: int, of: int, how: str, members: Sequence[str]) -> dict
     }
 
 
-def _merge(
-    parts: TeamParts, state: TeamState, runtime: Runtime[Any], done: Sequence[MemberResult]
-) -> tuple[TaskResult, Usage]:
-    """No majority: the model merges the results (it names who agrees)."""
-    cfg = parts.config.for_run(runtime)
-    task = state["task"]
-    chat = parts.default_chat
-    reply = invoke_structured(
-        chat,
-        Merged,
-        [
-            SystemMessage(team_prompts.MERGE_SYSTEM),
-            HumanMessage(
-                team_prompts.MERGE_TASK.format(
-                    task_id=task.id,
-                    title=task.title,
-                    description=task.description or task.title,
-                    results=_render(done),
-                )
-            ),
-        ],
-        role="team",
-        mode=resolve_mode(cfg.tool_calling, chat, structured=True),
-        retries=cfg.max_output_retries,
-        runtime=runtime,
-        prices=cfg.prices,
-    )
-    if reply.value is None:
-        answers = "; ".join(
-            f"{t.member}: {_vote_key(t)[:200]}" for t in done if t.status == "completed"
-        )
-        return TaskResult(
-            status="failed",
-            summary=f"The members disagreed ({answers}) and merging failed: {reply.error}",
-        ), reply.usage
-    agreeing = [m for m in dict.fromkeys(reply.value.agreeing) if any(t.member == m for t in done)]
-    artifacts = {"answer": reply.value.answer} if reply.value.answer else {}
-    return TaskResult(
-        status="completed",
-        summary=reply.value.summary,
-        artifacts=artifacts | _agreement(len(agreeing), len(done), "merge", agreeing),
-    ), reply.usage
-
-
 # --- hierarchical ---
 
 
-def _make_split_node(parts: TeamParts) -> Node[TeamState]:
-    """The lead splits the task among the other members (a structured call)."""
+def _make_split_node(parts: TeamParts) -> Runnable[TeamState, Command]:
+    """The lead splits the task among the other members (a structured call, awaited
+    under ``ainvoke``)."""
 
-    def split(state: TeamState, runtime: Runtime[Any]) -> Command:
+    def split(state: TeamState, runtime: Runtime[Any]) -> Steps[Command]:
         if _blocked(parts, state):
             return Command(goto="finish")
         cfg = parts.config.for_run(runtime)
@@ -636,7 +624,7 @@ def _make_split_node(parts: TeamParts) -> Node[TeamState]:
             return Command(goto=_turn(parts, state, lead, alone, role="lead"))
         chat = parts.chat_of[lead]
         previous = [t for t in done if t.role == "part"]
-        reply = invoke_structured(
+        reply = yield from structured_steps(
             chat,
             Delegation,
             [
@@ -690,7 +678,7 @@ def _make_split_node(parts: TeamParts) -> Node[TeamState]:
         ]
         return Command(goto=sends, update=update)
 
-    return split
+    return model_node(split, name="split")
 
 
 def _make_review_node(parts: TeamParts) -> Node[TeamState]:
@@ -718,23 +706,21 @@ def _after_hierarchical_turn(state: TeamState) -> Literal["review", "finish"]:
     return "finish" if turns and turns[-1].role == "lead" else "review"
 
 
-def _conclude_hierarchical(
-    parts: TeamParts, state: TeamState, runtime: Runtime[Any]
-) -> tuple[TaskResult, Usage]:
+def _conclude_hierarchical(parts: TeamParts, state: TeamState) -> TaskResult:
     done = _turns(state)
     leads = [t for t in done if t.role == "lead"]
     if not leads:
-        return _no_turn(parts, state), Usage()
+        return _no_turn(parts, state)
     lead = leads[-1]
     if lead.status == "failed":
         return TaskResult(
             status="failed",
             summary=f"The lead, {lead.member}, could not integrate the parts: {lead.summary}",
-        ), Usage()
-    return TaskResult(status="completed", summary=lead.summary, artifacts=lead.artifacts), Usage()
+        )
+    return TaskResult(status="completed", summary=lead.summary, artifacts=lead.artifacts)
 
 
-Conclude = Callable[[TeamParts, TeamState, Runtime[Any]], tuple[TaskResult, Usage]]
+Conclude = Callable[[TeamParts, TeamState], TaskResult]
 
 _CONCLUDE: dict[str, Conclude] = {
     "sequential": _conclude_sequential,
@@ -748,7 +734,7 @@ def make_finish_node(parts: TeamParts, conclude: Conclude) -> Node[TeamState]:
     """Settles the task with the team's result and keeps every member's turn on it."""
 
     def finish(state: TeamState, runtime: Runtime[Any]) -> dict[str, Any]:
-        result, usage = conclude(parts, state, runtime)
+        result = conclude(parts, state)
         task = state["task"].model_copy(update={"members": tuple(_turns(state))})
         team = task.team
         runtime.stream_writer(
@@ -763,6 +749,6 @@ def make_finish_node(parts: TeamParts, conclude: Conclude) -> Node[TeamState]:
         )
         # ``task`` and ``result`` also go to the state, for the per-task check.
         settled = settle(cast(ActorState, {**state, "task": task}), result, runtime)
-        return settled | {"task": task, "usage": usage}
+        return settled | {"task": task}
 
     return finish
