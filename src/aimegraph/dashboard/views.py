@@ -132,13 +132,13 @@ class ThreadReader:
         for ns, checkpoint_id in newest.items():
             if _is_actor(ns) and history.actors.get(ns, ("",))[0] != checkpoint_id:
                 item = self.saver.get_tuple(thread_config(thread_id, checkpoint_ns=ns))
-                if item is not None and (actor := _actor(item)) is not None:
-                    history.actors[ns] = (_cid(item), actor)
+                if item is not None:  # None: a namespace with no actor (read once)
+                    history.actors[ns] = (_cid(item), _actor(item))
         values: Mapping[str, Any] = checkpoint_values(self.saver, head)
         tasks: dict[str, Task] = values.get("tasks") or {}
         verdict: Verdict | None = values.get("verdict")
         interrupts = pending_interrupts(head)
-        actors = _by_task(history.actors.values())
+        actors = _by_task((cid, a) for cid, a in history.actors.values() if a is not None)
         settings = history.settings
         return {
             "thread_id": thread_id,
@@ -216,7 +216,7 @@ class _History:
         self.last: str | None = None
         self.plans: list[dict[str, Any]] = []
         self.settings: RunSettings | None = None
-        self.actors: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.actors: dict[str, tuple[str, dict[str, Any] | None]] = {}
         self.view: dict[str, Any] | None = None
         self._asked: str | None = None
         self._rationale: str | None = None
