@@ -36,6 +36,7 @@ from bench import (
     parallel,
     retrieval,
     scaling,
+    scheduling,
     teams,
 )
 from bench.common import SectionResult, machine_info
@@ -46,6 +47,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "concurrency": concurrency.run,
     "economy": economy.run,
     "scaling": scaling.run,
+    "scheduling": scheduling.run,
     "retrieval": retrieval.run,
     "jsonparse": jsonparse.run,
     "memory": memory.run,

@@ -39,6 +39,7 @@ from aimegraph.checkpoints import (
     run_config,
     run_state,
 )
+from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.cli_support import (
     EXIT_CODES,
     EXIT_NOT_FOUND,
@@ -267,7 +268,8 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     ):  # queued, on a worker, or ended before its first checkpoint
         return int(_distributed("show_record")(record, args, console))
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
-    _report(snapshot, args.thread, args, console)
+    # A run stopped mid-step shows the tasks that step had already finished.
+    _report(with_finished_tasks(snapshot, saver), args.thread, args, console)
     return 0
 
 

@@ -37,7 +37,8 @@ def test_diamond_runs_a_and_b_together_and_c_sees_both(scripted_graph: GraphFact
                 "c": [submit("c combined [{dep:a}] and [{dep:b}]")],
             },
             "reporter": [{"text": "Answer: {result:c}"}],
-        }
+        },
+        scheduler="batch",  # super-steps per batch; the eager runner: tests/graph/test_scheduler.py
     )
     steps = steps_of(graph, {"goal": "diamond"})
     executor_steps = [step for step, name in steps if name == "executor"]
@@ -197,7 +198,7 @@ def test_malformed_planner_output_is_sent_back(scripted_graph: GraphFactory) -> 
 
 def test_every_step_consults_the_planner_after_each_batch(scripted_graph: GraphFactory) -> None:
     scenario = {"planner": [plan(spec("a"), spec("b", "a"), spec("c", "b")), NO_CHANGE]}
-    graph, model = scripted_graph(scenario, replan="every_step")
+    graph, model = scripted_graph(scenario, replan="every_step", scheduler="batch")
     names = [name for _, name in steps_of(graph, {"goal": "chain"})]
     assert names == [
         "intake", "planner", "orchestrator", "executor",
@@ -214,7 +215,7 @@ def test_every_step_consults_the_planner_after_each_batch(scripted_graph: GraphF
 
 def test_max_parallel_limits_each_batch(scripted_graph: GraphFactory) -> None:
     graph, _ = scripted_graph(
-        {"planner": [plan(*(spec(f"t{i}") for i in range(5)))]}, max_parallel=2
+        {"planner": [plan(*(spec(f"t{i}") for i in range(5)))]}, max_parallel=2, scheduler="batch"
     )
     steps = steps_of(graph, {"goal": "five"})
     per_step: dict[int, int] = {}
@@ -225,7 +226,9 @@ def test_max_parallel_limits_each_batch(scripted_graph: GraphFactory) -> None:
 
 
 def test_run_context_overrides_the_built_config(scripted_graph: GraphFactory) -> None:
-    graph, _ = scripted_graph({"planner": [plan(*(spec(f"t{i}") for i in range(4)))]})
+    graph, _ = scripted_graph(
+        {"planner": [plan(*(spec(f"t{i}") for i in range(4)))]}, scheduler="batch"
+    )
     events = [
         e
         for e in graph.stream({"goal": "four"}, stream_mode="debug", context={"max_parallel": 1})

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import threading
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from tests.conftest import GraphFactory
+from tests.conftest import GraphFactory, steps_of
 
+from aimegraph.checkpoints import make_serializer
 from aimegraph.checkpoints.delta import checkpoint_values
 
 
@@ -24,7 +29,9 @@ def test_checkpoints_store_task_changes_not_the_whole_task_map(
     scripted_graph: GraphFactory,
 ) -> None:
     saver = InMemorySaver()
-    graph, _ = scripted_graph(independent_plan(12), checkpointer=saver, max_parallel=3)
+    graph, _ = scripted_graph(
+        independent_plan(12), checkpointer=saver, max_parallel=3, scheduler="batch"
+    )
     config = {"configurable": {"thread_id": "lean"}}
     assert graph.invoke({"goal": "twelve items"}, config)["status"] == "succeeded"
 
@@ -67,7 +74,12 @@ def test_raw_checkpoints_read_back_the_same_task_map_as_get_state(
 ) -> None:
     saver = InMemorySaver()
     graph, _ = scripted_graph(
-        independent_plan(60), checkpointer=saver, max_parallel=1, max_tasks=60, max_steps=1000
+        independent_plan(60),
+        checkpointer=saver,
+        max_parallel=1,
+        max_tasks=60,
+        max_steps=1000,
+        scheduler="batch",
     )
     config = {"configurable": {"thread_id": "raw"}}
     assert graph.invoke({"goal": "sixty items"}, config)["status"] == "succeeded"
@@ -82,3 +94,199 @@ def test_raw_checkpoints_read_back_the_same_task_map_as_get_state(
         raw = checkpoint_values(saver, item)
         assert raw.get("tasks", {}) == expected.get("tasks", {})
         assert raw.get("updates", []) == expected.get("updates", [])
+
+
+# --- eager dispatch (AimeConfig.scheduler="eager") ---
+
+
+def submit(summary: str) -> dict[str, Any]:
+    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
+
+
+def spec(id: str, *deps: str, bundles: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), "tool_bundles": bundles}
+
+
+def custom(id: str, *deps: str) -> dict[str, Any]:
+    """A task whose actor has the test's own tools."""
+    return spec(id, *deps, bundles=("custom",))
+
+
+def in_flight(events: list[dict[str, Any]]) -> list[int]:
+    """Actors running after each actor event of a stream, in order."""
+    running, counts = 0, []
+    for event in events:
+        running += {"started": 1, "completed": -1, "failed": -1}[event["event"]]
+        counts.append(running)
+    return counts
+
+
+def actor_events(graph: Any, inputs: Any, **kwargs: Any) -> list[dict[str, Any]]:
+    return [
+        event
+        for _, event in graph.stream(inputs, stream_mode="custom", subgraphs=True, **kwargs)
+        if event.get("type") == "actor"
+    ]
+
+
+@pytest.mark.parametrize(("scheduler", "saw"), [("eager", "c2 started"), ("batch", "timed out")])
+def test_a_ready_task_starts_while_an_unrelated_slower_one_runs(
+    scripted_graph: GraphFactory, scheduler: str, saw: str
+) -> None:
+    c2_started = threading.Event()
+
+    @tool
+    def rendezvous(role: str) -> str:
+        """Wait for c2 to start (role 'wait'), or say it started (role 'signal')."""
+        if role == "signal":
+            c2_started.set()
+            return "signalled"
+        # Under the batch scheduler c2 cannot start before this task ends: a timeout.
+        return "c2 started" if c2_started.wait(10 if scheduler == "eager" else 0.5) else "timed out"
+
+    graph, _ = scripted_graph(
+        {
+            "planner": [
+                {"rationale": "r", "tasks": [custom("slow"), custom("c1"), custom("c2", "c1")]}
+            ],
+            "actors": {
+                "slow": [
+                    {"tool": "rendezvous", "args": {"role": "wait"}},
+                    submit("{last_tool_output}"),
+                ],
+                "c2": [{"tool": "rendezvous", "args": {"role": "signal"}}, submit("c2 done")],
+            },
+        },
+        tools=[rendezvous],
+        scheduler=scheduler,
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["slow"].result.summary == saw
+
+
+def test_eager_runs_the_diamond_in_one_executor_visit_and_c_sees_both(
+    scripted_graph: GraphFactory,
+) -> None:
+    scenario = {
+        "planner": [{"rationale": "r", "tasks": [spec("a"), spec("b"), spec("c", "a", "b")]}],
+        "actors": {
+            "a": [submit("a ok")],
+            "b": [submit("b ok")],
+            "c": [submit("c combined [{dep:a}] and [{dep:b}]")],
+        },
+    }
+    graph, model = scripted_graph(scenario, scheduler="eager")
+    assert [name for _, name in steps_of(graph, {"goal": "g"})].count("executor") == 1
+    model.reset()
+    events = actor_events(graph, {"goal": "g"})
+    order = [(e["event"], e["task_id"]) for e in events]
+    assert order.index(("started", "c")) > max(
+        order.index(("completed", "a")), order.index(("completed", "b"))
+    )
+    model.reset()
+    out = graph.invoke({"goal": "g"})
+    assert out["tasks"]["c"].result.summary == "c combined [a ok] and [b ok]"
+    assert all(t.status == "completed" and t.attempts == 1 for t in out["tasks"].values())
+
+
+@pytest.mark.parametrize(("max_parallel", "context"), [(2, None), (4, {"max_parallel": 1})])
+def test_eager_keeps_at_most_max_parallel_actors_in_flight(
+    scripted_graph: GraphFactory, max_parallel: int, context: dict[str, Any] | None
+) -> None:
+    graph, _ = scripted_graph(
+        {"planner": [{"rationale": "r", "tasks": [spec(f"t{i}") for i in range(6)]}]},
+        max_parallel=max_parallel,
+        scheduler="eager",
+    )
+    events = actor_events(graph, {"goal": "six"}, context=context)
+    limit = context["max_parallel"] if context else max_parallel
+    assert len(events) == 12 and max(in_flight(events)) == limit
+
+
+def test_eager_with_every_step_still_consults_the_planner_after_each_batch(
+    scripted_graph: GraphFactory,
+) -> None:
+    chain = [spec("a"), spec("b", "a"), spec("c", "b")]
+    scenario = {"planner": [{"rationale": "r", "tasks": chain}, {"rationale": "r", "tasks": []}]}
+    graph, model = scripted_graph(scenario, replan="every_step", scheduler="eager")
+    # The runner's own @tasks (one per actor, one per round) are left out.
+    nodes = [n for _, n in steps_of(graph, {"goal": "chain"}) if n not in ("actor", "round")]
+    assert nodes == [
+        "intake", "planner", "orchestrator", "executor",
+        "orchestrator", "planner", "orchestrator", "executor",
+        "orchestrator", "planner", "orchestrator", "executor",
+        "orchestrator", "reporter", "verifier",
+    ]  # fmt: skip
+    assert len(model.prompts("planner")) == 3
+
+
+class Crash(BaseException):
+    """Stands in for the process dying: not an Exception, so nothing handles it."""
+
+
+def test_eager_replay_hands_each_saved_result_to_its_own_task(
+    scripted_graph: GraphFactory,
+) -> None:
+    """Tasks finish in another order than they started (y, z, then x) and the run
+    crashes in w. On resume every finished task returns its saved result to the
+    right task and runs no more; only w, in flight at the crash, runs again.
+    (Replayed without the recorded rounds, x and y would both be found finished
+    at once; w, first in plan order, would be handed z's saved result and z's call
+    would run on in w's actor.)"""
+    calls: list[str] = []
+    z_done = threading.Event()
+
+    @tool
+    def work(task: str) -> str:
+        """Do the task's work."""
+        calls.append(task)
+        if task == "z":
+            z_done.set()
+        if task == "x":
+            z_done.wait(10)  # x finishes after y and z, though it started first
+        if task == "w" and calls.count("w") == 1:
+            raise Crash("w")
+        return f"{task} done"
+
+    def step(task: str) -> list[dict[str, Any]]:
+        return [{"tool": "work", "args": {"task": task}}, submit("{last_tool_output}")]
+
+    scenario = {
+        "planner": [
+            {
+                "rationale": "r",
+                "tasks": [custom("x"), custom("y"), custom("w", "x"), custom("z", "y")],
+            }
+        ],
+        "actors": {t: step(t) for t in "xyzw"},
+    }
+    saver = InMemorySaver(serde=make_serializer())
+    config = {"configurable": {"thread_id": "replay"}}
+    graph, _ = scripted_graph(scenario, checkpointer=saver, tools=[work], scheduler="eager")
+    with pytest.raises(Crash):
+        graph.invoke({"goal": "g"}, config, durability="sync")
+    assert calls[-1] == "w" and sorted(calls) == ["w", "x", "y", "z"]
+
+    graph, _ = scripted_graph(scenario, checkpointer=saver, tools=[work], scheduler="eager")
+    call_input: dict[str, str] = {}  # an actor @task's id -> the task it was called for
+    actor_events: list[tuple[str, str]] = []  # (the @task it ran in, the task it reports)
+    for ns, mode, data in graph.stream(
+        None, config, stream_mode=["tasks", "custom", "values"], subgraphs=True
+    ):
+        if mode == "tasks" and data["name"] == "actor" and "input" in data:
+            ((inp,), _) = data["input"]
+            call_input[data["id"]] = inp["task"].id
+        elif mode == "custom" and data.get("type") == "actor":
+            actor_events.append((ns[1].split(":")[1], data["task_id"]))
+        elif mode == "values" and not ns:
+            out = data
+    # Only w, in flight at the crash, ran on, inside the call made for w itself.
+    assert [task for _, task in actor_events] == ["w"]  # its "completed" event
+    assert all(call_input[call] == task for call, task in actor_events)
+    assert out["status"] == "succeeded"
+    assert Counter(calls) == {"x": 1, "y": 1, "z": 1, "w": 2}
+    assert {t.id: t.result.summary for t in out["tasks"].values()} == {
+        t: f"{t} done" for t in "xyzw"
+    }
+    assert all(t.attempts == 1 for t in out["tasks"].values())

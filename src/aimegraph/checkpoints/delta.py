@@ -13,8 +13,10 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
+from langgraph.types import StateSnapshot
 
-from aimegraph.state.reducers import append_batches, merge_task_batches
+from aimegraph.state.models import Task
+from aimegraph.state.reducers import append_batches, merge_task_batches, merge_tasks
 
 DELTA_REDUCERS: dict[str, Callable[[Any, Sequence[Any]], Any]] = {
     "tasks": merge_task_batches,
@@ -42,3 +44,27 @@ def checkpoint_values(saver: BaseCheckpointSaver[Any], item: CheckpointTuple) ->
         if seed is not None or writes:
             values[key] = DELTA_REDUCERS[key](seed, writes)
     return values
+
+
+RETURN = "__return__"
+"""The channel LangGraph saves a functional-API ``@task``'s result under."""
+
+
+def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]) -> StateSnapshot:
+    """``snapshot`` with the tasks its step finished so far merged into ``tasks``.
+
+    Under the eager scheduler one executor step runs many tasks; each one's result
+    is saved the moment it finishes as a pending write of the step (the actor
+    ``@task``'s return value), but reaches the state only when the step ends. A
+    run stopped mid-step (crash, interrupt) shows them here.
+    """
+    item = saver.get_tuple(snapshot.config)
+    writes = (item.pending_writes or []) if item is not None else []
+    finished: dict[str, Task] = {}
+    for _, channel, value in writes:
+        if channel == RETURN and isinstance(value, dict) and isinstance(value.get("tasks"), dict):
+            finished |= {k: t for k, t in value["tasks"].items() if isinstance(t, Task)}
+    if not finished:
+        return snapshot
+    tasks = merge_tasks(snapshot.values.get("tasks") or {}, finished)
+    return snapshot._replace(values={**snapshot.values, "tasks": tasks})
