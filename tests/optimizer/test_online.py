@@ -11,6 +11,7 @@ from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models.teaching import FeedbackReflectionModel
+from aimegraph.optimizer.online import OnlineLoop
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.prompts import DEFAULT_PROMPTS
 from aimegraph.prompts.source import DEFAULT_VERSION
@@ -112,7 +113,9 @@ def test_the_reflection_budget_is_never_passed(tmp_path: Path) -> None:
     assert seen == ["traced", "mutation_refused", "traced"] + ["budget_spent"] * 3
     (attempt,) = _records(tmp_path, "mutation")
     assert attempt["llm_calls"] == 1 and "placeholder" in attempt["reason"]
-    assert PromptStore(tmp_path / "prompts.jsonl").list() == []
+    # The store only learnt the built-in prompts' window score.
+    (stored,) = PromptStore(tmp_path / "prompts.jsonl").list()
+    assert stored.source == "default" and stored.scores == {"online_rolling": 0.0}
 
 
 def test_the_online_node_is_there_only_when_enabled(tmp_path: Path) -> None:
@@ -126,3 +129,32 @@ def test_the_online_node_is_there_only_when_enabled(tmp_path: Path) -> None:
         _graph(tmp_path, optimize_components=("critic",))
     with pytest.raises(ValueError, match="when the graph is built"):
         _graph(tmp_path).invoke({"goal": "x"}, context={"optimize_online": False})
+
+
+def test_a_mutation_that_did_worse_is_reverted_without_a_call(tmp_path: Path) -> None:
+    # OnlineLoop alone, on finished runs' states: succeeded scores 1, failed 0.
+    store = PromptStore(tmp_path / "prompts.jsonl")
+    worse = DEFAULT_PROMPTS["planner"] + "\n- Plan one task at most.\n"
+    reflection = FakeListChatModel(responses=[f"```\n{worse}\n```"])
+    loop = OnlineLoop(store, reflection)
+    config = AimeConfig(optimize_window=2, optimize_threshold=0.75, optimize_max_llm_calls=5)
+    ok, bad = {"status": "succeeded"}, {"status": "failed", "reason": "planner gave up"}
+
+    def run(state: dict[str, Any]) -> dict[str, Any]:
+        return loop.after_run(state, config, version=store.current(), thread_id=None)
+
+    assert run(ok)["event"] == "traced"
+    mutated = run(bad)  # 0.5 < 0.75 on the built-in prompts
+    assert mutated["event"] == "mutated" and store.active() == mutated["version"]
+    assert store.get(DEFAULT_VERSION).scores == {"online_rolling": 0.5}
+
+    run(bad)
+    reverted = run(bad)  # the mutation scores 0.0 < 0.5: back to its parent, no call
+    assert reverted["event"] == "reverted" and reverted["reverted_to"] == DEFAULT_VERSION
+    assert store.current() == DEFAULT_VERSION and loop.calls_spent(config) == 1
+
+    # The built-in prompts fail again: the same proposal is refused, not re-activated.
+    run(bad)
+    refused = run(bad)
+    assert refused["event"] == "mutation_refused" and "scored 0.00 online" in refused["reason"]
+    assert store.current() == DEFAULT_VERSION and loop.calls_spent(config) == 2

@@ -9,13 +9,17 @@ ends each run with the ``optimize_online`` node (:func:`make_online_node`). It
 2. takes the rolling score of the last ``optimize_window`` runs made with the
    same prompt version as this one (a new version starts a new window);
 3. when the window is full and its score is below ``optimize_threshold``, and
-   the version is still the store's active one, blames the component the failed
-   runs point at (failed tasks: the actor; no plan, or a rejected answer with no
-   failed task: the planner) and asks GEPA's reflective proposer
+   the version is still the store's active one, records that score in the
+   store (``online_rolling``); if the version's parent scored better in its own
+   window (the last mutation made things worse), makes the parent active again,
+   with no model call; else blames the component the failed runs point at
+   (failed tasks: the actor; no plan, or a rejected answer with no failed
+   task: the planner) and asks GEPA's reflective proposer
    (``StatelessReflectionLM`` with the optimiser's reflection template) for a
-   new text from those runs' reflective dataset;
-4. stores the new prompt set (source ``online``, parent: the run's version,
-   scores: the rolling score) and makes it active.
+   new text from those runs' reflective dataset (a proposal that is a version
+   already tried and found no better is refused);
+4. stores the new prompt set (source ``online``, parent: the run's version) and
+   makes it active.
 
 The run has finished by then, so a prompt never changes mid-run; a graph over
 the store starts its next run with the new version (the intake node reads the
@@ -53,7 +57,7 @@ from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, refl
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.optimizer.trace import Trace, default_metric, run_trace
 from aimegraph.prompts import DEFAULT_PROMPTS, resolve_prompts
-from aimegraph.prompts.source import PromptSource
+from aimegraph.prompts.source import PromptSource, version_id
 from aimegraph.state import AimeState
 
 try:  # POSIX; elsewhere the trace file is not locked
@@ -64,6 +68,10 @@ except ImportError:  # pragma: no cover - Windows
 __all__ = ["OnlineLoop", "make_online_node", "trace_file_for"]
 
 log = logging.getLogger("aimegraph.optimizer")
+
+ONLINE_SCORE = "online_rolling"
+"""The store score the loop records for a version: its window's rolling score when
+the window triggered the loop."""
 
 
 def trace_file_for(config: AimeConfig, store: PromptStore) -> Path:
@@ -166,7 +174,7 @@ class OnlineLoop:
         path = trace_file_for(config, self.store)
         with self._locked(path) as handle:
             summary = self._summary(path, handle, config.optimize_window)
-            record = {
+            record: dict[str, Any] = {
                 "kind": "run",
                 "at": _now(),
                 "thread_id": thread_id,
@@ -189,7 +197,24 @@ class OnlineLoop:
                 and rolling < config.optimize_threshold
                 and self.store.current() == version
             )
-            if due and summary["calls_spent"] >= config.optimize_max_llm_calls:
+            better = self._better_parent(version, rolling) if due else None
+            if better is not None:
+                # The last mutation made things worse: back to its parent, no call.
+                record = {
+                    "kind": "mutation",
+                    "at": _now(),
+                    "event": "reverted",
+                    "parent": version,
+                    "version": better,
+                    "rolling": rolling,
+                    "llm_calls": 0,
+                }
+                self.store.score(version, {ONLINE_SCORE: rolling})
+                self.store.use(better)
+                self._append(handle, record)
+                _fold(summary, record, window=config.optimize_window)
+                event |= {"event": "reverted", "reverted_to": better}
+            elif due and summary["calls_spent"] >= config.optimize_max_llm_calls:
                 log.warning(
                     "online loop: rolling score %.2f is below %.2f but its budget "
                     "(optimize_max_llm_calls=%d) is spent",
@@ -199,6 +224,8 @@ class OnlineLoop:
                 )
                 event |= {"event": "budget_spent", "llm_calls_spent": summary["calls_spent"]}
             elif due:
+                # Kept for the comparison when this version's child triggers in turn.
+                self.store.score(version, {ONLINE_SCORE: rolling})
                 failing = [t for t in window if t["score"] < 1.0]
                 mutation = self._mutate(version, failing, rolling, config)
                 record = {"kind": "mutation", "at": _now(), **mutation}
@@ -208,6 +235,14 @@ class OnlineLoop:
             summary["trace_bytes"] = handle.tell()
             _write_atomically(path.with_suffix(".state.json"), summary)
         return event
+
+    def _better_parent(self, version: str, rolling: float) -> str | None:
+        """``version``'s parent when that scored better in its own window (the
+        online mutation that made ``version`` did worse)."""
+        parent = self.store.get(version).parent
+        if parent is not None and self.store.get(parent).scores.get(ONLINE_SCORE, -1.0) > rolling:
+            return parent
+        return None
 
     def _mutate(
         self, version: str, failing: list[Trace], rolling: float, config: AimeConfig
@@ -228,7 +263,13 @@ class OnlineLoop:
             new_text = proposal.new_texts.get(name, texts[name])
             if new_text.strip() == texts[name].strip():
                 raise ValueError("the reflection model proposed the same text")
-            resolve_prompts({**texts, name: new_text})
+            proposed = version_id(resolve_prompts({**texts, name: new_text}))
+            tried = next((v for v in self.store.list() if v.version == proposed), None)
+            if tried is not None and tried.scores.get(ONLINE_SCORE, 1.0) <= rolling:
+                raise ValueError(
+                    f"the proposal is version {proposed}, which scored "
+                    f"{tried.scores[ONLINE_SCORE]:.2f} online already"
+                )
         except Exception as exc:  # noqa: BLE001 - a failed mutation leaves the prompts as they are
             log.warning("online loop: no new %s prompt: %s", name, exc)
             return record | {
@@ -240,7 +281,6 @@ class OnlineLoop:
         new_version = self.store.add(
             {name: new_text},
             parent=version,
-            scores={"online_rolling": rolling},
             source="online",
             note=f"online: {name} after {len(failing)} failing run(s) of the last "
             f"{config.optimize_window} (rolling score {rolling:.2f})",
