@@ -165,3 +165,9 @@ def test_a_proposal_that_breaks_a_template_costs_no_run(tmp_path: Path) -> None:
     # Each iteration: 3 minibatch runs for the parent, none for the refused child.
     iterations = len(result.history) - 1
     assert iterations >= 1 and result.metric_calls == len(VAL) + 3 * iterations
+
+
+def test_examples_run_in_parallel(tmp_path: Path) -> None:
+    result = _optimize(tmp_path, max_workers=3)
+    assert (result.score_before, result.score_after) == (0.0, 1.0)
+    assert result.usage.llm_calls == 4 * result.metric_calls
