@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from aimegraph.models import ScriptedChatModel
+from aimegraph.state import TeamSpec
 from tests.teams.helpers import boom, run_team, submit, team_task
 
 MODES = pytest.mark.parametrize("tool_calling", ["native", "json"])
@@ -233,6 +234,30 @@ def test_joint_failed_turn_is_an_observation_not_an_objection(workspace: Path) -
     result = out["tasks"]["t1"].result
     assert result.status == "completed" and result.artifacts["agreement"] == "1/2"
     assert turns(out) == [("writer", "member", "completed"), ("analyst", "member", "failed")]
+
+
+@MODES
+def test_joint_with_model_picked_speakers(workspace: Path, tool_calling: str) -> None:
+    scenario = {
+        "actors": {
+            "t1/writer": [submit("Total 48213.", stance="propose")],
+            "t1/analyst": [submit("Agreed, the rows sum to 48213.", stance="agree")],
+            "t1/reviewer": [submit("Agreed.", stance="agree")],
+        },
+        # The moderator asks the analyst before the reviewer; then a name that is no
+        # member falls back to the one who has not answered the proposal yet.
+        "team_speakers": {"t1": [{"member": "analyst"}, {"member": "nobody"}]},
+    }
+    team = TeamSpec(mode="joint", members=("writer", "reviewer", "analyst"), speaker="model")
+    task = team_task("joint", "writer").model_copy(update={"team": team})
+    out, model = run_team(workspace, task, scenario, tool_calling=tool_calling)
+    assert out["tasks"]["t1"].result.artifacts["agreement"] == "3/3"
+    assert [t[0] for t in turns(out)] == ["writer", "analyst", "reviewer"]
+    first, second = model.prompts("team_speaker")
+    assert "In turn order, reviewer would speak next" in first
+    assert "- analyst: Computes statistics" in first and "Total 48213." in first
+    # One moderator call before every turn but the first, counted under "team".
+    assert out["usage"].by_role["team"].llm_calls == 2
 
 
 # --- hierarchical ---

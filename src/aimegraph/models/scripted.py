@@ -17,10 +17,11 @@ Which reply comes next:
 * a team member's turn (``<member name=... turn=...>`` after the task block) reads
   ``actors["<task id>/<member>"]``: a list of steps for every turn, or
   ``{turns: [[step, ...], ...]}``, one list per turn of that member.
-* ``team_lead`` and ``team_merge`` (a hierarchical team's split, a broadcast
-  team's merge): the next entry of ``team_leads[<task id>]`` /
-  ``team_merges[<task id>]``; without one, the lead gives every member the
-  task's title and the merge takes the first result, agreeing with nobody.
+* ``team_lead``, ``team_merge`` and ``team_speaker`` (a hierarchical team's split,
+  a broadcast team's merge, a joint team's choice of speaker): the next entry of
+  ``team_leads`` / ``team_merges`` / ``team_speakers[<task id>]``; without one, the
+  lead gives every member the task's title, the merge takes the first result,
+  agreeing with nobody, and the speaker is the member whose turn it would be.
 * ``planner``, ``verifier``, ``reporter``: the next entry of the role's list
   (the last one repeats once the list is used up). A verifier prompt about a
   single ``<task id=...>`` reads ``task_checks[<id>]`` instead, and passes when
@@ -36,6 +37,7 @@ Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
     reporter: [ {text: "..."}, ... ]
     team_leads: { t1: [ {parts: [{member, instruction}, ...]}, ... ] }
     team_merges: { t1: [ {summary, answer, agreeing}, ... ] }
+    team_speakers: { t1: [ {member}, ... ] }
 
 A step is ``{tool: name, args: {...}}``, ``{calls: [{tool, args}, ...]}`` (parallel
 calls), ``{text: "..."}`` (a plain reply), ``{raw: "..."}`` (sent verbatim, to
@@ -112,6 +114,7 @@ class Scenario(BaseModel):
     actors: dict[str, list[Step] | dict[str, list[list[Step]]]] = Field(default_factory=dict)
     team_leads: dict[str, list[Step]] = Field(default_factory=dict)
     team_merges: dict[str, list[Step]] = Field(default_factory=dict)
+    team_speakers: dict[str, list[Step]] = Field(default_factory=dict)
     verifier: list[Step] = Field(default_factory=list)
     task_checks: dict[str, list[Step]] = Field(default_factory=dict)
     reporter: list[Step] = Field(default_factory=list)
@@ -197,6 +200,7 @@ _SCRIPTED_SECTIONS = {
     "summary",
     "team_leads",
     "team_merges",
+    "team_speakers",
 }
 # Memory prompts (aimegraph.prompts.memory) say how many actor steps a context
 # summary stands for, so step counting survives a summarised conversation.
@@ -375,13 +379,16 @@ class ScriptedChatModel(BaseChatModel):
             if not self.scenario.planner:
                 raise ScenarioError(f"scenario {self.scenario.name!r} has no planner entries")
             key, entries, default = "planner", self.scenario.planner, self.scenario.planner[-1]
-        elif role in ("team_lead", "team_merge") and task_match is not None:
+        elif role in ("team_lead", "team_merge", "team_speaker") and task_match is not None:
             task_id = task_match.group(1)
             if role == "team_lead":
                 entries = self.scenario.team_leads.get(task_id, [])
                 heading = _section(prompt, r"Title: ([^\n]*)") or task_id
                 members = _LEAD_MEMBERS.findall(_section(prompt, r"Your members:\n(.*?)(?:\n\n|$)"))
                 default = {"parts": [{"member": m, "instruction": heading} for m in members]}
+            elif role == "team_speaker":
+                entries = self.scenario.team_speakers.get(task_id, [])
+                default = {"member": _section(prompt, r"In turn order, ([\w-]+) would speak next")}
             else:
                 entries = self.scenario.team_merges.get(task_id, [])
                 first = _section(prompt, r"<result [^>]*>\n(.*?)</result>")

@@ -111,3 +111,24 @@ Description: {description}
 The members' results:
 {results}
 Merge them now."""
+
+SPEAKER_SYSTEM = """\
+# Role: team_speaker
+You moderate a team's discussion of one task. Name the member who should speak next:
+the one whose expertise the discussion needs now, or one who has not yet answered the
+latest proposal (the discussion ends when every other member has answered it without
+objecting).
+
+The members:
+{members}
+"""
+
+SPEAKER_TASK = """\
+<task id="{task_id}">
+Title: {title}
+Description: {description}
+</task>
+
+The conversation so far:
+{conversation}
+In turn order, {default} would speak next. Name the next speaker."""

@@ -71,6 +71,10 @@ class TeamSpec(BaseModel):
     max_rounds: int = Field(
         default=3, ge=1, le=10, description="Rounds at most (passes, turns each, delegations)."
     )
+    speaker: Literal["round_robin", "model"] = Field(
+        default="round_robin",
+        description="joint: members speak in turn, or the model picks the next speaker.",
+    )
 
 
 class MemberResult(_Record):

@@ -11,8 +11,9 @@ actor's. Turns are dispatched with ``Send`` and each runs in its own super-step
 
 * ``sequential``: members in order, each handed the previous result; another round
   when the last member fails, up to ``max_rounds``.
-* ``joint``: one shared conversation in turns (round robin) until a proposal stands
-  that every other member has heard without objecting, or ``max_rounds`` rounds.
+* ``joint``: one shared conversation in turns (round robin, or the model picks the
+  next speaker with ``speaker="model"``) until a proposal stands that every other
+  member has heard without objecting, or ``max_rounds`` rounds.
 * ``hierarchical``: the first member leads: it splits the task (a structured call),
   the parts go to members in parallel (``Send``), failed parts are split again up to
   ``max_rounds`` times, and the lead integrates the results in a turn of its own.
@@ -57,6 +58,7 @@ from aimegraph.state import (
     MemberResult,
     TaskResult,
     TeamMode,
+    TeamSpec,
     Usage,
 )
 from aimegraph.state.models import Id, LongText, ShortText, Text
@@ -91,6 +93,15 @@ class Delegation(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     parts: list[Part] = Field(default_factory=list, max_length=8)
+
+
+class NextSpeaker(BaseModel):
+    """Who speaks next in a joint team."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    member: Id = Field(description="The next speaker's name.")
+    reason: ShortText = Field(default="", description="Why this member, in a few words.")
 
 
 class Merged(BaseModel):
@@ -242,10 +253,18 @@ def mode_graph(
     for node, graph in parts.member_graphs.items():
         builder.add_node(node, graph)
     builder.add_node("finish", make_finish_node(parts, _CONCLUDE[mode]))
-    if mode in ("sequential", "joint"):
-        route = _route_sequential(parts) if mode == "sequential" else _route_joint(parts)
+    if mode == "sequential":
         for source in (START, *nodes):
-            builder.add_conditional_edges(source, route, [*nodes, "finish"])
+            builder.add_conditional_edges(source, _route_sequential(parts), [*nodes, "finish"])
+    elif mode == "joint":
+        builder.add_node(
+            "select",
+            _make_select_node(parts),
+            destinations=tuple(nodes),
+            retry_policy=LLM_RETRY_POLICY,
+        )
+        for source in (START, *nodes):
+            builder.add_conditional_edges(source, _route_joint(parts), [*nodes, "select", "finish"])
     elif mode == "broadcast":
         builder.add_conditional_edges(START, _fan_out(parts), [*nodes, "finish"])
         builder.add_node("aggregate", _make_aggregate_node(parts), retry_policy=LLM_RETRY_POLICY)
@@ -468,20 +487,89 @@ def _route_joint(parts: TeamParts) -> Callable[[TeamState], Send | str]:
             return "finish"
         if len(done) >= len(team.members) * team.max_rounds:
             return "finish"
-        conversation = "".join(
-            team_prompts.JOINT_TURN.format(
-                member=t.member,
-                stance=_stance(t) if t.status == "completed" else "failed",
-                summary=t.summary.strip()[:1500],
-            )
-            for t in done[-12:]
-        )
-        context = team_prompts.JOINT.format(
-            order=", ".join(team.members), conversation=conversation or team_prompts.JOINT_EMPTY
-        )
-        return _turn(parts, state, team.members[len(done) % len(team.members)], context)
+        if team.speaker == "model" and done:
+            return "select"
+        return _turn(parts, state, _in_turn(team, done), _joint_context(team, done))
 
     return route
+
+
+def _in_turn(team: TeamSpec, done: Sequence[MemberResult]) -> str:
+    return team.members[len(done) % len(team.members)]
+
+
+def _next_unheard(team: TeamSpec, done: Sequence[MemberResult]) -> str:
+    """After the last speaker, in order, the first member who has not answered the
+    latest proposal (the moderator's suggestion and fallback)."""
+    proposal, after = _standing(done)
+    heard = {t.member for t in after} | ({proposal.member} if proposal is not None else set())
+    order = list(dict.fromkeys(team.members))
+    last = order.index(done[-1].member) if done and done[-1].member in order else -1
+    rotation = order[last + 1 :] + order[: last + 1]
+    return next((m for m in rotation if m not in heard), rotation[0])
+
+
+def _conversation(done: Sequence[MemberResult]) -> str:
+    return "".join(
+        team_prompts.JOINT_TURN.format(
+            member=t.member,
+            stance=_stance(t) if t.status == "completed" else "failed",
+            summary=t.summary.strip()[:1500],
+        )
+        for t in done[-12:]
+    )
+
+
+def _joint_context(team: TeamSpec, done: Sequence[MemberResult]) -> str:
+    return team_prompts.JOINT.format(
+        order=", ".join(team.members), conversation=_conversation(done) or team_prompts.JOINT_EMPTY
+    )
+
+
+def _make_select_node(parts: TeamParts) -> Runnable[TeamState, Command]:
+    """The model picks the next speaker of a joint team (``speaker="model"``); an
+    unusable pick falls back to the next member who has not answered the latest
+    proposal."""
+
+    def select(state: TeamState, runtime: Runtime[Any]) -> Steps[Command]:
+        cfg = parts.config.for_run(runtime)
+        task, chat = state["task"], parts.default_chat
+        team = task.team
+        assert team is not None
+        done = _turns(state)
+        default = _next_unheard(team, done)
+        members = dict.fromkeys(team.members)
+        reply = yield from structured_steps(
+            chat,
+            NextSpeaker,
+            [
+                SystemMessage(
+                    team_prompts.SPEAKER_SYSTEM.format(
+                        members="\n".join(f"- {m}: {parts.units[m].description}" for m in members)
+                    )
+                ),
+                HumanMessage(
+                    team_prompts.SPEAKER_TASK.format(
+                        task_id=task.id,
+                        title=task.title,
+                        description=task.description or task.title,
+                        conversation=_conversation(done),
+                        default=default,
+                    )
+                ),
+            ],
+            role="team",
+            mode=resolve_mode(cfg.tool_calling, chat, structured=True),
+            retries=cfg.max_output_retries,
+            runtime=runtime,
+            prices=cfg.prices,
+        )
+        picked = reply.value.member if reply.value is not None else None
+        speaker = picked if picked in members else default
+        turn = _turn(parts, state, speaker, _joint_context(team, done), spent=reply.usage.llm_calls)
+        return Command(goto=turn, update={"usage": reply.usage})
+
+    return model_node(select, name="select")
 
 
 def _conclude_joint(parts: TeamParts, state: TeamState) -> TaskResult:
