@@ -129,7 +129,7 @@ def _online(root: Path, quick: bool, table: Table, metrics: dict[str, float]) ->
             )
             seconds, out = _run_ms(graph, CITATION_GOALS[1])
             assert out["status"] == "rejected"
-            assert [v.source for v in store.list()] == (["online"] if online else [])
+            assert [v.source for v in store.list()] == (["default", "online"] if online else [])
             times.append(seconds)
     traces = (root / f"fail-True-{repeat - 1}.traces.jsonl").read_text().splitlines()
     (mutation,) = [r for r in map(json.loads, traces) if r["kind"] == "mutation"]
