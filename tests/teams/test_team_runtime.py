@@ -263,3 +263,27 @@ async def test_a_team_run_under_ainvoke(workspace: Path) -> None:
     out = await graph.ainvoke({"goal": "g"})
     assert out["status"] == "succeeded"
     assert out["tasks"]["t1"].result.summary == "Total 48213."
+
+
+def test_a_team_task_is_recorded_in_long_term_memory(workspace: Path) -> None:
+    from langgraph.store.memory import InMemoryStore
+
+    from aimegraph.memory import namespace
+
+    store = InMemoryStore()
+    scenario = {
+        "planner": [team_plan("sequential", "writer", "reviewer")],
+        "actors": {"t1/writer": [submit("draft")], "t1/reviewer": [submit("Q3 total 48213")]},
+        "reporter": [{"text": "{all_results}"}],
+    }
+    model = ScriptedChatModel.from_dict(scenario)
+    graph = build_aime_graph(
+        model, agents=HUMAN_UNITS, store=store, config=AimeConfig(workspace=workspace)
+    )
+    assert graph.invoke({"goal": "g"}, thread_config("team-memory"))["status"] == "succeeded"
+    episodes = {
+        item.value["task_id"]: item.value for item in store.search(namespace("default", "episodes"))
+    }
+    assert (
+        episodes["t1"]["summary"] == "Q3 total 48213" and episodes["t1"]["outcome"] == "completed"
+    )

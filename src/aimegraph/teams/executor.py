@@ -55,7 +55,7 @@ def build_team_executor(
         verifier_model: Checks results against completion criteria when
             ``config.verify`` is ``"tasks"`` or ``"both"``.
         memory: Recall and record episodes of single-actor tasks (see
-            :func:`build_actor_graph`).
+            :func:`build_actor_graph`), and record team tasks' episodes.
         embeddings: What the matcher compares tasks and unit descriptions with
             (hashing by default; ``"minilm"`` for meaning rather than words).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
@@ -83,6 +83,7 @@ def build_team_executor(
         verifier_model=verifier_model,
         matcher=matcher,
         prompts=prompts,
+        memory=memory,
     )
 
     builder = StateGraph(

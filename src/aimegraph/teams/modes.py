@@ -43,6 +43,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.memory.nodes import make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY, resolve_mode, structured_steps
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.dual import Steps, model_node
@@ -133,6 +134,8 @@ class TeamParts:
     checker: BaseChatModel | None = None
     # The graph's prompt source: the task check's verifier prompt (members have theirs).
     prompts: PromptSource | None = None
+    memory: bool = False
+    """Record the team task's episode in the run's store (``runtime.store``)."""
 
 
 def team_parts(
@@ -147,10 +150,12 @@ def team_parts(
     verifier_model: BaseChatModel | str | None = None,
     matcher: UnitMatcher | None = None,
     prompts: PromptsArg = None,
+    memory: bool = False,
 ) -> TeamParts:
     """Build the member graphs: one over ``model`` for the units without a model of
     their own, one per unit with one (``AgentUnit.model``: a key of ``models``, a
-    spec or a chat model). ``prompts`` are the actors' (see ``build_actor_graph``)."""
+    spec or a chat model). ``prompts`` are the actors' (see ``build_actor_graph``); with
+    ``memory``, each mode graph ends by recording the team task's episode."""
     config = config or AimeConfig()
     registry = registry or default_registry(Path(config.workspace), knowledge=knowledge)
     units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
@@ -188,7 +193,7 @@ def team_parts(
     checker = None
     if config.verify in ("tasks", "both"):
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
-    return TeamParts(units, graphs, node_of, chat_of, chat, config, checker, source)
+    return TeamParts(units, graphs, node_of, chat_of, chat, config, checker, source, memory)
 
 
 def build_team_graph(
@@ -289,9 +294,15 @@ def mode_graph(
             retry_policy=LLM_RETRY_POLICY,
         )
         builder.add_edge("finish", "check")
-        builder.add_edge("check", END)
+        last = "check"
     else:
-        builder.add_edge("finish", END)
+        last = "finish"
+    if parts.memory:
+        # The task's episode, as a single actor's (its lesson after a retry included).
+        builder.add_node("record", make_task_record_node(parts.default_chat, parts.config))
+        builder.add_edge(last, "record")
+        last = "record"
+    builder.add_edge(last, END)
     return builder.compile(checkpointer=checkpointer, name=mode)
 
 
