@@ -179,15 +179,14 @@ def _run_prompts(args: argparse.Namespace, console: Console, *, online: bool = F
     """``--prompts`` (a prompt-set file or a prompt store), else the default prompt
     store when it has an active version, or when the run's online prompt optimiser
     needs a store to write to; says which version the run starts with."""
-    from aimegraph.optimizer.store import PromptStore, default_prompt_store
+    from aimegraph.optimizer.store import default_prompt_store, starting_prompts
     from aimegraph.prompts.source import prompt_source
 
     path = args.prompts
     if path is None:
-        default = default_prompt_store(args.checkpoints)
-        if not online and (not default.is_file() or PromptStore(default).active() is None):
+        path = starting_prompts(default_prompt_store(args.checkpoints), online=online)
+        if path is None:
             return None
-        path = str(default)
     elif not Path(path).is_file():  # an empty store is made by `prompts add`, not by a typo
         raise CliError(f"--prompts {path}: no such file", EXIT_USAGE)
     version = prompt_source(path).current()  # a bad file is a usage error (ValueError)

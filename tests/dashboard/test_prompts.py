@@ -141,3 +141,29 @@ def test_prompts_pane_in_the_browser(
         expect(page.locator(f"tr[data-version='{second}']")).to_contain_text("active")
         expect(page.locator(f"tr[data-version='{first}'] button.use")).to_be_visible()
     assert store.active() == second
+
+
+def test_a_run_started_here_uses_the_active_version(
+    client: TestClient,
+    runs: RunManager,
+    saver: BaseCheckpointSaver[Any],
+    prompt_store: tuple[PromptStore, str, str],
+) -> None:
+    """As ``aimegraph run``: a run started on the dashboard is built with the prompt
+    store, and starts with its active version; without an active version, the
+    built-in prompts."""
+    store, first, _ = prompt_store
+    manager = RunManager(saver, prompts=store)
+    app_client = TestClient(create_app(saver, runs=manager, prompts=store), base_url=LOCAL)
+    started = app_client.post("/api/runs", json={"goal": "Add 2 and 3", "model": "scripted:demo"})
+    thread_id = started.json()["thread_id"]
+    manager.wait(thread_id, timeout=60)
+    run = app_client.get(f"/api/threads/{thread_id}").json()
+    assert run["prompt_version"] == first
+
+    empty = RunManager(saver, prompts=PromptStore(store.path.parent / "none.jsonl"))
+    other = TestClient(create_app(saver, runs=empty), base_url=LOCAL)
+    thread_id = other.post("/api/runs", json={"goal": "Add 2 and 3", "model": "scripted:demo"})
+    thread_id = thread_id.json()["thread_id"]
+    empty.wait(thread_id, timeout=60)
+    assert other.get(f"/api/threads/{thread_id}").json()["prompt_version"] == DEFAULT_VERSION

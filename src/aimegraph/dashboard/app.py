@@ -82,7 +82,7 @@ def create_app(
     if "*" in allowed_hosts and not token:
         raise ValueError("serving every host name needs a token")
     reader = ThreadReader(saver)
-    runs = runs or RunManager(saver, store=store)
+    runs = runs or RunManager(saver, store=store, prompts=prompts)
     closing = threading.Event()
     api = _Api(reader, runs, poll_seconds, closing)
     memory = MemoryPane(store if store is not None else runs.store)

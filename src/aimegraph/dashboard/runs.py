@@ -29,6 +29,7 @@ from aimegraph.checkpoints import (
 )
 from aimegraph.config import AimeConfig
 from aimegraph.distributed.records import RunRecord, active_runs, find_run
+from aimegraph.optimizer.store import PromptStore, starting_prompts
 from aimegraph.steering import WORKSPACES, prepare_demo, resume_command, run_graph
 
 
@@ -68,11 +69,13 @@ class RunManager:
         saver: BaseCheckpointSaver[Any],
         *,
         store: BaseStore | None = None,
+        prompts: PromptStore | None = None,
         distributed: DistributedQueue | None = None,
         max_runs: int = 16,
     ) -> None:
         self.saver = saver
         self.store = store
+        self.prompts = prompts
         self.distributed = distributed
         self.max_runs = max_runs
         self._active: dict[str, threading.Thread] = {}
@@ -92,7 +95,14 @@ class RunManager:
         thread_id = thread_id or new_thread_id()
         fields = dict(config or {})
         fields.setdefault("workspace", str(WORKSPACES / thread_id))
-        settings = RunSettings(model=model, config=AimeConfig.model_validate(fields))
+        checked = AimeConfig.model_validate(fields)
+        # As `aimegraph run`: the prompt store's active version, if it has one.
+        prompts = (
+            starting_prompts(self.prompts.path, online=checked.optimize_online)
+            if self.prompts is not None
+            else None
+        )
+        settings = RunSettings(model=model, config=checked, prompts=prompts)
         Path(settings.config.workspace).mkdir(parents=True, exist_ok=True)
         self._launch(thread_id, settings, {"goal": goal}, new=True)
         return thread_id

@@ -63,7 +63,7 @@ def serve(
 
     check_exposure(host, token)
     allowed = LOOPBACK_HOSTS if is_loopback(host) else ("*",)
-    runs = RunManager(saver, store=store, distributed=distributed)
+    runs = RunManager(saver, store=store, prompts=prompts, distributed=distributed)
     app = create_app(
         saver,
         store=store,

@@ -149,6 +149,7 @@ class ThreadReader:
             "updated": str(head.checkpoint["ts"]),
             "final_answer": values.get("final_answer"),
             "facts": dict(values.get("facts") or {}),
+            "prompt_version": values.get("prompt_version"),
             "checklist": render_checklist(tasks),
             "tasks": [_task(t) for t in tasks.values()],
             "actors": actors,

@@ -46,6 +46,7 @@ __all__ = [
     "UnknownPromptVersionError",
     "UnreadablePromptRecordWarning",
     "default_prompt_store",
+    "starting_prompts",
 ]
 
 DEFAULT_PROMPT_STORE = Path(".aimegraph/prompts.jsonl")
@@ -101,6 +102,15 @@ def default_prompt_store(checkpoints_url: str | None = None) -> Path:
     if url.lower().startswith("sqlite:///") and not url.lower().endswith(":memory:"):
         return Path(url[len("sqlite:///") :]).parent / "prompts.jsonl"
     return DEFAULT_PROMPT_STORE
+
+
+def starting_prompts(path: str | Path, *, online: bool = False) -> str | None:
+    """The prompt store a new run is built with (``aimegraph run``, the dashboard):
+    ``path`` when it has an active version, or when the run's online optimiser needs
+    a store to write to; else None, the built-in prompts."""
+    if online or (Path(path).is_file() and PromptStore(path).active() is not None):
+        return str(path)
+    return None
 
 
 def _now() -> str:

@@ -18,6 +18,9 @@ function render(view) {
   $("updated").textContent = when(view.updated);
   $("version").textContent = view.version;
   $("model").textContent = view.settings?.model ?? "(not recorded)";
+  const prompts = $("prompt-version");
+  prompts.firstElementChild.textContent = view.prompt_version ? view.prompt_version.slice(0, 12) : "built-in";
+  prompts.href = view.prompt_version ? `/prompts?version=${encodeURIComponent(view.prompt_version)}` : "/prompts";
   document.body.dataset.version = view.version;
   document.body.dataset.status = status;
   renderInterrupts(view.interrupts);
