@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -158,3 +161,31 @@ def test_a_mutation_that_did_worse_is_reverted_without_a_call(tmp_path: Path) ->
     refused = run(bad)
     assert refused["event"] == "mutation_refused" and "scored 0.00 online" in refused["reason"]
     assert store.current() == DEFAULT_VERSION and loop.calls_spent(config) == 2
+
+
+def test_without_the_extra_both_paths_name_it(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        import sys
+        sys.modules["gepa"] = None  # as without pip install 'aimegraph[optimize]'
+        import aimegraph
+        from aimegraph import AimeConfig, build_aime_graph, optimize
+        build_aime_graph("scripted:demo")  # the engine needs no GEPA
+        for attempt in (
+            lambda: optimize("scripted:demo", [{{"goal": "x"}}], reflection_model="scripted:demo",
+                             store={str(tmp_path / "p.jsonl")!r}),
+            lambda: build_aime_graph("scripted:demo", prompts={str(tmp_path / "q.jsonl")!r},
+                                     config=AimeConfig(optimize_online=True)),
+        ):
+            try:
+                attempt()
+            except ImportError as exc:
+                print(exc)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.strip().splitlines()
+    assert len(lines) == 2 and all("pip install 'aimegraph[optimize]'" in line for line in lines)

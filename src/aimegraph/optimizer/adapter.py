@@ -15,7 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gepa import EvaluationBatch, GEPAAdapter
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 
@@ -25,6 +24,13 @@ from aimegraph.optimizer.trace import Example, Scorer, Trace, failed_run_state, 
 from aimegraph.prompts import DEFAULT_PROMPTS, placeholders, resolve_prompts
 from aimegraph.prompts import optimizer as prompts
 from aimegraph.state import Usage
+
+try:
+    from gepa import EvaluationBatch, GEPAAdapter
+except ImportError as exc:  # an optional extra
+    raise ImportError(
+        f"the prompt optimiser needs GEPA: pip install 'aimegraph[optimize]' ({exc})"
+    ) from exc
 
 __all__ = [
     "AimeAdapter",
