@@ -189,3 +189,13 @@ def test_without_the_extra_both_paths_name_it(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     lines = done.stdout.strip().splitlines()
     assert len(lines) == 2 and all("pip install 'aimegraph[optimize]'" in line for line in lines)
+
+
+def test_a_loop_that_cannot_write_leaves_the_run_alone(tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    graph = _graph(tmp_path, optimize_trace_file=blocker / "traces.jsonl")
+    out, events = _run(graph)
+    assert out["status"] == "rejected" and out["final_answer"]
+    (event,) = events
+    assert event["event"] == "error" and event["reason"].startswith("NotADirectoryError")

@@ -167,7 +167,8 @@ class OnlineLoop:
         """Trace one finished run made with prompt ``version``; mutate if due.
 
         Returns the decision as an event: ``{"event": "traced" | "mutated" |
-        "budget_spent" | "mutation_refused", "score", "rolling", "runs", ...}``.
+        "reverted" | "budget_spent" | "mutation_refused", "score", "rolling", "runs",
+        ...}``.
         """
         score, feedback = default_metric({}, state)
         trace = run_trace(state) | {"score": score, "feedback": feedback}
@@ -349,7 +350,13 @@ def make_online_node(
     def optimize_online(state: AimeState, *, runtime: Runtime[AimeConfig]) -> dict[str, Any]:
         thread_id = (get_config().get("configurable") or {}).get("thread_id")
         version = state.get("prompt_version") or store.current()
-        event = loop.after_run(state, config.for_run(runtime), version=version, thread_id=thread_id)
+        try:
+            event = loop.after_run(
+                state, config.for_run(runtime), version=version, thread_id=thread_id
+            )
+        except Exception as exc:  # noqa: BLE001 - the run is done; the loop is best effort
+            log.warning("online loop: run not traced: %s: %s", type(exc).__name__, exc)
+            event = {"event": "error", "reason": f"{type(exc).__name__}: {exc}"}
         runtime.stream_writer({"type": "optimizer", **event})
         return {}
 
