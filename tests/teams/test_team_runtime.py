@@ -287,3 +287,28 @@ def test_a_team_task_is_recorded_in_long_term_memory(workspace: Path) -> None:
     assert (
         episodes["t1"]["summary"] == "Q3 total 48213" and episodes["t1"]["outcome"] == "completed"
     )
+
+
+def test_a_human_edit_of_the_plan_may_assign_a_team_but_not_an_unknown_unit(
+    workspace: Path,
+) -> None:
+    scenario = {
+        "planner": [{"rationale": "r", "tasks": [{"id": "t1", "title": "Write the report"}]}],
+        "actors": {"t1/writer": [submit("draft")], "t1/reviewer": [submit("checked")]},
+    }
+    saver = InMemorySaver(serde=make_serializer())
+    graph, _ = graph_for(scenario, workspace, units=HUMAN_UNITS, saver=saver, approve_plan=True)
+    config = thread_config("team-edit")
+    graph.invoke({"goal": "g"}, config)
+
+    def edit(*members: str) -> dict[str, Any]:
+        team = {"mode": "sequential", "members": list(members)}
+        return {"action": "edit", "plan": team_plan("sequential", *members) | {"tasks": [
+            {"id": "t1", "title": "Write the report", "team": team}]}}  # fmt: skip
+
+    graph.invoke(Command(resume=edit("writer", "editor")), config)
+    (pending,) = graph.get_state(config).interrupts
+    assert "unknown agent units ['editor']" in pending.value["error"]
+    out = graph.invoke(Command(resume=edit("writer", "reviewer")), config)
+    assert out["status"] == "succeeded"
+    assert [m.member for m in out["tasks"]["t1"].members] == ["writer", "reviewer"]
