@@ -157,3 +157,34 @@ def test_run_with_the_online_loop_uses_the_store_beside_the_checkpoints(
     assert [r["kind"] for r in records] == ["run", "mutation"]
     # The planner's scripted model answers the reflection prompt with a plan: refused, as data.
     assert records[1]["event"] == "mutation_refused" and records[1]["llm_calls"] == 1
+
+
+TOOL_MODULE = '''
+from langchain_core.tools import tool
+
+
+@tool
+def q3_revenue() -> str:
+    """The Q3 revenue and where it comes from."""
+    return "48213 (source: data/q3.csv)"
+'''
+
+
+def test_runs_get_the_applications_tools(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "revenue_tools_for_optimize.py").write_text(TOOL_MODULE)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    train = _jsonl(tmp_path / "train.jsonl", [{"goal": "Q3 revenue?", "answer": "data/q3.csv"}])
+    common = ("--trainset", train, "--metric", "contains", "--max-metric-calls", "1", "--json")
+    tool_model = ("--model", f"scripted:{DATA / 'tool_run.yaml'}")
+    code, out, err = _optimize(
+        tmp_path, capsys, *common, *tool_model, "--tools", "revenue_tools_for_optimize:q3_revenue"
+    )
+    assert code == 0, err
+    assert json.loads(out)["score_before"] == 1.0  # the tool's output is the answer
+    code, out, err = _optimize(tmp_path, capsys, *common, *tool_model)
+    assert code == 0, err
+    assert json.loads(out)["score_before"] == 0.0  # without the tool and its bundle: failed
+    code, out, err = _optimize(tmp_path, capsys, *common, "--tools", "no_such_module:x")
+    assert code == 2 and err.startswith("error: ") and "no_such_module" in err

@@ -11,9 +11,11 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from aimegraph.checkpoints import RunSettings
 from aimegraph.cli_support import EXIT_USAGE, CliError, checked_config, config_json
 from aimegraph.optimizer.store import PromptStore, default_prompt_store
 from aimegraph.prompts import DEFAULT_PROMPTS
+from aimegraph.steering import run_tools
 
 __all__ = ["add_optimize_arguments", "read_examples", "run_optimize_command"]
 
@@ -65,6 +67,14 @@ def add_optimize_arguments(parser: argparse.ArgumentParser) -> None:
         "--minibatch-size", type=int, default=3, metavar="N", help="examples per reflection (3)"
     )
     parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        action="append",
+        default=[],
+        help="the application's tools for every run (a tool, a function, a list of them or "
+        "a ToolRegistry), importable as MODULE:ATTR; repeatable",
+    )
+    parser.add_argument(
         "--config",
         metavar="JSON",
         help=f"AimeConfig fields for every run, as a JSON object (workspace default "
@@ -102,6 +112,9 @@ def run_optimize_command(args: argparse.Namespace, console: Console) -> int:
     valset = read_examples(args.valset) if args.valset else None
     fields = config_json(args.config)
     fields.setdefault("workspace", str(DEFAULT_WORKSPACE))
+    config = checked_config(fields)
+    # The same tool registry a CLI run would build from these --tools.
+    tools = run_tools(RunSettings(args.model, config, tools=tuple(args.tools)))
     store = PromptStore(args.prompts or default_prompt_store(args.checkpoints))
     components = tuple(c.strip() for c in args.components.split(",") if c.strip())
 
@@ -124,7 +137,8 @@ def run_optimize_command(args: argparse.Namespace, console: Console) -> int:
             metric=args.metric,
             components=components,
             max_metric_calls=args.max_metric_calls,
-            config=checked_config(fields),
+            config=config,
+            tools=tools,
             run_dir=args.run_dir,
             store=store,
             minibatch_size=args.minibatch_size,
