@@ -236,3 +236,25 @@ def test_prompt_overrides_reach_every_member(workspace: Path) -> None:
     assert graph.invoke({"goal": "g"})["status"] == "succeeded"
     prompts = model.prompts("actor")
     assert len(prompts) == 2 and all("HOUSE STYLE: terse." in p for p in prompts)
+
+
+def test_units_sharing_a_model_share_one_member_graph(workspace: Path) -> None:
+    from aimegraph.teams import team_parts
+
+    planner = ScriptedChatModel.from_dict({"planner": [{"tasks": []}]})
+    units = [
+        AgentUnit(name="a", description="A.", model="scripted:demo"),
+        AgentUnit(name="b", description="B.", model="scripted:demo"),
+        AgentUnit(name="c", description="C.", model="planner"),
+        AgentUnit(name="d", description="D."),
+    ]
+    parts = team_parts(
+        "scripted:demo",
+        agents=units,
+        config=AimeConfig(workspace=workspace),
+        models={"planner": planner},
+    )
+    # One resolved model per distinct spec; a role key names the graph's role model.
+    assert parts.chat_of["a"] is parts.chat_of["b"] and parts.chat_of["c"] is planner
+    assert parts.node_of == {"a": "member_a", "b": "member_a", "c": "member_c", "d": "member"}
+    assert set(parts.member_graphs) == {"member", "member_a", "member_c"}

@@ -166,7 +166,9 @@ def team_parts(
     unit_factory = UnitActorFactory(base, units, matcher or UnitMatcher(units))
     roles = dict(models or {})
     source = prompt_source(prompts)
-    chat_of = {name: units.model_for(name, chat, roles) for name in units}
+    chat_of = units.chat_models(
+        chat, roles, timeout=config.model_timeout_s, max_retries=config.model_retries
+    )
 
     def member_graph(
         member_chat: BaseChatModel, name: str
@@ -184,9 +186,12 @@ def team_parts(
     graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
         "member": member_graph(chat, "member")
     }
+    # One member graph per distinct model: "member" for the default one, else named
+    # after the first unit using it.
+    node_by_model: dict[int, str] = {id(chat): "member"}
     node_of = {}
-    for name, unit in units.items():
-        node = "member" if unit.model is None else f"member_{name}"
+    for name in units:
+        node = node_by_model.setdefault(id(chat_of[name]), f"member_{name}")
         if node not in graphs:
             graphs[node] = member_graph(chat_of[name], node)
         node_of[name] = node

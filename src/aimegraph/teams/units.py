@@ -68,16 +68,33 @@ class AgentRegistry(Mapping[str, AgentUnit]):
             for unit in self._units.values()
         }
 
-    def model_for(
-        self, name: str, default: BaseChatModel, roles: Mapping[str, BaseChatModel]
-    ) -> BaseChatModel:
-        """The chat model of unit ``name``: its own, a role's, or ``default``."""
-        chosen = self._units[name].model
-        if chosen is None:
-            return default
-        if isinstance(chosen, str) and chosen in roles:
-            return roles[chosen]
-        return resolve_model(chosen)
+    def chat_models(
+        self,
+        default: BaseChatModel,
+        roles: Mapping[str, BaseChatModel],
+        *,
+        timeout: float | None = None,
+        max_retries: int = 1,
+    ) -> dict[str, BaseChatModel]:
+        """Each unit's chat model: its own, a role's, or ``default``. Each distinct
+        spec is resolved once (with ``timeout`` and ``max_retries``, as the graph's
+        role models), so units sharing ``"local"`` share one loaded model."""
+        specs: dict[str, BaseChatModel] = {}
+        chosen: dict[str, BaseChatModel] = {}
+        for name, unit in self._units.items():
+            if unit.model is None:
+                chosen[name] = default
+            elif isinstance(unit.model, BaseChatModel):
+                chosen[name] = unit.model
+            elif unit.model in roles:
+                chosen[name] = roles[unit.model]
+            else:
+                if unit.model not in specs:
+                    specs[unit.model] = resolve_model(
+                        unit.model, timeout=timeout, max_retries=max_retries
+                    )
+                chosen[name] = specs[unit.model]
+        return chosen
 
 
 class UnitMatcher:
