@@ -170,6 +170,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         config=config,
         tools=tuple(args.tools),
         prompts=_run_prompts(args, console, online=config.optimize_online),
+        agents=args.agents,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -541,6 +542,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         config=checked_config(fields),
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
         prompts=stored.prompts if stored else None,
+        agents=stored.agents if stored else None,
     )
 
 
@@ -715,6 +717,13 @@ def _parser() -> argparse.ArgumentParser:
         help="role prompts: a JSON / YAML prompt set, or a prompt store (.jsonl) whose "
         "active version the run uses (default: the prompt store beside the checkpoints, "
         "when it has an active version; else the built-in prompts)",
+    )
+    run.add_argument(
+        "--agents",
+        metavar="FILE_OR_MODULE:ATTR",
+        help="agent units the planner may assign to tasks, alone or as teams: a YAML / JSON "
+        "list of {name, description, persona, tool_bundles, model}, or MODULE:ATTR naming "
+        "AgentUnits. Stored with the run, so resume finds them again",
     )
     _durability_option(run)
 

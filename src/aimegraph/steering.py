@@ -62,7 +62,13 @@ def run_graph(
 ) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
     ``store``: a thread started with one must be resumed with one, the graph has
-    its memory nodes only then), with the run's prompts (``settings.prompts``)."""
+    its memory nodes only then), with the run's prompts (``settings.prompts``) and
+    agent units (``settings.agents``)."""
+    agents = None
+    if settings.agents:
+        from aimegraph.teams import load_agents  # wave 2: only when the run has units
+
+        agents = load_agents(settings.agents)
     return build_aime_graph(
         settings.model,
         tools=run_tools(settings),
@@ -70,6 +76,7 @@ def run_graph(
         checkpointer=saver,
         store=store,
         prompts=settings.prompts,
+        agents=agents,
     )
 
 

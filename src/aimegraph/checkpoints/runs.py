@@ -36,14 +36,17 @@ class RunSettings:
 
     ``tools`` are ``module:attr`` references to the application's own tools.
     ``prompts`` is a prompt-set file or a prompt store (``.jsonl``) the graph is
-    built with (``build_aime_graph(prompts=...)``). The workspace and the prompts
-    path are made absolute, so that a resume from another directory finds them.
+    built with (``build_aime_graph(prompts=...)``); ``agents`` the agent units (a
+    YAML / JSON file or ``module:attr``, see ``aimegraph.teams.load_agents``). The
+    workspace and the file paths are made absolute, so that a resume from another
+    directory finds them.
     """
 
     model: str
     config: AimeConfig
     tools: tuple[str, ...] = field(default=())
     prompts: str | None = None
+    agents: str | None = None
 
     def __post_init__(self) -> None:
         workspace = self.config.workspace.expanduser().absolute()
@@ -52,6 +55,8 @@ class RunSettings:
             object.__setattr__(self, "config", config)
         if self.prompts is not None:
             object.__setattr__(self, "prompts", str(Path(self.prompts).expanduser().absolute()))
+        if self.agents is not None and self.agents.endswith((".yaml", ".yml", ".json")):
+            object.__setattr__(self, "agents", str(Path(self.agents).expanduser().absolute()))
 
     def as_metadata(self) -> dict[str, Any]:
         settings = {
@@ -61,6 +66,8 @@ class RunSettings:
         }
         if self.prompts is not None:
             settings["prompts"] = self.prompts
+        if self.agents is not None:
+            settings["agents"] = self.agents
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -78,6 +85,7 @@ class RunSettings:
             config=AimeConfig.model_validate(stored.get("config", {})),
             tools=tuple(str(spec) for spec in stored.get("tools", ())),
             prompts=str(stored["prompts"]) if stored.get("prompts") else None,
+            agents=str(stored["agents"]) if stored.get("agents") else None,
         )
 
 

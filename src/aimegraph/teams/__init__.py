@@ -17,7 +17,13 @@ from aimegraph.teams.modes import (
     mode_graph,
     team_parts,
 )
-from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
+from aimegraph.teams.units import (
+    AgentRegistry,
+    AgentUnit,
+    UnitActorFactory,
+    UnitMatcher,
+    load_agents,
+)
 
 __all__ = [
     "MODES",
@@ -31,6 +37,7 @@ __all__ = [
     "UnitMatcher",
     "build_team_executor",
     "build_team_graph",
+    "load_agents",
     "mode_graph",
     "team_parts",
 ]

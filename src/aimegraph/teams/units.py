@@ -4,9 +4,14 @@ factory that turns a unit into the actor for a task."""
 
 from __future__ import annotations
 
+import importlib
+import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
+import yaml
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -159,3 +164,38 @@ class UnitActorFactory:
             task.model_copy(update={"tool_bundles": bundles}), goal, dependencies
         )
         return replace(spec, persona=unit.persona or spec.persona, unit=name, unit_scores=scores)
+
+
+def load_agents(spec: str) -> list[AgentUnit]:
+    """The agent units ``spec`` names, as ``aimegraph run --agents`` takes them: a YAML
+    or JSON file holding a list of units (or ``{agents: [...]}``), or ``module:attr``
+    naming an AgentUnit, a list of them or an AgentRegistry.
+
+    Raises:
+        ValueError: the file or attribute cannot be read, or is not units.
+    """
+    if spec.endswith((".yaml", ".yml", ".json")):
+        try:
+            text = Path(spec).read_text(encoding="utf-8")
+            data: Any = json.loads(text) if spec.endswith(".json") else yaml.safe_load(text)
+        except (OSError, ValueError) as exc:  # yaml.YAMLError is a ValueError too
+            raise ValueError(f"cannot read agent units from {spec}: {exc}") from exc
+        if isinstance(data, dict):
+            data = data.get("agents")
+        if not isinstance(data, list):
+            raise ValueError(f"{spec}: expected a list of agent units (or {{agents: [...]}})")
+        return [AgentUnit.model_validate(item) for item in data]
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"--agents takes a .yaml/.json file or module:attr; got {spec!r}")
+    try:
+        value: Any = importlib.import_module(module_name)
+        for part in attr.split("."):
+            value = getattr(value, part)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"cannot import agent units {spec!r}: {exc}") from exc
+    units = list(value.values()) if isinstance(value, AgentRegistry) else value
+    units = [units] if isinstance(units, AgentUnit) else list(units)
+    if not all(isinstance(unit, AgentUnit) for unit in units):
+        raise ValueError(f"{spec!r} must name an AgentUnit, a list of them or an AgentRegistry")
+    return units
