@@ -6,6 +6,7 @@ run usage and budgets count every member's calls; ``ainvoke`` works."""
 from __future__ import annotations
 
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,7 @@ class Crash(BaseException):
     """Stands in for the process dying: not an Exception, so nothing handles it."""
 
 
-@pytest.mark.parametrize("mode", ["sequential", "hierarchical"])
+@pytest.mark.parametrize("mode", ["sequential", "hierarchical", "broadcast"])
 def test_crash_inside_a_team_resumes_without_redoing_finished_turns(
     tmp_path: Path, mode: str
 ) -> None:
@@ -159,6 +160,8 @@ def test_crash_inside_a_team_resumes_without_redoing_finished_turns(
     @tool
     def side_effect(who: str) -> str:
         """Record that a member did its work."""
+        if who == "reviewer":
+            time.sleep(0.5)  # parallel members finish first
         calls.append(who)
         if who == "reviewer" and not crashed.is_set():
             crashed.set()
