@@ -55,7 +55,7 @@ class AimeConfig(BaseModel):
     )
     replan: ReplanPolicy = "on_failure"
     scheduler: SchedulerPolicy = Field(
-        "batch",
+        "eager",
         description="'eager': a task starts the moment its dependencies complete; 'batch': "
         "the orchestrator's batch runs to its slowest member before the next (set when built).",
     )

@@ -32,7 +32,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 
 from aimegraph import AimeConfig, build_aime_graph, distributed
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
-from aimegraph.checkpoints.delta import checkpoint_values
+from aimegraph.checkpoints.delta import checkpoint_values, finished_tasks
 from aimegraph.cli import main
 from aimegraph.distributed import records, runner
 from aimegraph.distributed.runner import ThreadBusyError, execute_run
@@ -393,8 +393,10 @@ def _wait_for_a_run_midway(cluster: Cluster) -> tuple[str, str, set[str]]:
                 (f"{cluster.queue}-%",),
             ).fetchall():
                 stored = saver.get_tuple(run_config(thread_id))
-                # tasks is a DeltaChannel: rebuilt from the saved writes, not read raw.
+                # tasks is a DeltaChannel: rebuilt from the saved writes, not read raw;
+                # the tasks an eager executor step finished so far are its pending writes.
                 tasks = checkpoint_values(saver, stored).get("tasks", {}) if stored else {}
+                tasks = {**tasks, **finished_tasks(stored)}
                 done = {tid for tid, task in tasks.items() if task.status == "completed"}
                 if 1 <= len(done) < len(TASKS) and set(_side_effects(cluster)[thread_id]) == done:
                     return worker.split("@")[0], thread_id, done

@@ -50,20 +50,24 @@ RETURN = "__return__"
 """The channel LangGraph saves a functional-API ``@task``'s result under."""
 
 
-def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]) -> StateSnapshot:
-    """``snapshot`` with the tasks its step finished so far merged into ``tasks``.
+def finished_tasks(item: CheckpointTuple | None) -> dict[str, Task]:
+    """The tasks the step after checkpoint ``item`` had finished when it stopped.
 
     Under the eager scheduler one executor step runs many tasks; each one's result
     is saved the moment it finishes as a pending write of the step (the actor
-    ``@task``'s return value), but reaches the state only when the step ends. A
-    run stopped mid-step (crash, interrupt) shows them here.
+    ``@task``'s return value), but reaches the state only when the step ends.
     """
-    item = saver.get_tuple(snapshot.config)
-    writes = (item.pending_writes or []) if item is not None else []
     finished: dict[str, Task] = {}
-    for _, channel, value in writes:
+    for _, channel, value in (item.pending_writes or []) if item is not None else []:
         if channel == RETURN and isinstance(value, dict) and isinstance(value.get("tasks"), dict):
             finished |= {k: t for k, t in value["tasks"].items() if isinstance(t, Task)}
+    return finished
+
+
+def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]) -> StateSnapshot:
+    """``snapshot`` with :func:`finished_tasks` merged into ``tasks``: a run stopped
+    mid-step (crash, interrupt) shows the tasks its step had already finished."""
+    finished = finished_tasks(saver.get_tuple(snapshot.config))
     if not finished:
         return snapshot
     tasks = merge_tasks(snapshot.values.get("tasks") or {}, finished)
