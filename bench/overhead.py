@@ -10,20 +10,31 @@ the orchestration steps, is what the engine costs per step on top of LangGraph.
 
 from __future__ import annotations
 
+import operator
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Annotated, Any, TypedDict
 
-from langchain_core.messages import HumanMessage
+from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, StateGraph
+from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.prebuilt import ToolNode
+from langgraph.types import Command, Send
 
-from aimegraph import DefaultActorFactory, Task, build_aime_graph, default_registry
+from aimegraph import (
+    DefaultActorFactory,
+    PlanUpdate,
+    Task,
+    Verdict,
+    build_aime_graph,
+    default_registry,
+)
 from aimegraph.models.scripted import ScriptedChatModel
 from bench.common import (
     SectionResult,
@@ -174,6 +185,7 @@ def run(quick: bool) -> SectionResult:
                 f"{key}.overhead_per_step_s": overhead,
                 f"{key}.ratio": aime_s / raw_s,
             }
+        plain, plain_metrics = plain_table(ws, model, n_tasks, repeat)
         parts = component_costs(ws, model, repeat=20 if quick else 200)
     metrics |= {"steps": steps, "supersteps": top, "nested_supersteps": nested, "llm_calls": calls}
     table.notes += [
@@ -186,8 +198,61 @@ def run(quick: bool) -> SectionResult:
         "With a checkpointer, subgraphs inherit it: the aime graph saves one checkpoint per "
         "super-step at both levels (top + in subgraphs), the raw loop one per top-level step.",
     ]
-    metrics |= {f"part.{k}": v for k, v in parts.items()}
-    return SectionResult("overhead", [table, component_table(parts)], metrics)
+    metrics |= {f"part.{k}": v for k, v in parts.items()} | plain_metrics
+    return SectionResult("overhead", [table, plain, component_table(parts)], metrics)
+
+
+def plain_table(
+    ws: Path, model: ScriptedChatModel, n_tasks: int, repeat: int
+) -> tuple[Table, dict[str, float]]:
+    """The aime graph (both schedulers) against :func:`build_plain_graph` over the
+    same chain, with each checkpointer: wall time per task and the ratio."""
+    table = Table(
+        f"1c. Against a plain LangGraph graph making the same model and tool calls: chain of "
+        f"{n_tasks} tasks, instant scripted model (median of {repeat})",
+        ["checkpointer", "scheduler", "aime ms/task", "plain ms/task", "overhead ms/task", "ratio"],
+    )
+    metrics: dict[str, float] = {}
+    goal = {"goal": "Assemble the report."}
+    for label, open_saver in CHECKPOINTERS.items():
+        with open_saver(ws) as checkpointer:
+            plain = build_plain_graph(model, checkpointer)
+            plain_s = median_time(partial(_invoke, plain, goal), repeat=repeat, setup=model.reset)
+            variants = [("batch", "inherit"), ("eager", "inherit")]
+            if checkpointer is not None:
+                variants.append(("eager", "exit"))
+            for scheduler, durability in variants:
+                cfg = config(ws, max_steps=10_000, scheduler=scheduler, actor_durability=durability)
+                graph = build_aime_graph(model, config=cfg, checkpointer=checkpointer)
+                aime_s = median_time(
+                    partial(_invoke, graph, goal), repeat=repeat, setup=model.reset
+                )
+                exit_ = durability == "exit"
+                table.add(
+                    label,
+                    scheduler + (", actor_durability=exit" if exit_ else ""),
+                    fmt_ms(aime_s / n_tasks),
+                    fmt_ms(plain_s / n_tasks),
+                    fmt_ms((aime_s - plain_s) / n_tasks),
+                    fmt_x(aime_s / plain_s),
+                )
+                key = f"plain.{label.split()[0].lower()}.{scheduler}" + (".exit" if exit_ else "")
+                metrics |= {f"{key}.aime_s": aime_s, f"{key}.plain_s": plain_s}
+                metrics[f"{key}.ratio"] = aime_s / plain_s
+    table.notes += [
+        "plain: what a LangGraph user would write by hand for the same workflow "
+        "(`build_plain_graph`): a planner call with structured output, each ready task as a "
+        "`Send` to a ReAct subgraph (model with tools <-> `ToolNode` until `submit_result`), "
+        "a reporter call and a verifier call; the same calls to the same model, the same "
+        "tool calls, the same checkpointer (its task subgraphs checkpoint their steps too).",
+        "ratio = aime / plain. What the engine adds per task: the actor factory (persona, "
+        "bundles by embedding search, environment), budgets and retries, the progress list "
+        "and its stream events, usage accounting, the run-start and record nodes.",
+        "actor_durability=exit (eager only): each actor runs with LangGraph's "
+        "durability='exit', checkpointing only when it pauses on an interrupt; a finished "
+        "task's result is still saved the moment it completes.",
+    ]
+    return table, metrics
 
 
 class _Empty(TypedDict, total=False):
@@ -253,3 +318,109 @@ def component_table(parts: dict[str, float]) -> Table:
         "for every task; the planner and verifier are subgraphs too."
     )
     return table
+
+
+# --------------------------------------------------------------------------- plain baseline
+
+
+class PlainState(TypedDict, total=False):
+    goal: str
+    deps: dict[str, list[str]]
+    results: Annotated[dict[str, str], operator.or_]
+    answer: str
+
+
+class PlainTaskState(MessagesState, total=False):
+    task_id: str
+
+
+@tool("submit_result")
+def plain_submit(status: str, summary: str, artifacts: dict[str, str] | None = None) -> str:
+    """Submit the task's result."""
+    return summary
+
+
+@tool("update_progress")
+def plain_progress(status: str, message: str) -> str:
+    """Record progress."""
+    return "Progress recorded."
+
+
+def build_plain_graph(
+    model: ScriptedChatModel, checkpointer: BaseCheckpointSaver[Any] | None
+) -> CompiledStateGraph:
+    """What a LangGraph user would write by hand for the same workflow, making the
+    same model and tool calls: a planner call (structured output), then each ready
+    task as a ``Send`` to a ReAct subgraph (model with tools <-> ``ToolNode``, until
+    ``submit_result``), a reporter call and a verifier call (structured output)."""
+    planner = model.with_structured_output(PlanUpdate)
+    verifier = model.with_structured_output(Verdict)
+    actor = model.bind_tools([plain_submit, plain_progress])
+
+    def react(state: PlainTaskState) -> dict[str, Any]:
+        return {"messages": [actor.invoke(state["messages"])]}
+
+    def after_react(state: PlainTaskState) -> str:
+        last = state["messages"][-1]
+        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+
+    def after_tools(state: PlainTaskState) -> str:
+        called = state["messages"][-2]
+        submitted = isinstance(called, AIMessage) and any(
+            c["name"] == "submit_result" for c in called.tool_calls
+        )
+        return END if submitted else "react"
+
+    sub = StateGraph(PlainTaskState)
+    sub.add_node("react", react)
+    sub.add_node("tools", ToolNode([plain_submit, plain_progress]))
+    sub.add_edge(START, "react")
+    sub.add_conditional_edges("react", after_react, ["tools", END])
+    sub.add_conditional_edges("tools", after_tools, ["react", END])
+    react_graph = sub.compile()
+
+    def run_task(state: PlainTaskState) -> PlainState:
+        out = react_graph.invoke(state)
+        return {"results": {state["task_id"]: out["messages"][-1].text}}
+
+    def plan(state: PlainState) -> PlainState:
+        reply = planner.invoke([SystemMessage("# Role: planner"), HumanMessage(state["goal"])])
+        update = PlanUpdate.model_validate(reply)
+        return {"deps": {t.id: list(t.dependencies) for t in update.tasks}, "results": {}}
+
+    def dispatch(state: PlainState) -> Command[Any]:
+        done = state.get("results") or {}
+        ready = [t for t, deps in state["deps"].items() if t not in done and set(deps) <= set(done)]
+        if not ready:
+            return Command(goto="report")
+        return Command(
+            goto=[
+                Send(
+                    "task",
+                    {
+                        "task_id": t,
+                        "messages": [
+                            SystemMessage("# Role: actor"),
+                            HumanMessage(f'<task id="{t}">\nTitle: {t}'),
+                        ],
+                    },
+                )
+                for t in ready
+            ]
+        )
+
+    def report(state: PlainState) -> PlainState:
+        text = model.invoke([SystemMessage("# Role: reporter"), HumanMessage(state["goal"])]).text
+        verifier.invoke([SystemMessage("# Role: verifier"), HumanMessage(text)])
+        return {"answer": text}
+
+    builder = StateGraph(PlainState)
+    builder.add_node("plan", plan)
+    builder.add_node("dispatch", dispatch, destinations=("task", "report"))
+    builder.add_node("task", run_task)
+    builder.add_node("report", report)
+    builder.add_edge(START, "plan")
+    builder.add_edge("plan", "dispatch")
+    builder.add_edge("task", "dispatch")
+    builder.add_edge("report", END)
+    return builder.compile(checkpointer=checkpointer, name="plain")

@@ -25,6 +25,7 @@ VerifyPolicy = Literal["final", "tasks", "both", "off"]
 ToolCallingMode = Literal["auto", "native", "json"]
 MemoryPolicy = Literal["on", "off"]
 SchedulerPolicy = Literal["eager", "batch"]
+ActorDurability = Literal["inherit", "exit"]
 
 
 class AimeConfig(BaseModel):
@@ -58,6 +59,14 @@ class AimeConfig(BaseModel):
         "eager",
         description="'eager': a task starts the moment its dependencies complete; 'batch': "
         "the orchestrator's batch runs to its slowest member before the next (set when built).",
+    )
+    actor_durability: ActorDurability = Field(
+        "inherit",
+        description="Eager scheduler only. 'inherit': each actor checkpoints its own ReAct "
+        "steps as the run does (a crash resumes an actor mid-way; the dashboard shows its "
+        "transcript). 'exit': an actor checkpoints only when it pauses on an interrupt; a "
+        "finished actor's result is durable all the same (it is the unit saved), a crash "
+        "redoes the actors in flight from their start; cheapest with a database checkpointer.",
     )
     verify: VerifyPolicy = "final"
     approve_plan: bool = False

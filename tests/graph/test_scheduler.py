@@ -11,6 +11,7 @@ import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.types import Command
 from tests.conftest import GraphFactory, steps_of
 
 from aimegraph.checkpoints import make_serializer
@@ -290,3 +291,40 @@ def test_eager_replay_hands_each_saved_result_to_its_own_task(
         t: f"{t} done" for t in "xyzw"
     }
     assert all(t.attempts == 1 for t in out["tasks"].values())
+
+
+@pytest.mark.parametrize("actor_durability", ["inherit", "exit"])
+def test_actor_durability_exit_leaves_no_actor_checkpoints_and_still_resumes_questions(
+    scripted_graph: GraphFactory, actor_durability: str
+) -> None:
+    ask = {"tool": "ask_human", "args": {"question": "Which region?"}}
+    scenario = {
+        "planner": [
+            {
+                "rationale": "r",
+                "tasks": [spec("a", bundles=("human",)), spec("b"), spec("c", "a", "b")],
+            }
+        ],
+        "actors": {
+            "a": [ask, submit("a: {last_tool_output}")],
+            "b": [submit("b ok")],
+            "c": [submit("c after [{dep:a}] [{dep:b}]")],
+        },
+    }
+    saver = InMemorySaver(serde=make_serializer())
+    config = {"configurable": {"thread_id": f"durability-{actor_durability}"}}
+    graph, _ = scripted_graph(scenario, checkpointer=saver, actor_durability=actor_durability)
+    (question,) = graph.invoke({"goal": "g"}, config)["__interrupt__"]
+    out = graph.invoke(Command(resume={question.id: "North"}), config)
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["c"].result.summary == "c after [a: North] [b ok]"
+    actor_checkpoints = Counter(
+        c.config["configurable"]["checkpoint_ns"].split("|")[-1].split(":")[0]
+        for c in saver.list(config)
+        if "|actor:" in c.config["configurable"]["checkpoint_ns"]
+    )
+    if actor_durability == "exit":
+        # Only a's actor, saved when it paused on the question (once per namespace).
+        assert sum(actor_checkpoints.values()) == 1
+    else:
+        assert sum(actor_checkpoints.values()) > 3 * 4  # every ReAct step of every actor

@@ -169,7 +169,10 @@ def build_aime_graph(
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.scheduler).
     builder.add_node(
-        "executor", make_executor_node(actor, config) if config.scheduler == "eager" else actor
+        "executor",
+        make_executor_node(actor, config, checkpointed=bool(checkpointer))
+        if config.scheduler == "eager"
+        else actor,
     )
     builder.add_node(
         "reporter",

@@ -40,6 +40,7 @@ from typing import Any, cast
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.errors import GraphInterrupt
 from langgraph.func import task
+from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Interrupt
 
@@ -207,7 +208,7 @@ class Schedule:
 
 
 def make_executor_node(
-    actor_graph: Runnable[ActorInput, ActorOutput], config: AimeConfig
+    actor_graph: Pregel[Any, Any, Any, Any], config: AimeConfig, *, checkpointed: bool = False
 ) -> Runnable[AimeState, dict[str, Any]]:
     """The eager ``executor`` node: runs ``actor_graph`` (the compiled actor subgraph) once
     per task, each as a ``@task`` started the moment the task is ready.
@@ -215,13 +216,20 @@ def make_executor_node(
     Sync under ``graph.invoke``, awaited under ``graph.ainvoke``. Interrupts raised
     inside actors (tool approval, ``ask_human``) are collected from all actors in
     flight and raised together; resuming answers them by id and the actors go on
-    from their own checkpoints.
+    from their own checkpoints. With ``checkpointed`` (the graph is compiled with a
+    checkpointer) and ``actor_durability="exit"``, each actor runs with LangGraph's
+    ``durability="exit"``: no checkpoint per ReAct step, one when it pauses.
     """
+
+    def durability() -> dict[str, Any]:
+        cfg = config.for_run(get_runtime())
+        # Without a checkpointer LangGraph warns that durability has no effect.
+        return {"durability": "exit"} if checkpointed and cfg.actor_durability == "exit" else {}
 
     # The functions' names name the @tasks (and their checkpoint namespaces).
     @task
     def actor(inp: ActorInput) -> ActorOutput:
-        return actor_graph.invoke(inp)
+        return actor_graph.invoke(inp, **durability())
 
     @task
     def round(finished: list[str]) -> list[str]:  # noqa: A001 - the task's name
@@ -229,7 +237,7 @@ def make_executor_node(
         return finished
 
     async def _aactor(inp: ActorInput) -> ActorOutput:
-        return await actor_graph.ainvoke(inp)
+        return await actor_graph.ainvoke(inp, **durability())
 
     async def _around(finished: list[str]) -> list[str]:
         return finished
