@@ -155,7 +155,6 @@ class Schedule:
         self.steps += 1
         self.tasks |= started
         self.changed |= started
-        self.writer({"type": "checklist", "checklist": render_checklist(self.tasks)})
         return self._launch(list(started.values()))
 
     def _launch(self, batch: list[Task]) -> list[ActorInput]:
@@ -191,6 +190,9 @@ class Schedule:
                 self.changed |= retried
             else:
                 self.halted = True
+
+    def publish(self) -> None:
+        """Stream the progress list, once per round (rendering it is linear in the plan)."""
         self.writer({"type": "checklist", "checklist": render_checklist(self.tasks)})
 
     def update(self) -> dict[str, Any]:
@@ -264,6 +266,7 @@ def make_executor_node(
             for task_id in finished:
                 stopped.collect(schedule, task_id, running.pop(task_id))
             launch(schedule.next_batch())
+            schedule.publish()
         # Stopped by an interrupt or an error: no more @task calls, only the wait.
         concurrent.futures.wait(running.values())
         for task_id in list(running):
@@ -291,6 +294,7 @@ def make_executor_node(
                 await asyncio.wait([fut])
                 stopped.collect(schedule, task_id, fut)
             launch(schedule.next_batch())
+            schedule.publish()
         if running:
             await asyncio.wait(running.values())
         for task_id in list(running):
