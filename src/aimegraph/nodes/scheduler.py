@@ -18,7 +18,8 @@ order in which tasks finish depends on timing. So each round's outcome (which
 tasks finished) is itself recorded as a tiny ``@task`` whose result is that
 list: live, it returns its input; replayed, it returns the original round, and
 the runner waits for exactly those tasks and starts the same ones in the same
-order, so every later call lines up with its saved result. Once an interrupt or
+order, so every later call lines up with its saved result (a round with one task
+in flight has only one outcome and is not recorded). Once an interrupt or
 an error stops the run, the runner makes no more calls (it only waits for the
 tasks in flight), because a resumed task may end differently the next time.
 
@@ -262,7 +263,11 @@ def make_executor_node(
             concurrent.futures.wait(
                 running.values(), return_when=concurrent.futures.FIRST_COMPLETED
             )
-            finished = round([i for i, f in running.items() if f.done()]).result()
+            finished = (
+                round([i for i, f in running.items() if f.done()]).result()
+                if len(running) > 1
+                else list(running)  # one in flight: the round's outcome is certain
+            )
             for task_id in finished:
                 stopped.collect(schedule, task_id, running.pop(task_id))
             launch(schedule.next_batch())
@@ -288,7 +293,11 @@ def make_executor_node(
         stopped = _Stop()
         while running and not stopped:
             await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
-            finished = await around([i for i, f in running.items() if f.done()])
+            finished = (
+                await around([i for i, f in running.items() if f.done()])
+                if len(running) > 1
+                else list(running)
+            )
             for task_id in finished:
                 fut = running.pop(task_id)
                 await asyncio.wait([fut])
