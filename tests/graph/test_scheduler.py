@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 from collections import Counter
 from pathlib import Path
@@ -226,8 +227,9 @@ class Crash(BaseException):
     """Stands in for the process dying: not an Exception, so nothing handles it."""
 
 
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
 def test_eager_replay_hands_each_saved_result_to_its_own_task(
-    scripted_graph: GraphFactory,
+    scripted_graph: GraphFactory, run: str
 ) -> None:
     """Tasks finish in another order than they started (y, z, then x) and the run
     crashes in w. On resume every finished task returns its saved result to the
@@ -266,15 +268,25 @@ def test_eager_replay_hands_each_saved_result_to_its_own_task(
     config = {"configurable": {"thread_id": "replay"}}
     graph, _ = scripted_graph(scenario, checkpointer=saver, tools=[work], scheduler="eager")
     with pytest.raises(Crash):
-        graph.invoke({"goal": "g"}, config, durability="sync")
+        if run == "invoke":
+            graph.invoke({"goal": "g"}, config, durability="sync")
+        else:
+            asyncio.run(graph.ainvoke({"goal": "g"}, config, durability="sync"))
     assert calls[-1] == "w" and sorted(calls) == ["w", "x", "y", "z"]
 
     graph, _ = scripted_graph(scenario, checkpointer=saver, tools=[work], scheduler="eager")
+    modes = ["tasks", "custom", "values"]
+    if run == "invoke":
+        chunks = list(graph.stream(None, config, stream_mode=modes, subgraphs=True))
+    else:
+
+        async def collect() -> list[Any]:
+            return [c async for c in graph.astream(None, config, stream_mode=modes, subgraphs=True)]
+
+        chunks = asyncio.run(collect())
     call_input: dict[str, str] = {}  # an actor @task's id -> the task it was called for
     actor_events: list[tuple[str, str]] = []  # (the @task it ran in, the task it reports)
-    for ns, mode, data in graph.stream(
-        None, config, stream_mode=["tasks", "custom", "values"], subgraphs=True
-    ):
+    for ns, mode, data in chunks:
         if mode == "tasks" and data["name"] == "actor" and "input" in data:
             ((inp,), _) = data["input"]
             call_input[data["id"]] = inp["task"].id
