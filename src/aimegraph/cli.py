@@ -180,8 +180,8 @@ def _run_prompts(args: argparse.Namespace, console: Console, *, online: bool = F
     """``--prompts`` (a prompt-set file or a prompt store), else the default prompt
     store when it has an active version, or when the run's online prompt optimiser
     needs a store to write to; says which version the run starts with."""
+    from aimegraph.graphs.sources import open_prompt_source
     from aimegraph.optimizer.store import default_prompt_store, starting_prompts
-    from aimegraph.prompts.source import prompt_source
 
     path = args.prompts
     if path is None:
@@ -190,7 +190,7 @@ def _run_prompts(args: argparse.Namespace, console: Console, *, online: bool = F
             return None
     elif not Path(path).is_file():  # an empty store is made by `prompts add`, not by a typo
         raise CliError(f"--prompts {path}: no such file", EXIT_USAGE)
-    version = prompt_source(path).current()  # a bad file is a usage error (ValueError)
+    version = open_prompt_source(path).current()  # a bad file is a usage error (ValueError)
     if not args.json:
         console.print(f"prompts: version {version} from {path}", markup=False)
     return str(path)

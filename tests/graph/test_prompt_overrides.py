@@ -18,11 +18,12 @@ from langgraph.types import Command
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer, thread_config
 from aimegraph.graphs import build_actor_graph, build_planner_graph, build_verifier_graph
+from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.models import ScriptedChatModel
 from aimegraph.nodes import ActorSpec, DefaultActorFactory
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.prompts import DEFAULT_PROMPTS, actor, planner, reporter, verifier
-from aimegraph.prompts.source import DEFAULT_VERSION, PromptSet, version_id
+from aimegraph.prompts.source import DEFAULT_VERSION, PromptSet, prompt_source, version_id
 from aimegraph.state import Task, TaskResult
 from aimegraph.tools import default_registry
 
@@ -163,6 +164,16 @@ def test_a_store_version_activated_between_runs_is_used_from_the_next_run(
     graph_by_path, model_by_path = build(workspace, prompts=str(store.path))
     assert graph_by_path.invoke({"goal": "do a"})["prompt_version"] == v2
     assert "MARK-PLANNER-V2" in model_by_path.prompts("planner")[0]
+
+
+def test_a_store_path_is_opened_by_the_builders_not_by_the_core(tmp_path: Path) -> None:
+    # The prompt store is the optimiser's; the core prompts package must not import it.
+    store = PromptStore(tmp_path / "prompts.jsonl")
+    store.use(version := store.add(marked("-S"), source="manual"))
+    with pytest.raises(ValueError, match=r"PromptStore\("):
+        prompt_source(str(store.path))
+    assert open_prompt_source(str(store.path)).current() == version
+    assert open_prompt_source(store.path).texts()["planner"] == marked("-S")["planner"]
 
 
 def test_a_resumed_run_keeps_the_version_it_started_with(workspace: Path, tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
+from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_actor_recall_node, make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
@@ -28,7 +29,7 @@ from aimegraph.nodes.executor import (
 )
 from aimegraph.nodes.human import make_tool_approval
 from aimegraph.nodes.verifier import make_task_check_node
-from aimegraph.prompts.source import PromptsArg, prompt_source
+from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
 from aimegraph.tools.execution import make_tool_node
 from aimegraph.tools.registry import ToolRegistry
@@ -96,7 +97,7 @@ def build_actor_graph(
         input_schema=ActorInput,
         output_schema=MemberOutput if member else ActorOutput,
     )
-    source = prompt_source(prompts)
+    source = open_prompt_source(prompts)
     builder.add_node("assemble", make_assemble_node(factory, prompt_source=source))
     builder.add_node(
         "react", make_react_node(chat, tools=tools, config=config), retry_policy=LLM_RETRY_POLICY

@@ -17,6 +17,7 @@ from langgraph.types import Checkpointer
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.planner import build_planner_graph
+from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_run_record_node
@@ -32,7 +33,7 @@ from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
-from aimegraph.prompts.source import PromptsArg, prompt_source
+from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
@@ -98,7 +99,7 @@ def build_aime_graph(
         and the rest of ``AimeOutput``.
     """
     config = config or AimeConfig()
-    source = prompt_source(prompts)
+    source = open_prompt_source(prompts)
     # models["reflection"] is the online prompt optimiser's, not a workflow role's.
     reflection = (models or {}).get("reflection")
     role_models = resolve_models(

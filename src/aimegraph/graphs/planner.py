@@ -10,6 +10,7 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
+from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
@@ -22,7 +23,7 @@ from aimegraph.nodes.planner import (
     route_after_validate,
 )
 from aimegraph.prompts import planner as planner_prompts
-from aimegraph.prompts.source import PromptsArg, prompt_source
+from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
 from aimegraph.tools.registry import ToolRegistry
 
@@ -95,7 +96,7 @@ def build_planner_graph(
             config=config,
             bundles_description=described,
             teams=bool(units),
-            prompt_source=prompt_source(prompts),
+            prompt_source=open_prompt_source(prompts),
         ),
         retry_policy=LLM_RETRY_POLICY,
     )

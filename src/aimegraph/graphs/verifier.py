@@ -8,10 +8,11 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
+from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.verifier import make_judge_node
-from aimegraph.prompts.source import PromptsArg, prompt_source
+from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import VerifierInput, VerifierOutput, VerifierState
 
 
@@ -46,7 +47,7 @@ def build_verifier_graph(
         output_schema=VerifierOutput,
     )
     judge = make_judge_node(
-        resolve_model(model), config=config, prompt_source=prompt_source(prompts)
+        resolve_model(model), config=config, prompt_source=open_prompt_source(prompts)
     )
     builder.add_node("judge", judge, retry_policy=LLM_RETRY_POLICY)
     builder.add_edge(START, "judge")

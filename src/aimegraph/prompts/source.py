@@ -93,24 +93,31 @@ def prompt_text(source: PromptSource | None, name: str, state: Mapping[str, Any]
 
 PromptsArg: TypeAlias = PromptOverrides | PromptSource | None
 """``build_aime_graph(prompts=...)``: overrides (a mapping, or a ``.json`` / ``.yaml``
-prompt-set file), a prompt store (a ``.jsonl`` file, or a ``PromptStore``), any
-:class:`PromptSource`, or ``None`` for the defaults."""
+prompt-set file), a prompt store (a ``.jsonl`` file, which the graph builders open,
+or a ``PromptStore``), any :class:`PromptSource`, or ``None`` for the defaults."""
 
 
 def prompt_source(prompts: PromptsArg = None) -> PromptSource:
-    """The :class:`PromptSource` for a builder's ``prompts=`` argument.
+    """The :class:`PromptSource` for overrides (a mapping or a prompt-set file), any
+    ``PromptSource`` as is, or the built-in prompts for ``None``.
+
+    A prompt store's ``.jsonl`` path is not opened here: the store belongs to the
+    optimiser package, which builds on this one. The graph builders open it
+    (``aimegraph.graphs.sources.open_prompt_source``); elsewhere pass
+    ``PromptStore(path)``.
 
     Raises:
         ValueError: an override names an unknown component or breaks a template
-            (see :func:`resolve_prompts`), or a file cannot be read.
+            (see :func:`resolve_prompts`), a file cannot be read, or the path is a
+            prompt store's.
     """
     if isinstance(prompts, PromptSource):
         return prompts
     if isinstance(prompts, str | Path) and str(prompts).endswith(".jsonl"):
-        # A prompt store: imported on use (the optimiser package builds on the core).
-        from aimegraph.optimizer.store import PromptStore
-
-        return PromptStore(prompts)
+        raise ValueError(
+            f"prompt store {prompts}: pass aimegraph.optimizer.PromptStore({str(prompts)!r}) "
+            "(the graph builders open a .jsonl path themselves)"
+        )
     if isinstance(prompts, str | Path) and not Path(prompts).is_file():
         raise ValueError(f"prompt set {prompts}: no such file")
     return PromptSet(prompts)

@@ -42,6 +42,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
+from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY, resolve_mode, structured_steps
@@ -51,7 +52,7 @@ from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts import teams as team_prompts
-from aimegraph.prompts.source import PromptsArg, PromptSource, prompt_source
+from aimegraph.prompts.source import PromptsArg, PromptSource
 from aimegraph.state import (
     ActorInput,
     ActorOutput,
@@ -165,7 +166,7 @@ def team_parts(
     )
     unit_factory = UnitActorFactory(base, units, matcher or UnitMatcher(units))
     roles = dict(models or {})
-    source = prompt_source(prompts)
+    source = open_prompt_source(prompts)
     chat_of = units.chat_models(
         chat, roles, timeout=config.model_timeout_s, max_retries=config.model_retries
     )
