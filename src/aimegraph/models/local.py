@@ -76,7 +76,7 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 from pydantic import PrivateAttr
 
-from aimegraph.models.resolve import ModelSpecError
+from aimegraph.models.errors import ModelSpecError
 
 with warnings.catch_warnings():
     # langchain-community warns on import that it is being sunset; ChatLlamaCpp is still

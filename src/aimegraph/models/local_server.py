@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from aimegraph.models.errors import ModelSpecError
 from aimegraph.models.local import (
     DEFAULT_LOCAL_SETTINGS,
     _require_llama_cpp,
@@ -44,7 +45,6 @@ from aimegraph.models.local import (
     local_model_path,
     transcript_chat_handler,
 )
-from aimegraph.models.resolve import ModelSpecError
 
 __all__ = [
     "CHAT_FORMAT",

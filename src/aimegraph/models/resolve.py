@@ -21,6 +21,8 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
+from aimegraph.models.errors import ModelSpecError
+
 __all__ = [
     "ROLES",
     "ModelSpecError",
@@ -47,10 +49,6 @@ PLACEHOLDER_API_KEY = "not-needed"
 # 3 * (1 + retries) * timeout seconds plus backoff: 6 minutes with these values.
 DEFAULT_MODEL_TIMEOUT_S = 60.0
 DEFAULT_MODEL_RETRIES = 1
-
-
-class ModelSpecError(ValueError):
-    """A model spec cannot be resolved; the message says what to change."""
 
 
 def resolve_model(
