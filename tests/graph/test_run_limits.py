@@ -197,6 +197,16 @@ def test_the_planner_alone_refuses_a_goal_that_is_not_text(workspace: Path) -> N
         planner.invoke({"goal": ["a", "list"]})
 
 
+def test_the_planner_alone_starts_a_new_run_on_a_finished_state(workspace: Path) -> None:
+    # No intake node before it: the planner resets the run's own keys itself.
+    planner = build_planner_graph(ScriptedChatModel.from_dict(CHAIN))
+    out = planner.invoke(
+        {"goal": "chain", "status": "rejected", "replans": 2, "replan_reason": "stale"}
+    )
+    assert out["status"] == "running" and out["replans"] == 0
+    assert out["replan_reason"] is None and set(out["tasks"]) == {"a", "b"}
+
+
 # --------------------------------------------------------------------------- approvals need a checkpointer
 
 

@@ -12,26 +12,15 @@ from langgraph.types import Command, Overwrite
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.human import check_approve_tools, require_checkpointer
-from aimegraph.nodes.planner import GoalError, resolve_goal
+from aimegraph.nodes.planner import FINISHED, RUN_START, GoalError, resolve_goal
 from aimegraph.nodes.types import Node
 from aimegraph.prompts.source import PromptSource
 from aimegraph.state import AimeState, PastRun, Usage
 
 PLANNER, REPORTER = "planner", "reporter"
 
-_FINISHED = ("succeeded", "failed", "budget_exhausted", "rejected")
-
-# The keys a run starts afresh (its own counters and results).
-_RUN_START: dict[str, Any] = {
-    "status": "running",
-    "reason": None,
-    "replans": 0,
-    "steps": 0,
-    "verdict": None,
-    "final_answer": None,
-    "replan_reason": None,
-    "dispatched": [],
-}
+# The planner's RUN_START and the orchestrator's last dispatched batch.
+_RUN_START: dict[str, Any] = {**RUN_START, "dispatched": []}
 
 
 def make_intake_node(
@@ -65,7 +54,7 @@ def make_intake_node(
         if prompts is not None:
             update["prompt_version"] = version = prompts.current()
             prompts.texts(version)  # a broken stored prompt fails here, not mid-run
-        if status in _FINISHED and ("tasks" in state or "usage" in state):
+        if status in FINISHED and ("tasks" in state or "usage" in state):
             update |= _archive(state)
         try:
             goal = resolve_goal(state, max_chars=cfg.max_goal_chars)

@@ -30,7 +30,21 @@ from aimegraph.state import (
 
 PlannerNode = Node[PlannerState]
 
-_FINISHED = ("succeeded", "failed", "budget_exhausted", "rejected")
+FINISHED: tuple[str, ...] = ("succeeded", "failed", "budget_exhausted", "rejected")
+"""Run statuses after which new input starts a new run."""
+
+RUN_START: Mapping[str, Any] = {
+    "status": "running",
+    "reason": None,
+    "replans": 0,
+    "steps": 0,
+    "verdict": None,
+    "final_answer": None,
+    "replan_reason": None,
+}
+"""The keys a new run starts afresh (its own counters and outcome). In the aime
+graph the intake node resets them; the planner does so itself only when used on
+its own (no intake before it) on a fresh or finished state."""
 
 
 class GoalError(ValueError):
@@ -54,7 +68,7 @@ def resolve_goal(state: Mapping[str, Any], *, max_chars: int | None = None) -> s
             f"{{'goal': 'Summarise report.csv'}} (got {type(given).__name__} {given!r:.60})"
         )
     goal = (given or "").strip()
-    if asked and (not goal or state.get("status") in _FINISHED):
+    if asked and (not goal or state.get("status") in FINISHED):
         goal = asked
     if max_chars is not None and len(goal) > max_chars:
         raise GoalError(
@@ -84,7 +98,7 @@ def make_draft_node(
         goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         if goal is None:
             return {"draft": None, "plan_error": "no goal: pass 'goal' or a human message"}
-        new_run = state.get("status") in _FINISHED or "status" not in state
+        new_run = state.get("status") in FINISHED or "status" not in state
         replans = 0 if new_run else state.get("replans", 0)
         messages = [
             SystemMessage(
@@ -129,14 +143,7 @@ def make_draft_node(
             "usage": reply.usage,
         }
         if new_run:
-            update |= {
-                "status": "running",
-                "reason": None,
-                "replans": 0,
-                "steps": 0,
-                "verdict": None,
-                "final_answer": None,
-            }
+            update |= RUN_START
         return update
 
     return model_node(draft, name="draft")
