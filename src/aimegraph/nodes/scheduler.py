@@ -60,8 +60,6 @@ from aimegraph.state import (
 )
 from aimegraph.state.reducers import merge_facts
 
-ActorRunner = Callable[[ActorInput], ActorOutput]
-
 
 def actor_inputs(
     started: Sequence[Task],
