@@ -13,18 +13,24 @@ LangGraph node a sync and an async body; the run's ``Runtime`` comes from
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableLambda
 from langgraph.runtime import Runtime, get_runtime
+from pydantic import BaseModel
 
+from aimegraph.config import AimeConfig
+from aimegraph.models.calls import StructuredReply, resolve_mode, structured_steps
 from aimegraph.models.steps import ModelCall, Steps, arun_steps, run_steps
 
-__all__ = ["ModelCall", "Steps", "model_node"]
+__all__ = ["ModelCall", "Steps", "ask_structured", "model_node"]
 
 S = TypeVar("S")
 R = TypeVar("R")
+M = TypeVar("M", bound=BaseModel)
 
 
 def model_node(steps: Callable[[S, Runtime[Any]], Steps[R]], *, name: str) -> Runnable[S, R]:
@@ -38,3 +44,29 @@ def model_node(steps: Callable[[S, Runtime[Any]], Steps[R]], *, name: str) -> Ru
         return await arun_steps(steps(state, get_runtime()))
 
     return RunnableLambda(run, afunc=arun, name=name)
+
+
+def ask_structured(
+    model: BaseChatModel,
+    schema: type[M],
+    messages: Sequence[BaseMessage],
+    *,
+    role: str,
+    config: AimeConfig,
+    runtime: Runtime[Any],
+) -> Steps[StructuredReply[M]]:
+    """A node's structured call (:func:`aimegraph.models.calls.structured_steps`) under
+    the run's settings: its ``tool_calling`` mode for ``model``, ``max_output_retries``
+    re-asks, and its prices; counted under ``role`` in the run's usage."""
+    return (
+        yield from structured_steps(
+            model,
+            schema,
+            messages,
+            role=role,
+            mode=resolve_mode(config.tool_calling, model, structured=True),
+            retries=config.max_output_retries,
+            runtime=runtime,
+            prices=config.prices,
+        )
+    )

@@ -13,8 +13,7 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.memory.render import facts_section, past_runs_section
-from aimegraph.models.calls import resolve_mode, structured_steps
-from aimegraph.nodes.dual import Steps, model_node
+from aimegraph.nodes.dual import Steps, ask_structured, model_node
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
@@ -125,15 +124,13 @@ def make_draft_node(
                     else prompts.RETRY.format(error=error)
                 )
             )
-        reply = yield from structured_steps(
+        reply = yield from ask_structured(
             model,
             plan_update_schema(cfg.max_tasks, teams=teams),
             messages,
             role="planner",
-            mode=resolve_mode(cfg.tool_calling, model, structured=True),
-            retries=cfg.max_output_retries,
+            config=cfg,
             runtime=runtime,
-            prices=cfg.prices,
         )
         update: dict[str, Any] = {
             "goal": goal,

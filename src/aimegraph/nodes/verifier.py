@@ -15,8 +15,7 @@ from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.calls import resolve_mode, structured_steps
-from aimegraph.nodes.dual import Steps, model_node
+from aimegraph.nodes.dual import Steps, ask_structured, model_node
 from aimegraph.nodes.executor import artifact_lines, settle
 from aimegraph.prompts import verifier as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
@@ -26,15 +25,13 @@ from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierStat
 def _ask_verdict(
     model: BaseChatModel, system: str, prompt: str, cfg: AimeConfig, runtime: Runtime[Any]
 ) -> Steps[tuple[Verdict | None, str | None, Usage]]:
-    reply = yield from structured_steps(
+    reply = yield from ask_structured(
         model,
         Verdict,
         [SystemMessage(system.format()), HumanMessage(prompt)],
         role="verifier",
-        mode=resolve_mode(cfg.tool_calling, model, structured=True),
-        retries=cfg.max_output_retries,
+        config=cfg,
         runtime=runtime,
-        prices=cfg.prices,
     )
     return reply.value, reply.error, reply.usage
 

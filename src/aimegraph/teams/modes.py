@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import operator
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal, TypeVar, cast, get_args
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -45,9 +45,9 @@ from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_task_record_node
-from aimegraph.models.calls import LLM_RETRY_POLICY, resolve_mode, structured_steps
+from aimegraph.models.calls import LLM_RETRY_POLICY, StructuredReply
 from aimegraph.models.resolve import resolve_model
-from aimegraph.nodes.dual import Steps, model_node
+from aimegraph.nodes.dual import Steps, ask_structured, model_node
 from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact_lines, settle
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
@@ -58,6 +58,7 @@ from aimegraph.state import (
     ActorOutput,
     ActorState,
     MemberResult,
+    Task,
     TaskResult,
     TeamMode,
     TeamSpec,
@@ -68,6 +69,8 @@ from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, Un
 from aimegraph.tools.registry import ToolRegistry, default_registry
 
 MODES: tuple[TeamMode, ...] = get_args(TeamMode)
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class TeamState(ActorInput, ActorOutput, total=False):
@@ -338,6 +341,38 @@ def _unknown(parts: TeamParts, members: Sequence[str]) -> list[str]:
     return [m for m in dict.fromkeys(members) if m not in parts.node_of]
 
 
+def _roster(parts: TeamParts, members: Iterable[str]) -> str:
+    """The ``{members}`` of a team prompt: each member with its unit's description."""
+    return "\n".join(f"- {m}: {parts.units[m].description}" for m in members)
+
+
+def _task_fields(task: Task) -> dict[str, str]:
+    """The ``<task>`` block's fields of a team prompt."""
+    return {"task_id": task.id, "title": task.title, "description": task.description or task.title}
+
+
+def _ask_team(
+    parts: TeamParts,
+    runtime: Runtime[Any],
+    chat: BaseChatModel,
+    schema: type[M],
+    system: str,
+    prompt: str,
+) -> Steps[StructuredReply[M]]:
+    """One of the team's own structured calls (the speaker pick, the merge, the
+    lead's split), counted under the role ``team``."""
+    return (
+        yield from ask_structured(
+            chat,
+            schema,
+            [SystemMessage(system), HumanMessage(prompt)],
+            role="team",
+            config=parts.config.for_run(runtime),
+            runtime=runtime,
+        )
+    )
+
+
 def _turn(
     parts: TeamParts,
     state: TeamState,
@@ -549,37 +584,21 @@ def _make_select_node(parts: TeamParts) -> Runnable[TeamState, Command]:
     proposal."""
 
     def select(state: TeamState, runtime: Runtime[Any]) -> Steps[Command]:
-        cfg = parts.config.for_run(runtime)
-        task, chat = state["task"], parts.default_chat
+        task = state["task"]
         team = task.team
         assert team is not None
         done = _turns(state)
         default = _next_unheard(team, done)
         members = dict.fromkeys(team.members)
-        reply = yield from structured_steps(
-            chat,
+        reply = yield from _ask_team(
+            parts,
+            runtime,
+            parts.default_chat,
             NextSpeaker,
-            [
-                SystemMessage(
-                    team_prompts.SPEAKER_SYSTEM.format(
-                        members="\n".join(f"- {m}: {parts.units[m].description}" for m in members)
-                    )
-                ),
-                HumanMessage(
-                    team_prompts.SPEAKER_TASK.format(
-                        task_id=task.id,
-                        title=task.title,
-                        description=task.description or task.title,
-                        conversation=_conversation(done),
-                        default=default,
-                    )
-                ),
-            ],
-            role="team",
-            mode=resolve_mode(cfg.tool_calling, chat, structured=True),
-            retries=cfg.max_output_retries,
-            runtime=runtime,
-            prices=cfg.prices,
+            team_prompts.SPEAKER_SYSTEM.format(members=_roster(parts, members)),
+            team_prompts.SPEAKER_TASK.format(
+                **_task_fields(task), conversation=_conversation(done), default=default
+            ),
         )
         picked = reply.value.member if reply.value is not None else None
         speaker = picked if picked in members else default
@@ -659,27 +678,13 @@ def _make_aggregate_node(parts: TeamParts) -> Runnable[TeamState, dict[str, Any]
                 summary += f"\n(Failed members: {failures})"
             artifacts = winner.artifacts | _agreement(len(agreed), len(done), "vote", agreed)
             return {"result": TaskResult(status="completed", summary=summary, artifacts=artifacts)}
-        cfg = parts.config.for_run(runtime)
-        task, chat = state["task"], parts.default_chat
-        reply = yield from structured_steps(
-            chat,
+        reply = yield from _ask_team(
+            parts,
+            runtime,
+            parts.default_chat,
             Merged,
-            [
-                SystemMessage(team_prompts.MERGE_SYSTEM),
-                HumanMessage(
-                    team_prompts.MERGE_TASK.format(
-                        task_id=task.id,
-                        title=task.title,
-                        description=task.description or task.title,
-                        results=_render(done),
-                    )
-                ),
-            ],
-            role="team",
-            mode=resolve_mode(cfg.tool_calling, chat, structured=True),
-            retries=cfg.max_output_retries,
-            runtime=runtime,
-            prices=cfg.prices,
+            team_prompts.MERGE_SYSTEM,
+            team_prompts.MERGE_TASK.format(**_task_fields(state["task"]), results=_render(done)),
         )
         if reply.value is None:
             answers = "; ".join(f"{t.member}: {_vote_key(t)[:200]}" for t in completed)
@@ -717,7 +722,6 @@ def _make_split_node(parts: TeamParts) -> Runnable[TeamState, Command]:
     def split(state: TeamState, runtime: Runtime[Any]) -> Steps[Command]:
         if _blocked(parts, state):
             return Command(goto="finish")
-        cfg = parts.config.for_run(runtime)
         task = state["task"]
         team = task.team
         assert team is not None
@@ -727,35 +731,21 @@ def _make_split_node(parts: TeamParts) -> Runnable[TeamState, Command]:
         if not others:
             alone = team_prompts.ALONE.format(reason="it has no other members")
             return Command(goto=_turn(parts, state, lead, alone, role="lead"))
-        chat = parts.chat_of[lead]
         previous = [t for t in done if t.role == "part"]
-        reply = yield from structured_steps(
-            chat,
+        reply = yield from _ask_team(
+            parts,
+            runtime,
+            parts.chat_of[lead],
             Delegation,
-            [
-                SystemMessage(
-                    team_prompts.LEAD_SYSTEM.format(
-                        members="\n".join(f"- {m}: {parts.units[m].description}" for m in others)
-                    )
-                ),
-                HumanMessage(
-                    team_prompts.LEAD_TASK.format(
-                        goal=state["goal"],
-                        task_id=task.id,
-                        title=task.title,
-                        description=task.description or task.title,
-                        criteria=task.completion_criteria or "the task is done",
-                        previous=team_prompts.LEAD_PREVIOUS.format(results=_render(previous))
-                        if previous
-                        else "",
-                    )
-                ),
-            ],
-            role="team",
-            mode=resolve_mode(cfg.tool_calling, chat, structured=True),
-            retries=cfg.max_output_retries,
-            runtime=runtime,
-            prices=cfg.prices,
+            team_prompts.LEAD_SYSTEM.format(members=_roster(parts, others)),
+            team_prompts.LEAD_TASK.format(
+                **_task_fields(task),
+                goal=state["goal"],
+                criteria=task.completion_criteria or "the task is done",
+                previous=team_prompts.LEAD_PREVIOUS.format(results=_render(previous))
+                if previous
+                else "",
+            ),
         )
         assigned: dict[str, str] = {}
         for part in reply.value.parts if reply.value is not None else []:
