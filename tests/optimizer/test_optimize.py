@@ -153,6 +153,11 @@ def test_too_small_a_budget_and_bad_examples_are_refused(tmp_path: Path) -> None
         _optimize(tmp_path, components=("planner", "critic"))
     with pytest.raises(ValueError, match="unknown metric"):
         _optimize(tmp_path, metric="fuzzy")
+    # A module or attribute that is not there is the same usage error, not an ImportError.
+    with pytest.raises(ValueError, match="cannot import metric 'no_such_module:score'"):
+        _optimize(tmp_path, metric="no_such_module:score")
+    with pytest.raises(ValueError, match="cannot import metric 'json:no_such_score'"):
+        _optimize(tmp_path, metric="json:no_such_score")
 
 
 def test_a_proposal_that_breaks_a_template_costs_no_run(tmp_path: Path) -> None:

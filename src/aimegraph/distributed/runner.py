@@ -12,7 +12,6 @@ starts, so a redelivery never repeats finished work.
 
 from __future__ import annotations
 
-import importlib
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -25,6 +24,7 @@ from aimegraph.checkpoints import open_checkpointer, run_config, run_state
 from aimegraph.checkpoints.runs import RunSettings
 from aimegraph.distributed import records
 from aimegraph.distributed.records import RunRecord
+from aimegraph.imports import import_object
 
 if TYPE_CHECKING:
     from psycopg import Connection
@@ -55,13 +55,11 @@ class ThreadBusyError(RuntimeError):
 
 def load_graph_builder(path: str) -> GraphBuilder:
     """Import ``module:attribute``; ValueError with the reason when it cannot."""
-    module_name, sep, attribute = path.partition(":")
-    if not sep or not module_name or not attribute:
-        raise ValueError(f"graph builder {path!r} must look like 'package.module:function'")
-    try:
-        builder = getattr(importlib.import_module(module_name), attribute)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot load graph builder {path!r}: {exc}") from exc
+    builder = import_object(
+        path,
+        malformed=f"graph builder {path!r} must look like 'package.module:function'",
+        failed="cannot load graph builder",
+    )
     if not callable(builder):
         raise ValueError(f"graph builder {path!r} is not callable")
     return builder  # type: ignore[no-any-return]

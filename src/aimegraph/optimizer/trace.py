@@ -9,10 +9,10 @@ with the same metrics, so feedback reads the same everywhere.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping
 from typing import Any, TypeAlias
 
+from aimegraph.imports import import_object
 from aimegraph.prompts import optimizer as prompts
 from aimegraph.state import Task, Usage, Verdict
 
@@ -146,13 +146,12 @@ def load_metric(spec: str) -> Metric:
     """A metric by name (``exact``, ``contains``) or as ``module:attribute``."""
     if spec in NAMED_METRICS:
         return NAMED_METRICS[spec]
-    module_name, sep, attr = spec.partition(":")
-    if not sep or not module_name or not attr:
-        raise ValueError(
-            f"unknown metric {spec!r}: use exact, contains or module:attribute "
-            "(a callable metric(example, output_state) -> float | (float, str))"
-        )
-    found = getattr(importlib.import_module(module_name), attr, None)
+    found = import_object(
+        spec,
+        malformed=f"unknown metric {spec!r}: use exact, contains or module:attribute "
+        "(a callable metric(example, output_state) -> float | (float, str))",
+        failed="cannot import metric",
+    )
     if not callable(found):
         raise ValueError(f"metric {spec!r} is not a callable")
     return found  # type: ignore[no-any-return]

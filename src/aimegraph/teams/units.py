@@ -4,7 +4,6 @@ factory that turns a unit into the actor for a task."""
 
 from __future__ import annotations
 
-import importlib
 import json
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import replace
@@ -15,6 +14,7 @@ import yaml
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel, ConfigDict, Field
 
+from aimegraph.imports import import_object
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.models.resolve import resolve_model
@@ -185,15 +185,11 @@ def load_agents(spec: str) -> list[AgentUnit]:
         if not isinstance(data, list):
             raise ValueError(f"{spec}: expected a list of agent units (or {{agents: [...]}})")
         return [AgentUnit.model_validate(item) for item in data]
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"--agents takes a .yaml/.json file or module:attr; got {spec!r}")
-    try:
-        value: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            value = getattr(value, part)
-    except (ImportError, AttributeError) as exc:
-        raise ValueError(f"cannot import agent units {spec!r}: {exc}") from exc
+    value = import_object(
+        spec,
+        malformed=f"--agents takes a .yaml/.json file or module:attr; got {spec!r}",
+        failed="cannot import agent units",
+    )
     units = list(value.values()) if isinstance(value, AgentRegistry) else value
     units = [units] if isinstance(units, AgentUnit) else list(units)
     if not all(isinstance(unit, AgentUnit) for unit in units):

@@ -7,13 +7,14 @@ that kind of work, and to no other.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.tools import BaseTool, StructuredTool
+
+from aimegraph.imports import import_object
 
 if TYPE_CHECKING:
     from aimegraph.knowledge import KnowledgeBase
@@ -140,15 +141,12 @@ def default_registry(
 def import_tools(spec: str) -> ToolRegistry | list[ToolLike]:
     """The tools named by ``module:attr`` (as ``aimegraph run --tools`` takes them):
     a tool, a typed function, a list or tuple of them, or a whole ToolRegistry."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ToolRegistryError(f"--tools takes module:attr (e.g. myapp.tools:TOOLS); got {spec!r}")
-    try:
-        value: Any = importlib.import_module(module_name)
-        for part in attr.split("."):
-            value = getattr(value, part)
-    except (ImportError, AttributeError) as exc:
-        raise ToolRegistryError(f"cannot import tools {spec!r}: {exc}") from exc
+    value = import_object(
+        spec,
+        malformed=f"--tools takes module:attr (e.g. myapp.tools:TOOLS); got {spec!r}",
+        failed="cannot import tools",
+        error=ToolRegistryError,
+    )
     if isinstance(value, ToolRegistry):
         return value
     items = list(value) if isinstance(value, list | tuple) else [value]
