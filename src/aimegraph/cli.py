@@ -87,6 +87,49 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as exc:  # bad URLs, model specs, config values, tool specs
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
+    except ImportError as exc:
+        # Whatever path reached a missing extra (a flag, a --config field such as
+        # optimize_online, a stored run's settings), the user's fix is one pip install.
+        if (message := missing_extra_message(exc)) is None:
+            raise
+        errors.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+        return EXIT_USAGE
+
+
+EXTRA_OF_MODULE = {
+    "gepa": "optimize",
+    "starlette": "dashboard",
+    "sse_starlette": "dashboard",
+    "uvicorn": "dashboard",
+    "celery": "distributed",
+    "kombu": "distributed",
+    "redis": "distributed",
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "langgraph.checkpoint.postgres": "postgres",
+    "langgraph.store.postgres": "postgres",
+    "sentence_transformers": "semantic",
+    "torch": "semantic",
+    "graphviz": "draw",
+    "opentelemetry": "tracing",
+    "openinference": "tracing",
+    "llama_cpp": "local",
+}
+"""Modules only an extra installs, by the extra (``pip install 'aimegraph[extra]'``)."""
+
+
+def missing_extra_message(exc: ImportError) -> str | None:
+    """One line saying which extra to install for ``exc``: its own message when it
+    already names the ``pip install``, else the extra of the missing module;
+    ``None`` for a module no extra provides (a bug, or the user's own module)."""
+    text = " ".join(str(exc).split())
+    if "pip install 'aimegraph[" in text:
+        return text
+    name = exc.name or ""
+    for module, extra in EXTRA_OF_MODULE.items():
+        if name == module or name.startswith(module + "."):
+            return f"{text} (pip install 'aimegraph[{extra}]')"
+    return None
 
 
 STORE_ERRORS = (CheckpointConnectionError, MissingCheckpointBackendError, sqlite3.Error, OSError)

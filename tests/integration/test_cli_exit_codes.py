@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from aimegraph.cli import main
+from aimegraph.cli import main, missing_extra_message
 
 ONE_TASK = {"rationale": "r", "tasks": [{"id": "a", "title": "A"}]}
 
@@ -66,3 +67,37 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str]) -> None:
             main([command, "--help"])
         assert info.value.code == 0
         assert "usage: aimegraph" in capsys.readouterr().out
+
+
+def test_a_missing_extra_is_one_line_and_exit_2(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # As without pip install 'aimegraph[optimize]': the online optimiser in --config
+    # reaches GEPA only when the graph is built, deep inside the run command.
+    monkeypatch.setitem(sys.modules, "gepa", None)
+    for module in ("aimegraph.optimizer.adapter", "aimegraph.optimizer.online"):
+        monkeypatch.delitem(sys.modules, module, raising=False)
+    argv = [
+        "--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}",
+        "run", "a goal", "--model", "scripted:demo", "--workspace", str(tmp_path / "ws"),
+        "--config", json.dumps({"optimize_online": True}),
+    ]  # fmt: skip
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert "pip install 'aimegraph[optimize]'" in err[0]
+
+
+@pytest.mark.parametrize(
+    ("missing", "extra"),
+    [
+        ("celery.app", "distributed"),
+        ("langgraph.checkpoint.postgres", "postgres"),
+        ("gepa", "optimize"),
+    ],
+)
+def test_a_missing_module_names_its_extra(missing: str, extra: str) -> None:
+    exc = ModuleNotFoundError(f"No module named {missing!r}", name=missing)
+    assert missing_extra_message(exc) == f"{exc} (pip install 'aimegraph[{extra}]')"
+    # A module no extra provides is a bug or the user's own: not dressed up as one.
+    assert missing_extra_message(ModuleNotFoundError("x", name="myapp.tools")) is None
