@@ -9,22 +9,11 @@ from typing import Any
 import pytest
 from langchain_core.tools import BaseTool, ToolException, tool
 from tests.conftest import GraphFactory
+from tests.scripted import call, plan, submit
 
 from aimegraph import ActorSpec, DefaultActorFactory, Task, ToolRegistry, default_registry
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.tools import ToolRegistryError
-
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks)}
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:
-    return {"tool": name, "args": args}
-
-
-def submit(summary: str) -> dict[str, Any]:
-    return call("submit_result", status="completed", summary=summary)
 
 
 @tool

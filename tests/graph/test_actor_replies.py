@@ -11,21 +11,13 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from tests.conftest import GraphFactory
+from tests.scripted import plan, submit
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel
 from aimegraph.models.fuzz import FuzzChatModel, FuzzRates
 
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks), "drop": []}
-
-
 COMPUTE = {"id": "a", "title": "Multiply", "tool_bundles": ["compute"]}
-
-
-def submit(summary: str) -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
 
 
 def actor_prompts(model: ScriptedChatModel) -> list[str]:

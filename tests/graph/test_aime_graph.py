@@ -2,24 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from tests.conftest import GraphFactory, steps_of
-
-
-def submit(summary: str, status: str = "completed") -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": status, "summary": summary}}
-
-
-def spec(id: str, *deps: str, **extra: Any) -> dict[str, Any]:
-    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), **extra}
-
-
-def plan(*tasks: dict[str, Any], drop: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks), "drop": list(drop)}
-
+from tests.scripted import plan, spec, submit
 
 NO_CHANGE = plan()
 

@@ -20,21 +20,10 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from pydantic import PrivateAttr
 from tests.conftest import GraphFactory
+from tests.scripted import call, plan, submit
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models.scripted import ScriptedChatModel
-
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks)}
-
-
-def call(name: str, **args: Any) -> dict[str, Any]:
-    return {"tool": name, "args": args}
-
-
-def submit(summary: str) -> dict[str, Any]:
-    return call("submit_result", status="completed", summary=summary)
 
 
 @tool

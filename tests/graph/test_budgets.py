@@ -12,24 +12,13 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 from tests.conftest import GraphFactory
+from tests.scripted import plan, spec, submit
 
 from aimegraph import AimeConfig
 from aimegraph.state import Usage
 
 PRICE = "scripted:inline"
 FINAL = ("succeeded", "failed", "budget_exhausted", "rejected")
-
-
-def submit(summary: str) -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
-
-
-def spec(id: str, *deps: str, **extra: Any) -> dict[str, Any]:
-    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), **extra}
-
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks), "drop": []}
 
 
 CHAIN = {

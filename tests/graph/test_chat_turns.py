@@ -16,6 +16,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.event_hooks import register_serde_event_listener
 from langgraph.graph import END, START, StateGraph
+from tests.scripted import submit
 
 from aimegraph import AimeConfig, AimeState, Task, build_aime_graph
 from aimegraph.checkpoints import make_serializer, thread_config
@@ -23,10 +24,6 @@ from aimegraph.models import ScriptedChatModel
 from aimegraph.state import thread_usage
 
 FIRST, SECOND = "How many miles is 5 km?", "And how many feet is 2 m?"
-
-
-def submit(summary: str) -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
 
 
 def two_turns() -> ScriptedChatModel:

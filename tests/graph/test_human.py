@@ -12,20 +12,9 @@ import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
 from tests.conftest import GraphFactory
+from tests.scripted import plan, spec, submit
 
 from aimegraph.checkpoints import make_serializer, thread_config
-
-
-def submit(summary: str, status: str = "completed") -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": status, "summary": summary}}
-
-
-def spec(id: str, *deps: str, **extra: Any) -> dict[str, Any]:
-    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), **extra}
-
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks), "drop": []}
 
 
 def ask(question: str) -> dict[str, Any]:

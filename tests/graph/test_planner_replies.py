@@ -8,19 +8,11 @@ from typing import Any
 
 import pytest
 from tests.conftest import GraphFactory
+from tests.scripted import plan, spec
 
 from aimegraph.models import calls
 from aimegraph.state import PlanError, PlanUpdate, Task, TaskSpec, Verdict, apply_plan
 from aimegraph.state.models import plan_update_schema
-
-
-def spec(id: str, *deps: str, **extra: Any) -> dict[str, Any]:
-    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), **extra}
-
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks), "drop": []}
-
 
 NO_TOOL_CALL = {"text": "Sure! I will plan this carefully."}
 CONNECTION_RESET = {"error": "connection", "message": "connection reset by peer"}

@@ -15,24 +15,12 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatResult
 from langgraph.checkpoint.memory import InMemorySaver
 from tests.conftest import GraphFactory
+from tests.scripted import plan, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph, build_planner_graph
 from aimegraph.checkpoints import make_serializer, thread_config
 from aimegraph.models import ScriptedChatModel
 from aimegraph.nodes.planner import GoalError
-
-
-def submit(summary: str) -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
-
-
-def spec(id: str, *deps: str, **extra: Any) -> dict[str, Any]:
-    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), **extra}
-
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks), "drop": []}
-
 
 CHAIN = {
     "planner": [plan(spec("a"), spec("b", "a"))],

@@ -30,11 +30,6 @@ UNITS = [
 ]
 
 
-def submit(summary: str, status: str = "completed", **artifacts: str) -> dict[str, Any]:
-    args = {"status": status, "summary": summary, "artifacts": artifacts}
-    return {"tool": "submit_result", "args": args}
-
-
 def boom(message: str = "model down") -> dict[str, Any]:
     """A step whose model call fails for good: the member's turn fails."""
     return {"error": "fatal", "message": message}

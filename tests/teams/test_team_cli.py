@@ -12,7 +12,8 @@ import yaml
 
 from aimegraph.cli import main
 from aimegraph.teams import load_agents
-from tests.teams.helpers import UNITS, submit
+from tests.scripted import submit
+from tests.teams.helpers import UNITS
 
 SCENARIO = {
     "planner": [

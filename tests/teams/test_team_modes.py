@@ -10,7 +10,8 @@ import pytest
 
 from aimegraph.models import ScriptedChatModel
 from aimegraph.state import TeamSpec
-from tests.teams.helpers import boom, run_team, submit, team_task
+from tests.scripted import submit
+from tests.teams.helpers import boom, run_team, team_task
 
 MODES = pytest.mark.parametrize("tool_calling", ["native", "json"])
 

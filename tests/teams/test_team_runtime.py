@@ -19,7 +19,8 @@ from langgraph.types import Command
 from aimegraph import AgentUnit, AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer, open_checkpointer, thread_config
 from aimegraph.models import ScriptedChatModel
-from tests.teams.helpers import UNITS, submit
+from tests.scripted import submit
+from tests.teams.helpers import UNITS
 
 HUMAN_UNITS = [
     AgentUnit(

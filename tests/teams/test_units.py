@@ -15,11 +15,8 @@ from aimegraph.nodes import DefaultActorFactory
 from aimegraph.state import render_checklist
 from aimegraph.teams import AgentRegistry, UnitActorFactory, UnitMatcher, build_team_executor
 from aimegraph.tools import default_registry
-from tests.teams.helpers import UNITS, submit
-
-
-def plan(*tasks: dict[str, Any]) -> dict[str, Any]:
-    return {"rationale": "scripted", "tasks": list(tasks)}
+from tests.scripted import plan, submit
+from tests.teams.helpers import UNITS
 
 
 def run(workspace: Path, scenario: dict[str, Any], **config: Any) -> tuple[Any, ScriptedChatModel]:
