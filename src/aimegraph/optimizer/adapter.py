@@ -63,6 +63,7 @@ class ReflectionLM:
         self._lock = threading.Lock()
 
     def __call__(self, prompt: str | list[dict[str, Any]]) -> str:
+        """The reflection model's visible reply to ``prompt`` (text or chat messages)."""
         messages: str | list[tuple[str, Any]] = (
             prompt if isinstance(prompt, str) else [(m["role"], m["content"]) for m in prompt]
         )
@@ -202,6 +203,8 @@ class AimeAdapter(GEPAAdapter[Example, Trace, Trace]):
         candidate: dict[str, str],
         capture_traces: bool = False,
     ) -> EvaluationBatch[Trace, Trace]:
+        """GEPA's hook: one run per example with ``candidate``'s prompts, scored by the
+        metric (prompts that break a template score 0 without a run)."""
         known, self._known = self._known, None
         if known is not None and not capture_traces and known[:2] == (candidate, batch):
             saved = [{"resumed": True, "score": score} for score in known[2]]
@@ -236,4 +239,5 @@ class AimeAdapter(GEPAAdapter[Example, Trace, Trace]):
         eval_batch: EvaluationBatch[Trace, Trace],
         components_to_update: list[str],
     ) -> dict[str, list[dict[str, Any]]]:
+        """GEPA's hook: the records :func:`reflective_dataset` makes of the batch's runs."""
         return reflective_dataset(eval_batch.trajectories or [], components_to_update)

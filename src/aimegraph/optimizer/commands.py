@@ -23,6 +23,7 @@ DEFAULT_WORKSPACE = Path(".aimegraph/workspace/optimize")
 
 
 def add_optimize_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``aimegraph optimize`` flags."""
     parser.add_argument(
         "--trainset", required=True, metavar="FILE", help='JSON Lines: {"goal": ...} per line'
     )

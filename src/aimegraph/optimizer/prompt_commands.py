@@ -32,6 +32,7 @@ def prompt_store_for(args: argparse.Namespace) -> PromptStore:
 
 
 def add_prompts_arguments(parser: argparse.ArgumentParser) -> None:
+    """The ``aimegraph prompts`` subcommands and their flags."""
     parser.add_argument(
         "--prompts",
         metavar="STORE",

@@ -55,9 +55,6 @@ DEFAULT_PROMPT_STORE = Path(".aimegraph/prompts.jsonl")
 DEFAULT_ALIAS = "default"
 """What ``get``/``use``/the CLI accept for the built-in prompts' version."""
 
-SOURCES = ("default", "manual", "gepa", "online")
-"""Usual values of ``PromptVersion.source`` (any string is accepted)."""
-
 
 class UnknownPromptVersionError(LookupError):
     """No stored version has that id (or prefix), or the prefix is ambiguous."""
@@ -76,6 +73,7 @@ class PromptVersion:
     parent: str | None
     texts: Mapping[str, str]
     scores: Mapping[str, float] = field(default_factory=dict)
+    # Who made it: "default", "manual", "gepa" or "online" here; any string is kept.
     source: str = "manual"
     created_at: str = ""
     note: str = ""
@@ -85,6 +83,7 @@ class PromptVersion:
         return sorted(k for k, v in self.texts.items() if base.get(k) != v)
 
     def as_dict(self) -> dict[str, Any]:
+        """The version as its JSON Lines record."""
         return {
             "version": self.version,
             "parent": self.parent,

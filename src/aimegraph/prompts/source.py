@@ -74,6 +74,8 @@ class PromptSet:
 
 
 def warn_unknown_version(version: str, used: str) -> None:
+    """Warn (:class:`UnknownPromptVersionWarning`) that a run's ``version`` is not in the
+    source and ``used`` stands in for it; ``stacklevel`` points at the source's caller."""
     warnings.warn(
         f"prompt version {version!r} recorded by this run is not in the graph's prompt "
         f"source; using version {used!r}",

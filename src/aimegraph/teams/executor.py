@@ -12,6 +12,7 @@ from langgraph.types import Checkpointer, Send
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
+from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.models.resolve import resolve_model
@@ -71,6 +72,7 @@ def build_team_executor(
     base = factory or DefaultActorFactory(
         registry, workspace=Path(config.workspace), knowledge=knowledge
     )
+    source = open_prompt_source(prompts)  # one store object for the members and "single"
     matcher = UnitMatcher(units, embeddings=embeddings)
     unit_factory = UnitActorFactory(base, units, matcher)
     parts = team_parts(
@@ -82,7 +84,7 @@ def build_team_executor(
         models=models,
         verifier_model=verifier_model,
         matcher=matcher,
-        prompts=prompts,
+        prompts=source,
         memory=memory,
     )
 
@@ -99,7 +101,7 @@ def build_team_executor(
             verifier_model=verifier_model,
             memory=memory,
             name="single",
-            prompts=prompts,
+            prompts=source,
         ),
     )
     for mode in MODES:

@@ -86,6 +86,8 @@ class TeamState(ActorInput, ActorOutput, total=False):
 
 
 class Part(BaseModel):
+    """One member's part of the lead's split."""
+
     model_config = ConfigDict(extra="ignore")
 
     member: Id = Field(description="The member's name.")

@@ -155,6 +155,7 @@ class UnitActorFactory:
         return self.matcher.pick(task)
 
     def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
+        """The base factory's actor, given the chosen unit's persona and bundles."""
         name, scores = self.choose(task)
         if name is None:
             return replace(self.base.build(task, goal, dependencies), unit_scores=scores)
