@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -73,3 +74,49 @@ def steps_of(graph: CompiledStateGraph, inputs: Any, config: Any = None) -> list
         for event in graph.stream(inputs, config, stream_mode="debug")
         if event["type"] == "task"
     ]
+
+
+SCENARIOS = Path(__file__).parent / "data" / "scenarios"
+TWO_TASKS = f"scripted:{SCENARIOS / 'two_tasks.yaml'}"
+
+
+class Cli:
+    """Runs ``aimegraph --checkpoints sqlite:///<tmp>/cp.db ...`` in-process (each call
+    opens the SQLite file itself, as a separate ``aimegraph`` invocation would)."""
+
+    def __init__(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+        self.tmp_path, self.capsys = tmp_path, capsys
+        self.url = f"sqlite:///{tmp_path / 'cp.db'}"
+        self.workspace = tmp_path / "ws"
+
+    def __call__(self, *args: str) -> tuple[int, str]:
+        """The exit code and everything printed (stdout, then stderr)."""
+        from aimegraph.cli import main
+
+        self.capsys.readouterr()
+        code = main(["--checkpoints", self.url, *args])
+        out = self.capsys.readouterr()
+        return code, out.out + out.err
+
+    def json(self, *args: str) -> tuple[int, Any]:
+        """The exit code and the ``--json`` output."""
+        from aimegraph.cli import main
+
+        self.capsys.readouterr()
+        code = main(["--checkpoints", self.url, *args, "--json"])
+        return code, json.loads(self.capsys.readouterr().out)
+
+    def run(
+        self, thread: str, *options: str, model: str = TWO_TASKS, before: tuple[str, ...] = ()
+    ) -> tuple[int, Any]:
+        """``aimegraph [before] run "Multiply six by seven" [options] --json`` as ``thread``."""
+        return self.json(
+            *before, "run", "Multiply six by seven", "--model", model, "--thread", thread,
+            "--workspace", str(self.workspace), *options,
+        )  # fmt: skip
+
+
+@pytest.fixture
+def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
+    monkeypatch.setenv("COLUMNS", "200")  # no wrapped lines in rich's output
+    return Cli(tmp_path, capsys)

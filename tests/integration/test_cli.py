@@ -12,45 +12,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-import pytest
+from tests.conftest import SCENARIOS, TWO_TASKS, Cli
 
-from aimegraph.cli import main
-
-SCENARIOS = Path(__file__).parent.parent / "data" / "scenarios"
-TWO_TASKS = f"scripted:{SCENARIOS / 'two_tasks.yaml'}"
 ASK_TWICE = f"scripted:{SCENARIOS / 'ask_twice.yaml'}"
-
-
-class Cli:
-    """Runs ``aimegraph --checkpoints sqlite:///<tmp>/cp.db ...`` in-process."""
-
-    def __init__(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.url = f"sqlite:///{tmp_path / 'cp.db'}"
-        self.workspace = tmp_path / "ws"
-        self.capsys = capsys
-
-    def __call__(self, *args: str) -> tuple[int, str]:
-        self.capsys.readouterr()
-        code = main(["--checkpoints", self.url, *args])
-        out = self.capsys.readouterr()
-        return code, out.out + out.err
-
-    def json(self, *args: str) -> tuple[int, Any]:
-        self.capsys.readouterr()
-        code = main(["--checkpoints", self.url, *args, "--json"])
-        return code, json.loads(self.capsys.readouterr().out)
-
-    def run(self, thread: str, *options: str, model: str = TWO_TASKS) -> tuple[int, Any]:
-        return self.json(
-            "run", "Multiply six by seven", "--model", model, "--thread", thread,
-            "--workspace", str(self.workspace), *options,
-        )  # fmt: skip
-
-
-@pytest.fixture
-def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
-    monkeypatch.setenv("COLUMNS", "200")  # no wrapped lines in rich's output
-    return Cli(tmp_path, capsys)
 
 
 def threads_by_id(cli: Cli) -> dict[str, dict[str, Any]]:

@@ -11,40 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import TWO_TASKS, Cli
 
 from aimegraph.cli import main
 
-SCENARIOS = Path(__file__).parent.parent / "data" / "scenarios"
-TWO_TASKS = f"scripted:{SCENARIOS / 'two_tasks.yaml'}"
-
-
-class Cli:
-    def __init__(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.tmp_path, self.capsys = tmp_path, capsys
-        self.url = f"sqlite:///{tmp_path / 'cp.db'}"
-
-    def __call__(self, *args: str) -> tuple[int, str]:
-        self.capsys.readouterr()
-        code = main(["--checkpoints", self.url, *args])
-        out = self.capsys.readouterr()
-        return code, out.out + out.err
-
-    def run(self, thread: str, *options: str) -> int:
-        code, _ = self(
-            *options, "run", "Multiply six by seven", "--model", TWO_TASKS,
-            "--thread", thread, "--workspace", str(self.tmp_path / "ws"), "--json",
-        )  # fmt: skip
-        return code
-
-
-@pytest.fixture
-def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
-    monkeypatch.setenv("COLUMNS", "200")
-    return Cli(tmp_path, capsys)
-
 
 def test_runs_are_remembered_beside_the_checkpoints(cli: Cli, tmp_path: Path) -> None:
-    assert cli.run("first") == 0
+    assert cli.run("first")[0] == 0
     assert (tmp_path / "memory.db").is_file()
     code, listed = cli("memory", "list")
     assert code == 0
@@ -60,7 +33,7 @@ def test_runs_are_remembered_beside_the_checkpoints(cli: Cli, tmp_path: Path) ->
 
 
 def test_forget_and_export(cli: Cli, tmp_path: Path) -> None:
-    assert cli.run("first") == 0
+    assert cli.run("first")[0] == 0
     assert cli("memory", "forget", "first:t1:1")[0] == 0
     assert cli("memory", "forget", "first:t1:1")[0] == 6  # already gone
     out = tmp_path / "memory.jsonl"
@@ -113,8 +86,8 @@ def test_run_remembers_in_the_embedded_store_by_default(
 
 
 def test_memory_ttl_days_ages_memories_out(cli: Cli, tmp_path: Path) -> None:
-    assert cli.run("kept") == 0
-    assert cli.run("aging", "--memory-ttl-days", "30") == 0
+    assert cli.run("kept")[0] == 0
+    assert cli.run("aging", before=("--memory-ttl-days", "30"))[0] == 0
     with sqlite3.connect(tmp_path / "memory.db") as conn:
         expiry = dict(conn.execute("SELECT key, expires_at FROM store WHERE key LIKE '%:t1:1'"))
     assert expiry["kept:t1:1"] is None and expiry["aging:t1:1"] is not None

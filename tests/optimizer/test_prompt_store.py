@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from aimegraph.cli import main
 from aimegraph.optimizer.store import (
     PromptStore,
     UnknownPromptVersionError,
@@ -24,9 +23,8 @@ from aimegraph.optimizer.store import (
 )
 from aimegraph.prompts import DEFAULT_PROMPTS, planner, reporter
 from aimegraph.prompts.source import DEFAULT_VERSION, version_id
+from tests.conftest import TWO_TASKS, Cli
 
-SCENARIOS = Path(__file__).parent.parent / "data" / "scenarios"
-TWO_TASKS = f"scripted:{SCENARIOS / 'two_tasks.yaml'}"
 CHECKING = planner.SYSTEM + "\nAlways end the plan with a task that checks the result.\n"
 
 
@@ -155,24 +153,6 @@ def test_default_store_sits_beside_sqlite_checkpoints(tmp_path: Path) -> None:
 
 
 # --- aimegraph prompts ---
-
-
-class Cli:
-    def __init__(self, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-        self.tmp_path, self.capsys = tmp_path, capsys
-        self.url = f"sqlite:///{tmp_path / 'cp.db'}"
-
-    def __call__(self, *args: str) -> tuple[int, str]:
-        self.capsys.readouterr()
-        code = main(["--checkpoints", self.url, *args])
-        out = self.capsys.readouterr()
-        return code, out.out + out.err
-
-
-@pytest.fixture
-def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
-    monkeypatch.setenv("COLUMNS", "200")
-    return Cli(tmp_path, capsys)
 
 
 def test_cli_list_show_diff_use(cli: Cli, tmp_path: Path) -> None:
