@@ -142,17 +142,18 @@ def build_aime_graph(
         make_orchestrator_node(config),
         destinations=("executor", "planner", "reporter"),
     )
-    actor = build_actor_graph(
-        role_models["actor"],
-        registry=registry,
-        factory=factory,
-        knowledge=knowledge,
-        config=config,
-        verifier_model=role_models["verifier"],
-        memory=memory,
-        prompts=source,
-    )
-    if units is not None:
+    if units is None:
+        actor = build_actor_graph(
+            role_models["actor"],
+            registry=registry,
+            factory=factory,
+            knowledge=knowledge,
+            config=config,
+            verifier_model=role_models["verifier"],
+            memory=memory,
+            prompts=source,
+        )
+    else:  # the team executor holds its own single-actor graph
         from aimegraph.teams import build_team_executor
 
         actor = build_team_executor(
