@@ -185,10 +185,11 @@ def test_units_are_checked_when_the_graph_is_built(workspace: Path) -> None:
         AgentUnit(name="has space", description="d")
 
 
-def test_draw_xray_shows_the_team_subgraphs(workspace: Path) -> None:
-    # The executor is a subgraph node in the batch scheduler (under "eager" it is a
-    # runner calling it; draw the executor itself, as below).
-    config = AimeConfig(workspace=workspace, scheduler="batch")
+@pytest.mark.parametrize("scheduler", ["eager", "batch"])
+def test_draw_xray_shows_the_team_subgraphs(workspace: Path, scheduler: str) -> None:
+    # Under "eager" the executor node is a runner calling the team executor; LangGraph
+    # still sees that graph as the node's subgraph.
+    config = AimeConfig(workspace=workspace, scheduler=scheduler)
     graph = build_aime_graph("scripted:demo", agents=UNITS, config=config)
     nodes = set(graph.get_graph(xray=2).nodes)
     for mode in ("sequential", "joint", "hierarchical", "broadcast"):

@@ -247,6 +247,9 @@ def make_executor_node(
     aactor, around = task(_aactor), task(_around)
 
     def executor(state: AimeState) -> dict[str, Any]:
+        # Naming the actor graph here makes it this node's subgraph to LangGraph (it
+        # reads a node function's nonlocals), so get_graph(xray=...) draws the actors.
+        _ = actor_graph
         runtime: Runtime[Any] = get_runtime()
         schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
         running: dict[str, concurrent.futures.Future[ActorOutput]] = {}
