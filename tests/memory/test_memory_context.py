@@ -12,7 +12,7 @@ from langchain_core.tools import tool
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
-from aimegraph.memory.context import fit_context
+from aimegraph.memory import fit_context
 from aimegraph.models import ScriptedChatModel
 
 FILLER = "Row of the quarterly ledger with nothing notable in it.\n" * 90

@@ -2,13 +2,15 @@
 
 * working memory: the state key ``facts`` and the ``remember`` / ``recall`` tools
   (bundle ``memory``), see :mod:`aimegraph.memory.working`;
-* the conversation budget: ``AimeConfig.max_context_tokens``, see
-  :mod:`aimegraph.memory.context`;
+* the conversation budget: ``AimeConfig.max_context_tokens``, part of the
+  actor's own loop in the core, :mod:`aimegraph.nodes.context` (re-exported here);
 * long-term experience: episodes and lessons in a LangGraph ``BaseStore``
   (``build_aime_graph(store=open_store(...))``), see :mod:`aimegraph.memory.episodes`.
 
-The graph nodes that use them live in :mod:`aimegraph.memory.nodes` (imported by
-the graph builders, not here, to keep this package importable from the nodes).
+The graph nodes that use them live in :mod:`aimegraph.memory.nodes`, imported by
+the graph builders. This package depends on the core (nodes, state, prompts), never
+the other way round: the prompt sections for facts and past runs are
+:mod:`aimegraph.nodes.sections`.
 """
 
 from aimegraph.memory.episodes import (
@@ -29,6 +31,7 @@ from aimegraph.memory.store import (
     open_store,
 )
 from aimegraph.memory.working import MEMORY_BUNDLE, memory_tools, recall, remember
+from aimegraph.nodes.context import ContextView, fit_context, within_budget
 
 __all__ = [
     "DEFAULT_SCOPE",
@@ -37,15 +40,18 @@ __all__ = [
     "LESSONS",
     "MEMORY_BUNDLE",
     "STORE_URL_FORMS",
+    "ContextView",
     "Episode",
     "Lesson",
     "VectorIndexMissingWarning",
     "aopen_store",
     "episode_key",
+    "fit_context",
     "index_config",
     "memory_tools",
     "namespace",
     "open_store",
     "recall",
     "remember",
+    "within_budget",
 ]

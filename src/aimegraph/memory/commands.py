@@ -22,8 +22,8 @@ from aimegraph.memory.episodes import (
     rank_items,
     search_ops,
 )
-from aimegraph.memory.render import clip
 from aimegraph.memory.store import DEFAULT_STORE_URL
+from aimegraph.nodes.sections import clip
 
 __all__ = [
     "add_memory_arguments",

@@ -1,43 +1,17 @@
-"""How memories appear in prompts: bounded in count (``memory_k``) and characters."""
+"""How stored memories become prompt lines: bounded in count (``memory_k``) and characters.
+
+The sections that show them (and the whiteboard) are :mod:`aimegraph.nodes.sections`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langgraph.store.base import Item
 
 from aimegraph.memory.episodes import EPISODES, LESSONS, episode_from
+from aimegraph.nodes.sections import bounded, clip
 from aimegraph.prompts import memory as prompts
-
-_FIELD_CHARS = 300
-
-
-def clip(text: str, limit: int = _FIELD_CHARS) -> str:
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 3] + "..."
-
-
-def bounded(lines: Iterable[str], max_chars: int) -> list[str]:
-    """The lines, in order, while their total stays within ``max_chars``."""
-    kept: list[str] = []
-    used = 0
-    for line in lines:
-        if line in kept:  # the same work remembered from several runs
-            continue
-        if used + len(line) > max_chars:
-            break
-        kept.append(line)
-        used += len(line) + 1
-    return kept
-
-
-def facts_section(facts: Mapping[str, str] | None) -> str:
-    """The whiteboard as a prompt section ('' when empty)."""
-    if not facts:
-        return ""
-    lines = "\n".join(f"- {key}: {clip(value)}" for key, value in sorted(facts.items()))
-    return prompts.FACTS.format(facts=lines)
 
 
 def _lesson_line(value: Mapping[str, Any]) -> str:
@@ -66,10 +40,6 @@ def past_runs(items: Sequence[Item], max_chars: int) -> list[str]:
                 )
             )
     return bounded(lines, max_chars)
-
-
-def past_runs_section(lines: Sequence[str]) -> str:
-    return prompts.PAST_RUNS.format(items="\n".join(lines)) if lines else ""
 
 
 def experience(items: Sequence[Item], max_chars: int) -> list[str]:

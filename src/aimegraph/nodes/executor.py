@@ -31,8 +31,6 @@ from langgraph.runtime import Runtime
 from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.memory.context import within_budget
-from aimegraph.memory.render import facts_section
 from aimegraph.models.calls import (
     reraise_if_retryable,
     resolve_mode,
@@ -47,7 +45,9 @@ from aimegraph.models.json_tools import (
 )
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.models.reasoning import visible_text, without_think_text
+from aimegraph.nodes.context import within_budget
 from aimegraph.nodes.dual import Steps, model_node
+from aimegraph.nodes.sections import facts_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode

@@ -12,8 +12,8 @@ from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.memory.render import facts_section, past_runs_section
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
+from aimegraph.nodes.sections import facts_section, past_runs_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
