@@ -86,15 +86,22 @@ def reflection_templates(components: Sequence[str]) -> dict[str, str]:
 def _plan_text(trace: Trace) -> str:
     lines = []
     for task in trace["plan"]:
-        deps = f" (after {', '.join(task['dependencies'])})" if task["dependencies"] else ""
-        lines.append(f"{task['id']}: {task['title']}{deps}. {task['description']}".strip())
+        deps = task["dependencies"]
+        after = prompts.PLAN_AFTER.format(dependencies=", ".join(deps)) if deps else ""
+        lines.append(
+            prompts.PLAN_TASK.format(
+                id=task["id"], title=task["title"], after=after, description=task["description"]
+            ).strip()
+        )
     return "\n".join(lines) or prompts.NO_PLAN
 
 
 def _outcomes_text(trace: Trace) -> str:
     return (
         "\n".join(
-            f"{t['id']} ({t['status']}, {t['attempts']} attempt(s)): {t['outcome']}"
+            prompts.TASK_OUTCOME.format(
+                id=t["id"], status=t["status"], attempts=t["attempts"], outcome=t["outcome"]
+            )
             for t in trace["plan"]
         )
         or prompts.NO_PLAN
@@ -104,28 +111,36 @@ def _outcomes_text(trace: Trace) -> str:
 def _verdict_text(trace: Trace) -> str:
     verdict = trace.get("verdict")
     if verdict is None:
-        return "(not verified)"
-    issues = "".join(f"\n- {issue}" for issue in verdict["issues"])
-    return f"{'passed' if verdict['passed'] else 'rejected'}: {verdict['reasoning']}{issues}"
+        return prompts.NOT_VERIFIED
+    return prompts.VERDICT.format(
+        judgement=prompts.JUDGED_PASSED if verdict["passed"] else prompts.JUDGED_REJECTED,
+        reasoning=verdict["reasoning"],
+        issues="".join(prompts.VERDICT_ISSUE_LINE.format(issue=i) for i in verdict["issues"]),
+    )
 
 
 def _record(trace: Trace, component: str) -> dict[str, Any]:
     """What one run says about one component: its inputs, its output, the feedback."""
-    goal = {"Goal": trace["goal"]}
+    goal = {prompts.GOAL: trace["goal"]}
     inputs: dict[str, str]
     if component == "planner":
         inputs, output = goal, _plan_text(trace)
     elif component in ("actor", "persona_habits"):
-        inputs, output = {**goal, "Tasks": _plan_text(trace)}, _outcomes_text(trace)
+        inputs, output = {**goal, prompts.TASKS: _plan_text(trace)}, _outcomes_text(trace)
     elif component == "verifier":
-        inputs = {**goal, "Final answer": trace["final_answer"]}
+        inputs = {**goal, prompts.FINAL_ANSWER: trace["final_answer"]}
         output = _verdict_text(trace)
     else:  # the reporter, and any component the code adds
-        inputs, output = {**goal, "Task results": _outcomes_text(trace)}, trace["final_answer"]
+        inputs, output = (
+            {**goal, prompts.TASK_RESULTS: _outcomes_text(trace)},
+            trace["final_answer"],
+        )
     return {
-        "Inputs": inputs,
-        "Generated Outputs": output,
-        "Feedback": f"Score {trace['score']:g}. {trace['feedback']}",
+        prompts.INPUTS: inputs,
+        prompts.OUTPUTS: output,
+        prompts.FEEDBACK: prompts.SCORED_FEEDBACK.format(
+            score=trace["score"], feedback=trace["feedback"]
+        ),
     }
 
 

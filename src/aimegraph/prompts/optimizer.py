@@ -1,4 +1,4 @@
-"""Prompt-optimiser texts: the reflection prompt and the feedback a run's trace gives.
+"""Prompt-optimiser texts: the reflection prompt, how a run is shown to it, its feedback.
 
 ``REFLECTION`` is GEPA's instruction-proposal template (``<curr_param>`` is the
 component's current text, ``<side_info>`` the reflective dataset) with the rules
@@ -37,3 +37,23 @@ TASK_FAILED = "Task {task_id} ({title}) failed: {reason}"
 RUN_ERROR = "The run raised {error}"
 SUCCEEDED = "The run succeeded and the reviewer accepted the answer."
 NO_PLAN = "(no plan was made)"
+
+# A run as the reflection model reads it: GEPA renders each record of the
+# reflective dataset as Markdown headings (its keys) over their texts.
+PLAN_TASK = "{id}: {title}{after}. {description}"
+PLAN_AFTER = " (after {dependencies})"
+TASK_OUTCOME = "{id} ({status}, {attempts} attempt(s)): {outcome}"
+NOT_VERIFIED = "(not verified)"
+VERDICT = "{judgement}: {reasoning}{issues}"
+JUDGED_PASSED = "passed"
+JUDGED_REJECTED = "rejected"
+VERDICT_ISSUE_LINE = "\n- {issue}"
+GOAL = "Goal"
+TASKS = "Tasks"
+FINAL_ANSWER = "Final answer"
+TASK_RESULTS = "Task results"
+# GEPA's documented record keys (gepa.core.adapter.GEPAAdapter.make_reflective_dataset).
+INPUTS = "Inputs"
+OUTPUTS = "Generated Outputs"
+FEEDBACK = "Feedback"
+SCORED_FEEDBACK = "Score {score:g}. {feedback}"
