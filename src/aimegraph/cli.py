@@ -170,7 +170,7 @@ def cmd_memory(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
 def cmd_optimize(
     args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
 ) -> int:
-    from aimegraph.optimizer.commands import run_optimize_command
+    from aimegraph.optimizer.optimize_command import run_optimize_command
 
     return run_optimize_command(args, console)
 
@@ -884,7 +884,7 @@ def _parser() -> argparse.ArgumentParser:
         "Optimise the role prompts with GEPA on JSON Lines examples; the winner goes into "
         "the prompt store, active (needs the [optimize] extra).",
     )
-    from aimegraph.optimizer.commands import add_optimize_arguments
+    from aimegraph.optimizer.optimize_command import add_optimize_arguments
 
     add_optimize_arguments(optimize)
 
