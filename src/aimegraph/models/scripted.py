@@ -279,7 +279,23 @@ def bundled_scenarios() -> list[str]:
     return [p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")]
 
 
-class ScriptedChatModel(BaseChatModel):
+class ToolSchemaChatModel(BaseChatModel):
+    """A chat model whose ``bind_tools`` binds the tools as OpenAI tool schemas,
+    which its ``_generate`` then reads from its keyword arguments (what a provider
+    would receive), so offline models answer native tool calling as real ones do."""
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        schemas = [convert_to_openai_tool(t) for t in tools]
+        return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
+
+
+class ScriptedChatModel(ToolSchemaChatModel):
     """Replays a :class:`Scenario`; see the module docstring for the rules."""
 
     scenario: Scenario
@@ -299,16 +315,6 @@ class ScriptedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "aimegraph-scripted"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        schemas = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
 
     def reset(self) -> None:
         """Start the planner, verifier and reporter lists from the top again."""

@@ -15,19 +15,16 @@ learn.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 
 from aimegraph.models.reasoning import visible_text
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.scripted import ScriptedChatModel, ToolSchemaChatModel
 from aimegraph.prompts import optimizer as prompts
 
 __all__ = [
@@ -44,7 +41,7 @@ def _prompt_text(messages: Sequence[BaseMessage]) -> str:
     return "\n".join(visible_text(m) for m in messages)
 
 
-class PromptGatedChatModel(BaseChatModel):
+class PromptGatedChatModel(ToolSchemaChatModel):
     """Answers as ``follows`` when the prompt contains ``phrase``, else as ``ignores``.
 
     Tool binding is passed through, so either side answers in native tool calls
@@ -58,16 +55,6 @@ class PromptGatedChatModel(BaseChatModel):
     @property
     def _llm_type(self) -> str:
         return "aimegraph-prompt-gated"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: str | None = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        schemas = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
 
     def _generate(
         self,
