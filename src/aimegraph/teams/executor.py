@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.graph import END, START, StateGraph
@@ -12,16 +11,14 @@ from langgraph.types import Checkpointer, Send
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
-from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.models.resolve import resolve_model
-from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
+from aimegraph.nodes.executor import ActorFactory
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamSpec
 from aimegraph.teams.modes import MODES, mode_graph, team_parts
-from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
-from aimegraph.tools.registry import ToolRegistry, default_registry
+from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory
+from aimegraph.tools.registry import ToolRegistry
 
 
 def build_team_executor(
@@ -65,26 +62,17 @@ def build_team_executor(
     Returns:
         A compiled graph with the executor's input (:class:`ActorInput`) and output.
     """
-    config = config or AimeConfig()
-    registry = registry or default_registry(Path(config.workspace), knowledge=knowledge)
-    units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
-    chat = resolve_model(model)
-    base = factory or DefaultActorFactory(
-        registry, workspace=Path(config.workspace), knowledge=knowledge
-    )
-    source = open_prompt_source(prompts)  # one store object for the members and "single"
-    matcher = UnitMatcher(units, embeddings=embeddings)
-    unit_factory = UnitActorFactory(base, units, matcher)
     parts = team_parts(
-        chat,
-        agents=units,
+        model,
+        agents=agents,
         registry=registry,
-        factory=base,
+        factory=factory,
+        knowledge=knowledge,
         config=config,
         models=models,
         verifier_model=verifier_model,
-        matcher=matcher,
-        prompts=source,
+        embeddings=embeddings,
+        prompts=prompts,  # one store object for the members and "single"
         memory=memory,
     )
 
@@ -94,20 +82,20 @@ def build_team_executor(
     builder.add_node(
         "single",
         build_actor_graph(
-            chat,
-            registry=registry,
-            factory=unit_factory,
-            config=config,
+            parts.default_chat,
+            registry=parts.registry,
+            factory=parts.unit_factory,
+            config=parts.config,
             verifier_model=verifier_model,
             memory=memory,
             name="single",
-            prompts=source,
+            prompts=parts.prompts,
         ),
     )
     for mode in MODES:
         builder.add_node(mode, mode_graph(mode, parts))
         builder.add_edge(mode, END)
-    builder.add_conditional_edges(START, _route(unit_factory), ["single", *MODES])
+    builder.add_conditional_edges(START, _route(parts.unit_factory), ["single", *MODES])
     builder.add_edge("single", END)
     return builder.compile(checkpointer=checkpointer, name="executor")
 

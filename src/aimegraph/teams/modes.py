@@ -44,6 +44,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.memory.nodes import make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY, StructuredReply
 from aimegraph.models.resolve import resolve_model
@@ -137,6 +138,10 @@ class TeamParts:
     chat_of: Mapping[str, BaseChatModel]
     default_chat: BaseChatModel
     config: AimeConfig
+    registry: ToolRegistry
+    # Applies the task's (or the matched) unit to each actor; the team executor's
+    # ``single`` node and its router use it too.
+    unit_factory: UnitActorFactory
     checker: BaseChatModel | None = None
     # The graph's prompt source: the task check's verifier prompt (members have theirs).
     prompts: PromptSource | None = None
@@ -155,13 +160,15 @@ def team_parts(
     models: Mapping[str, BaseChatModel] | None = None,
     verifier_model: BaseChatModel | str | None = None,
     matcher: UnitMatcher | None = None,
+    embeddings: EmbeddingsSpec = None,
     prompts: PromptsArg = None,
     memory: bool = False,
 ) -> TeamParts:
     """Build the member graphs: one over ``model`` for the units without a model of
     their own, one per unit with one (``AgentUnit.model``: a key of ``models``, a
     spec or a chat model). ``prompts`` are the actors' (see ``build_actor_graph``); with
-    ``memory``, each mode graph ends by recording the team task's episode."""
+    ``memory``, each mode graph ends by recording the team task's episode. Without a
+    ``matcher``, units are matched to tasks over ``embeddings``."""
     config = config or AimeConfig()
     registry = registry or default_registry(Path(config.workspace), knowledge=knowledge)
     units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
@@ -169,7 +176,9 @@ def team_parts(
     base = factory or DefaultActorFactory(
         registry, workspace=Path(config.workspace), knowledge=knowledge
     )
-    unit_factory = UnitActorFactory(base, units, matcher or UnitMatcher(units))
+    unit_factory = UnitActorFactory(
+        base, units, matcher or UnitMatcher(units, embeddings=embeddings)
+    )
     roles = dict(models or {})
     source = open_prompt_source(prompts)
     chat_of = units.chat_models(
@@ -204,7 +213,19 @@ def team_parts(
     checker = None
     if config.verify in ("tasks", "both"):
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
-    return TeamParts(units, graphs, node_of, chat_of, chat, config, checker, source, memory)
+    return TeamParts(
+        units,
+        graphs,
+        node_of,
+        chat_of,
+        chat,
+        config,
+        registry,
+        unit_factory,
+        checker,
+        source,
+        memory,
+    )
 
 
 def build_team_graph(
