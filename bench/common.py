@@ -337,6 +337,10 @@ class LatencyChatModel(ScriptedChatModel):
         """Calls since the last ``reset()``."""
         return len(self.prompts())
 
+    def delay_s(self, messages: list[BaseMessage]) -> float:
+        """How long this call waits before it answers (``latency_s``; subclasses vary it)."""
+        return self.latency_s
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -344,7 +348,7 @@ class LatencyChatModel(ScriptedChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        time.sleep(self.latency_s)
+        time.sleep(self.delay_s(messages))
         return super()._generate(messages, stop, run_manager, **kwargs)
 
 

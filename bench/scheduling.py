@@ -19,15 +19,13 @@ import re
 import statistics
 import time
 from pathlib import Path
-from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
 
 from aimegraph import build_aime_graph
-from aimegraph.models.scripted import Scenario, ScriptedChatModel
+from aimegraph.models.scripted import Scenario
 from bench.common import (
+    LatencyChatModel,
     SectionResult,
     Table,
     TaskDict,
@@ -45,9 +43,9 @@ MAX_PARALLEL = 32
 _TASK_ID = re.compile(r'<task id="([^"]+)"')
 
 
-class DurationChatModel(ScriptedChatModel):
-    """The scripted model; an actor call sleeps its task's duration (releasing
-    the GIL, as a network wait does), every other call answers at once."""
+class DurationChatModel(LatencyChatModel):
+    """The latency model; an actor call sleeps its task's duration, every other
+    call answers at once."""
 
     durations: dict[str, float] = {}
 
@@ -55,17 +53,9 @@ class DurationChatModel(ScriptedChatModel):
     def _llm_type(self) -> str:
         return "bench-duration"
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = "\n".join(m.text for m in messages)
-        if (found := _TASK_ID.search(text)) and found.group(1) in self.durations:
-            time.sleep(self.durations[found.group(1)])
-        return super()._generate(messages, stop, run_manager, **kwargs)
+    def delay_s(self, messages: list[BaseMessage]) -> float:
+        found = _TASK_ID.search("\n".join(m.text for m in messages))
+        return self.durations.get(found.group(1), 0.0) if found else 0.0
 
 
 def random_dag(rng: random.Random, n: int) -> list[TaskDict]:

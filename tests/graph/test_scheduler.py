@@ -14,6 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from tests.conftest import GraphFactory, steps_of
+from tests.scripted import spec, submit
 
 from aimegraph.checkpoints import make_serializer
 from aimegraph.checkpoints.delta import checkpoint_values
@@ -101,17 +102,9 @@ def test_raw_checkpoints_read_back_the_same_task_map_as_get_state(
 # --- eager dispatch (AimeConfig.scheduler="eager") ---
 
 
-def submit(summary: str) -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
-
-
-def spec(id: str, *deps: str, bundles: tuple[str, ...] = ()) -> dict[str, Any]:
-    return {"id": id, "title": f"Task {id}", "dependencies": list(deps), "tool_bundles": bundles}
-
-
 def custom(id: str, *deps: str) -> dict[str, Any]:
     """A task whose actor has the test's own tools."""
-    return spec(id, *deps, bundles=("custom",))
+    return spec(id, *deps, tool_bundles=("custom",))
 
 
 def in_flight(events: list[dict[str, Any]]) -> list[int]:
@@ -314,7 +307,7 @@ def test_actor_durability_exit_leaves_no_actor_checkpoints_and_still_resumes_que
         "planner": [
             {
                 "rationale": "r",
-                "tasks": [spec("a", bundles=("human",)), spec("b"), spec("c", "a", "b")],
+                "tasks": [spec("a", tool_bundles=("human",)), spec("b"), spec("c", "a", "b")],
             }
         ],
         "actors": {

@@ -32,6 +32,7 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 from langgraph.types import Command
+from tests.scripted import call, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import (
@@ -166,20 +167,21 @@ class Crash(BaseException):
 
 def _crash_scenario() -> dict[str, Any]:
     def step(task: str) -> list[dict[str, Any]]:
-        return [
-            {"tool": "side_effect", "args": {"task": task}},
-            {"tool": "submit_result", "args": {"status": "completed", "summary": f"{task} ok"}},
-        ]
+        return [call("side_effect", task=task), submit(f"{task} ok")]
 
-    def spec(id: str, *deps: str) -> dict[str, Any]:
-        return {"id": id, "title": f"Task {id}", "dependencies": list(deps),
-                "tool_bundles": ["custom"]}  # fmt: skip
+    def custom(id: str, *deps: str) -> dict[str, Any]:
+        return spec(id, *deps, tool_bundles=["custom"])
 
     return {
         "planner": [
             {
                 "rationale": "r",
-                "tasks": [spec("t0"), spec("a", "t0"), spec("b", "t0"), spec("c", "a", "b")],
+                "tasks": [
+                    custom("t0"),
+                    custom("a", "t0"),
+                    custom("b", "t0"),
+                    custom("c", "a", "b"),
+                ],
             }
         ],  # fmt: skip
         "actors": {t: step(t) for t in ("t0", "a", "b", "c")},
