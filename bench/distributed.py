@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
@@ -59,10 +60,13 @@ OVERHEAD_SAMPLES = 10
 GOAL = "Assemble the report from its work items."
 
 
-def build_graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
-    """The workers' ``--graph``: the aime graph on the latency model."""
+def build_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """The workers' ``--graph``: the aime graph on the latency model, with the
+    worker's memory store (the checkpoints' database, as by default)."""
     model = LatencyChatModel.from_dict(scenario([task("a"), task("b")]), latency_s=LATENCY_S)
-    return build_aime_graph(model, config=settings.config, checkpointer=saver)
+    return build_aime_graph(model, config=settings.config, checkpointer=saver, store=store)
 
 
 def run(quick: bool) -> SectionResult:

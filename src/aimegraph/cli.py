@@ -48,6 +48,7 @@ from aimegraph.cli_support import (
     checked_config,
     config_from_args,
     config_json,
+    run_prompts,
 )
 from aimegraph.config import AimeConfig
 from aimegraph.console import LiveProgress
@@ -212,31 +213,11 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         model=args.model,
         config=config,
         tools=tuple(args.tools),
-        prompts=_run_prompts(args, console, online=config.optimize_online),
+        prompts=run_prompts(args, console, online=config.optimize_online),
         agents=args.agents,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
-
-
-def _run_prompts(args: argparse.Namespace, console: Console, *, online: bool = False) -> str | None:
-    """``--prompts`` (a prompt-set file or a prompt store), else the default prompt
-    store when it has an active version, or when the run's online prompt optimiser
-    needs a store to write to; says which version the run starts with."""
-    from aimegraph.graphs.sources import open_prompt_source
-    from aimegraph.optimizer.store import default_prompt_store, starting_prompts
-
-    path = args.prompts
-    if path is None:
-        path = starting_prompts(default_prompt_store(args.checkpoints), online=online)
-        if path is None:
-            return None
-    elif not Path(path).is_file():  # an empty store is made by `prompts add`, not by a typo
-        raise CliError(f"--prompts {path}: no such file", EXIT_USAGE)
-    version = open_prompt_source(path).current()  # a bad file is a usage error (ValueError)
-    if not args.json:
-        console.print(f"prompts: version {version} from {path}", markup=False)
-    return str(path)
 
 
 def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -696,6 +677,22 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")
     _tools_option(parser)
+    parser.add_argument(
+        "--prompts",
+        metavar="FILE_OR_STORE",
+        help="role prompts: a JSON / YAML prompt set, or a prompt store (.jsonl) whose "
+        "active version the run uses (default: the prompt store beside the checkpoints, "
+        "when it has an active version; else the built-in prompts). A submitted run's "
+        "workers read the same path",
+    )
+    parser.add_argument(
+        "--agents",
+        metavar="FILE_OR_MODULE:ATTR",
+        help="agent units the planner may assign to tasks, alone or as teams: a YAML / JSON "
+        "list of {name, description, persona, tool_bundles, model}, or MODULE:ATTR naming "
+        "AgentUnits. Stored with the run, so resume (and a submitted run's workers) find "
+        "them again",
+    )
 
 
 def _broker_options(parser: argparse.ArgumentParser, purpose: str) -> None:
@@ -754,20 +751,6 @@ def _parser() -> argparse.ArgumentParser:
 
     run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
     _run_options(run)
-    run.add_argument(
-        "--prompts",
-        metavar="FILE_OR_STORE",
-        help="role prompts: a JSON / YAML prompt set, or a prompt store (.jsonl) whose "
-        "active version the run uses (default: the prompt store beside the checkpoints, "
-        "when it has an active version; else the built-in prompts)",
-    )
-    run.add_argument(
-        "--agents",
-        metavar="FILE_OR_MODULE:ATTR",
-        help="agent units the planner may assign to tasks, alone or as teams: a YAML / JSON "
-        "list of {name, description, persona, tool_bundles, model}, or MODULE:ATTR naming "
-        "AgentUnits. Stored with the run, so resume finds them again",
-    )
     _durability_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
@@ -853,6 +836,13 @@ def _parser() -> argparse.ArgumentParser:
         "(needs [distributed]).",
     )
     _broker_options(worker, "to take runs from")
+    worker.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,  # as before the subcommand: aimegraph --store URL worker
+        help="long-term memory the runs recall from and record into (default: the "
+        "checkpoints' Postgres database); a run with memory 'off' in its config uses none",
+    )
     worker.add_argument("--concurrency", type=int, default=1, help="runs at once (1)")
     worker.add_argument(
         "--visibility-timeout",
@@ -865,8 +855,9 @@ def _parser() -> argparse.ArgumentParser:
         "--graph",
         metavar="MODULE:ATTR",
         default="aimegraph.steering:run_graph",
-        help="callable (RunSettings, checkpointer) -> compiled graph that builds each run "
-        "(default: the standard aime graph with the run's model and --tools)",
+        help="callable (RunSettings, checkpointer, store=None) -> compiled graph that "
+        "builds each run; given the worker's memory store when it takes store= (default: "
+        "the standard aime graph with the run's model, --tools, --prompts and --agents)",
     )
     worker.add_argument("--name", help="worker name (default: aimegraph-PID@HOST)")
     worker.add_argument("--log-level", default="INFO", help="Celery log level (INFO)")

@@ -8,10 +8,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aimegraph.config import AimeConfig
 from aimegraph.steering import WORKSPACES
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "EXIT_CODES",
@@ -89,3 +92,23 @@ def checked_config(fields: dict[str, Any]) -> AimeConfig:
             f"cannot create the workspace {workspace}: {exc.strerror}", EXIT_USAGE
         ) from exc
     return config.model_copy(update={"workspace": workspace})
+
+
+def run_prompts(args: argparse.Namespace, console: Console, *, online: bool = False) -> str | None:
+    """``--prompts`` (a prompt-set file or a prompt store), else the default prompt
+    store when it has an active version, or when the run's online prompt optimiser
+    needs a store to write to; says which version the run starts with."""
+    from aimegraph.graphs.sources import open_prompt_source
+    from aimegraph.optimizer.store import default_prompt_store, starting_prompts
+
+    path = args.prompts
+    if path is None:
+        path = starting_prompts(default_prompt_store(args.checkpoints), online=online)
+        if path is None:
+            return None
+    elif not Path(path).is_file():  # an empty store is made by `prompts add`, not by a typo
+        raise CliError(f"--prompts {path}: no such file", EXIT_USAGE)
+    version = open_prompt_source(path).current()  # a bad file is a usage error (ValueError)
+    if not args.json:
+        console.print(f"prompts: version {version} from {path}", markup=False)
+    return str(path)

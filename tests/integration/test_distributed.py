@@ -26,9 +26,14 @@ from typing import Any
 
 import pytest
 from bench.common import LatencyChatModel
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
 from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.config import get_config
+from langgraph.store.base import BaseStore
 
 from aimegraph import AimeConfig, build_aime_graph, distributed
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
@@ -38,6 +43,7 @@ from aimegraph.distributed import records, runner
 from aimegraph.distributed.runner import ThreadBusyError, execute_run
 from aimegraph.distributed.submit import submit_run, wait_for_run
 from aimegraph.graphs.aime import AimeGraph
+from aimegraph.memory import open_store
 from aimegraph.steering import run_graph, run_tools
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -45,6 +51,7 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT = "tests.integration.test_distributed"  # as the workers import this module
 SIDE_EFFECTS_ENV = "AIMEGRAPH_TEST_SIDE_EFFECTS"
+PLANNER_PROMPTS_ENV = "AIMEGRAPH_TEST_PLANNER_PROMPTS"
 LATENCY_S = 0.2
 RUNS = 30
 TASKS = ("t1", "t2", "t3")
@@ -86,12 +93,51 @@ def _scenario() -> dict[str, Any]:
     }
 
 
-def build_latency_graph(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
-    """The standard graph with the run's tools, on a model that waits like a remote one."""
+def build_latency_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """The standard graph with the run's tools (and the worker's memory store), on a
+    model that waits like a remote one."""
     model = LatencyChatModel.from_dict(_scenario(), latency_s=LATENCY_S)
     return build_aime_graph(
-        model, tools=run_tools(settings), config=settings.config, checkpointer=saver
+        model, tools=run_tools(settings), config=settings.config, checkpointer=saver, store=store
     )
+
+
+class PlannerPromptLog(LatencyChatModel):
+    """Appends each planner prompt, with its thread id, to a file: what a worker
+    process showed its planner, for the test process to read."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        before = len(self.prompts("planner"))
+        result = super()._generate(messages, stop, run_manager, **kwargs)
+        planner = self.prompts("planner")
+        if len(planner) > before:
+            line = {"thread_id": get_config()["configurable"]["thread_id"], "prompt": planner[-1]}
+            with open(os.environ[PLANNER_PROMPTS_ENV], "a") as log:
+                log.write(json.dumps(line) + "\n")
+        return result
+
+
+def build_prompt_logging_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """As build_latency_graph, with a model that logs its planner prompts."""
+    model = PlannerPromptLog.from_dict(_scenario(), latency_s=0.0)
+    return build_aime_graph(
+        model, tools=run_tools(settings), config=settings.config, checkpointer=saver, store=store
+    )
+
+
+def build_without_store(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
+    """A builder written before workers had a memory store (two arguments)."""
+    return build_latency_graph(settings, saver)
 
 
 # --- fixtures ---
@@ -118,29 +164,31 @@ class Cluster:
         self.broker, self.checkpoints, self.tmp = broker, checkpoints, tmp
         self.queue = f"pytest-{uuid.uuid4().hex[:8]}"
         self.side_effects = tmp / "side-effects.log"
+        self.planner_prompts = tmp / "planner-prompts.jsonl"
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.env = {
             **os.environ,
             "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
             SIDE_EFFECTS_ENV: str(self.side_effects),
+            PLANNER_PROMPTS_ENV: str(self.planner_prompts),
         }
 
-    def start_worker(self, name: str) -> None:
+    def start_worker(self, name: str, graph: str = "build_latency_graph") -> None:
         log = (self.tmp / f"{name}.log").open("wb")
         self.workers[name] = subprocess.Popen(
             [sys.executable, "-m", "aimegraph.cli", "worker", "--checkpoints", self.checkpoints]
             + ["--broker", self.broker, "--queue", self.queue, "--name", f"{name}@%h"]
             + ["--visibility-timeout", str(VISIBILITY_TIMEOUT_S)]
-            + ["--graph", f"{SUPPORT}:build_latency_graph"],
+            + ["--graph", f"{SUPPORT}:{graph}"],
             cwd=self.tmp,
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
         )
 
-    def submit(self, **config: Any) -> str:
+    def submit(self, goal: str = "Do the three work items.", **config: Any) -> str:
         return submit_run(
-            "Do the three work items.",
+            goal,
             broker=self.broker,
             checkpoints=self.checkpoints,
             # The workers' --graph builds the latency model; the CLI reads the
@@ -185,7 +233,17 @@ class Cluster:
 def cluster(
     redis_url: str, postgres_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
-    cluster = Cluster(redis_url, postgres_url, tmp_path_factory.mktemp("distributed"))
+    yield from _cluster(redis_url, postgres_url, tmp_path_factory.mktemp("distributed"))
+
+
+@pytest.fixture
+def memory_cluster(redis_url: str, postgres_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster of its own (its own queue): its worker logs its planner prompts."""
+    yield from _cluster(redis_url, postgres_url, tmp_path)
+
+
+def _cluster(redis_url: str, postgres_url: str, tmp: Path) -> Iterator[Cluster]:
+    cluster = Cluster(redis_url, postgres_url, tmp)
     yield cluster
     cluster.stop()
     with records.connect(postgres_url) as conn, open_checkpointer(postgres_url) as saver:
@@ -195,6 +253,10 @@ def cluster(
         ).fetchall()
         for (thread_id,) in rows:
             saver.delete_thread(thread_id)
+    with open_store(postgres_url) as store:  # the memories of runs scoped to the queue
+        for namespace in store.list_namespaces(prefix=("aimegraph", cluster.queue)):
+            for item in store.search(namespace, limit=1000):
+                store.delete(namespace, item.key)
 
 
 # --- tests ---
@@ -328,6 +390,86 @@ def test_one_worker_at_a_time_and_repeated_deliveries_do_nothing(
     assert _side_effects(cluster)[thread_id] == Counter({key: 1 for key in TASKS})
 
 
+def test_distributed_runs_record_and_recall_memories_in_postgres(
+    memory_cluster: Cluster, postgres_url: str
+) -> None:
+    """A worker opens the checkpoints' database as its memory store by default: a
+    run records its episodes there, a later run on a related goal (on the worker,
+    a fresh graph) shows them to its planner, and a run with memory "off" neither
+    recalls nor records."""
+    cluster, scope = memory_cluster, memory_cluster.queue  # the runs' user_id
+    cluster.start_worker("m1", graph="build_prompt_logging_graph")
+    first = cluster.submit("Do the three work items.", user_id=scope)
+    assert wait_for_run(first, checkpoints=cluster.checkpoints, timeout=90).outcome == "succeeded"
+
+    with open_store(postgres_url) as store:
+        episodes = store.search(("aimegraph", scope, "episodes"), limit=100)
+    assert {item.key.split(":")[1] for item in episodes if item.value["thread_id"] == first} == {
+        *TASKS,
+        "run",
+    }
+
+    second = cluster.submit("Do the three work items again.", user_id=scope)
+    assert wait_for_run(second, checkpoints=cluster.checkpoints, timeout=90).outcome == "succeeded"
+    off = cluster.submit("Do the three work items once more.", user_id=scope, memory="off")
+    assert wait_for_run(off, checkpoints=cluster.checkpoints, timeout=90).outcome == "succeeded"
+
+    planner = _planner_prompts(cluster)
+    assert "From memory" not in planner[first][0]
+    recalled = planner[second][0].split("From memory", 1)[1]
+    assert "goal: Do the three work items.; outcome: completed" in recalled
+    assert "Work item t1" in recalled  # the first run's plan
+    assert "From memory" not in planner[off][0]
+    with open_store(postgres_url) as store:
+        threads = {i.value["thread_id"] for i in store.search(("aimegraph", scope), limit=100)}
+    assert first in threads and second in threads and off not in threads
+
+
+def test_a_builder_without_a_store_parameter_still_runs(
+    cluster: Cluster, postgres_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A two-argument ``--graph`` builder (written before workers had a memory store)
+    is called without one, and its run records nothing."""
+    monkeypatch.setenv(SIDE_EFFECTS_ENV, str(cluster.side_effects))
+    assert runner.takes_store(build_latency_graph) and runner.takes_store(run_graph)
+    assert not runner.takes_store(build_without_store)
+    thread_id = f"{cluster.queue}-{uuid.uuid4().hex[:8]}"
+    settings = RunSettings(
+        model="scripted:demo",
+        config=AimeConfig(workspace=cluster.tmp / "workspace", user_id=cluster.queue),
+        tools=(f"{SUPPORT}:record_side_effect",),
+    )
+    with records.connect(cluster.checkpoints) as conn:
+        records.insert_queued(conn, thread_id, "Do the three work items.", settings)
+    with open_store(postgres_url) as store:
+        ended = execute_run(cluster.checkpoints, thread_id, "w9", build_without_store, store=store)
+        assert ended is not None and ended.outcome == "succeeded"
+        recorded = store.search(("aimegraph", cluster.queue, "episodes"), limit=100)
+    assert thread_id not in {item.value["thread_id"] for item in recorded}
+
+
+def test_submit_stores_prompts_and_agents_for_the_workers(cluster: Cluster, tmp_path: Path) -> None:
+    prompts = tmp_path / "prompts.yaml"
+    prompts.write_text("persona_habits: Always state units.\n")
+    agents = tmp_path / "agents.yaml"
+    agents.write_text(
+        json.dumps([{"name": "writer", "description": "Writes notes.", "persona": "A writer."}])
+    )
+    queue = ["--broker", cluster.broker, "--queue", cluster.queue]
+    thread_id = f"{cluster.queue}-{uuid.uuid4().hex[:8]}"
+    code, submitted = cluster.cli(
+        "submit", "a goal", "--thread", thread_id, "--prompts", str(prompts),
+        "--agents", str(agents), *queue,
+    )  # fmt: skip
+    assert (code, submitted) == (0, {"thread_id": thread_id})
+    settings = _settings(cluster, thread_id)
+    assert (settings.prompts, settings.agents) == (str(prompts), str(agents))
+
+    for flag, missing in (("--prompts", "nosuch.yaml"), ("--agents", "nosuch.yaml")):
+        code, _ = cluster.cli("submit", "a goal", flag, str(tmp_path / missing), *queue)
+        assert code == 2, flag
+
+
 def test_a_run_that_cannot_start_ends_failed_with_the_reason(cluster: Cluster) -> None:
     thread_id = f"{cluster.queue}-{uuid.uuid4().hex[:8]}"
     settings = RunSettings(model="openai:", config=AimeConfig(workspace=cluster.tmp / "ws"))
@@ -411,6 +553,15 @@ def _side_effects(cluster: Cluster) -> defaultdict[str, Counter[str]]:
             thread_id, key = line.rsplit(":", 1)
             effects[thread_id][key] += 1
     return effects
+
+
+def _planner_prompts(cluster: Cluster) -> defaultdict[str, list[str]]:
+    """Each thread's planner prompts, as the workers' model logged them."""
+    prompts: defaultdict[str, list[str]] = defaultdict(list)
+    for line in cluster.planner_prompts.read_text().splitlines():
+        logged = json.loads(line)
+        prompts[logged["thread_id"]].append(logged["prompt"])
+    return prompts
 
 
 def _settings(cluster: Cluster, thread_id: str) -> RunSettings:

@@ -19,6 +19,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
+from langgraph.store.memory import InMemoryStore
 
 from aimegraph.checkpoints import (
     RunSettings,
@@ -124,8 +125,10 @@ class RunManager:
         workers, False when it carries on here."""
         record = self._distributed_record(thread_id)
         settings = record.settings if record is not None else latest_settings(self.saver, thread_id)
-        # The workers build a run's graph without a store; read it as they run it.
-        store = None if record is not None else self.store
+        # Workers build a run's graph with their memory store (`aimegraph worker
+        # --store`): read it with one too, so its memory nodes are there (a
+        # read writes nothing to it).
+        store = self.store if self.store is not None or record is None else InMemoryStore()
         snapshot = run_graph(settings, self.saver, store).get_state(run_config(thread_id))
         if snapshot.interrupts:
             if answer is None:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery, Task
+from langgraph.store.base import BaseStore
 from psycopg import OperationalError
 from psycopg_pool import PoolTimeout
 
@@ -60,10 +61,16 @@ class BrokerConnectionError(ConnectionError):
 
 @dataclass(frozen=True)
 class WorkerSettings:
-    """Where a worker finds its runs and how it builds their graphs."""
+    """Where a worker finds its runs and how it builds their graphs.
+
+    ``store`` is the long-term memory its runs recall from and record into, opened
+    once by the worker process and shared by its threads (``aimegraph worker`` opens
+    ``--store``, by default the checkpoints' own Postgres database); None runs them
+    without memory."""
 
     checkpoints: str
     graph_builder: str = DEFAULT_GRAPH_BUILDER
+    store: BaseStore | None = None
 
 
 def make_app(
@@ -114,6 +121,7 @@ def make_app(
                     self.request.hostname or "worker",
                     build_graph,
                     resume,
+                    worker.store,
                 )
             except ThreadBusyError as exc:
                 raise self.retry(countdown=LOCK_RETRY_S, exc=exc) from exc

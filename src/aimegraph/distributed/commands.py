@@ -17,7 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
-from aimegraph.cli_support import EXIT_NOT_FOUND, EXIT_USAGE, CliError, config_from_args
+from aimegraph.cli_support import (
+    EXIT_NOT_FOUND,
+    EXIT_USAGE,
+    CliError,
+    config_from_args,
+    run_prompts,
+)
 from aimegraph.distributed import records
 from aimegraph.distributed.app import (
     BrokerConnectionError,
@@ -26,7 +32,7 @@ from aimegraph.distributed.app import (
     make_app,
 )
 from aimegraph.distributed.records import RunRecord
-from aimegraph.distributed.runner import load_graph_builder
+from aimegraph.distributed.runner import load_graph_builder, takes_store
 from aimegraph.distributed.submit import (
     RunNotResumableError,
     enqueue_resume,
@@ -55,7 +61,7 @@ def _cli_errors() -> Iterator[None]:
 def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     """Serve runs until stopped (Ctrl+C or SIGTERM: the runs in hand finish first)."""
     with _cli_errors():
-        app = _worker_app(args)
+        app = _worker_app(args, console)
     # Threads, not processes: a run mostly waits on its models and Postgres, and one
     # process shares its imports; use more worker processes for CPU-bound models.
     app.worker_main(
@@ -73,19 +79,28 @@ def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     return 0
 
 
-def _worker_app(args: argparse.Namespace) -> Celery:
+def _worker_app(args: argparse.Namespace, console: Console) -> Celery:
     checkpoints = _postgres_url(args)
-    load_graph_builder(args.graph)  # fail here, not on the first delivery
-    app = make_app(
+    builder = load_graph_builder(args.graph)  # fail here, not on the first delivery
+    broker = make_app(args.broker, queue=args.queue)
+    check_broker(broker)
+    with records.connect(checkpoints):  # reachable, and the runs table exists
+        pass
+    # One store for the process, shared by its threads (--store, else the
+    # checkpoints' database: the same default as `aimegraph run`).
+    store = args.memory_store()
+    if not takes_store(builder):
+        console.print(
+            f"warning: --graph {args.graph} takes no store=: its runs recall and record "
+            "no memories",
+            markup=False,
+        )
+    return make_app(
         args.broker,
         visibility_timeout=args.visibility_timeout,
         queue=args.queue,
-        worker=WorkerSettings(checkpoints=checkpoints, graph_builder=args.graph),
+        worker=WorkerSettings(checkpoints=checkpoints, graph_builder=args.graph, store=store),
     )
-    check_broker(app)
-    with records.connect(checkpoints):  # reachable, and the runs table exists
-        pass
-    return app
 
 
 def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -99,13 +114,21 @@ def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
 
 
 def _submit(args: argparse.Namespace, thread_id: str) -> None:
+    config = config_from_args(args, thread_id)  # the same config flags as `run`
+    if args.agents:  # a bad file or import fails here, not on a worker
+        from aimegraph.teams import load_agents
+
+        load_agents(args.agents)
     submit_run(
         args.goal,
         broker=args.broker,
         checkpoints=_postgres_url(args),
         model=args.model,
-        config=config_from_args(args, thread_id),  # the same config flags as `run`
+        config=config,
         tools=args.tools,
+        # stdout carries the thread id alone: say the prompt version on stderr
+        prompts=run_prompts(args, Console(stderr=True), online=config.optimize_online),
+        agents=args.agents,
         thread_id=thread_id,
         queue=args.queue,
     )

@@ -12,16 +12,17 @@ starts, so a redelivery never repeats finished work.
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.store.base import BaseStore
 from langgraph.types import Command, StateSnapshot
 
 from aimegraph.checkpoints import open_checkpointer, run_config, run_state
-from aimegraph.checkpoints.runs import RunSettings
 from aimegraph.distributed import records
 from aimegraph.distributed.records import RunRecord
 from aimegraph.imports import import_object
@@ -35,14 +36,18 @@ __all__ = [
     "ThreadBusyError",
     "execute_run",
     "load_graph_builder",
+    "takes_store",
 ]
 
 log = logging.getLogger(__name__)
 
-GraphBuilder = Callable[[RunSettings, BaseCheckpointSaver[Any]], CompiledStateGraph[Any, Any, Any]]
+GraphBuilder = Callable[..., CompiledStateGraph[Any, Any, Any]]
 DEFAULT_GRAPH_BUILDER = "aimegraph.steering:run_graph"
 """How a worker builds a run's graph unless ``aimegraph worker --graph`` names another
-callable ``(RunSettings, checkpointer) -> compiled graph`` (e.g. to add your tools)."""
+callable ``(RunSettings, checkpointer, store=None) -> compiled graph`` (e.g. to add
+your tools). It gets the worker's memory store as ``store=`` when it has a ``store``
+parameter (or ``**kwargs``); a builder without one is called as
+``(settings, checkpointer)`` and its runs have no long-term memory."""
 
 # Session-level advisory lock per thread, in its own key space (the text is hashed
 # to the 64-bit key by Postgres itself).
@@ -65,18 +70,34 @@ def load_graph_builder(path: str) -> GraphBuilder:
     return builder  # type: ignore[no-any-return]
 
 
+def takes_store(builder: GraphBuilder) -> bool:
+    """Whether ``builder`` accepts ``store=`` (older two-argument builders do not)."""
+    try:
+        parameters = inspect.signature(builder).parameters.values()
+    except (TypeError, ValueError):  # no signature to read (some builtins, C callables)
+        return False
+    return any(
+        (p.name == "store" and p.kind is not p.POSITIONAL_ONLY) or p.kind is p.VAR_KEYWORD
+        for p in parameters
+    )
+
+
 def execute_run(
     checkpoints: str,
     thread_id: str,
     worker: str,
     build_graph: GraphBuilder,
     resume: Mapping[str, Any] | None = None,
+    store: BaseStore | None = None,
 ) -> RunRecord | None:
     """Run (or continue) ``thread_id`` while holding its lock; returns its record
     afterwards, None when no run was submitted under that id.
 
     ``resume`` maps interrupt ids to answers; ids no longer pending (the answer was
-    applied by a worker that died later) are ignored.
+    applied by a worker that died later) are ignored. ``store`` is the worker's
+    long-term memory, given to ``build_graph`` when it takes one (see
+    :func:`takes_store`): the run recalls past runs and records its episodes there
+    unless its config says ``memory="off"``.
 
     Raises:
         ThreadBusyError: another worker holds the thread (retry later).
@@ -91,7 +112,7 @@ def execute_run(
             return None
         with open_checkpointer(checkpoints) as saver:
             try:
-                _run(saver, conn, record, worker, build_graph, resume)
+                _run(saver, conn, record, worker, build_graph, resume, store)
             except Exception as exc:  # a bad model spec, tool import, a graph error...
                 reason = f"worker error: {type(exc).__name__}: {exc}"
                 records.mark_ended(conn, thread_id, "finished", "failed", reason)
@@ -108,9 +129,13 @@ def _run(
     worker: str,
     build_graph: GraphBuilder,
     resume: Mapping[str, Any] | None,
+    store: BaseStore | None,
 ) -> None:
     thread_id = record.thread_id
-    graph = build_graph(record.settings, saver)
+    if store is not None and takes_store(build_graph):
+        graph = build_graph(record.settings, saver, store=store)
+    else:
+        graph = build_graph(record.settings, saver)
     snapshot = graph.get_state(run_config(thread_id))
     inputs = _next_inputs(snapshot, record.goal, resume)
     if inputs is _NOTHING_TO_DO:

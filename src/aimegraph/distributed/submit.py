@@ -33,6 +33,8 @@ def submit_run(
     model: str = "openai:gpt-4o-mini",
     config: AimeConfig | Mapping[str, Any] | None = None,
     tools: Sequence[str] = (),
+    prompts: str | None = None,
+    agents: str | None = None,
     thread_id: str | None = None,
     queue: str = DEFAULT_QUEUE,
 ) -> str:
@@ -47,6 +49,11 @@ def submit_run(
             ``.aimegraph/workspace/<thread id>`` under the worker's directory.
         tools: ``module:attr`` references to the application's tools, imported on
             the worker (see ``aimegraph run --tools``).
+        prompts: a prompt-set file or prompt store (``.jsonl``) the run is built with
+            (``aimegraph run --prompts``); stored as an absolute path, which the
+            workers read: the same path on every machine, or a shared filesystem.
+        agents: agent units (a YAML / JSON file, same rule as ``prompts``, or
+            ``module:attr`` importable on the workers; ``aimegraph run --agents``).
         thread_id: defaults to a new one; an existing one raises ThreadExistsError.
 
     Raises:
@@ -58,7 +65,11 @@ def submit_run(
     fields = config.model_dump() if isinstance(config, AimeConfig) else dict(config or {})
     fields.setdefault("workspace", WORKSPACES / thread_id)
     settings = RunSettings(
-        model=model, config=AimeConfig.model_validate(fields), tools=tuple(tools)
+        model=model,
+        config=AimeConfig.model_validate(fields),
+        tools=tuple(tools),
+        prompts=prompts,
+        agents=agents,
     )
     app = make_app(broker, queue=queue)
     check_broker(app)
