@@ -58,6 +58,7 @@ LATENCY_S = 0.1
 RUNS = 24
 OVERHEAD_SAMPLES = 10
 GOAL = "Assemble the report from its work items."
+MEMORY_SCOPE = "bench-distributed"
 
 
 def build_graph(
@@ -76,18 +77,25 @@ def run(quick: bool) -> SectionResult:
         table.add("skipped", missing)
         return SectionResult("distributed", [table], {"skipped": 1.0})
     from aimegraph.distributed.records import connect
+    from aimegraph.memory import open_store
 
     runs = 4 if quick else RUNS
     counts = (1, 2) if quick else (1, 2, 4)
     samples = 3 if quick else OVERHEAD_SAMPLES
     with workspace() as tmp:
         rates = {w: _throughput(w, runs, tmp) for w in counts}
+        # Side by side with the first row: what recalling and recording costs a run.
+        without_memory = _throughput(1, runs, tmp, memory="off")
         overhead, baseline = _queueing_overhead(samples, tmp)
     with connect(POSTGRES_URL) as conn, open_checkpointer(POSTGRES_URL) as saver:
         for (thread_id,) in conn.execute(
             "DELETE FROM aimegraph_runs WHERE thread_id LIKE 'bench-%' RETURNING thread_id"
         ).fetchall():
             saver.delete_thread(thread_id)
+    with open_store(POSTGRES_URL) as store:
+        for namespace in store.list_namespaces(prefix=("aimegraph", MEMORY_SCOPE)):
+            for item in store.search(namespace, limit=10_000):
+                store.delete(namespace, item.key)
 
     scaling = Table(
         f"Runs per minute ({runs} runs of 2 tasks, {LATENCY_S * 1000:.0f} ms per LLM call)",
@@ -99,9 +107,17 @@ def run(quick: bool) -> SectionResult:
         scaling.add(workers, f"{rate:.1f}", f"{speedup:.2f}x", f"{speedup / workers:.0%}")
         metrics[f"runs_per_min_{workers}"] = rate
         metrics[f"efficiency_{workers}"] = speedup / workers
+    scaling.add(
+        "1, runs with memory off",
+        f"{without_memory:.1f}",
+        f"{without_memory / rates[1]:.2f}x",
+        "",
+    )
+    metrics["runs_per_min_1_memory_off"] = without_memory
     scaling.notes.append(
         "each worker process runs one run at a time (--concurrency 1); all share one "
-        "Redis and one Postgres on the same machine"
+        "Redis and one Postgres on the same machine; the workers have their default "
+        "memory store (PostgresStore in the same database: each run recalls and records)"
     )
     queueing = Table(
         f"Queueing overhead (median of {samples}, one idle worker)",
@@ -114,13 +130,13 @@ def run(quick: bool) -> SectionResult:
     return SectionResult("distributed", [scaling, queueing], metrics)
 
 
-def _throughput(workers: int, runs: int, tmp: Path) -> float:
-    """Runs per minute with ``workers`` worker processes."""
+def _throughput(workers: int, runs: int, tmp: Path, memory: str = "on") -> float:
+    """Runs per minute with ``workers`` worker processes (runs with ``memory``)."""
     from aimegraph.distributed import wait_for_run
 
     with _workers(workers, tmp) as queue:
         started = time.perf_counter()
-        threads = [_submit(queue, tmp) for _ in range(runs)]
+        threads = [_submit(queue, tmp, memory) for _ in range(runs)]
         for thread_id in threads:
             record = wait_for_run(thread_id, checkpoints=POSTGRES_URL, timeout=600)
             if record.outcome != "succeeded":
@@ -149,7 +165,7 @@ def _queueing_overhead(samples: int, tmp: Path) -> tuple[float, float]:
     return statistics.median(delays), statistics.median(baselines)
 
 
-def _submit(queue: str, tmp: Path) -> str:
+def _submit(queue: str, tmp: Path, memory: str = "on") -> str:
     from aimegraph.distributed import submit_run
 
     thread_id: str = submit_run(
@@ -157,7 +173,7 @@ def _submit(queue: str, tmp: Path) -> str:
         broker=REDIS_URL,
         checkpoints=POSTGRES_URL,
         model="scripted:demo",  # the workers' --graph builds the latency model
-        config=_config(tmp),
+        config={**_config(tmp), "memory": memory},
         thread_id=f"bench-{uuid.uuid4().hex[:10]}",
         queue=queue,
     )
@@ -165,7 +181,8 @@ def _submit(queue: str, tmp: Path) -> str:
 
 
 def _config(tmp: Path) -> dict[str, Any]:
-    return {"workspace": tmp / "workspace", "verify": "off"}
+    # The runs' memories in a scope of their own, deleted afterwards.
+    return {"workspace": tmp / "workspace", "verify": "off", "user_id": MEMORY_SCOPE}
 
 
 def _first_checkpoint(saver: BaseCheckpointSaver[Any], thread_id: str) -> datetime:

@@ -194,7 +194,8 @@ class Cluster:
             # The workers' --graph builds the latency model; the CLI reads the
             # thread with this spec.
             model="scripted:demo",
-            config={"workspace": self.tmp / "workspace", **config},
+            # Memories scoped to the queue, which the fixture deletes afterwards.
+            config={"workspace": self.tmp / "workspace", "user_id": self.queue, **config},
             tools=[f"{SUPPORT}:record_side_effect"],
             thread_id=f"{self.queue}-{uuid.uuid4().hex[:8]}",
             queue=self.queue,
@@ -399,7 +400,7 @@ def test_distributed_runs_record_and_recall_memories_in_postgres(
     recalls nor records."""
     cluster, scope = memory_cluster, memory_cluster.queue  # the runs' user_id
     cluster.start_worker("m1", graph="build_prompt_logging_graph")
-    first = cluster.submit("Do the three work items.", user_id=scope)
+    first = cluster.submit("Do the three work items.")
     assert wait_for_run(first, checkpoints=cluster.checkpoints, timeout=90).outcome == "succeeded"
 
     with open_store(postgres_url) as store:
@@ -409,9 +410,9 @@ def test_distributed_runs_record_and_recall_memories_in_postgres(
         "run",
     }
 
-    second = cluster.submit("Do the three work items again.", user_id=scope)
+    second = cluster.submit("Do the three work items again.")
     assert wait_for_run(second, checkpoints=cluster.checkpoints, timeout=90).outcome == "succeeded"
-    off = cluster.submit("Do the three work items once more.", user_id=scope, memory="off")
+    off = cluster.submit("Do the three work items once more.", memory="off")
     assert wait_for_run(off, checkpoints=cluster.checkpoints, timeout=90).outcome == "succeeded"
 
     planner = _planner_prompts(cluster)
@@ -456,6 +457,7 @@ def test_submit_stores_prompts_and_agents_for_the_workers(cluster: Cluster, tmp_
         json.dumps([{"name": "writer", "description": "Writes notes.", "persona": "A writer."}])
     )
     queue = ["--broker", cluster.broker, "--queue", cluster.queue]
+    queue += ["--config", json.dumps({"user_id": cluster.queue})]  # its memories: cleaned up
     thread_id = f"{cluster.queue}-{uuid.uuid4().hex[:8]}"
     code, submitted = cluster.cli(
         "submit", "a goal", "--thread", thread_id, "--prompts", str(prompts),
