@@ -9,6 +9,7 @@ the graph as an exception.
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -193,8 +194,8 @@ def structured_steps(
     usage = Usage()
     base = list(messages)
     if mode == "json":
-        schema_text = json.dumps(schema.model_json_schema(), indent=1)
-        base = with_json_instructions(base, json_mode.STRUCTURED.format(schema=schema_text))
+        instructions = json_mode.STRUCTURED.format(schema=_schema_text(schema))
+        base = with_json_instructions(base, instructions)
     conversation = base
     error = "no reply"
     error_or_none: str | None
@@ -297,8 +298,35 @@ async def ainvoke_structured(
 def _structured_runnable(model: BaseChatModel, schema: type[M], mode: Mode) -> Runnable[Any, Any]:
     """What one attempt calls: the model with structured output (native), or as is (JSON)."""
     if mode == "native":
-        return model.with_structured_output(schema, include_raw=True)
+        return _with_structured_output(_Same(model), schema)
     return model
+
+
+@dataclass(frozen=True, eq=False)
+class _Same:
+    """A model as a cache key by identity (chat models are unhashable); holding it
+    keeps its id from being reused while the entry is cached."""
+
+    model: BaseChatModel
+
+    def __hash__(self) -> int:
+        return id(self.model)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Same) and other.model is self.model
+
+
+@functools.lru_cache(maxsize=64)
+def _with_structured_output(model: _Same, schema: type[BaseModel]) -> Runnable[Any, Any]:
+    # Converting the schema to a tool (pydantic's JSON schema) costs more than a fast
+    # model's reply (~2 ms for a PlanUpdate); the binding only refers to the model, so
+    # later changes to the model still apply.
+    return model.model.with_structured_output(schema, include_raw=True)
+
+
+@functools.lru_cache(maxsize=64)
+def _schema_text(schema: type[BaseModel]) -> str:
+    return json.dumps(schema.model_json_schema(), indent=1)
 
 
 def _read_reply(
