@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 from pydantic import BaseModel
+from tests.markers import LOCAL_LLM
 
 from aimegraph.models.resolve import (
     resolve_model,
@@ -16,13 +16,7 @@ from aimegraph.models.resolve import (
     supports_tool_calling,
 )
 
-pytestmark = [
-    pytest.mark.local_llm,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama_cpp is not importable: pip install 'aimegraph[local]'",
-    ),
-]
+pytestmark = LOCAL_LLM
 
 
 @pytest.fixture(scope="module")

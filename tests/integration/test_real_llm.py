@@ -38,18 +38,13 @@ from typing import Any
 import pytest
 from langchain_core.language_models import BaseChatModel
 from pydantic import BaseModel
+from tests.markers import LOCAL_LLM
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel
 from aimegraph.models.resolve import resolve_model
 
-pytestmark = [
-    pytest.mark.local_llm,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama_cpp is not importable: pip install 'aimegraph[local]'",
-    ),
-]
+pytestmark = LOCAL_LLM
 
 GOAL = "What is 17 times 23? Reply with the number."
 FINAL_STATUSES = ("succeeded", "failed", "budget_exhausted", "rejected")

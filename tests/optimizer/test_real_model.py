@@ -24,13 +24,10 @@ from tests.integration.test_real_llm import (  # noqa: F401 - fixtures used by n
     server_url,
     small_budgets,
 )
+from tests.markers import LOCAL_LLM
 
 pytestmark = [
-    pytest.mark.local_llm,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama_cpp is not importable: pip install 'aimegraph[local]'",
-    ),
+    *LOCAL_LLM,
     pytest.mark.skipif(importlib.util.find_spec("gepa") is None, reason="needs [optimize]"),
 ]
 

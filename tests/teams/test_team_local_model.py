@@ -4,21 +4,13 @@ replies, the team ends with the task settled and a reason, its calls counted."""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-
-import pytest
 
 from aimegraph import AgentUnit, AimeConfig, Task, TeamSpec
 from aimegraph.teams import build_team_graph
+from tests.markers import LOCAL_LLM
 
-pytestmark = [
-    pytest.mark.local_llm,
-    pytest.mark.skipif(
-        importlib.util.find_spec("llama_cpp") is None,
-        reason="llama_cpp is not importable: pip install 'aimegraph[local]'",
-    ),
-]
+pytestmark = LOCAL_LLM
 
 
 def test_hierarchical_team_on_the_local_model_ends_as_data(workspace: Path) -> None:
