@@ -23,8 +23,9 @@ from aimegraph.config import AimeConfig
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import DistributedQueue, RunManager
 from aimegraph.distributed.records import RunRecord
-from aimegraph.memory import EPISODES, LESSONS, Episode, Lesson, namespace, open_store
+from aimegraph.memory import EPISODES, LESSONS, Episode, open_store
 from aimegraph.memory.commands import default_store_url, list_memories
+from aimegraph.memory.episodes import episode_ops
 
 LOCAL = "http://127.0.0.1"
 
@@ -60,16 +61,7 @@ def put_episode(store: BaseStore, scope: str, key: str, **fields: Any) -> None:
         thread_id=key.split(":")[0],
         **fields,
     )
-    store.put(namespace(scope, EPISODES), key, episode.model_dump(mode="json"))
-    if episode.lesson:
-        lesson = Lesson(
-            goal=episode.goal,
-            task_id=episode.task_id,
-            title=episode.title,
-            lesson=episode.lesson,
-            thread_id=episode.thread_id,
-        )
-        store.put(namespace(scope, LESSONS), key, lesson.model_dump(mode="json"))
+    store.batch(episode_ops(scope, key, episode))
 
 
 def test_a_cli_thread_with_memory_is_approved_here_and_records_its_episodes(

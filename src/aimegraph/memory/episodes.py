@@ -212,5 +212,21 @@ def put_op(scope: str, kind: str, key: str, record: BaseModel) -> PutOp:
     return PutOp(namespace(scope, kind), key, record.model_dump(mode="json"))
 
 
+def episode_ops(scope: str, key: str, episode: Episode) -> list[Op]:
+    """The store writes for an episode: the episode, and its lesson (if it has one)
+    under the same key, where the planner and the actor factory look for lessons."""
+    ops: list[Op] = [put_op(scope, EPISODES, key, episode)]
+    if episode.lesson:
+        lesson = Lesson(
+            goal=episode.goal,
+            task_id=episode.task_id,
+            title=episode.title,
+            lesson=episode.lesson,
+            thread_id=episode.thread_id,
+        )
+        ops.append(put_op(scope, LESSONS, key, lesson))
+    return ops
+
+
 def episode_from(value: Mapping[str, Any]) -> Episode:
     return Episode.model_validate({k: v for k, v in value.items() if k != "text"})

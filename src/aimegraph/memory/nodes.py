@@ -27,10 +27,9 @@ from aimegraph.memory.episodes import (
     LESSONS,
     RUN_TASK_ID,
     Episode,
-    Lesson,
     episode_key,
+    episode_ops,
     memory_scope,
-    put_op,
     rank_items,
     run_attempt,
     search_ops,
@@ -231,28 +230,12 @@ def make_task_record_node(
             usage=(state.get("usage") or Usage()).model_dump(mode="json"),
         )
         try:
-            yield store_runnable(store), _episode_ops(scope, key, episode)
+            yield store_runnable(store), episode_ops(scope, key, episode)
         except Exception as exc:  # noqa: BLE001 - memory is best effort
             _unavailable(runtime, f"recording {task.id}", exc)
         return {"usage": usage} if usage.llm_calls else {}
 
     return model_node(record, name="record")
-
-
-def _episode_ops(scope: str, key: str, episode: Episode) -> list[Op]:
-    """The store writes for an episode: the episode, and its lesson (if it has one)
-    under the same key, where the planner and the actor factory look for lessons."""
-    ops: list[Op] = [put_op(scope, EPISODES, key, episode)]
-    if episode.lesson:
-        lesson = Lesson(
-            goal=episode.goal,
-            task_id=episode.task_id,
-            title=episode.title,
-            lesson=episode.lesson,
-            thread_id=episode.thread_id,
-        )
-        ops.append(put_op(scope, LESSONS, key, lesson))
-    return ops
 
 
 def _worked(result: TaskResult, messages: Sequence[AnyMessage]) -> str:
@@ -312,7 +295,7 @@ def make_run_record_node(
             usage=(usage + lesson_usage).model_dump(mode="json"),
         )
         try:
-            yield store_runnable(store), _episode_ops(scope, key, episode)
+            yield store_runnable(store), episode_ops(scope, key, episode)
         except Exception as exc:  # noqa: BLE001 - memory is best effort
             _unavailable(runtime, "recording the run", exc)
         return {"usage": lesson_usage} if lesson_usage.llm_calls else {}
