@@ -8,11 +8,23 @@ from typing import Any
 
 import pytest
 from langchain_core.tools import BaseTool, ToolException, tool
+from langgraph.runtime import Runtime
 from tests.conftest import GraphFactory
 from tests.scripted import call, plan, submit
 
-from aimegraph import ActorSpec, DefaultActorFactory, Task, ToolRegistry, default_registry
+from aimegraph import (
+    ActorSpec,
+    AimeConfig,
+    DefaultActorFactory,
+    Task,
+    TaskResult,
+    ToolRegistry,
+    build_actor_graph,
+    default_registry,
+)
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.nodes import make_conclude_node
 from aimegraph.tools import ToolRegistryError
 
 
@@ -289,3 +301,57 @@ def test_plain_tool_lists_join_a_custom_bundle(workspace: Path) -> None:
     assert set(registry.bundles) == {"files", "compute", "human", "memory", "custom"}
     assert registry.bundles["custom"].tools == ("picky",)
     assert "picky" in registry.describe()
+
+
+def actor_steps(workspace: Path, script: list[dict[str, Any]], **config: Any) -> list[str]:
+    """The nodes one actor runs, in order, and the task it settles."""
+    model = ScriptedChatModel.from_dict({"actors": {"a": script}})
+    graph = build_actor_graph(
+        model,
+        registry=default_registry(workspace),
+        config=AimeConfig(workspace=workspace, **config),
+    )
+    task = Task(id="a", title="Task a", status="in_progress", attempts=1)
+    nodes, settled = [], None
+    for update in graph.stream(
+        {"goal": "g", "task": task, "dependency_results": {}}, stream_mode="updates"
+    ):
+        ((node, values),) = update.items()
+        nodes.append(node)
+        settled = (values or {}).get("tasks", {}).get("a", settled)
+    assert settled is not None, f"nothing settled task a: {nodes}"
+    return [*nodes, f"{settled.status}: {settled.result.summary[:40]}"]
+
+
+def test_a_task_settles_in_the_step_where_its_loop_ends(workspace: Path) -> None:
+    # The factory opens the first react step; no step of its own, none to conclude.
+    assert actor_steps(workspace, [submit("done")]) == ["react", "tools", "completed: done"]
+    assert actor_steps(workspace, [{"text": "The answer is 4."}]) == [
+        "react",
+        "completed: The answer is 4.",
+    ]
+    assert actor_steps(
+        workspace, [call("update_progress", status="s", message="m"), submit("ok")]
+    ) == [
+        "react",
+        "tools",
+        "react",
+        "tools",
+        "completed: ok",
+    ]
+    # The step cap is reached in a tools step: the next react settles without a call.
+    capped = actor_steps(workspace, [call("list_dir")], max_actor_steps=1)
+    assert capped[:-1] == ["react", "tools", "react"]
+    assert capped[-1] == "failed: Stopped after 1 steps (max_actor_steps=1"
+
+
+def test_make_conclude_node_is_deprecated_but_still_settles(workspace: Path) -> None:
+    with pytest.warns(DeprecationWarning, match="make_conclude_node"):
+        conclude = make_conclude_node(AimeConfig(workspace=workspace, max_actor_steps=1))
+    task = Task(id="a", title="Task a", status="in_progress", attempts=1)
+    runtime = Runtime(context=None, stream_writer=lambda _: None)
+    state: dict[str, Any] = {"task": task, "messages": [], "steps": 1}
+    out = conclude(state, runtime=runtime)
+    assert out["tasks"]["a"].status == "failed" and out["result"].status == "failed"
+    done = TaskResult(status="completed", summary="ok")
+    assert conclude({**state, "result": done}, runtime=runtime) == {}

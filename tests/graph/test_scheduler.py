@@ -14,7 +14,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.types import Command
 from tests.conftest import GraphFactory, steps_of
-from tests.scripted import spec, submit
+from tests.scripted import call, spec, submit
 
 from aimegraph.checkpoints import make_serializer
 from aimegraph.checkpoints.delta import checkpoint_values
@@ -189,14 +189,31 @@ def test_eager_runs_the_diamond_in_one_executor_visit_and_c_sees_both(
 def test_eager_keeps_at_most_max_parallel_actors_in_flight(
     scripted_graph: GraphFactory, max_parallel: int, context: dict[str, Any] | None
 ) -> None:
+    limit = context["max_parallel"] if context else max_parallel
+    # Actors meet in groups of `limit`: a group only passes when that many run at once.
+    group = threading.Barrier(limit, timeout=10)
+
+    @tool
+    def meet() -> str:
+        """Wait for the other actors of this group."""
+        try:
+            group.wait()
+        except threading.BrokenBarrierError:
+            return "alone"
+        return "met"
+
     graph, _ = scripted_graph(
-        {"planner": [{"rationale": "r", "tasks": [spec(f"t{i}") for i in range(6)]}]},
+        {
+            "planner": [{"rationale": "r", "tasks": [custom(f"t{i}") for i in range(6)]}],
+            "actors": {f"t{i}": [call("meet"), submit("{last_tool_output}")] for i in range(6)},
+        },
+        tools=[meet],
         max_parallel=max_parallel,
         scheduler="eager",
     )
     events = actor_events(graph, {"goal": "six"}, context=context)
-    limit = context["max_parallel"] if context else max_parallel
     assert len(events) == 12 and max(in_flight(events)) == limit
+    assert [e["summary"] for e in events if e["event"] == "completed"] == ["met"] * 6
 
 
 def test_eager_with_every_step_still_consults_the_planner_after_each_batch(

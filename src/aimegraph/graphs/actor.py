@@ -1,4 +1,4 @@
-"""The actor subgraph: assemble -> react <-> tools -> conclude [-> check]."""
+"""The actor subgraph: [recall ->] react <-> tools [-> check] [-> record | hand_back]."""
 
 from __future__ import annotations
 
@@ -21,10 +21,8 @@ from aimegraph.nodes.executor import (
     ActorFactory,
     DefaultActorFactory,
     make_assemble_node,
-    make_conclude_node,
     make_hand_back_node,
     make_react_node,
-    route_after_react,
     route_after_tools,
 )
 from aimegraph.nodes.human import make_tool_approval
@@ -98,9 +96,18 @@ def build_actor_graph(
         output_schema=MemberOutput if member else ActorOutput,
     )
     source = open_prompt_source(prompts)
-    builder.add_node("assemble", make_assemble_node(factory, prompt_source=source))
+    # The task is settled where the loop ends (react or tools); `done` is what follows.
+    check = config.verify in ("tasks", "both") and not member
+    last = "hand_back" if member else "record" if memory else END
+    done = "check" if check else last
+
+    # The factory's assembly opens the first react step (no super-step of its own).
+    assemble = make_assemble_node(factory, prompt_source=source)
     builder.add_node(
-        "react", make_react_node(chat, tools=tools, config=config), retry_policy=LLM_RETRY_POLICY
+        "react",
+        make_react_node(chat, tools=tools, config=config, done=done, assemble=assemble),
+        retry_policy=LLM_RETRY_POLICY,
+        destinations=("tools", "react", done),
     )
     builder.add_node(
         "tools",
@@ -113,35 +120,24 @@ def build_actor_graph(
             untimed=always,
         ),
     )
-    builder.add_node("conclude", make_conclude_node(config))
-
     if memory:
         builder.add_node("recall", make_actor_recall_node(config))
         builder.add_edge(START, "recall")
-        builder.add_edge("recall", "assemble")
+        builder.add_edge("recall", "react")
         builder.add_node("record", make_task_record_node(chat, config))
         builder.add_edge("record", END)
     else:
-        builder.add_edge(START, "assemble")
-    last = "record" if memory else END
+        builder.add_edge(START, "react")
     if member:
         builder.add_node("hand_back", make_hand_back_node())
         builder.add_edge("hand_back", END)
-        last = "hand_back"
-    builder.add_edge("assemble", "react")
-    builder.add_conditional_edges(
-        "react", route_after_react(config), ["tools", "react", "conclude"]
-    )
-    builder.add_conditional_edges("tools", route_after_tools(config), ["react", "conclude"])
-    if config.verify in ("tasks", "both") and not member:
+    builder.add_conditional_edges("tools", route_after_tools(done), ["react", done])
+    if check:
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check",
             make_task_check_node(checker, config=config, prompt_source=source),
             retry_policy=LLM_RETRY_POLICY,
         )
-        builder.add_edge("conclude", "check")
         builder.add_edge("check", last)
-    else:
-        builder.add_edge("conclude", last)
     return builder.compile(checkpointer=checkpointer, name=name)

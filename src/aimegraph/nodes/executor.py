@@ -3,18 +3,20 @@
 The factory assembles an :class:`ActorSpec` for a task from five parts (persona,
 tools, knowledge, environment, output format); the loop then runs the actor
 (``react`` <-> ``tools``) until it submits a result, answers without a tool
-call, or hits its step cap, and ``conclude`` turns whatever happened into the
-task's result.
+call, or hits its step cap. The step where that happens settles the task: the
+tools step that ran ``submit_result``, or the ``react`` step that got the answer,
+the model failure or no steps left.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
@@ -26,7 +28,9 @@ from langchain_core.messages import (
 )
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
+from langgraph.graph import END
 from langgraph.runtime import Runtime
+from langgraph.types import Command
 
 from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
@@ -52,8 +56,8 @@ from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
 from aimegraph.prompts.source import PromptSource, prompt_text
-from aimegraph.state import ActorState, MemberResult, ProgressUpdate, Task, TaskResult
-from aimegraph.tools.progress import submit_result, update_progress
+from aimegraph.state import ActorState, MemberResult, Task, TaskResult
+from aimegraph.tools.progress import member_keys, settled, submit_result, update_progress
 from aimegraph.tools.registry import ToolRegistry
 
 ActorNode = Node[ActorState]
@@ -277,7 +281,7 @@ def make_assemble_node(
                 "task_id": task.id,
                 "tools": spec.tool_names,
                 "experience": list(spec.experience),
-                **_member_keys(state),
+                **member_keys(state),
                 **({"unit": spec.unit} if spec.unit else {}),
             }
         )
@@ -293,10 +297,24 @@ def make_assemble_node(
 
 
 def make_react_node(
-    model: BaseChatModel, *, tools: Mapping[str, BaseTool], config: AimeConfig
-) -> Runnable[ActorState, dict[str, Any]]:
+    model: BaseChatModel,
+    *,
+    tools: Mapping[str, BaseTool],
+    config: AimeConfig,
+    done: str = END,
+    assemble: ActorNode | None = None,
+) -> Runnable[ActorState, Command[str]]:
     """One ReAct step: the model picks the next tool call (or answers). The model
-    call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`)."""
+    call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
+
+    Routes with ``Command``: to ``tools`` for the reply's tool calls, back to
+    ``react`` to ask again after an unusable reply, and to ``done`` once the step
+    settled the task (a final answer, a failed model call, or no steps left).
+
+    With ``assemble`` (:func:`make_assemble_node`), the first step, finding no
+    conversation yet, runs it to open one: the actor's first super-step is its
+    first model call, as in a hand-written ReAct loop.
+    """
     # Converting tool schemas costs more than a fast model's reply: once per tool set.
     bound_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
 
@@ -318,15 +336,56 @@ def make_react_node(
                 reply = yield model, plain_conversation(prompt)
         except Exception as exc:  # noqa: BLE001 - a model failure fails the task, as data
             reraise_if_retryable(exc, runtime)
-            return {"steps": steps, "error": f"model call failed: {type(exc).__name__}: {exc}"}
+            error = f"model call failed: {type(exc).__name__}: {exc}"
+            failed = TaskResult(status="failed", summary=error)
+            return {"steps": steps, "error": error, **settled(state, failed, runtime.stream_writer)}
         usage = usage_of(reply, "actor", cfg.prices)
         step = _json_step if mode == "json" else _native_step
         messages = step(reply, [t.name for t in bound])
         calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
-        usage = usage.model_copy(update={"tool_calls": calls})
-        return {"messages": messages, "steps": steps, "usage": usage}
+        update = {
+            "messages": messages,
+            "steps": steps,
+            "usage": usage.model_copy(update={"tool_calls": calls}),
+        }
+        last = messages[-1]
+        seen = cast(
+            ActorState, {**state, "messages": [*state["messages"], *messages], "steps": steps}
+        )
+        if (isinstance(last, AIMessage) and last.tool_calls) or (
+            isinstance(last, HumanMessage) and _steps_left(seen, cfg)
+        ):
+            return update
+        return update | settled(seen, _unsubmitted_result(seen, cfg), runtime.stream_writer)
 
-    return model_node(within_budget(model, config, react), name="react")
+    budgeted = within_budget(model, config, react)
+
+    def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
+        cfg = config.for_run(runtime)
+        opened = assemble(state, runtime=runtime) if assemble and not state.get("messages") else {}
+        state = cast(ActorState, {**state, **opened})
+        if _steps_left(state, cfg):
+            update = yield from budgeted(state, runtime)
+        else:  # the tools step used the last one
+            update = settled(state, _unsubmitted_result(state, cfg), runtime.stream_writer)
+        if opened:
+            update = {
+                **opened,
+                **update,
+                "messages": [*state["messages"], *update.get("messages", [])],
+            }
+        return Command(update=update, goto=_next_after_react(update, done))
+
+    return model_node(step_or_settle, name="react")
+
+
+def _next_after_react(update: Mapping[str, Any], done: str) -> str:
+    """Where a react step's update leads: ``done`` once it settled the task, ``tools``
+    for its tool calls, else ``react`` (the re-ask it appended)."""
+    if update.get("result") is not None:
+        return done
+    last = update["messages"][-1]
+    return "tools" if isinstance(last, AIMessage) and last.tool_calls else "react"
 
 
 def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
@@ -373,29 +432,12 @@ def _re_ask(template: str, problem: str) -> HumanMessage:
     return HumanMessage(template.format(error=problem), response_metadata={_RE_ASK: problem})
 
 
-def route_after_react(config: AimeConfig) -> Callable[[ActorState, Runtime[Any]], str]:
-    """tools / react (a re-ask after unparseable output) / conclude."""
+def route_after_tools(done: str = END) -> Callable[[ActorState], str]:
+    """``done`` once ``submit_result`` settled the task, else ``react`` (which settles
+    it when the steps are used up)."""
 
-    def route(state: ActorState, runtime: Runtime[Any]) -> str:
-        last = state["messages"][-1]
-        if state.get("error"):
-            return "conclude"
-        if isinstance(last, AIMessage) and last.tool_calls:
-            return "tools"
-        if isinstance(last, HumanMessage) and _steps_left(state, config.for_run(runtime)):
-            return "react"
-        return "conclude"
-
-    return route
-
-
-def route_after_tools(config: AimeConfig) -> Callable[[ActorState, Runtime[Any]], str]:
-    """conclude once a result is submitted or the steps are used up, else react."""
-
-    def route(state: ActorState, runtime: Runtime[Any]) -> str:
-        if state.get("result") is not None or not _steps_left(state, config.for_run(runtime)):
-            return "conclude"
-        return "react"
+    def route(state: ActorState) -> str:
+        return done if state.get("result") is not None else "react"
 
     return route
 
@@ -407,41 +449,24 @@ def _steps_left(state: ActorState, cfg: AimeConfig) -> bool:
 
 
 def make_conclude_node(config: AimeConfig) -> ActorNode:
-    """Settles the task: the submitted result, the final answer, or a failure that
-    keeps the partial work."""
+    """Deprecated: the actor graph settles each task in the step where its loop ends
+    (``react``, or the tools step that ran ``submit_result``), so it has no
+    ``conclude`` node any more. This node settles a task nothing settled yet (a
+    step cap reached in a graph of your own), else it does nothing."""
+    warnings.warn(
+        "make_conclude_node is deprecated: the react node and submit_result settle the "
+        "task (see build_actor_graph); it will be removed in aimegraph 0.3",
+        DeprecationWarning,
+        stacklevel=2,
+    )
 
     def conclude(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
-        cfg = config.for_run(runtime)
-        result = state.get("result") or _unsubmitted_result(state, cfg)
-        return settle(state, result, runtime)
+        if state.get("result") is not None:
+            return {}
+        result = _unsubmitted_result(state, config.for_run(runtime))
+        return settled(state, result, runtime.stream_writer)
 
     return conclude
-
-
-def settle(state: ActorState, result: TaskResult, runtime: Runtime[Any]) -> dict[str, Any]:
-    """The actor's output for the parent: the task with its result, and a progress record."""
-    task = state["task"]
-    runtime.stream_writer(
-        {
-            "type": "actor",
-            "event": result.status,
-            "task_id": task.id,
-            "summary": result.summary,
-            **_member_keys(state),
-        }
-    )
-    return {
-        "result": result,
-        "tasks": {task.id: task.model_copy(update={"status": result.status, "result": result})},
-        "updates": [ProgressUpdate(task_id=task.id, status=result.status, message=result.summary)],
-    }
-
-
-def _member_keys(state: ActorState) -> dict[str, Any]:
-    """A team member's name and turn, for its stream events."""
-    if "member" not in state:
-        return {}
-    return {"member": state["member"], "turn": state.get("turn", 1)}
 
 
 def make_hand_back_node() -> ActorNode:

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from langchain_core.runnables import Runnable, RunnableLambda
+from langchain_core.runnables import Runnable
 from langgraph.errors import GraphInterrupt
 from langgraph.func import task
 from langgraph.pregel import Pregel
@@ -46,6 +46,7 @@ from langgraph.runtime import Runtime, get_runtime
 from langgraph.types import Interrupt
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.dual import dual_node
 from aimegraph.state import (
     ActorInput,
     ActorOutput,
@@ -246,11 +247,10 @@ def make_executor_node(
     _aactor.__name__, _around.__name__ = "actor", "round"
     aactor, around = task(_aactor), task(_around)
 
-    def executor(state: AimeState) -> dict[str, Any]:
+    def executor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
         # Naming the actor graph here makes it this node's subgraph to LangGraph (it
         # reads a node function's nonlocals), so get_graph(xray=...) draws the actors.
         _ = actor_graph
-        runtime: Runtime[Any] = get_runtime()
         schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
         running: dict[str, concurrent.futures.Future[ActorOutput]] = {}
 
@@ -280,8 +280,7 @@ def make_executor_node(
         stopped.raise_if_any()
         return schedule.update()
 
-    async def aexecutor(state: AimeState) -> dict[str, Any]:
-        runtime: Runtime[Any] = get_runtime()
+    async def aexecutor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
         schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
         running: dict[str, asyncio.Future[ActorOutput]] = {}
 
@@ -312,7 +311,7 @@ def make_executor_node(
         stopped.raise_if_any()
         return schedule.update()
 
-    return RunnableLambda(executor, afunc=aexecutor, name="executor")
+    return dual_node(executor, aexecutor, name="executor")
 
 
 class _Stop:

@@ -16,10 +16,11 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.executor import artifact_lines, settle
+from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import verifier as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
+from aimegraph.tools.progress import settled
 
 
 def _ask_verdict(
@@ -126,6 +127,6 @@ def make_task_check_node(
             f"The result was: {result.summary}",
             artifacts=result.artifacts,
         )
-        return settle(state, failed, runtime) | {"usage": usage}
+        return settled(state, failed, runtime.stream_writer) | {"usage": usage}
 
     return model_node(check, name="check")

@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar, cast, get_args
+from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -49,7 +49,7 @@ from aimegraph.memory.nodes import make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY, StructuredReply
 from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact_lines, settle
+from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact_lines
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts import teams as team_prompts
@@ -57,7 +57,6 @@ from aimegraph.prompts.source import PromptsArg, PromptSource
 from aimegraph.state import (
     ActorInput,
     ActorOutput,
-    ActorState,
     MemberResult,
     Task,
     TaskResult,
@@ -67,6 +66,7 @@ from aimegraph.state import (
 )
 from aimegraph.state.models import Id, LongText, ShortText, Text
 from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
+from aimegraph.tools.progress import settled
 from aimegraph.tools.registry import ToolRegistry, default_registry
 
 MODES: tuple[TeamMode, ...] = get_args(TeamMode)
@@ -866,7 +866,6 @@ def make_finish_node(parts: TeamParts, conclude: Conclude) -> Node[TeamState]:
             }
         )
         # ``task`` and ``result`` also go to the state, for the per-task check.
-        settled = settle(cast(ActorState, {**state, "task": task}), result, runtime)
-        return settled | {"task": task}
+        return settled({**state, "task": task}, result, runtime.stream_writer) | {"task": task}
 
     return finish

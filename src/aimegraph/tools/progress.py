@@ -2,16 +2,19 @@
 
 They write to the actor's state through ``Command`` updates, so ToolNode
 executes them like any other tool and the reducers merge what they report.
+``submit_result`` settles the task in the same update (:func:`settled`), so the
+actor's loop ends with the tools step that ran it.
 """
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
 from langchain_core.messages import ToolMessage
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
-from langgraph.types import Command
+from langgraph.types import Command, StreamWriter
 from pydantic import BaseModel, Field, field_validator
 
 from aimegraph.state import ProgressUpdate, TaskResult
@@ -69,7 +72,35 @@ def submit_result(
     result = TaskResult(status=status, summary=summary, artifacts=artifacts or {})
     return Command(
         update={
-            "result": result,
+            **settled(runtime.state, result, runtime.stream_writer),
             "messages": [ToolMessage("Result submitted.", tool_call_id=runtime.tool_call_id)],
         }
     )
+
+
+def settled(state: Mapping[str, Any], result: TaskResult, writer: StreamWriter) -> dict[str, Any]:
+    """The update that settles the actor's task with ``result``: the result, the task
+    with it (for the parent's task map) and a progress record; streamed as the
+    actor's ``completed`` or ``failed`` event."""
+    task = state["task"]
+    writer(
+        {
+            "type": "actor",
+            "event": result.status,
+            "task_id": task.id,
+            "summary": result.summary,
+            **member_keys(state),
+        }
+    )
+    return {
+        "result": result,
+        "tasks": {task.id: task.model_copy(update={"status": result.status, "result": result})},
+        "updates": [ProgressUpdate(task_id=task.id, status=result.status, message=result.summary)],
+    }
+
+
+def member_keys(state: Mapping[str, Any]) -> dict[str, Any]:
+    """A team member's name and turn, for its stream events."""
+    if "member" not in state:
+        return {}
+    return {"member": state["member"], "turn": state.get("turn", 1)}
