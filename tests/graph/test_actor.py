@@ -355,3 +355,16 @@ def test_make_conclude_node_is_deprecated_but_still_settles(workspace: Path) -> 
     assert out["tasks"]["a"].status == "failed" and out["result"].status == "failed"
     done = TaskResult(status="completed", summary="ok")
     assert conclude({**state, "result": done}, runtime=runtime) == {}
+
+
+def test_a_second_submit_result_in_one_reply_is_refused(scripted_graph: GraphFactory) -> None:
+    # Two results in one reply used to be two writes to `result` in one step: an
+    # InvalidUpdateError that escaped the run.
+    twice = {"calls": [call("submit_result", status="completed", summary=s) for s in "AB"]}
+    graph, model = scripted_graph(
+        {"planner": [plan({"id": "a", "title": "A"})], "actors": {"a": [twice]}}
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["a"].result == TaskResult(status="completed", summary="A")
+    assert [u.message for u in out["updates"] if u.task_id == "a"] == ["A"]

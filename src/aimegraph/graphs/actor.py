@@ -30,6 +30,7 @@ from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
 from aimegraph.tools.execution import make_tool_node
+from aimegraph.tools.progress import SUBMIT_RESULT
 from aimegraph.tools.registry import ToolRegistry
 
 
@@ -118,6 +119,7 @@ def build_actor_graph(
             available=lambda state: [*state.get("tool_names", []), *always],
             before_call=make_tool_approval(config),
             untimed=always,
+            once_per_reply=[SUBMIT_RESULT],
         ),
     )
     if memory:

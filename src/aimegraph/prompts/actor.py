@@ -68,6 +68,10 @@ Stopped after {steps} steps ({why}) without submitting a result. Partial work:
 {transcript}"""
 
 
+SECOND_CALL = (
+    "Error: {tool} was already called earlier in this reply; only that first call counts."
+)
+
 REPEATED_ACTION = (
     "You already called {tool} with these exact arguments {count} times and got the "
     "same kind of answer. Change your approach: different arguments, another tool, "

@@ -46,6 +46,7 @@ def make_tool_node(
     available: Callable[[Any], Sequence[str]] | None = None,
     before_call: Callable[[ToolCallRequest], ToolMessage | None] | None = None,
     untimed: Collection[str] = (),
+    once_per_reply: Collection[str] = (),
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
 
@@ -53,7 +54,9 @@ def make_tool_node(
     all ``tools``); a call of any other tool is refused. ``before_call`` may
     answer a call instead of running it (human denial); it runs after the
     availability and repeated-action checks. Tools named in ``untimed`` (instant
-    bookkeeping such as ``submit_result``) skip the timeout's worker thread.
+    bookkeeping such as ``submit_result``) skip the timeout's worker thread. A
+    reply calling a tool named in ``once_per_reply`` (``submit_result``, which
+    ends the task) more than once gets its first call run and the others refused.
     """
     by_name = {t.name: t for t in tools}
 
@@ -79,6 +82,8 @@ def make_tool_node(
                 call,
                 f"Error: tool {call['name']!r} is not available; choose from: {', '.join(names)}.",
             )
+        if call["name"] in once_per_reply and _called_earlier_in_reply(request.state, call):
+            return _observation(call, prompts.SECOND_CALL.format(tool=call["name"]))
         repeats = _count_identical_calls(request.state, call["name"], call["args"])
         if repeats >= REPEAT_LIMIT:
             return _observation(
@@ -205,6 +210,18 @@ def _count_identical_calls(state: object, name: str, args: object) -> int:
         for c in m.tool_calls
         if c["name"] == name and c["args"] == args
     )
+
+
+def _called_earlier_in_reply(state: object, call: ToolCall) -> bool:
+    """Whether the reply holding ``call`` called the same tool before it."""
+    messages = state.get("messages", []) if isinstance(state, dict) else []
+    for message in reversed(messages):
+        if isinstance(message, AIMessage) and message.tool_calls:
+            ids = [c["id"] for c in message.tool_calls]
+            if call["id"] in ids:
+                earlier = message.tool_calls[: ids.index(call["id"])]
+                return any(c["name"] == call["name"] for c in earlier)
+    return False
 
 
 def _truncate(outcome: ToolOutcome, limit: int) -> ToolOutcome:
