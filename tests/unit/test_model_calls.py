@@ -24,6 +24,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackMana
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.runnables import RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import ExecutionInfo, Runtime
 from pydantic import Field, PrivateAttr
@@ -738,3 +739,32 @@ def test_graph_retries_a_planner_whose_server_keeps_failing(
     out = graph.invoke({"goal": "g"})
     assert out["status"] == "failed" and "503" in out["reason"]
     assert fake_openai.requests == ATTEMPTS
+
+
+def test_native_structured_output_runs_no_thread_pool(monkeypatch: pytest.MonkeyPatch) -> None:
+    # include_raw=True wraps the model in a RunnableParallel (a thread pool per call);
+    # the call and the library's parser run one after the other instead.
+    from langchain_core.runnables import RunnableParallel
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a RunnableParallel ran")
+
+    monkeypatch.setattr(RunnableParallel, "invoke", refuse)
+    model = Canned(replies=[{"passed": "perhaps"}, VALID])
+    out = ask(model, mode="native")
+    assert out.value == Verdict.model_validate(VALID) and out.usage.llm_calls == 2
+    assert out.usage.input_tokens == 200
+    assert "does not match the schema" in reask_text(model, 1)
+
+
+def test_a_model_whose_structured_output_is_not_a_sequence_still_works() -> None:
+    class Opaque(Canned):
+        def with_structured_output(self, schema: Any, **kwargs: Any) -> Any:
+            chain = super().with_structured_output(schema, **kwargs)
+            return chain if kwargs.get("include_raw") else RunnableLambda(chain.invoke)
+
+    model = Opaque(replies=["no idea", VALID])
+    out = ask(model, mode="native")
+    assert out.value == Verdict.model_validate(VALID) and out.usage.llm_calls == 2
+    assert "no structured output" in reask_text(model, 1)
+
