@@ -767,4 +767,3 @@ def test_a_model_whose_structured_output_is_not_a_sequence_still_works() -> None
     out = ask(model, mode="native")
     assert out.value == Verdict.model_validate(VALID) and out.usage.llm_calls == 2
     assert "no structured output" in reask_text(model, 1)
-

@@ -68,9 +68,7 @@ Stopped after {steps} steps ({why}) without submitting a result. Partial work:
 {transcript}"""
 
 
-SECOND_CALL = (
-    "Error: {tool} was already called earlier in this reply; only that first call counts."
-)
+SECOND_CALL = "Error: {tool} was already called earlier in this reply; only that first call counts."
 
 REPEATED_ACTION = (
     "You already called {tool} with these exact arguments {count} times and got the "
