@@ -626,6 +626,7 @@ class _FakeOpenAI(ThreadingHTTPServer):
         self.script: list[tuple[int, str]] = []
         self.delay_s = 0.0
         self.requests = 0
+        self.bodies: list[dict[str, Any]] = []
 
     @property
     def url(self) -> str:
@@ -639,8 +640,8 @@ class _FakeOpenAIHandler(BaseHTTPRequestHandler):
         pass
 
     def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
         server = self.server
+        server.bodies.append(json.loads(self.rfile.read(int(self.headers["Content-Length"]))))
         index = min(server.requests, len(server.script) - 1)
         server.requests += 1
         status, content = server.script[index]
@@ -767,3 +768,24 @@ def test_a_model_whose_structured_output_is_not_a_sequence_still_works() -> None
     out = ask(model, mode="native")
     assert out.value == Verdict.model_validate(VALID) and out.usage.llm_calls == 2
     assert "no structured output" in reask_text(model, 1)
+
+
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("not json at all", "Your reply was:\nnot json at all"),
+        ('{"passed": "perhaps", "reasoning": "r"}', "passed: Input should be a valid boolean"),
+    ],
+)
+def test_openai_structured_output_that_does_not_fit_is_re_asked(
+    fake_openai: _FakeOpenAI, bad: str, said: str
+) -> None:
+    # ChatOpenAI's json_schema method parses the reply inside the call (OpenAI SDK): a
+    # reply that does not fit the schema raised there, and used to end as a failed model
+    # call with no re-ask.
+    fake_openai.script = [(200, bad), (200, VALID_JSON)]
+    out = ask(resolve_model("openai:fake", max_retries=0), mode="native")
+    assert out.value == Verdict.model_validate(VALID), out.error
+    assert fake_openai.requests == 2 and out.usage.llm_calls == 2
+    assert out.usage.input_tokens == 50  # the bad reply's tokens are unknown
+    assert said in fake_openai.bodies[1]["messages"][-1]["content"]

@@ -18,6 +18,7 @@ from typing import Any, Generic, Literal, TypeVar, cast
 import httpx
 import openai
 import tenacity
+from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableSequence
@@ -126,7 +127,8 @@ def usage_of(
 
 
 def _usage_of_completion(completion: Any, role: str) -> Usage:
-    """Usage from an OpenAI completion object (when LangChain raised before wrapping it)."""
+    """Usage from an OpenAI completion object (when LangChain raised before wrapping it);
+    one call of unknown size for ``None``."""
     used = getattr(completion, "usage", None)
     tokens_in = int(getattr(used, "prompt_tokens", 0) or 0)
     tokens_out = int(getattr(used, "completion_tokens", 0) or 0)
@@ -215,6 +217,12 @@ def structured_steps(
             # reply like any other, to be re-asked, and its tokens were spent.
             usage = usage + _usage_of_completion(exc.completion, role)
             value, raw_text, error_or_none = None, "", "the reply was cut off at the token limit"
+        except (ValidationError, OutputParserException) as exc:
+            # Some clients parse the reply into the schema inside the call (ChatOpenAI's
+            # json_schema method, through the OpenAI SDK): a reply that does not fit
+            # fails the call. The model did answer: a bad reply, to be re-asked.
+            usage = usage + _usage_of_completion(None, role)
+            value, raw_text, error_or_none = None, _reply_in(exc), _describe(exc)
         except Exception as exc:  # noqa: BLE001 - every model failure becomes data
             if usage.llm_calls == 0:  # a node retry would not count calls already made
                 reraise_if_retryable(exc, runtime)
@@ -380,6 +388,15 @@ def _read_reply(
         # cut off) only explains why nothing usable came back.
         finish = raw.response_metadata.get("finish_reason")
         return None, text, check_degenerate(text, finish_reason=finish) or _describe(exc), raw
+
+
+def _reply_in(exc: ValidationError | OutputParserException) -> str:
+    """The reply text a parse error carries, when it does: a parser's output, or the
+    text pydantic found to be no JSON at all."""
+    if isinstance(exc, OutputParserException):
+        return str(exc.llm_output or "")
+    found = exc.errors()[0].get("input") if exc.error_count() else None
+    return found if isinstance(found, str) else ""
 
 
 def _describe(exc: BaseException) -> str:
