@@ -307,15 +307,18 @@ def component_table(parts: dict[str, float]) -> Table:
         ),
         "thread_pool": (
             "create a 1-thread pool, run one call, join it",
-            "ToolNode call and tool timeout guard",
+            "ToolNode call (not the actor's reports: they run in its react step) and timeout guard",
         ),
         "subgraph_4_nodes": ("invoke a compiled 4-node no-op StateGraph", "subgraph invocation"),
     }
     for key, (label, per) in rows.items():
         table.add(label, per, fmt_ms(parts[key], 3))
     table.notes.append(
-        "An executor runs as a subgraph (assemble, react, tools, conclude: 4+ super-steps) "
-        "for every task; the planner and verifier are subgraphs too."
+        "An executor runs as a subgraph for every task: react steps (the factory's assembly "
+        "opens the first; a reply that only reports, update_progress or submit_result, is run "
+        "in its react step) and a tools step for any other tool; a task that submits at once "
+        "is one super-step (the plain graph's ReAct subgraph: two). The planner and verifier "
+        "are subgraphs too."
     )
     return table
 

@@ -318,31 +318,55 @@ def actor_steps(workspace: Path, script: list[dict[str, Any]], **config: Any) ->
     ):
         ((node, values),) = update.items()
         nodes.append(node)
-        settled = (values or {}).get("tasks", {}).get("a", settled)
+        # A tools step reports one update per tool call.
+        for written in values if isinstance(values, list) else [values or {}]:
+            settled = written.get("tasks", {}).get("a", settled)
     assert settled is not None, f"nothing settled task a: {nodes}"
     return [*nodes, f"{settled.status}: {settled.result.summary[:40]}"]
 
 
 def test_a_task_settles_in_the_step_where_its_loop_ends(workspace: Path) -> None:
-    # The factory opens the first react step; no step of its own, none to conclude.
-    assert actor_steps(workspace, [submit("done")]) == ["react", "tools", "completed: done"]
+    # The factory opens the first react step, and a reply that only reports (progress,
+    # the result) is run in that step: no step for either, nor one to conclude.
+    assert actor_steps(workspace, [submit("done")]) == ["react", "completed: done"]
     assert actor_steps(workspace, [{"text": "The answer is 4."}]) == [
         "react",
         "completed: The answer is 4.",
     ]
-    assert actor_steps(
-        workspace, [call("update_progress", status="s", message="m"), submit("ok")]
-    ) == [
-        "react",
-        "tools",
-        "react",
-        "tools",
-        "completed: ok",
-    ]
+    progress = call("update_progress", status="s", message="m")
+    assert actor_steps(workspace, [progress, submit("ok")]) == ["react", "react", "completed: ok"]
+    # Any other tool runs in the tools step, and the result submitted beside it too.
+    both = {"calls": [call("list_dir"), call("submit_result", status="completed", summary="ls")]}
+    assert actor_steps(workspace, [both]) == ["react", "tools", "completed: ls"]
     # The step cap is reached in a tools step: the next react settles without a call.
     capped = actor_steps(workspace, [call("list_dir")], max_actor_steps=1)
-    assert capped[:-1] == ["react", "tools", "react"]
-    assert capped[-1] == "failed: Stopped after 1 steps (max_actor_steps=1"
+    assert capped == ["react", "tools", "react", "failed: Stopped after 1 steps (max_actor_steps=1"]
+
+
+def test_reports_run_in_the_react_step_are_checked_as_the_tools_step_checks_them(
+    scripted_graph: GraphFactory,
+) -> None:
+    graph, model = scripted_graph(
+        {
+            "planner": [plan({"id": "a", "title": "A"})],
+            "actors": {
+                "a": [
+                    call("submit_result", status="done", summary="bad status"),
+                    call("update_progress", status="s", message="same"),
+                    call("update_progress", status="s", message="same"),
+                    call("update_progress", status="s", message="same"),
+                    submit("fixed"),
+                ]
+            },
+        }
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["tasks"]["a"].result == TaskResult(status="completed", summary="fixed")
+    prompt = last_actor_prompt(model, "a")
+    assert "invalid arguments for submit_result" in prompt and '"status"' in prompt
+    assert "Input should be 'completed' or 'failed'" in prompt
+    assert "You already called update_progress with these exact arguments 2 times" in prompt
+    assert [u.message for u in out["updates"] if u.task_id == "a"] == ["same", "same", "fixed"]
 
 
 def test_make_conclude_node_is_deprecated_but_still_settles(workspace: Path) -> None:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable
+from langchain_core.runnables.config import run_in_executor
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
@@ -27,7 +28,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply, resolve_mode, structured_steps
 from aimegraph.models.steps import ModelCall, Steps, arun_steps, run_steps
 
-__all__ = ["ModelCall", "Steps", "ask_structured", "dual_node", "model_node"]
+__all__ = ["ModelCall", "Steps", "ask_structured", "blocking_call", "dual_node", "model_node"]
 
 S = TypeVar("S")
 R = TypeVar("R")
@@ -51,6 +52,21 @@ def dual_node(
     """
     node: Runnable[S, R] = RunnableCallable(func, afunc, name=name, trace=False)
     return node
+
+
+def blocking_call(node: Callable[..., R], *, name: str) -> Runnable[S, R]:
+    """A blocking node function ``(state, *, runtime)`` (file system, a user's code) for
+    node steps to yield like a model call: called directly under ``invoke``, in a
+    worker thread under ``ainvoke`` (as LangGraph runs a sync node), never on the
+    event loop."""
+
+    def call(state: S, runtime: Runtime[Any]) -> R:
+        return node(state, runtime=runtime)
+
+    async def acall(state: S, runtime: Runtime[Any]) -> R:
+        return await run_in_executor(None, call, state, runtime)
+
+    return dual_node(call, acall, name=name)
 
 
 def model_node(steps: Callable[[S, Runtime[Any]], Steps[R]], *, name: str) -> Runnable[S, R]:

@@ -4,8 +4,10 @@ The factory assembles an :class:`ActorSpec` for a task from five parts (persona,
 tools, knowledge, environment, output format); the loop then runs the actor
 (``react`` <-> ``tools``) until it submits a result, answers without a tool
 call, or hits its step cap. The step where that happens settles the task: the
-tools step that ran ``submit_result``, or the ``react`` step that got the answer,
-the model failure or no steps left.
+``react`` step that got the result, the answer, the model failure or no steps
+left, or the tools step that ran ``submit_result`` beside other tools. A reply
+that only reports (``update_progress``, ``submit_result``) is run in its react
+step; only other tools take a tools step.
 """
 
 from __future__ import annotations
@@ -50,20 +52,33 @@ from aimegraph.models.json_tools import (
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.models.reasoning import visible_text, without_think_text
 from aimegraph.nodes.context import within_budget
-from aimegraph.nodes.dual import Steps, model_node
+from aimegraph.nodes.dual import Steps, blocking_call, model_node
 from aimegraph.nodes.sections import facts_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, MemberResult, Task, TaskResult
-from aimegraph.tools.progress import member_keys, settled, submit_result, update_progress
+from aimegraph.tools.execution import ToolOutcome, run_in_step
+from aimegraph.tools.progress import (
+    SUBMIT_RESULT,
+    member_keys,
+    settled,
+    submit_result,
+    update_progress,
+)
 from aimegraph.tools.registry import ToolRegistry
 
 ActorNode = Node[ActorState]
 
 ALWAYS_BOUND: tuple[BaseTool, ...] = (update_progress, submit_result)
-"""Tools every actor has, whatever its bundles."""
+"""Tools every actor has, whatever its bundles: its reports to the engine. A reply
+calling only these is run in the react step itself (no tools step)."""
+
+REPORTS: Mapping[str, BaseTool] = {t.name: t for t in ALWAYS_BOUND}
+
+_APPENDED = ("messages", "updates")
+"""The keys of the reports' updates whose channels append."""
 
 _RE_ASK = "re_ask"
 """Key in a re-ask's ``response_metadata`` (never sent to the model) holding the problem."""
@@ -352,17 +367,27 @@ def make_react_node(
         seen = cast(
             ActorState, {**state, "messages": [*state["messages"], *messages], "steps": steps}
         )
-        if (isinstance(last, AIMessage) and last.tool_calls) or (
-            isinstance(last, HumanMessage) and _steps_left(seen, cfg)
-        ):
+        if isinstance(last, AIMessage) and last.tool_calls:
+            if all(c["name"] in REPORTS for c in last.tool_calls):
+                reports = run_in_step(
+                    last, REPORTS, state=seen, runtime=runtime, once_per_reply=[SUBMIT_RESULT]
+                )
+                return _with_outcomes(update, reports)
+            return update
+        if isinstance(last, HumanMessage) and _steps_left(seen, cfg):
             return update
         return update | settled(seen, _unsubmitted_result(seen, cfg), runtime.stream_writer)
 
     budgeted = within_budget(model, config, react)
+    # A factory may block (the default one lists the workspace): under ainvoke it runs
+    # in a worker thread, as the sync node it was would.
+    opening: Runnable[ActorState, dict[str, Any]] | None = (
+        blocking_call(assemble, name="assemble") if assemble else None
+    )
 
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
         cfg = config.for_run(runtime)
-        opened = assemble(state, runtime=runtime) if assemble and not state.get("messages") else {}
+        opened = (yield opening, state) if opening and not state.get("messages") else {}
         state = cast(ActorState, {**state, **opened})
         if _steps_left(state, cfg):
             update = yield from budgeted(state, runtime)
@@ -379,9 +404,20 @@ def make_react_node(
     return model_node(step_or_settle, name="react")
 
 
+def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:
+    """``update`` with the outcomes of the calls run in the step: their observations
+    and progress records appended, the rest (a submitted result, its task) set."""
+    merged = dict(update)
+    for outcome in outcomes:
+        changes = outcome.update if isinstance(outcome, Command) else {"messages": [outcome]}
+        for key, value in dict(changes or {}).items():
+            merged[key] = [*merged.get(key, []), *value] if key in _APPENDED else value
+    return merged
+
+
 def _next_after_react(update: Mapping[str, Any], done: str) -> str:
     """Where a react step's update leads: ``done`` once it settled the task, ``tools``
-    for its tool calls, else ``react`` (the re-ask it appended)."""
+    for its tool calls, else ``react`` (after a re-ask, or reports run in the step)."""
     if update.get("result") is not None:
         return done
     last = update["messages"][-1]

@@ -6,7 +6,9 @@ pool and the guard puts each timed call in a daemon thread of its own; under
 ``ainvoke`` the async guard awaits coroutine tools on the event loop (cancelled
 on timeout) and runs sync tools in a daemon thread, so the loop never blocks.
 A sync tool cannot be stopped: on timeout it is abandoned, still running, and
-being a daemon thread it does not keep the process alive."""
+being a daemon thread it does not keep the process alive. Instant bookkeeping
+calls (the actor's reports) can instead run in the step that got them
+(:func:`run_in_step`), with the same checks and observations and no thread."""
 
 from __future__ import annotations
 
@@ -15,15 +17,18 @@ import contextvars
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Collection, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from concurrent.futures import Future
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
-from langgraph.prebuilt import ToolNode
+from langgraph.config import get_config
+from langgraph.prebuilt import ToolNode, ToolRuntime
 from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.runtime import Runtime
 from langgraph.types import Command
+from pydantic import ValidationError
 
 from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
@@ -62,12 +67,7 @@ def make_tool_node(
 
     def describe_error(exc: Exception) -> str:
         if isinstance(exc, ToolInvocationError):
-            tool = by_name.get(exc.tool_name)
-            schema = tool_args_schema(tool) if tool else {}
-            return (
-                f"Error: invalid arguments for {exc.tool_name}: {exc.message}\n"
-                f"Expected arguments (JSON schema): {json.dumps(schema.get('properties', {}))}"
-            )
+            return invalid_arguments(exc.tool_name, by_name.get(exc.tool_name), exc.message)
         if isinstance(exc, ToolException):
             return f"Error: {exc}"
         log.warning("tool raised", exc_info=exc)
@@ -82,13 +82,8 @@ def make_tool_node(
                 call,
                 f"Error: tool {call['name']!r} is not available; choose from: {', '.join(names)}.",
             )
-        if call["name"] in once_per_reply and _called_earlier_in_reply(request.state, call):
-            return _observation(call, prompts.SECOND_CALL.format(tool=call["name"]))
-        repeats = _count_identical_calls(request.state, call["name"], call["args"])
-        if repeats >= REPEAT_LIMIT:
-            return _observation(
-                call, prompts.REPEATED_ACTION.format(tool=call["name"], count=repeats - 1)
-            )
+        if (why := misuse(request.state, call, once_per_reply=once_per_reply)) is not None:
+            return _observation(call, why)
         if before_call is not None:
             return before_call(request)
         return None
@@ -139,6 +134,71 @@ def make_tool_node(
         tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard
     )
     return node
+
+
+def run_in_step(
+    message: AIMessage,
+    tools: Mapping[str, BaseTool],
+    *,
+    state: Mapping[str, Any],
+    runtime: Runtime[Any],
+    once_per_reply: Collection[str] = (),
+) -> list[ToolOutcome]:
+    """Run ``message``'s tool calls here, in order, as the ``tools`` node would: each
+    through its tool's own invocation (schema validation, the ``ToolRuntime`` it
+    asks for, the ``Command`` it returns), refused as the node refuses misuse (see
+    :func:`misuse`), bad arguments answered with the same observation.
+
+    For instant bookkeeping tools only (the actor's reports): no timeout, and no
+    thread, where ToolNode starts one per call (0.5 ms, more than the call). Every
+    call must name one of ``tools``.
+    """
+    outcomes: list[ToolOutcome] = []
+    config = get_config()
+    for call in message.tool_calls:
+        if (why := misuse(state, call, once_per_reply=once_per_reply)) is not None:
+            outcomes.append(_observation(call, why))
+            continue
+        tool = tools[call["name"]]
+        tool_runtime = ToolRuntime(
+            state=state,
+            context=runtime.context,
+            config=config,
+            stream_writer=runtime.stream_writer,
+            tool_call_id=call["id"],
+            store=runtime.store,
+        )
+        args = {**call["args"], "runtime": tool_runtime}
+        try:
+            outcomes.append(tool.invoke({**call, "args": args}))
+        except ValidationError as exc:
+            # As ToolNode reports it: the errors of the model's own arguments.
+            errors = [e for e in exc.errors() if e["loc"][:1] != ("runtime",)]
+            failure = ToolInvocationError(call["name"], exc, call["args"], errors)
+            outcomes.append(
+                _observation(call, invalid_arguments(call["name"], tool, failure.message))
+            )
+    return outcomes
+
+
+def misuse(state: object, call: ToolCall, *, once_per_reply: Collection[str] = ()) -> str | None:
+    """Why ``call`` must not run, if it must not: a second call in one reply of a tool
+    named in ``once_per_reply``, or the same call repeated ``REPEAT_LIMIT`` times."""
+    if call["name"] in once_per_reply and _called_earlier_in_reply(state, call):
+        return prompts.SECOND_CALL.format(tool=call["name"])
+    repeats = _count_identical_calls(state, call["name"], call["args"])
+    if repeats >= REPEAT_LIMIT:
+        return prompts.REPEATED_ACTION.format(tool=call["name"], count=repeats - 1)
+    return None
+
+
+def invalid_arguments(name: str, tool: BaseTool | None, problem: str) -> str:
+    """The observation for a call whose arguments do not fit its tool's schema."""
+    schema = tool_args_schema(tool) if tool else {}
+    return (
+        f"Error: invalid arguments for {name}: {problem}\n"
+        f"Expected arguments (JSON schema): {json.dumps(schema.get('properties', {}))}"
+    )
 
 
 ASYNC_ONLY = (
