@@ -141,7 +141,9 @@ def run(quick: bool) -> SectionResult:
         "log are DeltaChannels (a checkpoint stores the step's writes, a snapshot every 100 "
         "updates), so bytes grow with tasks. Before them: 35.0 / 33.9 / 54.8 KB per task at "
         "10 / 100 / 1,000 tasks (16.1x bytes for 10x tasks).",
-        "Most checkpoints are the executor subgraphs' own super-steps (6 per task here).",
+        "Most checkpoints are the executor subgraphs' own: 3 per task here (the actor's "
+        "input, its start and its one react step, which ran the submit_result; 6 before "
+        "the actor's reports ran in its react step and the factory opened it).",
         "scheduler: batch = one orchestrator step per wave of up to max_parallel tasks "
         "(Send each); eager (the default) = tasks start as their dependencies complete, "
         "inside executor steps; orch. steps counts both as waves of tasks started together.",
