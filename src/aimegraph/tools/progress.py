@@ -3,7 +3,9 @@
 They write to the actor's state through ``Command`` updates, so ToolNode
 executes them like any other tool and the reducers merge what they report.
 ``submit_result`` settles the task in the same update (:func:`settled`), so the
-actor's loop ends with the tools step that ran it.
+step that ran it ends the actor's loop. A reply calling only these two is run in
+the actor's react step (``tools.execution.run_in_step``), any other in the tools
+step.
 """
 
 from __future__ import annotations
