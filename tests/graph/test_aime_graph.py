@@ -166,7 +166,8 @@ def test_plan_that_stays_invalid_fails_cleanly(scripted_graph: GraphFactory) -> 
     out = graph.invoke({"goal": "g"})
     assert out["status"] == "failed"
     assert (
-        "no valid plan in 3 draft(s): max_plan_repairs (2) used up" in out["reason"] and "dependency cycle" in out["reason"]
+        "no valid plan in 3 draft(s): max_plan_repairs (2) used up" in out["reason"]
+        and "dependency cycle" in out["reason"]
     )
     assert len(model.prompts("planner")) == 3
     assert out["tasks"] == {} or all(t.status == "pending" for t in out["tasks"].values())

@@ -141,9 +141,7 @@ def test_unusable_planner_replies_use_the_plan_repairs_too(scripted_graph: Graph
 
 
 def test_the_failure_reason_names_both_budgets(scripted_graph: GraphFactory) -> None:
-    graph, _ = scripted_graph(
-        {"planner": [NO_TOOL_CALL]}, max_output_retries=1, max_plan_repairs=1
-    )
+    graph, _ = scripted_graph({"planner": [NO_TOOL_CALL]}, max_output_retries=1, max_plan_repairs=1)
     out = graph.invoke({"goal": "g"})
     assert out["status"] == "failed"
     assert "no valid plan in 2 draft(s): max_plan_repairs (1) used up" in out["reason"]
@@ -195,9 +193,7 @@ def _unbounded(schema: dict[str, Any], path: str = "") -> list[str]:
     return found
 
 
-@pytest.mark.parametrize(
-    "schema", [plan_update_schema(30), Verdict], ids=["PlanUpdate", "Verdict"]
-)
+@pytest.mark.parametrize("schema", [plan_update_schema(30), Verdict], ids=["PlanUpdate", "Verdict"])
 def test_model_facing_schemas_bound_every_string_and_list(schema: type) -> None:
     json_schema = schema.model_json_schema()
     assert _unbounded(json_schema) == []

@@ -16,9 +16,21 @@ ONE_TASK = {"rationale": "r", "tasks": [{"id": "a", "title": "A"}]}
 
 SCENARIOS: dict[str, tuple[dict[str, Any], list[str], int, str]] = {
     "succeeded": ({"planner": [ONE_TASK]}, [], 0, "succeeded"),
-    "failed": ({"planner": [{"rationale": "r", "tasks": [{"id": "a", "title": "A", "dependencies": ["a"]}]}]}, [], 1, "failed"),
+    "failed": (
+        {
+            "planner": [
+                {"rationale": "r", "tasks": [{"id": "a", "title": "A", "dependencies": ["a"]}]}
+            ]
+        },
+        [],
+        1,
+        "failed",
+    ),
     "rejected": (
-        {"planner": [ONE_TASK], "verifier": [{"passed": False, "reasoning": "no", "issues": ["wrong"]}]},
+        {
+            "planner": [ONE_TASK],
+            "verifier": [{"passed": False, "reasoning": "no", "issues": ["wrong"]}],
+        },
         ["--max-replans", "0"],
         3,
         "rejected",
@@ -55,9 +67,19 @@ def test_usage_errors_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         main(["run"])  # no goal
     assert info.value.code == 2
     assert main(["--checkpoints", "redis://x", "threads"]) == 2
-    assert main(
-        ["--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}", "run", "g", "--model", "nonsense:x"]
-    ) == 2
+    assert (
+        main(
+            [
+                "--checkpoints",
+                f"sqlite:///{tmp_path / 'cp.db'}",
+                "run",
+                "g",
+                "--model",
+                "nonsense:x",
+            ]
+        )
+        == 2
+    )
     assert "nonsense" in capsys.readouterr().err
 
 

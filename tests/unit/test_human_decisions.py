@@ -32,7 +32,10 @@ def test_parse_decision(answer: object, action: str, reason: str | None) -> None
 
 def test_edit_keeps_the_plan() -> None:
     plan = {"rationale": "r", "tasks": []}
-    assert parse_decision({"action": "edit", "plan": plan}) == ("edit", {"action": "edit", "plan": plan})
+    assert parse_decision({"action": "edit", "plan": plan}) == (
+        "edit",
+        {"action": "edit", "plan": plan},
+    )
 
 
 def test_malformed_scenario_yaml_is_a_scenario_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
