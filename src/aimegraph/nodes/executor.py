@@ -78,7 +78,7 @@ calling only these is run in the react step itself (no tools step)."""
 REPORTS: Mapping[str, BaseTool] = {t.name: t for t in ALWAYS_BOUND}
 
 _APPENDED = ("messages", "updates")
-"""The keys of the reports' updates whose channels append."""
+"""The keys, among those one react step writes, whose channels append."""
 
 _RE_ASK = "re_ask"
 """Key in a re-ask's ``response_metadata`` (never sent to the model) holding the problem."""
@@ -393,12 +393,7 @@ def make_react_node(
             update = yield from budgeted(state, runtime)
         else:  # the tools step used the last one
             update = settled(state, _unsubmitted_result(state, cfg), runtime.stream_writer)
-        if opened:
-            update = {
-                **opened,
-                **update,
-                "messages": [*state["messages"], *update.get("messages", [])],
-            }
+        update = _merged(opened, update)
         return Command(update=update, goto=_next_after_react(update, done))
 
     return model_node(step_or_settle, name="react")
@@ -407,11 +402,20 @@ def make_react_node(
 def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:
     """``update`` with the outcomes of the calls run in the step: their observations
     and progress records appended, the rest (a submitted result, its task) set."""
-    merged = dict(update)
     for outcome in outcomes:
         changes = outcome.update if isinstance(outcome, Command) else {"messages": [outcome]}
-        for key, value in dict(changes or {}).items():
-            merged[key] = [*merged.get(key, []), *value] if key in _APPENDED else value
+        update = _merged(update, dict(changes or {}))
+    return update
+
+
+def _merged(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]:
+    """Two updates of one step as one: appending channels get both lists, in order;
+    ``then`` sets the others. One write per channel, so that the step streams as a
+    single update (a node returning several writes to a channel streams each alone)."""
+    merged = {**first, **then}
+    for key in _APPENDED:
+        if key in first and key in then:
+            merged[key] = [*first[key], *then[key]]
     return merged
 
 
