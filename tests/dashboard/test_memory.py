@@ -24,8 +24,9 @@ from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import DistributedQueue, RunManager
 from aimegraph.distributed.records import RunRecord
 from aimegraph.memory import EPISODES, LESSONS, Episode, open_store
-from aimegraph.memory.commands import default_store_url, list_memories
+from aimegraph.memory.browse import list_memories
 from aimegraph.memory.episodes import episode_ops
+from aimegraph.memory.store import default_store_url
 
 LOCAL = "http://127.0.0.1"
 

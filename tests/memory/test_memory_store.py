@@ -10,8 +10,8 @@ import pytest
 from langgraph.store.memory import InMemoryStore
 
 from aimegraph.memory import VectorIndexMissingWarning, aopen_store, open_store
-from aimegraph.memory.commands import default_store_url
 from aimegraph.memory.episodes import rank_items, search_ops
+from aimegraph.memory.store import default_store_url
 
 NS = ("aimegraph", "default", "episodes")
 DOCS = {

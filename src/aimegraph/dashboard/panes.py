@@ -15,7 +15,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from aimegraph.memory.commands import (
+from aimegraph.memory.browse import (
     KINDS,
     forget_memory,
     list_memories,

@@ -1,10 +1,8 @@
-"""Serving the dashboard with uvicorn, and the ``aimegraph dashboard`` command."""
+"""Serving the dashboard with uvicorn (``aimegraph dashboard`` is ``aimegraph.cli.dashboard``)."""
 
 from __future__ import annotations
 
-import argparse
 import ipaddress
-import os
 import socket
 import threading
 import time
@@ -15,13 +13,11 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
-from rich.console import Console
 from starlette.applications import Starlette
 
 from aimegraph.dashboard.app import LOOPBACK_HOSTS, create_app
 from aimegraph.dashboard.runs import DistributedQueue, RunManager
-from aimegraph.distributed.records import is_postgres_url
-from aimegraph.optimizer.store import PromptStore, default_prompt_store
+from aimegraph.optimizer.store import PromptStore
 
 TOKEN_ENV = "AIMEGRAPH_DASHBOARD_TOKEN"
 DEFAULT_HOST, DEFAULT_PORT = "127.0.0.1", 8765
@@ -107,36 +103,3 @@ def serve_in_background(app: Starlette, host: str = DEFAULT_HOST) -> Iterator[st
         server.should_exit = True
         thread.join(5)
         sock.close()
-
-
-def cmd_dashboard(
-    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
-) -> int:
-    token = args.token or os.environ.get(TOKEN_ENV) or None
-    check_exposure(args.host, token)
-    store = args.memory_store()  # --store, or beside the checkpoints (as `aimegraph run`)
-    prompts = PromptStore(args.prompts or default_prompt_store(args.checkpoints))
-    distributed = (
-        DistributedQueue(args.checkpoints, args.broker, args.queue)
-        if is_postgres_url(args.checkpoints)
-        else None
-    )
-    shown = f"[{args.host}]" if ":" in args.host else args.host
-    console.print(
-        f"aimegraph dashboard on http://{shown}:{args.port}/"
-        + ("?token=YOUR_TOKEN" if token else "")
-        + "  (Ctrl+C stops it)"
-    )
-    try:
-        serve(
-            saver,
-            store=store,
-            prompts=prompts,
-            distributed=distributed,
-            host=args.host,
-            port=args.port,
-            token=token,
-        )
-    except KeyboardInterrupt:  # uvicorn re-raises the Ctrl+C it shut down on
-        console.print("dashboard stopped")
-    return 0

@@ -27,6 +27,7 @@ from aimegraph.memory.store import (
     STORE_URL_FORMS,
     VectorIndexMissingWarning,
     aopen_store,
+    default_store_url,
     index_config,
     open_store,
 )
@@ -45,6 +46,7 @@ __all__ = [
     "Lesson",
     "VectorIndexMissingWarning",
     "aopen_store",
+    "default_store_url",
     "episode_key",
     "fit_context",
     "index_config",

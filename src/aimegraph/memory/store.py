@@ -44,6 +44,7 @@ __all__ = [
     "STORE_URL_FORMS",
     "VectorIndexMissingWarning",
     "aopen_store",
+    "default_store_url",
     "index_config",
     "open_store",
 ]
@@ -254,3 +255,17 @@ def _pg_index(url: str, index: IndexConfig) -> Any:
         stacklevel=4,
     )
     return None
+
+
+def default_store_url(checkpoints_url: str) -> str:
+    """Memory beside the checkpoints: ``memory.db`` next to an SQLite checkpoint file,
+    the same database for Postgres, in-process memory for in-process checkpoints."""
+    lowered = checkpoints_url.strip().lower()
+    if lowered.startswith("sqlite:///") and not lowered.endswith(":memory:"):
+        path = Path(checkpoints_url.strip()[len("sqlite:///") :])
+        return f"sqlite:///{path.parent / 'memory.db'}"
+    if lowered.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        return checkpoints_url
+    if lowered in ("memory", "memory://", ":memory:", "sqlite:///:memory:"):
+        return "memory"
+    return DEFAULT_STORE_URL

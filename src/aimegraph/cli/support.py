@@ -1,29 +1,32 @@
-"""What every command-line front end shares, below them all: the error that ends a
-command with an exit code, the exit codes, and the ``AimeConfig`` a run's flags
-describe. ``aimegraph.cli`` and ``aimegraph.distributed.commands`` both use it, so
-neither imports the other's internals."""
+"""What every command group shares: the error that ends a command with an exit
+code, the exit codes, a handler's signature, and the ``AimeConfig`` and prompts a
+run's flags describe."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from rich.console import Console
 
 from aimegraph.config import AimeConfig
 from aimegraph.steering import WORKSPACES
-
-if TYPE_CHECKING:
-    from rich.console import Console
 
 __all__ = [
     "EXIT_CODES",
     "EXIT_NOT_FOUND",
     "EXIT_USAGE",
+    "AddCommand",
     "CliError",
+    "Handler",
     "checked_config",
     "config_from_args",
     "config_json",
+    "run_prompts",
 ]
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
@@ -41,6 +44,13 @@ RUN_FLAGS = (
     "tool_calling",
 )
 """The ``AimeConfig`` fields a new run (``run``, ``submit``) takes as flags."""
+
+
+Handler = Callable[[argparse.Namespace, BaseCheckpointSaver[Any], Console], int]
+"""A command: its parsed flags, the checkpoint store, the console; returns the exit code."""
+
+AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
+"""Adds a subcommand with the flags every command has (``--json``, ``--checkpoints``)."""
 
 
 class CliError(Exception):

@@ -8,22 +8,40 @@ import os
 from pathlib import Path
 from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import RunSettings
-from aimegraph.cli_support import EXIT_USAGE, CliError, checked_config, config_json
+from aimegraph.cli.support import (
+    EXIT_USAGE,
+    AddCommand,
+    CliError,
+    checked_config,
+    config_json,
+)
 from aimegraph.optimizer.store import PromptStore, default_prompt_store
 from aimegraph.prompts import DEFAULT_PROMPTS
 from aimegraph.steering import run_tools
 
-__all__ = ["add_optimize_arguments", "read_examples", "run_optimize_command"]
+__all__ = ["read_examples", "register"]
 
 DEFAULT_WORKSPACE = Path(".aimegraph/workspace/optimize")
 
 
-def add_optimize_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``aimegraph optimize`` flags."""
+def register(command: AddCommand) -> None:
+    """Add ``optimize``."""
+    _add_arguments(
+        command(
+            "optimize",
+            cmd_optimize,
+            "Optimise the role prompts with GEPA on JSON Lines examples; the winner goes "
+            "into the prompt store, active (needs the [optimize] extra).",
+        )
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--trainset", required=True, metavar="FILE", help='JSON Lines: {"goal": ...} per line'
     )
@@ -105,7 +123,9 @@ def read_examples(path: str) -> list[dict[str, Any]]:
     return examples
 
 
-def run_optimize_command(args: argparse.Namespace, console: Console) -> int:
+def cmd_optimize(
+    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
+) -> int:
     """Run ``aimegraph.optimize``; print each iteration and the outcome (or JSON)."""
     from aimegraph.optimizer.optimize import optimize
 

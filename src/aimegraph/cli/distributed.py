@@ -1,5 +1,6 @@
-"""``aimegraph worker | submit | wait`` and the distributed paths of ``show`` and
-``resume`` (the parser lives in ``aimegraph.cli``; these are its handlers)."""
+"""``aimegraph worker | submit``, and the distributed paths of ``wait``, ``show`` and
+``resume``. Celery (the ``[distributed]`` extra) is imported when a command needs
+it, so the parser can be built without it."""
 
 from __future__ import annotations
 
@@ -8,39 +9,76 @@ import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from celery import Celery
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command
 from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
-from aimegraph.cli_support import (
+from aimegraph.cli.options import broker_options, run_options
+from aimegraph.cli.support import (
     EXIT_NOT_FOUND,
     EXIT_USAGE,
+    AddCommand,
     CliError,
     config_from_args,
     run_prompts,
 )
 from aimegraph.distributed import records
-from aimegraph.distributed.app import (
-    BrokerConnectionError,
-    WorkerSettings,
-    check_broker,
-    make_app,
-)
 from aimegraph.distributed.records import RunRecord
 from aimegraph.distributed.runner import load_graph_builder, takes_store
-from aimegraph.distributed.submit import (
-    RunNotResumableError,
-    enqueue_resume,
-    submit_run,
-    wait_for_run,
-)
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+__all__ = ["register", "resume_distributed", "show_record", "wait_record"]
 
 EXIT_TIMEOUT = 7
+
+
+def register(command: AddCommand) -> None:
+    """Add ``submit`` and ``worker`` (``wait`` reads threads: see ``aimegraph.cli.threads``)."""
+    submit = command(
+        "submit",
+        cmd_submit,
+        "Queue a run for the workers and print its thread id (needs [distributed]).",
+    )
+    run_options(submit)
+    broker_options(submit, "to queue the run on")
+    worker = command(
+        "worker",
+        cmd_worker,
+        "Serve submitted runs: a Celery worker over the Postgres checkpoints "
+        "(needs [distributed]).",
+    )
+    broker_options(worker, "to take runs from")
+    worker.add_argument(
+        "--store",
+        metavar="URL",
+        default=argparse.SUPPRESS,  # as before the subcommand: aimegraph --store URL worker
+        help="long-term memory the runs recall from and record into (default: the "
+        "checkpoints' Postgres database); a run with memory 'off' in its config uses none",
+    )
+    worker.add_argument("--concurrency", type=int, default=1, help="runs at once (1)")
+    worker.add_argument(
+        "--visibility-timeout",
+        type=float,
+        default=float(os.environ.get("AIMEGRAPH_VISIBILITY_TIMEOUT", 300)),
+        help="seconds before an unacknowledged run is delivered again: how soon a dead "
+        "worker's runs resume elsewhere (default 300, $AIMEGRAPH_VISIBILITY_TIMEOUT)",
+    )
+    worker.add_argument(
+        "--graph",
+        metavar="MODULE:ATTR",
+        default="aimegraph.steering:run_graph",
+        help="callable (RunSettings, checkpointer, store=None) -> compiled graph that "
+        "builds each run; given the worker's memory store when it takes store= (default: "
+        "the standard aime graph with the run's model, --tools, --prompts and --agents)",
+    )
+    worker.add_argument("--name", help="worker name (default: aimegraph-PID@HOST)")
+    worker.add_argument("--log-level", default="INFO", help="Celery log level (INFO)")
 
 
 @contextmanager
@@ -48,6 +86,13 @@ def _cli_errors() -> Iterator[None]:
     """Errors the caller has to act on, as one line and an exit code: an unreachable
     broker or database, or a run that cannot be resumed (usage), an unknown run (not
     found), a wait that timed out."""
+    try:
+        from aimegraph.distributed.app import BrokerConnectionError
+        from aimegraph.distributed.submit import RunNotResumableError
+    except ImportError as exc:
+        raise CliError(
+            f"distributed runs need: pip install 'aimegraph[distributed]' ({exc})", EXIT_USAGE
+        ) from exc
     try:
         yield
     except (BrokerConnectionError, CheckpointConnectionError, RunNotResumableError) as exc:
@@ -80,6 +125,8 @@ def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
 
 
 def _worker_app(args: argparse.Namespace, console: Console) -> Celery:
+    from aimegraph.distributed.app import WorkerSettings, check_broker, make_app
+
     checkpoints = _postgres_url(args)
     builder = load_graph_builder(args.graph)  # fail here, not on the first delivery
     broker = make_app(args.broker, queue=args.queue)
@@ -114,6 +161,8 @@ def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
 
 
 def _submit(args: argparse.Namespace, thread_id: str) -> None:
+    from aimegraph.distributed.submit import submit_run
+
     config = config_from_args(args, thread_id)  # the same config flags as `run`
     if args.agents:  # a bad file or import fails here, not on a worker
         from aimegraph.teams import load_agents
@@ -138,6 +187,8 @@ def wait_record(args: argparse.Namespace) -> RunRecord:
     """``aimegraph wait``: block until the submitted run pauses or ends (the CLI then
     shows it, as ``aimegraph show``)."""
     with _cli_errors():
+        from aimegraph.distributed.submit import wait_for_run
+
         return wait_for_run(args.thread, checkpoints=_postgres_url(args), timeout=args.timeout)
 
 
@@ -169,6 +220,8 @@ def resume_distributed(
     if answers is not None and not isinstance(answers, dict):
         raise CliError("a distributed resume answers interrupts by id", EXIT_USAGE)
     with _cli_errors():
+        from aimegraph.distributed.submit import enqueue_resume
+
         enqueue_resume(
             record.thread_id,
             answers,

@@ -7,10 +7,13 @@ import difflib
 import json
 import sys
 from collections.abc import Mapping
+from typing import Any
 
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 from rich.markup import escape
 
+from aimegraph.cli.support import EXIT_NOT_FOUND, AddCommand
 from aimegraph.optimizer.store import (
     DEFAULT_ALIAS,
     PromptStore,
@@ -21,18 +24,26 @@ from aimegraph.optimizer.store import (
 from aimegraph.prompts import DEFAULT_PROMPTS, load_prompt_set
 from aimegraph.prompts.source import DEFAULT_VERSION
 
-__all__ = ["add_prompts_arguments", "diff_versions", "prompt_store_for", "run_prompts_command"]
-
-EXIT_NOT_FOUND = 6
+__all__ = ["diff_versions", "register"]
 
 
-def prompt_store_for(args: argparse.Namespace) -> PromptStore:
+def _prompt_store(args: argparse.Namespace) -> PromptStore:
     """``--prompts PATH``, else ``prompts.jsonl`` beside the checkpoints."""
     return PromptStore(args.prompts or default_prompt_store(args.checkpoints))
 
 
-def add_prompts_arguments(parser: argparse.ArgumentParser) -> None:
-    """The ``aimegraph prompts`` subcommands and their flags."""
+def register(command: AddCommand) -> None:
+    """Add ``prompts`` and its subcommands."""
+    _add_arguments(
+        command(
+            "prompts",
+            cmd_prompts,
+            "Prompt versions in the prompt store: list, show, diff, use, add.",
+        )
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--prompts",
         metavar="STORE",
@@ -67,9 +78,9 @@ def add_prompts_arguments(parser: argparse.ArgumentParser) -> None:
         )
 
 
-def run_prompts_command(args: argparse.Namespace, console: Console) -> int:
+def cmd_prompts(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     """Run one ``aimegraph prompts`` action; 0 on success, 6 for an unknown version."""
-    store = prompt_store_for(args)
+    store = _prompt_store(args)
     try:
         return _run(args, store, console)
     except UnknownPromptVersionError as exc:

@@ -1,0 +1,14 @@
+"""``aimegraph``: run, demo, resume, inspect and draw workflows from the terminal.
+
+One module per command group: ``runs`` (run, demo, resume, fork), ``threads``
+(threads, show, history, wait, draw), ``dashboard``, ``distributed`` (submit, worker),
+``memory``, ``optimize``, ``prompts``; ``app`` builds the parser and runs a command.
+
+Exit codes tell outcomes apart: 0 succeeded, 1 failed, 2 usage error, 3 rejected,
+4 budget exhausted, 5 paused (waiting for a human: see ``aimegraph resume``),
+6 unknown thread or nothing to resume, 7 ``wait --timeout`` gave up.
+"""
+
+from aimegraph.cli.app import EXTRA_OF_MODULE, build_parser, main, missing_extra_message
+
+__all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]

@@ -1,0 +1,7 @@
+"""``python -m aimegraph.cli``."""
+
+import sys
+
+from aimegraph.cli.app import main
+
+sys.exit(main())

@@ -1,0 +1,197 @@
+"""The ``aimegraph`` entry point: the parser of every command group, the store
+opened for a command, and the translation of errors into one line and an exit code."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sqlite3
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager
+from typing import Any
+
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.base import BaseStore
+from rich.console import Console
+from rich.markup import escape
+
+from aimegraph.checkpoints import (
+    DEFAULT_CHECKPOINT_URL,
+    CheckpointConnectionError,
+    MissingCheckpointBackendError,
+    open_checkpointer,
+    redact_url,
+)
+from aimegraph.cli import dashboard, distributed, memory, optimize, prompts, runs, threads
+from aimegraph.cli.options import checkpoints_option
+from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
+
+__all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
+
+EXIT_HELP = (
+    "exit codes: 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, "
+    "5 paused, 6 unknown thread or nothing to resume, 7 wait timed out"
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    console = Console(stderr=args.json, highlight=False)
+    errors = Console(stderr=True, highlight=False)
+    try:
+        with _tracing(args.otlp), ExitStack() as stack:
+            checkpointer = _open_store(stack, args.checkpoints)
+            args.memory_store = lambda: _open_memory(stack, args)
+            return int(args.handler(args, checkpointer, console))
+    except CliError as exc:
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        return exc.code
+    except ValueError as exc:  # bad URLs, model specs, config values, tool specs
+        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
+        return EXIT_USAGE
+    except ImportError as exc:
+        # Whatever path reached a missing extra (a flag, a --config field such as
+        # optimize_online, a stored run's settings), the user's fix is one pip install.
+        if (message := missing_extra_message(exc)) is None:
+            raise
+        errors.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
+        return EXIT_USAGE
+
+
+EXTRA_OF_MODULE = {
+    "gepa": "optimize",
+    "starlette": "dashboard",
+    "sse_starlette": "dashboard",
+    "uvicorn": "dashboard",
+    "celery": "distributed",
+    "kombu": "distributed",
+    "redis": "distributed",
+    "psycopg": "postgres",
+    "psycopg_pool": "postgres",
+    "langgraph.checkpoint.postgres": "postgres",
+    "langgraph.store.postgres": "postgres",
+    "sentence_transformers": "semantic",
+    "torch": "semantic",
+    "graphviz": "draw",
+    "opentelemetry": "tracing",
+    "openinference": "tracing",
+    "llama_cpp": "local",
+}
+"""Modules only an extra installs, by the extra (``pip install 'aimegraph[extra]'``)."""
+
+
+def missing_extra_message(exc: ImportError) -> str | None:
+    """One line saying which extra to install for ``exc``: its own message when it
+    already names the ``pip install``, else the extra of the missing module;
+    ``None`` for a module no extra provides (a bug, or the user's own module)."""
+    text = " ".join(str(exc).split())
+    if "pip install 'aimegraph[" in text:
+        return text
+    name = exc.name or ""
+    for module, extra in EXTRA_OF_MODULE.items():
+        if name == module or name.startswith(module + "."):
+            return f"{text} (pip install 'aimegraph[{extra}]')"
+    return None
+
+
+STORE_ERRORS = (CheckpointConnectionError, MissingCheckpointBackendError, sqlite3.Error, OSError)
+
+
+def _open_store(stack: ExitStack, url: str) -> BaseCheckpointSaver[Any]:
+    """The checkpointer for ``url``, closed with ``stack``; a store that cannot be
+    opened (server down, bad path, missing extra) is a usage error."""
+    try:
+        return stack.enter_context(open_checkpointer(url))
+    except STORE_ERRORS as exc:
+        reason, where = " ".join(str(exc).split()), redact_url(url)
+        message = reason if where in reason else f"cannot open checkpoint store {where}: {reason}"
+        raise CliError(message, EXIT_USAGE) from exc
+
+
+def _open_memory(stack: ExitStack, args: argparse.Namespace) -> BaseStore:
+    """The long-term memory store (``--store``, default beside the checkpoints)."""
+    from aimegraph.memory import open_store
+    from aimegraph.memory.store import default_store_url
+
+    url = args.store or default_store_url(args.checkpoints)
+    try:
+        return stack.enter_context(
+            open_store(url, embeddings=args.embeddings, ttl_days=args.memory_ttl_days)
+        )
+    except (*STORE_ERRORS, ImportError) as exc:
+        reason = " ".join(str(exc).split())
+        raise CliError(f"cannot open memory store {redact_url(url)}: {reason}", EXIT_USAGE) from exc
+
+
+@contextmanager
+def _tracing(endpoint: str | None) -> Iterator[None]:
+    """OpenTelemetry spans of the command's runs to ``endpoint`` (OTLP/HTTP)."""
+    if not endpoint:
+        yield
+        return
+    try:
+        from aimegraph.tracing import enable_tracing
+    except ImportError as exc:
+        raise CliError(
+            f"--otlp needs: pip install 'aimegraph[tracing]' ({exc})", EXIT_USAGE
+        ) from exc
+    tracing = enable_tracing(endpoint)
+    try:
+        yield
+    finally:
+        tracing.shutdown()
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The ``aimegraph`` parser: global flags, then one subcommand per command."""
+    parser = argparse.ArgumentParser(
+        prog="aimegraph",
+        description="AIME-style multi-agent workflows on LangGraph.",
+        epilog=EXIT_HELP,
+    )
+    checkpoints_option(parser, default=DEFAULT_CHECKPOINT_URL)
+    parser.add_argument(
+        "--store",
+        metavar="URL",
+        help="long-term memory store: memory, sqlite:///PATH, postgresql://... (default: "
+        "memory.db beside an SQLite checkpoint file, the same database for Postgres)",
+    )
+    parser.add_argument(
+        "--embeddings",
+        choices=["hashing", "minilm"],
+        default="hashing",
+        help="what the memory index embeds with (minilm needs the [semantic] extra)",
+    )
+    parser.add_argument(
+        "--memory-ttl-days",
+        type=float,
+        metavar="DAYS",
+        help="memories expire this many days after they are written (the store's TTL: "
+        "SQLite and Postgres; default: kept until forgotten)",
+    )
+    parser.add_argument(
+        "--otlp",
+        metavar="URL",
+        default=os.environ.get("AIMEGRAPH_OTLP_ENDPOINT"),
+        help="send OpenTelemetry traces of the runs to this OTLP/HTTP endpoint, e.g. "
+        "http://127.0.0.1:6006 for a local Phoenix (default: $AIMEGRAPH_OTLP_ENDPOINT; "
+        "needs the [tracing] extra)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def command(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help, description=help)
+        p.set_defaults(handler=handler)
+        p.add_argument("--json", action="store_true", help="print the result as JSON, no live view")
+        checkpoints_option(p)
+        return p
+
+    runs.register(command)
+    threads.register(command)
+    dashboard.register(sub)
+    distributed.register(command)
+    memory.register(command)
+    optimize.register(command)
+    prompts.register(command)
+    return parser

@@ -1,0 +1,119 @@
+"""Flags that several commands share: the checkpoint store, durability, the
+application's tools, a new run's goal and config, the settings to carry a thread on
+with, and the distributed queue."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+from aimegraph.checkpoints import DEFAULT_CHECKPOINT_URL, redact_url
+
+__all__ = [
+    "broker_options",
+    "checkpoints_option",
+    "durability_option",
+    "rebuild_options",
+    "run_options",
+    "tools_option",
+]
+
+DURABILITY_HELP = (
+    "when checkpoints are written. sync: each step's checkpoint is saved before the next "
+    "step starts, so a crash or kill loses at most the steps in flight (a little slower: "
+    "one database write per step). async (default): saved in the background while the "
+    "next step runs; faster, but a crash can also lose the last finished step, whose "
+    "tasks then run again. exit: saved only when the run ends or pauses; fastest, no "
+    "crash recovery and no step history. Use sync when tools have side effects that "
+    "must not repeat."
+)
+
+
+def durability_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--durability", choices=["sync", "async", "exit"], default="async", help=DURABILITY_HELP
+    )
+
+
+def checkpoints_option(parser: argparse.ArgumentParser, default: Any = argparse.SUPPRESS) -> None:
+    """``--checkpoints`` before or after the subcommand: a subcommand's copy keeps the
+    value given before it unless given again (SUPPRESS sets nothing when absent)."""
+    parser.add_argument(
+        "--checkpoints",
+        default=default,
+        help=f"checkpoint store URL: memory, sqlite:///PATH, postgresql://... "
+        f"(default {redact_url(DEFAULT_CHECKPOINT_URL)})",
+    )
+
+
+def tools_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        action="append",
+        default=[],
+        help="the application's tools (a tool, a function, a list of them or a "
+        "ToolRegistry), importable as MODULE:ATTR; repeatable. Stored with the run, "
+        "so resume finds them again",
+    )
+
+
+def rebuild_options(parser: argparse.ArgumentParser) -> None:
+    """Settings for carrying on a thread: needed for threads started from Python
+    (which store none); for the CLI's own threads they replace the stored ones."""
+    parser.add_argument("--model", help="model spec (default: the one the run started with)")
+    parser.add_argument("--workspace", help="workspace directory (default: the run's)")
+    parser.add_argument("--config", help="AimeConfig fields as a JSON object")
+    tools_option(parser)
+
+
+def run_options(parser: argparse.ArgumentParser) -> None:
+    """The goal, model and config flags of a new run (``run`` and ``submit``)."""
+    parser.add_argument("goal", help="what the agents should achieve")
+    parser.add_argument(
+        "--model", default="openai:gpt-4o-mini", help="openai:<model>, local, scripted:<scenario>"
+    )
+    parser.add_argument("--thread", help="thread id (default: a new one)")
+    parser.add_argument(
+        "--workspace", help="directory for file and python tools (default: per thread)"
+    )
+    parser.add_argument("--max-parallel", type=int)
+    parser.add_argument("--max-replans", type=int)
+    parser.add_argument("--max-llm-calls", type=int)
+    parser.add_argument("--max-tokens", type=int)
+    parser.add_argument("--max-steps", type=int)
+    parser.add_argument("--max-actor-steps", type=int)
+    parser.add_argument("--replan", choices=["on_failure", "every_step"])
+    parser.add_argument("--verify", choices=["final", "tasks", "both", "off"])
+    parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
+    parser.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
+    parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
+    parser.add_argument("--config", help="AimeConfig fields as a JSON object")
+    tools_option(parser)
+    parser.add_argument(
+        "--prompts",
+        metavar="FILE_OR_STORE",
+        help="role prompts: a JSON / YAML prompt set, or a prompt store (.jsonl) whose "
+        "active version the run uses (default: the prompt store beside the checkpoints, "
+        "when it has an active version; else the built-in prompts). A submitted run's "
+        "workers read the same path",
+    )
+    parser.add_argument(
+        "--agents",
+        metavar="FILE_OR_MODULE:ATTR",
+        help="agent units the planner may assign to tasks, alone or as teams: a YAML / JSON "
+        "list of {name, description, persona, tool_bundles, model}, or MODULE:ATTR naming "
+        "AgentUnits. Stored with the run, so resume (and a submitted run's workers) find "
+        "them again",
+    )
+
+
+def broker_options(parser: argparse.ArgumentParser, purpose: str) -> None:
+    parser.add_argument(
+        "--broker",
+        default=os.environ.get("AIMEGRAPH_BROKER_URL", "redis://127.0.0.1:6379/0"),
+        help=f"Redis URL of the queue {purpose} (default: $AIMEGRAPH_BROKER_URL or "
+        "redis://127.0.0.1:6379/0)",
+    )
+    parser.add_argument("--queue", default="aimegraph", help="queue name (aimegraph)")
