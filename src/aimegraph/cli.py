@@ -168,6 +168,14 @@ def cmd_memory(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     return run_memory_command(args, args.memory_store(), console)
 
 
+def cmd_knowledge(
+    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
+) -> int:
+    from aimegraph.knowledge.commands import run_knowledge_command
+
+    return run_knowledge_command(args, console)
+
+
 def cmd_optimize(
     args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
 ) -> int:
@@ -215,6 +223,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         tools=tuple(args.tools),
         prompts=run_prompts(args, console, online=config.optimize_online),
         agents=args.agents,
+        knowledge=args.knowledge,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return _execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -567,6 +576,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
         prompts=stored.prompts if stored else None,
         agents=stored.agents if stored else None,
+        knowledge=stored.knowledge if stored else None,
     )
 
 
@@ -723,7 +733,8 @@ def _parser() -> argparse.ArgumentParser:
         "--embeddings",
         choices=["hashing", "minilm"],
         default="hashing",
-        help="what the memory index embeds with (minilm needs the [semantic] extra)",
+        help="what the memory index and a new knowledge base embed with (minilm needs the "
+        "[semantic] extra)",
     )
     parser.add_argument(
         "--memory-ttl-days",
@@ -752,6 +763,9 @@ def _parser() -> argparse.ArgumentParser:
     run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
     _run_options(run)
     _durability_option(run)
+    from aimegraph.knowledge.commands import add_knowledge_arguments, add_knowledge_option
+
+    add_knowledge_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
@@ -868,6 +882,11 @@ def _parser() -> argparse.ArgumentParser:
     from aimegraph.memory.commands import add_memory_arguments
 
     add_memory_arguments(memory)
+
+    knowledge = command(
+        "knowledge", cmd_knowledge, "Knowledge base: add documents (PDF, HTML, DOCX, ...), search."
+    )
+    add_knowledge_arguments(knowledge)
 
     optimize = command(
         "optimize",
