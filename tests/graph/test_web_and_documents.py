@@ -55,6 +55,17 @@ def test_an_actor_fetches_a_local_page(site: LocalSite, scripted_graph: GraphFac
     assert site.hosts == [f"127.0.0.1:{site.port}"]
 
 
+async def test_an_actor_fetches_a_local_page_under_ainvoke(
+    site: LocalSite, scripted_graph: GraphFactory
+) -> None:
+    url = site.route("/harbour", body=ARTICLE_HTML.encode(), headers={"Content-Type": "text/html"})
+    graph, _ = scripted_graph(
+        fetch_scenario(url), web=WebConfig(allow_private_hosts=("127.0.0.1",))
+    )
+    out = await graph.ainvoke({"goal": "When is high tide at Brest on 3 May?"})
+    assert out["status"] == "succeeded" and "06:42" in out["final_answer"]
+
+
 def test_under_the_default_policy_the_actor_is_refused_loopback(
     site: LocalSite, scripted_graph: GraphFactory
 ) -> None:

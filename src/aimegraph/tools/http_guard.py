@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import ssl
 import time
 from dataclasses import dataclass
 
@@ -54,15 +55,20 @@ class Fetched:
     """The body was longer than ``max_bytes`` and was cut there."""
 
 
-def guarded_get(url: str, policy: WebConfig) -> Fetched:
+def guarded_get(url: str, policy: WebConfig, *, tls: ssl.SSLContext | None = None) -> Fetched:
     """GET ``url`` under ``policy``; raise :class:`UrlRefused` for a forbidden hop and
-    ToolException for a failed fetch (timeout, HTTP error status, connection error)."""
+    ToolException for a failed fetch (timeout, HTTP error status, connection error).
+
+    ``tls`` is the TLS context to verify servers with; pass one to share it between
+    fetches (making one loads the CA bundle: tens of milliseconds). Default: a new
+    one with httpx's default CA bundle."""
     deadline = time.monotonic() + policy.timeout_s
     try:
         current = httpx.URL(url.strip())
     except httpx.InvalidURL as exc:
         raise UrlRefused(f"not a valid URL: {url!r} ({exc})") from exc
-    with httpx.Client(trust_env=False, follow_redirects=False) as client:
+    verify: ssl.SSLContext | bool = True if tls is None else tls
+    with httpx.Client(verify=verify, trust_env=False, follow_redirects=False) as client:
         for _hop in range(policy.max_redirects + 1):
             response = _send(client, current, _checked_addresses(current, policy), deadline, policy)
             try:

@@ -10,8 +10,10 @@ SearxNG...), renamed so prompts and plans can count on the name.
 
 from __future__ import annotations
 
+import functools
 from typing import Final, Literal
 
+import httpx
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
@@ -48,9 +50,12 @@ class _FetchUrlInput(BaseModel):
 def make_fetch_url_tool(policy: WebConfig) -> BaseTool:
     """The ``fetch_url`` tool under ``policy``."""
     require("trafilatura", "the web bundle", WEB_INSTALL_HINT)
+    # One TLS context for all the tool's fetches, made at the first: loading the CA
+    # bundle costs more than a fetch on a near server.
+    tls = functools.cache(lambda: httpx.create_ssl_context(trust_env=False))
 
     def fetch_url(url: str, format: TextFormat = "markdown") -> str:
-        return render(guarded_get(url, policy), format)
+        return render(guarded_get(url, policy, tls=tls()), format)
 
     return StructuredTool.from_function(
         func=fetch_url,
