@@ -19,6 +19,7 @@ from aimegraph.checkpoints import latest_settings, open_checkpointer
 from aimegraph.config import WebConfig
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models import ScriptedChatModel
+from aimegraph.steering import run_tools
 
 PDF_QUESTION = SCENARIOS / "pdf_question.yaml"
 REPORT_PAGES = [
@@ -116,7 +117,9 @@ def test_cli_knowledge_add_then_run_with_knowledge(tmp_path: Path, cli: Cli) -> 
     assert f"source: {pdf.as_posix()}, page 3 (score" in out["final_answer"]
     # Stored with the run, so a resume (another process) loads the same knowledge base.
     with open_checkpointer(cli.url) as saver:
-        assert latest_settings(saver, "t-pdf").knowledge == str(kb_dir.absolute())
+        settings = latest_settings(saver, "t-pdf")
+    assert settings.knowledge == str(kb_dir.absolute())
+    assert run_tools(settings).bundles["knowledge"].tools == ("knowledge_search",)
 
 
 def test_cli_knowledge_errors(tmp_path: Path, cli: Cli) -> None:

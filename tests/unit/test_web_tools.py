@@ -189,6 +189,15 @@ def test_proxy_settings_are_ignored(site: LocalSite, monkeypatch: pytest.MonkeyP
         assert proxy.hosts == []
 
 
+def test_a_bare_host_is_taken_as_https(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Models often leave the scheme out; the URL is then https, and checked as usual."""
+    fake_resolver(monkeypatch, {"intranet.example": ["10.1.2.3"]})
+    with pytest.raises(UrlRefused, match="intranet.example resolves to 10.1.2.3"):
+        fetch(WebConfig(), "intranet.example/wiki")
+    with pytest.raises(UrlRefused, match="only http and https URLs can be fetched, not file:"):
+        fetch(WebConfig(), "file:/etc/passwd")
+
+
 def test_host_lists(site: LocalSite) -> None:
     url = site.route("/page", body=b"ok", headers={"Content-Type": "text/plain"})
     with pytest.raises(UrlRefused, match="not on the allow list"):
@@ -254,7 +263,7 @@ def test_other_responses(site: LocalSite) -> None:
     with pytest.raises(UrlRefused, match="not a valid URL"):
         fetch(LOOPBACK_ALLOWED, "http://[::1/")
     with pytest.raises(UrlRefused, match="only http and https URLs"):
-        fetch(LOOPBACK_ALLOWED, "not a url")
+        fetch(LOOPBACK_ALLOWED, "ftp://example.org/file")
     with pytest.raises(UrlRefused, match="the URL has no host"):
         fetch(LOOPBACK_ALLOWED, "http:///path")
     with pytest.raises(ToolException, match="cannot resolve no-such-host.invalid"):

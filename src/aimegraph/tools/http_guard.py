@@ -63,8 +63,11 @@ def guarded_get(url: str, policy: WebConfig, *, tls: ssl.SSLContext | None = Non
     fetches (making one loads the CA bundle: tens of milliseconds). Default: a new
     one with httpx's default CA bundle."""
     deadline = time.monotonic() + policy.timeout_s
+    url = url.strip()
+    if "://" not in url and not url.startswith(("/", "file:", "data:")):
+        url = f"https://{url}"  # models often write a bare host: "example.com/page"
     try:
-        current = httpx.URL(url.strip())
+        current = httpx.URL(url)
     except httpx.InvalidURL as exc:
         raise UrlRefused(f"not a valid URL: {url!r} ({exc})") from exc
     verify: ssl.SSLContext | bool = True if tls is None else tls
@@ -137,7 +140,7 @@ def host_listed(host: str, entries: tuple[str, ...]) -> bool:
 def _checked_addresses(url: httpx.URL, policy: WebConfig) -> list[str]:
     """The addresses to connect to for ``url``, after every check of the policy."""
     if url.scheme not in _SCHEMES:
-        raise UrlRefused(f"only http and https URLs can be fetched, not {url.scheme or 'a'}: {url}")
+        raise UrlRefused(f"only http and https URLs can be fetched, not {url}")
     host = url.host
     if not host:
         raise UrlRefused(f"the URL has no host: {url}")
