@@ -79,7 +79,8 @@ def test_other_names_of_loopback_are_refused(site: LocalSite, host: str) -> None
         "http://192.168.1.1/admin",
         "http://100.64.0.1/",  # carrier-grade NAT
         "http://[fe80::1]/",
-        "http://224.0.0.1/",
+        "http://224.0.0.1/",  # multicast
+        "http://240.0.0.1/",  # reserved
     ],
 )
 def test_private_and_link_local_addresses_are_refused(url: str) -> None:
