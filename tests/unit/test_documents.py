@@ -77,6 +77,16 @@ def test_each_format_loads_with_its_locations(library: Path) -> None:
     assert fleet[2].page_content == "ship: Albatross\ncaptain: Ines Moreau"
 
 
+def test_csv_in_another_encoding(tmp_path: Path) -> None:
+    path = tmp_path / "quais.csv"
+    path.write_bytes("quai,capitaine\nÉcluse nord,Hélène Brûlé\n".encode("cp1252"))
+    (row,) = load_file(path)
+    assert row.page_content == "quai: Écluse nord\ncapitaine: Hélène Brûlé"
+    bom = tmp_path / "bom.csv"
+    bom.write_bytes("\ufeffport,berths\nBrest,640\n".encode())
+    assert load_file(bom)[0].page_content == "port: Brest\nberths: 640"
+
+
 def test_a_folder_of_every_kind_is_chunked_and_cited(library: Path, tmp_path: Path) -> None:
     kb = KnowledgeBase()
     ids = kb.add_files(library, chunk_size=200, chunk_overlap=20)

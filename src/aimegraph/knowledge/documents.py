@@ -136,7 +136,7 @@ def _load_csv(path: Path) -> list[Document]:
     from langchain_community.document_loaders import CSVLoader
 
     try:
-        loaded = CSVLoader(str(path), autodetect_encoding=True).load()
+        loaded = CSVLoader(str(path), encoding=_csv_encoding(path)).load()
     except Exception as exc:  # CSVLoader wraps every failure in RuntimeError
         raise DocumentLoadError(f"{path}: not a readable CSV file ({_reason(exc)})") from exc
     # CSVLoader counts records from 0; as a spreadsheet shows them, after the header.
@@ -147,6 +147,22 @@ def _load_csv(path: Path) -> list[Document]:
         )
         for doc in loaded
     ]
+
+
+def _csv_encoding(path: Path) -> str:
+    """UTF-8 (a byte-order mark dropped), else charset-normalizer's best guess.
+    (CSVLoader's own detection needs chardet, and re-reads a file from the start
+    after yielding the rows before an undecodable one.)"""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        from charset_normalizer import from_bytes
+
+        guess = from_bytes(data).best()
+        if guess is not None:
+            return str(guess.encoding)
+    return "utf-8-sig"
 
 
 def _load_xlsx(path: Path) -> list[Document]:
