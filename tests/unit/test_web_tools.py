@@ -337,3 +337,20 @@ def test_the_web_bundle_is_opt_in(workspace: Path) -> None:
     # Built with the graph, so a run's context cannot switch it on or change its policy.
     with pytest.raises(ValueError, match="web apply when the graph is built"):
         AimeConfig().override({"web": {"allow_private_hosts": ["127.0.0.1"]}})
+
+
+def test_without_the_extra_the_web_bundle_names_it(
+    monkeypatch: pytest.MonkeyPatch, workspace: Path
+) -> None:
+    import importlib.util
+
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *args: None if name == "trafilatura" else real_find_spec(name, *args),
+    )
+    with pytest.raises(
+        ImportError, match=r"the web bundle needs trafilatura: pip install 'aimegraph\[web\]'"
+    ):
+        default_registry(workspace, web=WebConfig())
