@@ -30,7 +30,7 @@ from langchain_core.tools import ToolException
 
 from aimegraph.config import WebConfig
 
-__all__ = ["Fetched", "UrlRefused", "guarded_get"]
+__all__ = ["Fetched", "UrlRefused", "guarded_get", "host_listed"]
 
 USER_AGENT = "aimegraph-fetch_url/0.1"
 _REDIRECTS = frozenset({301, 302, 303, 307, 308})
@@ -111,7 +111,7 @@ def _send(
             "GET",
             url.copy_with(host=address),
             headers={"Host": url.netloc.decode("ascii"), "User-Agent": USER_AGENT},
-            extensions={"sni_hostname": url.host},
+            extensions={"sni_hostname": url.raw_host.decode("ascii")},
             timeout=_remaining(deadline, str(url), policy),
         )
         try:
