@@ -6,7 +6,7 @@ out = graph.invoke({"goal": "..."}, {"configurable": {"thread_id": "t1"}})
 out["final_answer"], out["status"], out["tasks"], out["verdict"]
 """
 
-from aimegraph.config import AimeConfig
+from aimegraph.config import AimeConfig, WebConfig
 from aimegraph.drawing import draw, draw_plan
 from aimegraph.graphs import (
     build_actor_graph,
@@ -51,6 +51,7 @@ __all__ = [
     "ToolRegistry",
     "Usage",
     "Verdict",
+    "WebConfig",
     "build_actor_graph",
     "build_aime_graph",
     "build_planner_graph",

@@ -28,6 +28,49 @@ SchedulerPolicy = Literal["eager", "batch"]
 ActorDurability = Literal["inherit", "exit"]
 
 
+class WebConfig(BaseModel):
+    """The ``web`` tool bundle's policy (``AimeConfig.web``; the bundle exists only
+    when it is set). ``fetch_url`` refuses, on the first request and on every
+    redirect, any URL that is not http(s), whose host a list excludes, or whose
+    host resolves to any address that is not public (loopback, private,
+    link-local, carrier-grade NAT, multicast, reserved) unless the host is one of
+    ``allow_private_hosts``;
+    it connects to the address it checked, so a DNS answer cannot change between
+    the check and the connection."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    allow_hosts: tuple[str, ...] = Field(
+        (),
+        description="Only these hosts (and their subdomains) may be fetched; empty: any "
+        "public host.",
+    )
+    deny_hosts: tuple[str, ...] = Field(
+        (), description="Hosts (and their subdomains) never fetched; wins over allow_hosts."
+    )
+    allow_private_hosts: tuple[str, ...] = Field(
+        (),
+        description="Hosts (and their subdomains) fetch_url may reach at loopback, private "
+        "or link-local addresses: an intranet site, a local server ('127.0.0.1'). Every "
+        "other host resolving to such an address is refused: it is how a model would reach "
+        "cloud metadata endpoints and internal services (SSRF).",
+    )
+    timeout_s: float = Field(
+        20.0, gt=0, description="Seconds for a whole fetch, redirects and body included."
+    )
+    max_bytes: int = Field(
+        5_000_000, ge=1_000, description="Largest body read; a longer one is cut (a PDF refused)."
+    )
+    max_redirects: int = Field(5, ge=0, description="Redirects followed per fetch.")
+    search: str | None = Field(
+        None,
+        description="The web_search tool: MODULE:ATTR of any LangChain search tool (an "
+        "instance, or a class or function that makes one with no arguments), e.g. "
+        "langchain_tavily:TavilySearch. Its own network calls are its own: the policy "
+        "above covers fetch_url.",
+    )
+
+
 class AimeConfig(BaseModel):
     """Budgets and policies. Every budget is enforced by the engine itself, so a
     run always terminates with a clear ``status``, never by ``recursion_limit``."""
@@ -136,6 +179,11 @@ class AimeConfig(BaseModel):
     optimize_components: tuple[str, ...] = Field(
         ("planner", "actor"), min_length=1, description="Components the online loop may mutate."
     )
+    web: WebConfig | None = Field(
+        None,
+        description="Turns the opt-in web bundle (fetch_url, and web_search when a search "
+        "tool is named) on, with its policy; set when built.",
+    )
     optimize_trace_file: Path | None = Field(
         None,
         description="The online loop's trace file (JSON Lines); default: "
@@ -155,6 +203,7 @@ class AimeConfig(BaseModel):
             "model_retries",
             "scheduler",
             "optimize_online",
+            "web",
         }
     )
 

@@ -18,6 +18,7 @@ from langgraph.types import Command, Interrupt
 from aimegraph.checkpoints import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
+from aimegraph.knowledge import KnowledgeBase
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
@@ -43,9 +44,16 @@ class NoSuchInterruptError(LookupError):
     """The thread has no pending interrupt with the given id."""
 
 
-def run_tools(settings: RunSettings) -> ToolRegistry:
-    """The run's tool registry: the built-in bundles plus the ``module:attr`` tools
-    its settings name (in the ``custom`` bundle), or the one ToolRegistry they name."""
+def run_knowledge(settings: RunSettings) -> KnowledgeBase | None:
+    """The knowledge base the run's settings name, loaded (None when they name none)."""
+    return None if settings.knowledge is None else KnowledgeBase.load(settings.knowledge)
+
+
+def run_tools(settings: RunSettings, knowledge: KnowledgeBase | None = None) -> ToolRegistry:
+    """The run's tool registry: the built-in bundles (with the web bundle when its
+    config sets ``web``, and the knowledge bundle over ``knowledge``, by default
+    the knowledge base its settings name) plus the ``module:attr`` tools its
+    settings name (in the ``custom`` bundle), or the one ToolRegistry they name."""
     extra: list[ToolLike] = []
     for spec in settings.tools:
         tools = import_tools(spec)
@@ -54,7 +62,11 @@ def run_tools(settings: RunSettings) -> ToolRegistry:
                 raise ToolRegistryError(f"{spec!r} is a whole ToolRegistry: give it alone")
             return tools
         extra += tools
-    return default_registry(settings.config.workspace, extra_tools=extra)
+    if knowledge is None:
+        knowledge = run_knowledge(settings)
+    return default_registry(
+        settings.config.workspace, knowledge=knowledge, web=settings.config.web, extra_tools=extra
+    )
 
 
 def run_graph(
@@ -62,8 +74,9 @@ def run_graph(
 ) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
     ``store``: a thread started with one must be resumed with one, the graph has
-    its memory nodes only then), with the run's prompts (``settings.prompts``) and
-    agent units (``settings.agents``)."""
+    its memory nodes only then), with the run's prompts (``settings.prompts``),
+    agent units (``settings.agents``) and knowledge base (``settings.knowledge``)."""
+    knowledge = run_knowledge(settings)
     agents = None
     if settings.agents:
         from aimegraph.teams import load_agents  # wave 2: only when the run has units
@@ -71,8 +84,9 @@ def run_graph(
         agents = load_agents(settings.agents)
     return build_aime_graph(
         settings.model,
-        tools=run_tools(settings),
+        tools=run_tools(settings, knowledge),
         config=settings.config,
+        knowledge=knowledge,
         checkpointer=saver,
         store=store,
         prompts=settings.prompts,

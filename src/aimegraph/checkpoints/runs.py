@@ -37,7 +37,8 @@ class RunSettings:
     ``tools`` are ``module:attr`` references to the application's own tools.
     ``prompts`` is a prompt-set file or a prompt store (``.jsonl``) the graph is
     built with (``build_aime_graph(prompts=...)``); ``agents`` the agent units (a
-    YAML / JSON file or ``module:attr``, see ``aimegraph.teams.load_agents``). The
+    YAML / JSON file or ``module:attr``, see ``aimegraph.teams.load_agents``);
+    ``knowledge`` a knowledge base directory (``aimegraph knowledge add``). The
     workspace and the file paths are made absolute, so that a resume from another
     directory finds them.
     """
@@ -47,6 +48,7 @@ class RunSettings:
     tools: tuple[str, ...] = field(default=())
     prompts: str | None = None
     agents: str | None = None
+    knowledge: str | None = None
 
     def __post_init__(self) -> None:
         workspace = self.config.workspace.expanduser().absolute()
@@ -57,6 +59,9 @@ class RunSettings:
             object.__setattr__(self, "prompts", str(Path(self.prompts).expanduser().absolute()))
         if self.agents is not None and self.agents.endswith((".yaml", ".yml", ".json")):
             object.__setattr__(self, "agents", str(Path(self.agents).expanduser().absolute()))
+        if self.knowledge is not None:
+            knowledge = str(Path(self.knowledge).expanduser().absolute())
+            object.__setattr__(self, "knowledge", knowledge)
 
     def as_metadata(self) -> dict[str, Any]:
         settings = {
@@ -68,6 +73,8 @@ class RunSettings:
             settings["prompts"] = self.prompts
         if self.agents is not None:
             settings["agents"] = self.agents
+        if self.knowledge is not None:
+            settings["knowledge"] = self.knowledge
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -86,6 +93,7 @@ class RunSettings:
             tools=tuple(str(spec) for spec in stored.get("tools", ())),
             prompts=str(stored["prompts"]) if stored.get("prompts") else None,
             agents=str(stored["agents"]) if stored.get("agents") else None,
+            knowledge=str(stored["knowledge"]) if stored.get("knowledge") else None,
         )
 
 

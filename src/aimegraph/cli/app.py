@@ -22,7 +22,16 @@ from aimegraph.checkpoints import (
     open_checkpointer,
     redact_url,
 )
-from aimegraph.cli import dashboard, distributed, memory, optimize, prompts, runs, threads
+from aimegraph.cli import (
+    dashboard,
+    distributed,
+    knowledge,
+    memory,
+    optimize,
+    prompts,
+    runs,
+    threads,
+)
 from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
 
@@ -161,7 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--embeddings",
         choices=["hashing", "minilm"],
         default="hashing",
-        help="what the memory index embeds with (minilm needs the [semantic] extra)",
+        help="what the memory index and a new knowledge base embed with (minilm needs the "
+        "[semantic] extra)",
     )
     parser.add_argument(
         "--memory-ttl-days",
@@ -192,6 +202,7 @@ def build_parser() -> argparse.ArgumentParser:
     dashboard.register(sub)
     distributed.register(command)
     memory.register(command)
+    knowledge.register(command)
     optimize.register(command)
     prompts.register(command)
     return parser

@@ -23,6 +23,7 @@ from aimegraph.checkpoints import (
     run_config,
     run_state,
 )
+from aimegraph.cli.knowledge import add_knowledge_option
 from aimegraph.cli.options import (
     broker_options,
     durability_option,
@@ -69,6 +70,7 @@ def register(command: AddCommand) -> None:
     run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
     run_options(run)
     durability_option(run)
+    add_knowledge_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
@@ -108,6 +110,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         tools=tuple(args.tools),
         prompts=run_prompts(args, console, online=config.optimize_online),
         agents=args.agents,
+        knowledge=args.knowledge,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -250,6 +253,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
         prompts=stored.prompts if stored else None,
         agents=stored.agents if stored else None,
+        knowledge=stored.knowledge if stored else None,
     )
 
 

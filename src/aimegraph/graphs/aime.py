@@ -63,7 +63,8 @@ def build_aime_graph(
         model: The chat model for every role, or a spec: ``openai:<model>``,
             ``local``, ``scripted:<scenario>``.
         tools: A :class:`ToolRegistry` used as is, or tools to add to the built-in
-            bundles (files, compute, knowledge) in a ``custom`` bundle.
+            bundles (files, compute, human, memory, knowledge, and web when
+            ``config.web`` is set) in a ``custom`` bundle.
         config: Budgets and policies; fields can be overridden per run through
             ``context=`` (e.g. ``graph.invoke(inp, cfg, context={"max_parallel": 2})``).
         models: Per-role models overriding ``model``: keys ``planner``, ``actor``,
@@ -111,7 +112,9 @@ def build_aime_graph(
     registry = (
         tools
         if isinstance(tools, ToolRegistry)
-        else default_registry(Path(config.workspace), knowledge=knowledge, extra_tools=tools or ())
+        else default_registry(
+            Path(config.workspace), knowledge=knowledge, web=config.web, extra_tools=tools or ()
+        )
     )
     check_approve_tools(config.approve_tools, registry.tools)
 

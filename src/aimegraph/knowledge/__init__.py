@@ -1,6 +1,17 @@
 """Knowledge retrieval: a FAISS-backed knowledge base and offline embeddings."""
 
-from aimegraph.knowledge.base import KnowledgeBase, KnowledgeBaseFormatError, Passage
+from aimegraph.knowledge.base import (
+    KnowledgeBase,
+    KnowledgeBaseFormatError,
+    Passage,
+    format_passages,
+)
 from aimegraph.knowledge.embeddings import HashingEmbeddings
 
-__all__ = ["HashingEmbeddings", "KnowledgeBase", "KnowledgeBaseFormatError", "Passage"]
+__all__ = [
+    "HashingEmbeddings",
+    "KnowledgeBase",
+    "KnowledgeBaseFormatError",
+    "Passage",
+    "format_passages",
+]

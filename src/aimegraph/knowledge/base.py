@@ -20,9 +20,15 @@ from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from aimegraph.knowledge.embeddings import EmbeddingsSpec, HashingEmbeddings, resolve_embeddings
+from aimegraph.knowledge.documents import MARKDOWN_SUFFIXES, SUFFIXES, load_file
+from aimegraph.knowledge.embeddings import (
+    EmbeddingsSpec,
+    HashingEmbeddings,
+    MiniLMEmbeddings,
+    resolve_embeddings,
+)
 
-__all__ = ["KnowledgeBase", "KnowledgeBaseFormatError", "Passage"]
+__all__ = ["KnowledgeBase", "KnowledgeBaseFormatError", "Passage", "format_passages"]
 
 FORMAT_NAME: Final = "aimegraph-knowledge-base"
 FORMAT_VERSION: Final = 1
@@ -31,13 +37,16 @@ INDEX_FILE = "index.faiss"
 DOCUMENTS_FILE = "documents.json"
 _PROBE_TEXT = "dimension check"
 _BRACES = re.compile(r"\{([^{}]*)\}")
+DEFAULT_GLOB: Final = "**/*.{" + ",".join(suffix.lstrip(".") for suffix in SUFFIXES) + "}"
 
 
 class Passage(BaseModel):
     """A retrieved chunk of text.
 
     ``score`` is the cosine similarity between the query and the passage, in [-1, 1]
-    (higher is more relevant); ``source`` is the ``source`` metadata, if any.
+    (higher is more relevant). ``source``, ``page``, ``sheet`` and ``row`` are the
+    chunk's metadata of those names, if any: the file, the PDF page (1-based), the
+    workbook sheet and the spreadsheet row (see :mod:`aimegraph.knowledge.documents`).
     """
 
     model_config = ConfigDict(frozen=True)
@@ -45,6 +54,32 @@ class Passage(BaseModel):
     text: str
     source: str | None = None
     score: float
+    page: int | None = None
+    sheet: str | None = None
+    row: int | None = None
+
+    @property
+    def citation(self) -> str:
+        """Where the passage comes from, e.g. ``report.pdf, page 3``."""
+        parts = [self.source or "knowledge base"]
+        if self.page is not None:
+            parts.append(f"page {self.page}")
+        if self.sheet is not None:
+            parts.append(f"sheet {self.sheet}")
+        if self.row is not None:
+            parts.append(f"row {self.row}")
+        return ", ".join(parts)
+
+
+def format_passages(passages: list[Passage]) -> str:
+    """Render passages as numbered blocks with their citation (source, and the page,
+    sheet and row where known) and score."""
+    if not passages:
+        return "no passages found"
+    return "\n\n".join(
+        f"[{number}] source: {passage.citation} (score {passage.score:.3f})\n{passage.text}"
+        for number, passage in enumerate(passages, start=1)
+    )
 
 
 class KnowledgeBaseFormatError(ValueError):
@@ -88,6 +123,23 @@ def _expand_braces(pattern: str) -> list[str]:
         for option in match.group(1).split(",")
         for expanded in _expand_braces(head + option + tail)
     ]
+
+
+def _files(
+    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], glob: str
+) -> list[Path]:
+    """The files named, and those under the directories named that match ``glob``."""
+    roots = [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
+    files: list[Path] = []
+    for root in roots:
+        if root.is_dir():
+            matches = {f for pattern in _expand_braces(glob) for f in root.glob(pattern)}
+            files.extend(sorted(f for f in matches if f.is_file()))
+        elif root.is_file():
+            files.append(root)
+        else:
+            raise FileNotFoundError(f"no such file or directory: {root}")
+    return files
 
 
 class KnowledgeBase:
@@ -178,34 +230,30 @@ class KnowledgeBase:
     def add_files(
         self,
         paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-        glob: str = "**/*.{md,txt}",
+        glob: str = DEFAULT_GLOB,
         *,
         chunk_size: int = 1000,
         chunk_overlap: int = 150,
     ) -> list[str]:
-        """Chunk and add text and Markdown files; return the ids of the chunks.
+        """Load, chunk and add documents; return the ids of the chunks.
 
         Args:
             paths: files, or directories searched with ``glob``. Files named directly
-                are added whatever their name.
+                are added whatever their name (unknown suffixes are read as text).
             glob: pattern relative to each directory; ``{a,b}`` alternatives allowed.
+                The default takes every format :mod:`aimegraph.knowledge.documents`
+                reads: PDF, HTML, DOCX, CSV, XLSX, Markdown and text.
             chunk_size: largest chunk, in characters.
             chunk_overlap: characters shared by consecutive chunks.
 
-        Each chunk's metadata holds ``source`` (the file path) and ``start_index``
-        (its character offset in the file). Markdown is split at headings first.
+        Each chunk's metadata holds ``source`` (the file path), ``start_index`` (its
+        character offset in its document) and, where the format has them, ``page``
+        (PDF), ``sheet`` and ``row`` (spreadsheets): a chunk never spans two pages.
+        Markdown (and HTML, converted to Markdown) is split at headings first.
+        Every file is read before anything is added, so a file that cannot be read
+        (:class:`~aimegraph.knowledge.documents.DocumentLoadError`, or an
+        ``ImportError`` naming the missing extra) leaves the knowledge base unchanged.
         """
-        roots = [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
-        files: list[Path] = []
-        for root in roots:
-            if root.is_dir():
-                files.extend(
-                    sorted({f for pattern in _expand_braces(glob) for f in root.glob(pattern)})
-                )
-            elif root.is_file():
-                files.append(root)
-            else:
-                raise FileNotFoundError(f"no such file or directory: {root}")
         settings: dict[str, Any] = {
             "chunk_size": chunk_size,
             "chunk_overlap": chunk_overlap,
@@ -214,12 +262,9 @@ class KnowledgeBase:
         markdown = RecursiveCharacterTextSplitter.from_language(Language.MARKDOWN, **settings)
         plain = RecursiveCharacterTextSplitter(**settings)
         chunks: list[Document] = []
-        for file in files:
-            if not file.is_file():
-                continue
-            splitter = markdown if file.suffix.lower() in {".md", ".markdown"} else plain
-            text = file.read_text(encoding="utf-8", errors="replace")
-            chunks.extend(splitter.create_documents([text], [{"source": file.as_posix()}]))
+        for file in _files(paths, glob):
+            splitter = markdown if file.suffix.lower() in MARKDOWN_SUFFIXES else plain
+            chunks.extend(splitter.split_documents(load_file(file)))
         return self.add_documents(chunks)
 
     def search(self, query: str, k: int = 4) -> list[Passage]:
@@ -231,7 +276,11 @@ class KnowledgeBase:
         vector = self._normalised([self.embeddings.embed_query(query)])[0]
         hits = self._store.similarity_search_with_score_by_vector(vector.tolist(), k=k)
         return [
-            Passage(text=doc.page_content, source=doc.metadata.get("source"), score=float(score))
+            Passage(
+                text=doc.page_content,
+                score=float(score),
+                **{key: doc.metadata.get(key) for key in ("source", "page", "sheet", "row")},
+            )
             for doc, score in hits
         ]
 
@@ -276,7 +325,7 @@ class KnowledgeBase:
         Args:
             directory: the directory :meth:`save` wrote.
             embeddings: the embeddings the knowledge base was built with. May be
-                omitted when that was :class:`HashingEmbeddings`.
+                omitted when those were built in (hashing or MiniLM).
 
         Raises:
             KnowledgeBaseFormatError: the manifest is missing or invalid, the files
@@ -285,6 +334,8 @@ class KnowledgeBase:
         """
         source = Path(directory)
         manifest = _read_manifest(source)
+        if embeddings is None and manifest.embeddings == _class_name(MiniLMEmbeddings):
+            embeddings = "minilm"
         if isinstance(embeddings, str):
             embeddings = resolve_embeddings(embeddings)
         if embeddings is None:

@@ -210,7 +210,7 @@ class DefaultActorFactory:
         if self.knowledge is None or self.knowledge_k == 0:
             return []
         return [
-            f"[{p.source or 'knowledge'}] {p.text.strip()}"
+            f"[{p.citation}] {p.text.strip()}"
             for p in self.knowledge.search(_task_text(task), k=self.knowledge_k)
         ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-from aimegraph.knowledge import KnowledgeBase, Passage
+from aimegraph.knowledge import KnowledgeBase, format_passages
 
 __all__ = ["format_passages", "make_knowledge_search_tool"]
 
@@ -17,17 +17,6 @@ class _KnowledgeSearchInput(BaseModel):
     query: str = Field(description="What to look for, in a few words or a question.")
     k: int | None = Field(
         default=None, ge=1, le=_MAX_K, description="Number of passages to return."
-    )
-
-
-def format_passages(passages: list[Passage]) -> str:
-    """Render passages as numbered blocks with their source and score."""
-    if not passages:
-        return "no passages found"
-    return "\n\n".join(
-        f"[{number}] source: {passage.source or 'unknown'} (score {passage.score:.3f})\n"
-        f"{passage.text}"
-        for number, passage in enumerate(passages, start=1)
     )
 
 
@@ -46,7 +35,8 @@ def make_knowledge_search_tool(kb: KnowledgeBase, *, k: int = 4) -> BaseTool:
         name="knowledge_search",
         description=(
             "Search the knowledge base for passages relevant to a query. Returns numbered "
-            "passages with their source and a relevance score (cosine similarity, higher "
+            "passages with their source (file, and page for PDFs, sheet and row for "
+            "spreadsheets: cite them) and a relevance score (cosine similarity, higher "
             "is better)."
         ),
         args_schema=_KnowledgeSearchInput,

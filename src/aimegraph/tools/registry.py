@@ -17,6 +17,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 from aimegraph.imports import import_object
 
 if TYPE_CHECKING:
+    from aimegraph.config import WebConfig
     from aimegraph.knowledge import KnowledgeBase
 
 ToolLike = BaseTool | Callable[..., Any]
@@ -96,10 +97,12 @@ def default_registry(
     workspace: str | Path,
     *,
     knowledge: KnowledgeBase | None = None,
+    web: WebConfig | None = None,
     extra_tools: Iterable[ToolLike] = (),
 ) -> ToolRegistry:
-    """The built-in bundles (files, compute, human, memory, and knowledge when a
-    knowledge base is given) plus ``extra_tools`` in a ``custom`` bundle."""
+    """The built-in bundles (files, compute, human, memory; knowledge when a
+    knowledge base is given; web when a web policy is given) plus ``extra_tools``
+    in a ``custom`` bundle."""
     from aimegraph.tools.calculator import calculator
     from aimegraph.tools.files import make_file_tools
     from aimegraph.tools.python import make_python_tool
@@ -131,6 +134,10 @@ def default_registry(
             "Search the knowledge base for background facts and documents.",
             [make_knowledge_search_tool(knowledge)],
         )
+    if web is not None:
+        from aimegraph.tools.web import WEB_BUNDLE, WEB_BUNDLE_DESCRIPTION, make_web_tools
+
+        registry.add_bundle(WEB_BUNDLE, WEB_BUNDLE_DESCRIPTION, make_web_tools(web))
     extra = list(extra_tools)
     if extra:
         names = ", ".join(t.name if isinstance(t, BaseTool) else t.__name__ for t in extra)
