@@ -13,7 +13,7 @@ A step that has not ended (paused for a human, stopped by a crash) has work
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -85,34 +85,54 @@ def _tasks_of(outputs: Sequence[dict[str, Any]]) -> dict[str, Task]:
     return finished
 
 
-def working_usage(saver: BaseCheckpointSaver[Any], snapshot: StateSnapshot) -> Usage:
+def working_usage(
+    saver: BaseCheckpointSaver[Any], snapshot: StateSnapshot, returned: Collection[str] = ()
+) -> Usage:
     """What the actors still at work in ``snapshot``'s step have used so far (those
     paused for a human, or cut off by a crash), as far as their own checkpoints say.
 
     Each such actor checkpoints in a namespace under its step's task,
     ``executor:<task>`` (one ``Send`` per task) or ``executor:<task>|actor:<call>``
-    (the eager runner's ``@task`` calls); an actor whose call has returned is in
-    :func:`finished_outputs` instead. Only the outermost namespace of each actor
-    counts: a team's state already holds its finished members' usage.
+    (the eager runner's ``@task`` calls); an actor whose call has ``returned`` (the
+    ids of those calls) is in :func:`finished_outputs` instead. Only the outermost
+    namespace of each actor counts: a team's state already holds its finished
+    members' usage.
     """
     working = {task.id for task in snapshot.tasks if task.result is None}
     if not working:
         return Usage()
-    item = saver.get_tuple(snapshot.config)
-    returned = {task_id for task_id, channel, _ in (item.pending_writes or []) if channel == RETURN}
     thread: RunnableConfig = {
         "configurable": {"thread_id": snapshot.config["configurable"]["thread_id"]}
     }
+    step_began = snapshot.config["configurable"]["checkpoint_id"]
+    stop_early = _lists_newest_first(saver)
     newest: dict[str, Usage] = {}
-    for child in saver.list(thread):  # newest first
+    for child in saver.list(thread):
+        if stop_early and child.config["configurable"]["checkpoint_id"] < step_began:
+            break  # older than the step: so is everything after it
         ns = child.config["configurable"].get("checkpoint_ns", "")
         ids = [segment.partition(":")[2] for segment in ns.split("|")] if ns else []
-        if ns in newest or not ids or ids[0] not in working or returned.intersection(ids[1:]):
+        if ns in newest or not ids or ids[0] not in working or set(ids[1:]) & set(returned):
             continue
         usage = child.checkpoint.get("channel_values", {}).get("usage")
         newest[ns] = usage if isinstance(usage, Usage) else Usage()
     outermost = [ns for ns in newest if not any(ns.startswith(o + "|") for o in newest)]
     return sum((newest[ns] for ns in outermost), Usage())
+
+
+def _lists_newest_first(saver: BaseCheckpointSaver[Any]) -> bool:
+    """Whether ``saver.list`` orders every namespace together by checkpoint id, newest
+    first (LangGraph's SQL savers; the in-memory one lists namespace by namespace).
+    Checkpoint ids grow with time, and a step's checkpoints are made after it began."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if isinstance(saver, SqliteSaver):
+        return True
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return False
+    return isinstance(saver, PostgresSaver)
 
 
 def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]) -> StateSnapshot:
@@ -122,8 +142,12 @@ def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]
     mid-step (crash) shows its tasks and usage so far, as a finished step would."""
     if not snapshot.next:
         return snapshot
-    outputs = finished_outputs(saver.get_tuple(snapshot.config))
-    usage = sum((o.get("usage") or Usage() for o in outputs), working_usage(saver, snapshot))
+    item = saver.get_tuple(snapshot.config)
+    outputs = finished_outputs(item)
+    writes = (item.pending_writes or []) if item is not None else []
+    returned = [task_id for task_id, channel, _ in writes if channel == RETURN]
+    working = working_usage(saver, snapshot, returned)
+    usage = sum((o.get("usage") or Usage() for o in outputs), working)
     values = dict(snapshot.values)
     if usage != Usage():
         values["usage"] = (values.get("usage") or Usage()) + usage

@@ -30,12 +30,12 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
 def log_directory(checkpoints_url: str) -> Path:
-    """``logs/`` beside an SQLite checkpoint file, else ``.aimegraph/logs``."""
+    """``logs/`` beside an SQLite checkpoint file, else ``.aimegraph/logs`` (absolute)."""
     try:
         path = sqlite_file(checkpoints_url)
     except ValueError:
         path = None
-    return path.parent / "logs" if path is not None else DEFAULT_LOG_DIRECTORY
+    return (path.parent / "logs" if path is not None else DEFAULT_LOG_DIRECTORY).absolute()
 
 
 class RunLog(logging.Handler):
