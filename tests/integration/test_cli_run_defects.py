@@ -87,17 +87,22 @@ def test_a_damaged_store_is_one_error_line(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_reading_commands_create_no_store(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    here = tmp_path / "here"
+    here.mkdir()
+    monkeypatch.chdir(here)  # the default store is .aimegraph/checkpoints.db under it
     where = tmp_path / "nothing-here"
-    url = f"sqlite:///{where / 'cp.db'}"
+    url = ["--checkpoints", f"sqlite:///{where / 'cp.db'}"]
     for command, code in (
-        (["threads"], 0), (["threads", "--json"], 0), (["show", "t"], 6), (["history", "t"], 6),
-        (["draw", "--plan", "t"], 6), (["memory", "list"], 0), (["wait", "t"], 2),
+        ([*url, "threads"], 0), ([*url, "threads", "--json"], 0), (["threads"], 0),
+        ([*url, "show", "t"], 6), ([*url, "history", "t"], 6), ([*url, "draw", "--plan", "t"], 6),
+        ([*url, "draw", "--format", "mermaid"], 0), ([*url, "memory", "list"], 0),
+        (["memory", "search", "x"], 0), ([*url, "wait", "t"], 2),  # wait: Postgres only
     ):  # fmt: skip
-        assert main(["--checkpoints", url, *command]) == code, command
-    assert not where.exists()
-    assert capsys.readouterr().out.splitlines()[:2] == ["no threads yet", "[]"]
+        assert main(command) == code, command
+    assert not where.exists() and list(here.iterdir()) == []
+    assert capsys.readouterr().out.splitlines()[:3] == ["no threads yet", "[]", "no threads yet"]
 
 
 def test_memory_list_creates_no_memory_store(cli: Cli, tmp_path: Path) -> None:

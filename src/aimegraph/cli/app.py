@@ -127,9 +127,9 @@ STORE_ERRORS = (CheckpointConnectionError, MissingCheckpointBackendError, sqlite
 def database_errors() -> tuple[type[Exception], ...]:
     """The error classes of the database drivers loaded in this process (the memory
     store's SQLite may be pysqlite3, whose errors are not sqlite3's)."""
-    found: list[type[Exception]] = [sqlite3.Error]
+    found: list[type[Exception]] = [sqlite3.DatabaseError]
     if (pysqlite := sys.modules.get("pysqlite3.dbapi2")) is not None:
-        found.append(pysqlite.Error)
+        found.append(pysqlite.DatabaseError)
     if (psycopg := sys.modules.get("psycopg")) is not None:
         found.append(psycopg.Error)
     return tuple(found)
