@@ -204,3 +204,17 @@ def test_tools_are_found_in_the_current_directory(
     assert code == 0 and out["status"] == "succeeded"
     code, text = cli("run", "g", "--model", TWO_TASKS, "--tools", "no_such_tools_here:x")
     assert code == 2 and "No module named 'no_such_tools_here'" in text
+
+
+def test_a_submitted_goal_the_run_would_refuse_is_never_queued() -> None:
+    pytest.importorskip("celery", reason="needs the [distributed] extra")
+    from aimegraph.distributed.submit import submit_run
+    from aimegraph.nodes.planner import GoalError
+
+    # Refused before the broker or the database is contacted (neither is there).
+    with pytest.raises(GoalError, match="30,000 characters, more than max_goal_chars"):
+        submit_run(
+            "x" * 30_000,
+            broker="redis://127.0.0.1:1/0",
+            checkpoints="postgresql://nobody@127.0.0.1:1/none",
+        )
