@@ -330,7 +330,8 @@ def draw_plan(
     """Render a run's task DAG, one colour per task status.
 
     Args:
-        state_or_tasks: an ``AimeState`` mapping (its ``"tasks"`` are drawn), a
+        state_or_tasks: an ``AimeState`` mapping (its ``"tasks"`` are drawn, with
+            a plan awaiting approval, ``"proposal"``, applied to them), a
             ``StateSnapshot`` from ``graph.get_state(config)``, a mapping
             ``id -> Task``, or an iterable of ``Task``. Tasks may also be plain
             dicts (as LangGraph Server returns them).
@@ -363,7 +364,10 @@ def _coerce_tasks(obj: object) -> dict[str, Task]:
     if isinstance(values, Mapping):
         obj = values
     if isinstance(obj, Mapping):
-        if "tasks" in obj and not _is_task_like(obj["tasks"]):
+        if "proposal" in obj and not _is_task_like(obj["proposal"]):
+            # A plan awaiting approval: the tasks as they would be once approved.
+            obj = {**(obj.get("tasks") or {}), **(obj["proposal"] or {})}
+        elif "tasks" in obj and not _is_task_like(obj["tasks"]):
             obj = obj["tasks"] or {}
         elif not all(_is_task_like(value) for value in obj.values()):
             if any(_is_task_like(value) for value in obj.values()):

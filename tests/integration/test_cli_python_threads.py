@@ -176,8 +176,9 @@ def test_bad_tools_spec_is_a_usage_error(
     "argv, says",
     [
         (["--checkpoints", "postgresql://nobody@127.0.0.1:1/x", "threads"], "127.0.0.1:1"),
-        (["--checkpoints", "sqlite:////proc/x.db", "threads"], "unable to open database file"),
-        (["threads", "--checkpoints", "sqlite:////proc/x.db"], "sqlite:////proc/x.db"),
+        # A command that stores runs (a reading one reads a missing file as empty).
+        (["--checkpoints", "sqlite:////proc/x.db", "demo"], "unable to open database file"),
+        (["demo", "--checkpoints", "sqlite:////proc/x.db"], "sqlite:////proc/x.db"),
     ],
 )
 def test_unreachable_stores_give_one_error_line(

@@ -18,9 +18,11 @@ from aimegraph.nodes.human import parse_decision
         ({"action": "reject"}, "reject", "rejected"),
         ("not now", "reject", "not now"),
         (None, "reject", "rejected"),
-        ({"answer": "yes please"}, "reject", None),  # no action: never a silent approval
-        ({"action": "edit"}, "reject", None),  # an edit without a plan
-        (42, "reject", "unrecognised answer 42"),
+        # No decision: never a silent approval (a plan is asked again, a tool call denied).
+        ({"answer": "yes please"}, "unclear", None),
+        ({"action": "edit"}, "unclear", None),  # an edit without a plan
+        ({"action": "aprove"}, "unclear", "unrecognised answer {'action': 'aprove'}"),
+        (42, "unclear", "unrecognised answer 42"),
     ],
 )
 def test_parse_decision(answer: object, action: str, reason: str | None) -> None:

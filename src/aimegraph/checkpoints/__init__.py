@@ -16,6 +16,7 @@ from aimegraph.checkpoints.factory import (
     new_thread_id,
     open_checkpointer,
     redact_url,
+    sqlite_file,
     thread_config,
 )
 from aimegraph.checkpoints.serde import (
@@ -37,6 +38,7 @@ __all__ = [
     "new_thread_id",
     "open_checkpointer",
     "redact_url",
+    "sqlite_file",
     "thread_config",
 ]
 

@@ -1,21 +1,27 @@
-"""Reading the aime graph's ``DeltaChannel`` keys from a raw checkpoint.
+"""Reading the aime graph's state from raw checkpoints: what ``graph.get_state``
+does not show.
 
 ``tasks`` and ``updates`` are stored as deltas (see ``AimeState``): a checkpoint
 holds them only at a snapshot, otherwise they are the writes of its ancestors
 since the last snapshot. ``graph.get_state`` rebuilds them itself; code that reads
 ``CheckpointTuple``s straight from a saver (the dashboard) rebuilds them here.
+
+A step that has not ended (paused for a human, stopped by a crash) has work
+``get_state`` leaves out: the tasks it finished and the calls its actors made.
+:func:`with_finished_tasks` adds them.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import StateSnapshot
 
-from aimegraph.state.models import Task
+from aimegraph.state.models import Task, Usage
 from aimegraph.state.reducers import append_batches, merge_task_batches, merge_tasks
 
 DELTA_REDUCERS: dict[str, Callable[[Any, Sequence[Any]], Any]] = {
@@ -50,25 +56,101 @@ RETURN = "__return__"
 """The channel LangGraph saves a functional-API ``@task``'s result under."""
 
 
-def finished_tasks(item: CheckpointTuple | None) -> dict[str, Task]:
-    """The tasks the step after checkpoint ``item`` had finished when it stopped.
+def finished_outputs(item: CheckpointTuple | None) -> list[dict[str, Any]]:
+    """The outputs of the actors the step after checkpoint ``item`` had finished
+    when it stopped.
 
     Under the eager scheduler one executor step runs many tasks; each one's result
     is saved the moment it finishes as a pending write of the step (the actor
     ``@task``'s return value), but reaches the state only when the step ends.
     """
+    writes = (item.pending_writes or []) if item is not None else []
+    return [
+        value
+        for _, channel, value in writes
+        if channel == RETURN and isinstance(value, dict) and isinstance(value.get("tasks"), dict)
+    ]
+
+
+def finished_tasks(item: CheckpointTuple | None) -> dict[str, Task]:
+    """The tasks the step after checkpoint ``item`` had finished when it stopped
+    (see :func:`finished_outputs`)."""
+    return _tasks_of(finished_outputs(item))
+
+
+def _tasks_of(outputs: Sequence[dict[str, Any]]) -> dict[str, Task]:
     finished: dict[str, Task] = {}
-    for _, channel, value in (item.pending_writes or []) if item is not None else []:
-        if channel == RETURN and isinstance(value, dict) and isinstance(value.get("tasks"), dict):
-            finished |= {k: t for k, t in value["tasks"].items() if isinstance(t, Task)}
+    for output in outputs:
+        finished |= {k: t for k, t in output["tasks"].items() if isinstance(t, Task)}
     return finished
 
 
+def working_usage(
+    saver: BaseCheckpointSaver[Any], snapshot: StateSnapshot, returned: Collection[str] = ()
+) -> Usage:
+    """What the actors still at work in ``snapshot``'s step have used so far (those
+    paused for a human, or cut off by a crash), as far as their own checkpoints say.
+
+    Each such actor checkpoints in a namespace under its step's task,
+    ``executor:<task>`` (one ``Send`` per task) or ``executor:<task>|actor:<call>``
+    (the eager runner's ``@task`` calls); an actor whose call has ``returned`` (the
+    ids of those calls) is in :func:`finished_outputs` instead. Only the outermost
+    namespace of each actor counts: a team's state already holds its finished
+    members' usage.
+    """
+    working = {task.id for task in snapshot.tasks if task.result is None}
+    if not working:
+        return Usage()
+    thread: RunnableConfig = {
+        "configurable": {"thread_id": snapshot.config["configurable"]["thread_id"]}
+    }
+    step_began = snapshot.config["configurable"]["checkpoint_id"]
+    stop_early = _lists_newest_first(saver)
+    newest: dict[str, Usage] = {}
+    for child in saver.list(thread):
+        if stop_early and child.config["configurable"]["checkpoint_id"] < step_began:
+            break  # older than the step: so is everything after it
+        ns = child.config["configurable"].get("checkpoint_ns", "")
+        ids = [segment.partition(":")[2] for segment in ns.split("|")] if ns else []
+        if ns in newest or not ids or ids[0] not in working or set(ids[1:]) & set(returned):
+            continue
+        usage = child.checkpoint.get("channel_values", {}).get("usage")
+        newest[ns] = usage if isinstance(usage, Usage) else Usage()
+    outermost = [ns for ns in newest if not any(ns.startswith(o + "|") for o in newest)]
+    return sum((newest[ns] for ns in outermost), Usage())
+
+
+def _lists_newest_first(saver: BaseCheckpointSaver[Any]) -> bool:
+    """Whether ``saver.list`` orders every namespace together by checkpoint id, newest
+    first (LangGraph's SQL savers; the in-memory one lists namespace by namespace).
+    Checkpoint ids grow with time, and a step's checkpoints are made after it began."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    if isinstance(saver, SqliteSaver):
+        return True
+    try:
+        from langgraph.checkpoint.postgres import PostgresSaver
+    except ImportError:
+        return False
+    return isinstance(saver, PostgresSaver)
+
+
 def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]) -> StateSnapshot:
-    """``snapshot`` with :func:`finished_tasks` merged into ``tasks``: a run stopped
-    mid-step (crash, interrupt) shows the tasks its step had already finished."""
-    finished = finished_tasks(saver.get_tuple(snapshot.config))
-    if not finished:
+    """``snapshot`` as its step stands: the tasks the step had already finished
+    merged into ``tasks``, and into ``usage`` their usage and that of the actors
+    still at work (:func:`working_usage`). A run paused for a human or stopped
+    mid-step (crash) shows its tasks and usage so far, as a finished step would."""
+    if not snapshot.next:
         return snapshot
-    tasks = merge_tasks(snapshot.values.get("tasks") or {}, finished)
-    return snapshot._replace(values={**snapshot.values, "tasks": tasks})
+    item = saver.get_tuple(snapshot.config)
+    outputs = finished_outputs(item)
+    writes = (item.pending_writes or []) if item is not None else []
+    returned = [task_id for task_id, channel, _ in writes if channel == RETURN]
+    working = working_usage(saver, snapshot, returned)
+    usage = sum((o.get("usage") or Usage() for o in outputs), working)
+    values = dict(snapshot.values)
+    if usage != Usage():
+        values["usage"] = (values.get("usage") or Usage()) + usage
+    if finished := _tasks_of(outputs):
+        values["tasks"] = merge_tasks(values.get("tasks") or {}, finished)
+    return snapshot._replace(values=values)

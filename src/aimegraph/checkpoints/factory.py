@@ -19,10 +19,8 @@ out, and has its connection closed when the ``with`` block exits.
 
 from __future__ import annotations
 
-import asyncio
 import re
 import sqlite3
-import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing, contextmanager
@@ -37,6 +35,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
 from aimegraph.checkpoints.serde import make_serializer
+from aimegraph.checkpoints.setup_lock import SetupLockTimeout, asetup_lock, setup_lock
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, Connection
@@ -52,6 +51,7 @@ __all__ = [
     "new_thread_id",
     "open_checkpointer",
     "redact_url",
+    "sqlite_file",
     "thread_config",
 ]
 
@@ -80,10 +80,7 @@ _PG_POOL_OPTIONS: dict[str, Any] = {
     "name": "aimegraph-checkpoints",
 }
 _PG_CONNECT_TIMEOUT_S = 10
-# Key of the advisory lock that serialises setup() (any fixed 64-bit number).
-_PG_SETUP_LOCK_ID = 0x61696D65_67726170  # "aimegrap"
-_PG_SETUP_LOCK_TIMEOUT_S = 120.0
-_PG_SETUP_LOCK_POLL_S = 0.1
+_PG_TABLES = "the checkpoint tables"
 
 # What langgraph-checkpoint-postgres requires of a connection it did not open
 # itself: autocommit (it never calls commit(), and its migrations include CREATE
@@ -136,6 +133,18 @@ def _parse_url(url: str | None) -> _Target:
 def _bad_url_message(url: str, reason: str) -> str:
     forms = ", ".join(CHECKPOINT_URL_FORMS)
     return f"{reason}: {redact_url(url)!r}. Use one of: {forms}"
+
+
+def sqlite_file(url: str | None) -> Path | None:
+    """The file an ``sqlite:///`` URL names; None for ``:memory:`` and other schemes.
+
+    Raises:
+        CheckpointURLError: ``url`` is not one of ``CHECKPOINT_URL_FORMS``.
+    """
+    target = _parse_url(url)
+    if target.kind != "sqlite" or target.location == ":memory:":
+        return None
+    return Path(target.location)
 
 
 def _open_sqlite_connection(path: str) -> sqlite3.Connection:
@@ -254,11 +263,11 @@ def _postgres_saver(url: str, serde: SerializerProtocol) -> Iterator[BaseCheckpo
         with pool:  # opens the pool, and closes it on exit even when wait() fails
             pool.wait(timeout=_PG_CONNECT_TIMEOUT_S)
             saver = PostgresSaver(pool, serde=serde)
-            _take_setup_lock(guard, url)
             try:
-                saver.setup()
-            finally:
-                guard.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK_ID,))
+                with setup_lock(guard, redact_url(url), _PG_TABLES):
+                    saver.setup()
+            except SetupLockTimeout as exc:
+                raise CheckpointConnectionError(str(exc)) from exc
             guard.close()
             yield saver
 
@@ -293,51 +302,13 @@ async def _apostgres_saver(
         async with pool:
             await pool.wait(timeout=_PG_CONNECT_TIMEOUT_S)
             saver = AsyncPostgresSaver(pool, serde=serde)
-            await _atake_setup_lock(guard, url)
             try:
-                await saver.setup()
-            finally:
-                await guard.execute("SELECT pg_advisory_unlock(%s)", (_PG_SETUP_LOCK_ID,))
+                async with asetup_lock(guard, redact_url(url), _PG_TABLES):
+                    await saver.setup()
+            except SetupLockTimeout as exc:
+                raise CheckpointConnectionError(str(exc)) from exc
             await guard.close()
             yield saver
-
-
-# The library's migrations are not safe to run from two processes at once on a
-# fresh database (both insert the same version rows), so concurrent first runs
-# queue on a session-level advisory lock. They poll pg_try_advisory_lock rather
-# than block in pg_advisory_lock: setup() runs CREATE INDEX CONCURRENTLY, which
-# waits for every open transaction, including a blocked lock call, and the two
-# would wait for each other forever (Postgres does not detect that deadlock).
-
-
-def _take_setup_lock(guard: Connection[Any], url: str) -> None:
-    deadline = time.monotonic() + _PG_SETUP_LOCK_TIMEOUT_S
-    while True:
-        row = guard.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,)).fetchone()
-        if row is not None and row[0]:
-            return
-        if time.monotonic() > deadline:
-            raise CheckpointConnectionError(_setup_lock_timeout(url))
-        time.sleep(_PG_SETUP_LOCK_POLL_S)
-
-
-async def _atake_setup_lock(guard: AsyncConnection[Any], url: str) -> None:
-    deadline = time.monotonic() + _PG_SETUP_LOCK_TIMEOUT_S
-    while True:
-        cursor = await guard.execute("SELECT pg_try_advisory_lock(%s)", (_PG_SETUP_LOCK_ID,))
-        row = await cursor.fetchone()
-        if row is not None and row[0]:
-            return
-        if time.monotonic() > deadline:
-            raise CheckpointConnectionError(_setup_lock_timeout(url))
-        await asyncio.sleep(_PG_SETUP_LOCK_POLL_S)
-
-
-def _setup_lock_timeout(url: str) -> str:
-    return (
-        f"gave up after {_PG_SETUP_LOCK_TIMEOUT_S:.0f} s waiting for another process to "
-        f"finish creating the checkpoint tables in {redact_url(url)}"
-    )
 
 
 def _unreachable(url: str, exc: Exception) -> str:

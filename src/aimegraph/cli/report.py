@@ -95,6 +95,6 @@ def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
         if kind == "approve_plan":
             console.print(value.get("checklist", ""), markup=False)
             if value.get("error"):
-                console.print(f"[red]last edit was invalid:[/red] {escape(value['error'])}")
+                console.print(f"[red]{escape(value['error'])}[/red]")
         else:
             console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)

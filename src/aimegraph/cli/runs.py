@@ -23,6 +23,7 @@ from aimegraph.checkpoints import (
     run_config,
     run_state,
 )
+from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.cli.knowledge import add_knowledge_option
 from aimegraph.cli.options import (
     broker_options,
@@ -41,9 +42,11 @@ from aimegraph.cli.support import (
     config_from_args,
     config_json,
     run_prompts,
+    taken_thread,
 )
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
+from aimegraph.nodes.planner import resolve_goal
 from aimegraph.state import PlanUpdate, Task
 from aimegraph.steering import (
     DEMO_SCENARIO,
@@ -101,9 +104,11 @@ def register(command: AddCommand) -> None:
 
 def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     thread_id = args.thread or new_thread_id()
-    if saver.get_tuple(run_config(thread_id)) is not None:
-        raise CliError(f"thread {thread_id!r} exists; resume it or pick a new id", EXIT_USAGE)
+    if (stored := saver.get_tuple(run_config(thread_id))) is not None:
+        raise CliError(taken_thread(thread_id, stored), EXIT_USAGE)
     config = config_from_args(args, thread_id)
+    # A goal the run would refuse is refused before it is stored in a checkpoint.
+    resolve_goal({"goal": args.goal}, max_chars=config.max_goal_chars)
     settings = RunSettings(
         model=args.model,
         config=config,
@@ -203,6 +208,8 @@ def execute(
         with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
             live.follow(chunks)
     snapshot = graph.get_state(run_config(thread_id))
+    if isinstance(graph.checkpointer, BaseCheckpointSaver):  # paused: its step so far
+        snapshot = with_finished_tasks(snapshot, graph.checkpointer)
     state = report(snapshot, thread_id, args, console)
     if not args.json:
         console.print(

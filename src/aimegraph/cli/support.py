@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from rich.console import Console
 
 from aimegraph.config import AimeConfig
@@ -27,6 +27,7 @@ __all__ = [
     "config_from_args",
     "config_json",
     "run_prompts",
+    "taken_thread",
 ]
 
 EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
@@ -122,3 +123,16 @@ def run_prompts(args: argparse.Namespace, console: Console, *, online: bool = Fa
     if not args.json:
         console.print(f"prompts: version {version} from {path}", markup=False)
     return str(path)
+
+
+def taken_thread(thread_id: str, newest: CheckpointTuple) -> str:
+    """Why a new goal cannot start on the existing thread ``thread_id`` (its newest
+    checkpoint ``newest``), and what to do instead."""
+    values = newest.checkpoint.get("channel_values", {})
+    if values.get("status") == "running" and values.get("proposal") is not None:
+        return (
+            f"thread {thread_id!r} waits for the approval of its plan, so it takes no new "
+            f"goal: answer it with: aimegraph resume {thread_id} --approve (or --plan-file "
+            "PLAN.json to edit it, --reject REASON to drop it)"
+        )
+    return f"thread {thread_id!r} exists; resume it or pick a new id"

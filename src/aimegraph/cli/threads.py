@@ -6,6 +6,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -18,7 +20,11 @@ from aimegraph.cli.support import EXIT_CODES, EXIT_NOT_FOUND, EXIT_USAGE, AddCom
 from aimegraph.config import AimeConfig
 from aimegraph.drawing import GraphvizNotFoundError
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
-from aimegraph.steering import DEMO_SCENARIO, WORKSPACES
+from aimegraph.steering import DEMO_SCENARIO
+
+# The graphs built here are drawn or read, never run, so their tools' workspace is an
+# existing directory: building them creates nothing under the current one.
+_UNUSED_WORKSPACE = Path(tempfile.gettempdir())
 
 __all__ = ["register"]
 
@@ -127,7 +133,7 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
             snapshot = _reader(saver, args.plan).get_state(run_config(args.plan))
             drawing = draw_plan(snapshot.values, args.output, format=args.format)
         else:
-            graph = build_aime_graph(args.model, config=AimeConfig(workspace=WORKSPACES / "draw"))
+            graph = build_aime_graph(args.model, config=AimeConfig(workspace=_UNUSED_WORKSPACE))
             drawing = draw(graph, args.output, format=args.format, xray=args.xray)
     except GraphvizNotFoundError as exc:
         raise CliError(f"{exc} (or pass --format mermaid)", EXIT_USAGE) from exc
@@ -146,5 +152,5 @@ def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
     if saver.get_tuple(run_config(thread_id)) is None:
         raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
     return build_aime_graph(
-        DEMO_SCENARIO, config=AimeConfig(workspace=WORKSPACES), checkpointer=saver
+        DEMO_SCENARIO, config=AimeConfig(workspace=_UNUSED_WORKSPACE), checkpointer=saver
     )

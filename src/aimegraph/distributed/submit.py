@@ -16,6 +16,7 @@ from aimegraph.distributed.app import (
     make_app,
 )
 from aimegraph.distributed.records import RunRecord
+from aimegraph.nodes.planner import resolve_goal
 from aimegraph.steering import WORKSPACES
 
 __all__ = ["RunNotResumableError", "enqueue_resume", "submit_run", "wait_for_run"]
@@ -60,6 +61,8 @@ def submit_run(
         BrokerConnectionError, CheckpointConnectionError, CheckpointURLError: a bad
             or unreachable URL (checked before anything is written).
         ThreadExistsError: ``thread_id`` is taken.
+        GoalError: the goal is not one the run would take (longer than
+            ``max_goal_chars``): refused before it is stored.
     """
     thread_id = thread_id or new_thread_id()
     fields = config.model_dump() if isinstance(config, AimeConfig) else dict(config or {})
@@ -71,6 +74,7 @@ def submit_run(
         prompts=prompts,
         agents=agents,
     )
+    resolve_goal({"goal": goal}, max_chars=settings.config.max_goal_chars)
     app = make_app(broker, queue=queue)
     check_broker(app)
     with records.connect(checkpoints) as conn:

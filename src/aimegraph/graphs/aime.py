@@ -191,7 +191,7 @@ def build_aime_graph(
     builder.add_node(
         "intake",
         make_intake_node(config, tool_names=list(registry.tools), prompts=source),
-        destinations=("planner", "reporter"),
+        destinations=("planner", "reporter", "approve_plan"),
     )
     builder.add_edge(START, "intake")
     # Plan approval (approve_plan, which a run's context may turn on) pauses here,

@@ -30,18 +30,23 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing, contextmanager
 from pathlib import Path
 from types import ModuleType
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 from langgraph.store.memory import InMemoryStore
 
 from aimegraph.checkpoints.factory import CheckpointURLError, _parse_url, redact_url
+from aimegraph.checkpoints.setup_lock import asetup_lock, setup_lock
 from aimegraph.knowledge.embeddings import EmbeddingsSpec, resolve_embeddings
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection, Connection
 
 __all__ = [
     "DEFAULT_STORE_URL",
     "STORE_URL_FORMS",
+    "StoreConnectionError",
     "VectorIndexMissingWarning",
     "aopen_store",
     "default_store_url",
@@ -65,6 +70,14 @@ INDEXED_FIELD = "text"
 
 _SWEEP_INTERVAL_MINUTES = 60
 POSTGRES_INSTALL_HINT = "pip install 'aimegraph[postgres]'"
+_PG_CONNECT_TIMEOUT_S = 10
+_PG_TABLES = "the memory store's tables"
+_HAS_PGVECTOR = "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"
+
+
+class StoreConnectionError(ConnectionError):
+    """The store's Postgres server could not be reached (the message has the URL,
+    redacted)."""
 
 
 class VectorIndexMissingWarning(UserWarning):
@@ -121,6 +134,12 @@ def open_store(
 
     Yields:
         A ``BaseStore`` to pass as ``build_aime_graph(store=...)``.
+
+    Raises:
+        StoreConnectionError: the Postgres server could not be reached.
+        SetupLockTimeout: another process kept creating the Postgres tables for
+            over two minutes (processes opening a fresh database together set it
+            up one at a time, see :mod:`aimegraph.checkpoints.setup_lock`).
     """
     kind, location = _store_url(url)
     index = index_config(embeddings)
@@ -142,11 +161,16 @@ def open_store(
             from langgraph.store.postgres import PostgresStore
         except ImportError as exc:
             raise ImportError(f"postgresql:// stores need {POSTGRES_INSTALL_HINT} ({exc})") from exc
-        with PostgresStore.from_conn_string(
-            location, index=_pg_index(location, index), ttl=ttl
-        ) as pg_store:
-            pg_store.setup()
-            yield from _swept(pg_store)
+        where = redact_url(location)
+        with _pg_guard(location) as guard:
+            has_vector = guard.execute(_HAS_PGVECTOR).fetchone()
+            with PostgresStore.from_conn_string(
+                location, index=_pg_index(where, index, has_vector), ttl=ttl
+            ) as pg_store:
+                with setup_lock(guard, where, _PG_TABLES):
+                    pg_store.setup()
+                guard.close()
+                yield from _swept(pg_store)
 
 
 def _swept(store: Any) -> Iterator[BaseStore]:
@@ -194,12 +218,17 @@ async def aopen_store(
             from langgraph.store.postgres.aio import AsyncPostgresStore
         except ImportError as exc:
             raise ImportError(f"postgresql:// stores need {POSTGRES_INSTALL_HINT} ({exc})") from exc
-        async with AsyncPostgresStore.from_conn_string(
-            location, index=_pg_index(location, index), ttl=ttl
-        ) as pg_store:
-            await pg_store.setup()
-            async for ready in _aswept(pg_store):
-                yield ready
+        where = redact_url(location)
+        async with await _apg_guard(location) as guard:
+            has_vector = await (await guard.execute(_HAS_PGVECTOR)).fetchone()
+            async with AsyncPostgresStore.from_conn_string(
+                location, index=_pg_index(where, index, has_vector), ttl=ttl
+            ) as pg_store:
+                async with asetup_lock(guard, where, _PG_TABLES):
+                    await pg_store.setup()
+                await guard.close()
+                async for ready in _aswept(pg_store):
+                    yield ready
 
 
 async def _aswept(store: Any) -> AsyncIterator[BaseStore]:
@@ -238,18 +267,39 @@ def _vector_sqlite(location: str) -> ModuleType:
     return cast(ModuleType, pysqlite)
 
 
-def _pg_index(url: str, index: IndexConfig) -> Any:
-    """The index when the server can load pgvector, else None (with a warning)."""
+def _pg_guard(url: str) -> Connection[Any]:
+    """An autocommit connection for the setup lock and the pgvector check; a server
+    that cannot be reached is a StoreConnectionError."""
     import psycopg
 
-    with psycopg.connect(url, autocommit=True, connect_timeout=10) as conn:
-        row = conn.execute(
-            "SELECT count(*) FROM pg_available_extensions WHERE name = 'vector'"
-        ).fetchone()
-    if row is not None and row[0]:
+    try:
+        return psycopg.connect(url, autocommit=True, connect_timeout=_PG_CONNECT_TIMEOUT_S)
+    except psycopg.OperationalError as exc:
+        raise StoreConnectionError(_unreachable(url, exc)) from exc
+
+
+async def _apg_guard(url: str) -> AsyncConnection[Any]:
+    import psycopg
+
+    try:
+        return await psycopg.AsyncConnection.connect(
+            url, autocommit=True, connect_timeout=_PG_CONNECT_TIMEOUT_S
+        )
+    except psycopg.OperationalError as exc:
+        raise StoreConnectionError(_unreachable(url, exc)) from exc
+
+
+def _unreachable(url: str, exc: Exception) -> str:
+    return f"cannot connect to the memory store {redact_url(url)}: {str(exc).strip()}"
+
+
+def _pg_index(where: str, index: IndexConfig, has_vector: Any) -> Any:
+    """The index when the server can load pgvector (``has_vector``: the row of
+    ``_HAS_PGVECTOR``), else None (with a warning)."""
+    if has_vector is not None and has_vector[0]:
         return index
     warnings.warn(
-        f"{redact_url(url)} has no pgvector extension: the memory store is key-value only "
+        f"{where} has no pgvector extension: the memory store is key-value only "
         "and retrieval ranks the newest items in process (install pgvector for vector search)",
         VectorIndexMissingWarning,
         stacklevel=4,

@@ -6,9 +6,12 @@ value, ...})`` when several actors wait at once):
 
 * ``approve_plan``: ``{"action": "approve"}``, ``{"action": "reject", "reason": ...}``
   (ends the run with ``status="rejected"``) or ``{"action": "edit", "plan": {PlanUpdate}}``
-  (validated like any plan; an invalid edit is shown again with the error).
+  (validated like any plan; an invalid edit is shown again with the error). An
+  answer that is none of these (``{"action": "aprove"}``) is asked again the same
+  way: a typo never rejects the run.
 * ``approve_tool``: ``{"action": "approve"}`` or ``{"action": "deny", "reason": ...}``
-  (the actor receives the reason as the tool's observation).
+  (the actor receives the reason as the tool's observation); any other answer
+  denies the call.
 * ``ask_human`` (the tool in ``aimegraph.tools.human``): the answer as a string,
   or ``{"answer": ...}``.
 
@@ -33,7 +36,12 @@ from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
 from aimegraph.state import PlanError, PlanUpdate, Usage, apply_plan, render_checklist
 
-Decision = Literal["approve", "reject", "edit"]
+Decision = Literal["approve", "reject", "edit", "unclear"]
+
+PLAN_ANSWERS = (
+    'answer {"action": "approve"}, {"action": "reject", "reason": "..."} or '
+    '{"action": "edit", "plan": {...}}'
+)
 
 
 def require_checkpointer(setting: str) -> None:
@@ -71,7 +79,11 @@ def check_approve_tools(names: Iterable[str], available: Collection[str]) -> Non
 
 
 def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
-    """Normalise a resume value for an approval into (action, details)."""
+    """Normalise a resume value for an approval into (action, details).
+
+    ``"unclear"`` (with ``details["reason"]`` saying why) for an answer that is no
+    decision: a mapping without a known ``action``, an edit without a plan, or a
+    value of another type. Never an approval."""
     if value is True or (isinstance(value, str) and value.strip().lower() in ("approve", "yes")):
         return "approve", {}
     if value is False or value is None:
@@ -86,7 +98,7 @@ def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
             return "edit", value
         if action in ("reject", "deny", "no"):
             return "reject", {"reason": str(value.get("reason") or "rejected")}
-    return "reject", {"reason": f"unrecognised answer {value!r}"}
+    return "unclear", {"reason": f"unrecognised answer {value!r:.200}"}
 
 
 def make_approve_plan_node(
@@ -96,8 +108,9 @@ def make_approve_plan_node(
     reject or edit it.
 
     An approved or edited plan is committed to the progress list here. An edit
-    that is not a valid plan sets ``approval_error``: route with
-    :func:`route_after_approval`, which shows it again with the error. When the
+    that is not a valid plan, or an answer that is no decision, sets
+    ``approval_error``: route with :func:`route_after_approval`, which shows the
+    plan again with the error. When the
     planner's calls have spent a run budget, the run ends ``budget_exhausted``
     without asking (the plan could not run)."""
 
@@ -122,6 +135,8 @@ def make_approve_plan_node(
             }
         )
         action, details = parse_decision(answer)
+        if action == "unclear":  # asked again, as an invalid edit is
+            return {"approval_error": f"{details['reason']}: {PLAN_ANSWERS}"}
         if action == "approve":
             return commit_plan(state, runtime, proposal, state.get("draft")) | settled
         if action == "reject":
@@ -132,7 +147,7 @@ def make_approve_plan_node(
                 tasks, edited, max_tasks=cfg.max_tasks, bundles=bundles, agents=agents
             )
         except (PlanError, ValueError) as exc:
-            return {"approval_error": str(exc)}
+            return {"approval_error": f"the edited plan is invalid: {exc}"}
         return commit_plan(state, runtime, changed, edited.model_dump()) | settled
 
     return approve_plan

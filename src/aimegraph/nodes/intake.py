@@ -1,5 +1,7 @@
 """The run's entry: checks the request and the run's settings, and starts a new
-run when a finished thread receives a new request (the next turn of a chat)."""
+run when a finished thread receives a new request (the next turn of a chat). A
+request sent while a plan waits for approval is not taken: the plan is asked again,
+saying so."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import time
 from collections.abc import Collection
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
@@ -17,7 +20,15 @@ from aimegraph.nodes.types import Node
 from aimegraph.prompts.source import PromptSource
 from aimegraph.state import AimeState, PastRun, Usage
 
-PLANNER, REPORTER = "planner", "reporter"
+PLANNER, REPORTER, APPROVE_PLAN = "planner", "reporter", "approve_plan"
+
+PLAN_PENDING = (
+    "a new request came while this plan waits for approval and was not taken: answer "
+    "the plan first (approve, reject or edit it) or cancel the run, then send the request again"
+)
+
+REFUSED_GOAL_CHARS = 100
+"""How much of a refused goal the state keeps (its opening, to recognise it by)."""
 
 # The planner's RUN_START and the orchestrator's last dispatched batch.
 _RUN_START: dict[str, Any] = {**RUN_START, "dispatched": []}
@@ -35,7 +46,12 @@ def make_intake_node(
     Raises a ``ValueError`` for settings the run cannot honour (approvals without a
     checkpointer, ``approve_tools`` naming no tool). A goal that cannot be used
     ends the run ``failed`` with the reason, through the reporter, so a chat app
-    gets a reply saying what to change.
+    gets a reply saying what to change; the state keeps only its opening (see
+    :func:`refused_goal`), not the whole text in every later checkpoint.
+
+    New input while the run waits for the approval of its plan (``proposal``) is
+    not taken: the goal stays the run's own (``run_goal``) and ``approve_plan``
+    asks again, its ``error`` saying how to go on (``PLAN_PENDING``).
     """
 
     def intake(state: AimeState, runtime: Runtime[Any]) -> Command:
@@ -47,8 +63,13 @@ def make_intake_node(
             require_checkpointer("approve_tools")
         status = state.get("status")
         if status == "running":
+            if state.get("proposal") is not None:
+                goal = state.get("run_goal", state.get("goal"))
+                return Command(
+                    goto=APPROVE_PLAN, update={"goal": goal, "approval_error": PLAN_PENDING}
+                )
             # Re-entered with new input before the run ended: it carries on.
-            return Command(goto=PLANNER)
+            return Command(goto=PLANNER, update={"run_goal": state.get("goal")})
         update: dict[str, Any] = dict(_RUN_START, run_started_at=time.time())
         update["prompt_version"] = None
         if prompts is not None:
@@ -59,12 +80,37 @@ def make_intake_node(
         try:
             goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         except GoalError as exc:
-            return Command(goto=REPORTER, update=update | {"status": "failed", "reason": str(exc)})
+            refused = refused_goal(state, cfg.max_goal_chars)
+            return Command(
+                goto=REPORTER, update=update | refused | {"status": "failed", "reason": str(exc)}
+            )
         if goal is not None:
             update["goal"] = goal
+        update["run_goal"] = goal
         return Command(goto=PLANNER, update=update)
 
     return intake
+
+
+def refused_goal(state: AimeState, max_chars: int) -> dict[str, Any]:
+    """The update that replaces a refused goal (the ``goal`` key, and a human message
+    over ``max_chars``) with its opening and size: the reporter's answer and every
+    later checkpoint would otherwise carry the whole text."""
+    update: dict[str, Any] = {"goal": _opening(state.get("goal"))}
+    messages = state.get("messages") or []
+    last = messages[-1] if messages else None
+    if isinstance(last, HumanMessage) and len(last.text) > max_chars:
+        # Same id: add_messages replaces the message instead of appending one.
+        update["messages"] = [HumanMessage(content=_opening(last.text), id=last.id)]
+    return update
+
+
+def _opening(goal: object) -> str:
+    if not isinstance(goal, str):
+        return f"(not a goal: {type(goal).__name__})"
+    if len(goal) <= REFUSED_GOAL_CHARS:
+        return goal
+    return f"{goal[:REFUSED_GOAL_CHARS]}... ({len(goal):,} characters, refused)"
 
 
 def _archive(state: AimeState) -> dict[str, Any]:

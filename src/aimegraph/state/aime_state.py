@@ -83,7 +83,10 @@ class AimeState(AimeOutput, total=False):
     orchestrator sent out; ``steps`` counts orchestration steps;
     ``run_started_at`` (``time.time()``) is when the current run began, for
     ``max_wall_s``; ``proposal`` and ``draft`` hold a plan awaiting approval
-    (``approve_plan``), ``approval_error`` why the human's edit of it was refused.
+    (``approve_plan``), ``approval_error`` why the human's answer (an edit that is
+    no valid plan, an answer that is no decision) or new input was not taken;
+    ``run_goal`` is the goal the current run works for (``goal`` is what the last
+    input said: a request sent while a plan awaits approval is not taken).
 
     A thread holds one run at a time. A new request on a thread whose run has
     finished (``graph.invoke({"messages": [HumanMessage(...)]}, same_config)``, the
@@ -106,6 +109,7 @@ class AimeState(AimeOutput, total=False):
     proposal: dict[str, Task] | None
     draft: dict[str, Any] | None
     approval_error: str | None
+    run_goal: str | None
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:

@@ -81,7 +81,7 @@ function interruptForm(item) {
     return el("div", { class: "interrupt", "data-kind": item.kind },
       el("h3", {}, "Approve the plan?"),
       el("pre", { class: "checklist" }, item.checklist || ""),
-      item.error ? el("p", { class: "error" }, `the last edit was invalid: ${item.error}`) : null,
+      item.error ? el("p", { class: "error" }, item.error) : null,
       decide("Approve plan", "Reject plan"),
       el("details", {},
         el("summary", {}, "Edit the plan (PlanUpdate JSON)"),
