@@ -45,6 +45,7 @@ from aimegraph.checkpoints import (
     redact_url,
     thread_config,
 )
+from aimegraph.checkpoints.runs import SETTINGS_KEY, RunSettings
 from aimegraph.state.models import (
     ProgressUpdate,
     RoleUsage,
@@ -522,3 +523,15 @@ async def test_async_sqlite_round_trip(tmp_path: Path) -> None:
 
     async with aopen_checkpointer(url) as reopened:
         assert (await build_graph(reopened).aget_state(config)).values == expected_values()
+
+
+def test_settings_with_config_fields_this_version_does_not_know_stay_readable() -> None:
+    """A thread written by a newer aimegraph (or another branch's) is still read."""
+    stored = {
+        SETTINGS_KEY: json.dumps(
+            {"model": "scripted:demo", "config": {"max_parallel": 2, "from_the_future": 1}}
+        )
+    }
+    with pytest.warns(UserWarning, match="from_the_future"):
+        settings = RunSettings.from_metadata(stored)
+    assert settings is not None and settings.config.max_parallel == 2

@@ -4,6 +4,7 @@ with (so that any process can resume it), and summaries of stored threads."""
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -89,7 +90,7 @@ class RunSettings:
             return None
         return cls(
             model=str(stored["model"]),
-            config=AimeConfig.model_validate(stored.get("config", {})),
+            config=_known_config(stored.get("config", {})),
             tools=tuple(str(spec) for spec in stored.get("tools", ())),
             prompts=str(stored["prompts"]) if stored.get("prompts") else None,
             agents=str(stored["agents"]) if stored.get("agents") else None,
@@ -188,3 +189,16 @@ def run_state(snapshot: StateSnapshot) -> str:
     if snapshot.interrupts:
         return "paused"
     return str(snapshot.values.get("status", "running"))
+
+
+def _known_config(fields: Mapping[str, Any]) -> AimeConfig:
+    """The stored config, leaving out fields this version does not know (a thread
+    written by a newer aimegraph stays readable; the fields left out are named)."""
+    known = {k: v for k, v in fields.items() if k in AimeConfig.model_fields}
+    if unknown := sorted(set(fields) - set(known)):
+        warnings.warn(
+            f"stored run settings name config fields this version does not know, left out: "
+            f"{', '.join(unknown)}",
+            stacklevel=3,
+        )
+    return AimeConfig.model_validate(known)
