@@ -18,6 +18,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.outputs import ChatResult
 from pydantic import BaseModel, Field
 from tests.scripted import call, plan, spec, submit
 
@@ -127,6 +128,31 @@ def test_astream_adds_up_to_the_invoked_reply() -> None:
     chunks = asyncio.run(collect())
     assert [c.text for c in chunks[:3]] == ["The ", "answer ", "is "]
     same_reply(merged(chunks), invoked)
+
+
+class Shouting(ScriptedChatModel):
+    """Overrides the model call, as tests inject behaviour: streams must follow it."""
+
+    def _generate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        result = super()._generate(*args, **kwargs)
+        message = result.generations[0].message
+        message.content = message.text.upper()
+        return result
+
+    async def _agenerate(self, *args: Any, **kwargs: Any) -> ChatResult:
+        result = self._generate(*args, **kwargs)
+        result.generations[0].message.content += "!"
+        return result
+
+
+def test_streams_send_what_the_model_call_of_a_subclass_returns() -> None:
+    model = Shouting.from_dict(scenario())
+    assert merged(list(model.stream(REPORTER_PROMPT))).text.startswith("THE ANSWER IS 42.")
+
+    async def collect() -> list[AIMessageChunk]:
+        return [chunk async for chunk in model.astream(REPORTER_PROMPT)]
+
+    assert merged(asyncio.run(collect())).text.endswith("TRIES.!")
 
 
 def test_a_scripted_error_is_raised_before_any_chunk() -> None:

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
-from langchain_core.messages import AIMessage, AIMessageChunk
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.tool import tool_call_chunk
-from langchain_core.outputs import ChatGenerationChunk
+from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
-__all__ = ["reply_chunks"]
+__all__ = ["WholeReplyStreaming", "reply_chunks"]
 
 # Split before each word that follows whitespace: every character stays in one piece.
 _WORD_START = re.compile(r"(?<=\s)(?=\S)")
@@ -67,3 +70,37 @@ def reply_chunks(reply: AIMessage) -> Iterator[ChatGenerationChunk]:
 
 def _chunk(reply: AIMessage, **fields: object) -> ChatGenerationChunk:
     return ChatGenerationChunk(message=AIMessageChunk(id=reply.id, **fields))  # type: ignore[arg-type]
+
+
+class WholeReplyStreaming(BaseChatModel):
+    """Mixin: stream the reply ``_generate`` (``_agenerate`` when async) decides, as
+    :func:`reply_chunks`. A stream is then the same call as an ``invoke``: the same
+    reply, the same errors (raised before the first chunk), the same side effects, and
+    a subclass that overrides ``_generate`` streams what it returns."""
+
+    def _stream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> Iterator[ChatGenerationChunk]:
+        yield from reply_chunks(_reply_of(self._generate(messages, stop=stop, **kwargs)))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        result = await self._agenerate(messages, stop=stop, **kwargs)
+        for chunk in reply_chunks(_reply_of(result)):
+            yield chunk
+
+
+def _reply_of(result: ChatResult) -> AIMessage:
+    message = result.generations[0].message
+    if not isinstance(message, AIMessage):
+        raise TypeError(f"a chat model replied with a {type(message).__name__}, not an AIMessage")
+    return message

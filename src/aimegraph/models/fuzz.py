@@ -36,20 +36,19 @@ import json
 import random
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableBinding
-from langchain_core.runnables.config import run_in_executor
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
-from aimegraph.models.chunks import reply_chunks
+from aimegraph.models.chunks import WholeReplyStreaming
 from aimegraph.models.json_modes import JsonModes
 
 __all__ = ["FuzzChatModel", "FuzzRates"]
@@ -96,7 +95,7 @@ _EXTRA_FIELDS = {"confidence": 0.9, "notes": "added by the model"}
 _RE_ASK_DEPTH = 2
 
 
-class FuzzChatModel(JsonModes):
+class FuzzChatModel(JsonModes, WholeReplyStreaming):
     """Wraps ``inner`` and reshapes its replies; see the module docstring."""
 
     inner: BaseChatModel
@@ -142,34 +141,6 @@ class FuzzChatModel(JsonModes):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        reply = self._reply(messages, stop, kwargs)
-        return ChatResult(generations=[ChatGeneration(message=reply)])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        yield from reply_chunks(self._reply(messages, stop, kwargs))
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        # The inner model may be a real one: its sync call runs off the event loop.
-        reply = await run_in_executor(None, self._reply, messages, stop, kwargs)
-        for chunk in reply_chunks(reply):
-            yield chunk
-
-    def _reply(
-        self, messages: list[BaseMessage], stop: list[str] | None, call: dict[str, Any]
-    ) -> AIMessage:
-        """The reshaped reply (or the injected error) for one call."""
         digests = [_digest(messages[:n]) for n in range(len(messages) + 1)]
         with self._lock:
             sent_before = self._seen.get(digests[-1], 0)
@@ -179,7 +150,7 @@ class FuzzChatModel(JsonModes):
         if sent_before == 0 and rng.random() < self.rates.transient_error:
             self._count("transient_error")
             raise ConnectionError("fuzz: connection reset by peer")
-        result = self.inner._generate(messages, stop=stop, **call)
+        result = self.inner._generate(messages, stop=stop, **kwargs)
         reply = result.generations[0].message
         assert isinstance(reply, AIMessage)
         if not re_ask_of_empty and rng.random() < self.rates.empty:
@@ -188,10 +159,10 @@ class FuzzChatModel(JsonModes):
             self._count("empty")
             reshaped = AIMessage(content="", response_metadata=reply.response_metadata)
         else:
-            structured = call.get("tool_choice") not in (None, "auto", "none")
+            structured = kwargs.get("tool_choice") not in (None, "auto", "none")
             reshaped = self._reshape(reply, rng, structured=structured)
         reshaped.usage_metadata = reply.usage_metadata
-        return reshaped
+        return ChatResult(generations=[ChatGeneration(message=reshaped)])
 
     # --- reshaping a good reply ---
 

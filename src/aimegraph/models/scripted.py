@@ -58,10 +58,10 @@ without it. Without ``echo`` such a prompt is answered as the reporter's.
 
 Replies stream (``stream``, ``astream``, LangGraph's ``stream_mode="messages"``) as
 the chunks of :mod:`aimegraph.models.chunks`, which add up to the reply ``invoke``
-returns; a stream takes the next step exactly as ``invoke`` does, so replay is the same
-either way. ``with_structured_output`` also takes ``method="json_schema"`` or
-``"json_mode"`` (:mod:`aimegraph.models.json_modes`): a structured entry is then sent as
-JSON text.
+returns; a stream is the same call as an ``invoke`` (it takes the next step the same
+way), so replay is the same either way. ``with_structured_output`` also takes
+``method="json_schema"`` or ``"json_mode"`` (:mod:`aimegraph.models.json_modes`): a
+structured entry is then sent as JSON text.
 
 A scenario is checked when it is loaded (:class:`ScenarioError` on a mistake):
 planner tasks may only use ``TaskSpec`` fields, and a brace word that is close to
@@ -80,23 +80,23 @@ import json
 import re
 import threading
 import uuid
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import yaml
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatGenerationChunk, ChatResult
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
-from aimegraph.models.chunks import reply_chunks
+from aimegraph.models.chunks import WholeReplyStreaming
 from aimegraph.models.echo import echo_reply
 from aimegraph.models.json_modes import JsonModes
 from aimegraph.state import TaskSpec
@@ -314,7 +314,7 @@ class ToolSchemaChatModel(BaseChatModel):
         return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
 
 
-class ScriptedChatModel(JsonModes, ToolSchemaChatModel):
+class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
     """Replays a :class:`Scenario`; see the module docstring for the rules."""
 
     scenario: Scenario
@@ -368,32 +368,8 @@ class ScriptedChatModel(JsonModes, ToolSchemaChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
-
-    def _stream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> Iterator[ChatGenerationChunk]:
-        yield from reply_chunks(self._reply(messages, kwargs))
-
-    async def _astream(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> AsyncIterator[ChatGenerationChunk]:
-        # Deciding a reply takes microseconds: no worker thread, unlike the default.
-        for chunk in reply_chunks(self._reply(messages, kwargs)):
-            yield chunk
-
-    def _reply(self, messages: list[BaseMessage], call: dict[str, Any]) -> AIMessage:
-        """The next reply, with usage and model name, as ``invoke`` returns it."""
-        tools = call.get("tools") or []
-        message = self._echo(messages, call) if self.scenario.echo else None
+        tools = kwargs.get("tools") or []
+        message = self._echo(messages, kwargs) if self.scenario.echo else None
         if message is None:
             step = self._next_step(messages)
             message = self._render(step, messages, [t["function"]["name"] for t in tools])
@@ -405,7 +381,7 @@ class ScriptedChatModel(JsonModes, ToolSchemaChatModel):
             "total_tokens": prompt_chars // 4 + reply_chars // 4 + 2,
         }
         message.response_metadata = {"model_name": self.model_name}
-        return message
+        return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _echo(self, messages: list[BaseMessage], call: dict[str, Any]) -> AIMessage | None:
         """The echo mode's reply, for a prompt that is not the engine's (else None)."""
