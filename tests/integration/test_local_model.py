@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from langchain_core.callbacks import get_usage_metadata_callback
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk, HumanMessage, SystemMessage
 from pydantic import BaseModel
@@ -65,6 +67,13 @@ def test_structured_output_is_grammar_constrained(model: BaseChatModel) -> None:
     assert isinstance(result, Answer)
 
 
+def test_json_schema_method_uses_a_llama_cpp_grammar(model: BaseChatModel) -> None:
+    structured = model.with_structured_output(Answer, method="json_schema", include_raw=True)
+    result = structured.invoke("What is 2 + 2?", max_tokens=48)
+    assert not result["raw"].tool_calls  # JSON text under the grammar, not a forced call
+    assert isinstance(result["parsed"], Answer)
+
+
 def test_parallel_calls_are_serialised(model: BaseChatModel) -> None:
     # LangGraph runs Send fan-out branches in threads; one llama.cpp context is shared.
     prompts = ["Name a fruit.", "Name a river.", "Name a planet."]
@@ -73,3 +82,57 @@ def test_parallel_calls_are_serialised(model: BaseChatModel) -> None:
     for reply in replies:
         assert reply.usage_metadata is not None
         assert reply.usage_metadata["output_tokens"] > 0
+
+
+def test_concurrent_and_sequential_astreams_complete(model: BaseChatModel) -> None:
+    # LangChain resumes a sync stream on executor threads; a lock held across yield
+    # failed ("cannot release un-acquired lock") and then hung every later stream.
+    async def one(question: str) -> AIMessageChunk:
+        chunks = [chunk async for chunk in model.astream(question, max_tokens=12)]
+        return merged(chunks)
+
+    async def main() -> list[AIMessageChunk]:
+        sequential = [await one(f"Name a city, {i}.") for i in range(3)]
+        together = asyncio.gather(*(one(f"Name fruit number {i}.") for i in range(8)))
+        return sequential + await asyncio.wait_for(together, 240)
+
+    replies = asyncio.run(main())
+    assert len(replies) == 11
+    for reply in replies:
+        assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] > 0
+        assert reply.chunk_position == "last"
+
+
+def test_usage_is_recorded_under_the_model_name(model: BaseChatModel) -> None:
+    with get_usage_metadata_callback() as usage:
+        invoked = model.invoke("Name a colour.", max_tokens=8)
+        streamed = merged(list(model.stream("Name a colour.", max_tokens=8)))
+    name = "gemma-3-270m-q4_k_m.gguf"
+    assert (
+        invoked.response_metadata["model_name"] == streamed.response_metadata["model_name"] == name
+    )
+    assert set(usage.usage_metadata) == {name}
+    assert usage.usage_metadata[name]["input_tokens"] == 2 * invoked.usage_metadata["input_tokens"]  # type: ignore[index]
+
+
+def test_a_streamed_tool_call_names_its_tool_once(model: BaseChatModel) -> None:
+    chunks = list(
+        model.bind_tools([Answer], tool_choice="any").stream("What is 2 + 2?", max_tokens=48)
+    )
+    assert sum(bool(c.tool_call_chunks and c.tool_call_chunks[0]["name"]) for c in chunks) == 1
+    call = merged(chunks).tool_calls
+    assert [c["name"] for c in call] == ["Answer"]
+    assert isinstance(call[0]["args"].get("answer"), str)
+
+
+def test_a_streamed_reply_drops_the_transcripts_leading_space(model: BaseChatModel) -> None:
+    streamed = merged(list(model.stream("What is the capital of Italy?", max_tokens=12)))
+    assert isinstance(streamed.content, str) and streamed.content == streamed.content.lstrip()
+    assert streamed.content
+
+
+def merged(chunks: list[AIMessageChunk]) -> AIMessageChunk:
+    total = chunks[0]
+    for chunk in chunks[1:]:
+        total = total + chunk
+    return total

@@ -22,6 +22,11 @@ conversation was sent before), so runs repeat exactly whatever order parallel ac
 call in. Structured output is recognised by a forced ``tool_choice`` (what
 ``with_structured_output`` binds) or, without tools, by a JSON object that is not a
 ``{"tool", "args"}`` call.
+
+Replies stream as the chunks of :mod:`aimegraph.models.chunks`: the reshaped reply,
+decided (faults included) before the first chunk, so a stream and ``invoke`` see the
+same shapes and errors. ``with_structured_output`` takes the JSON methods of
+:mod:`aimegraph.models.json_modes` as well; ``response_format`` reaches ``inner``.
 """
 
 from __future__ import annotations
@@ -36,11 +41,15 @@ from typing import Any
 
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.base import LangSmithParams
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolCall, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable, RunnableBinding
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+from aimegraph.models.chunks import WholeReplyStreaming
+from aimegraph.models.json_modes import JsonModes
 
 __all__ = ["FuzzChatModel", "FuzzRates"]
 
@@ -86,7 +95,7 @@ _EXTRA_FIELDS = {"confidence": 0.9, "notes": "added by the model"}
 _RE_ASK_DEPTH = 2
 
 
-class FuzzChatModel(BaseChatModel):
+class FuzzChatModel(JsonModes, WholeReplyStreaming):
     """Wraps ``inner`` and reshapes its replies; see the module docstring."""
 
     inner: BaseChatModel
@@ -120,6 +129,10 @@ class FuzzChatModel(BaseChatModel):
         bound = self.inner.bind_tools(tools, tool_choice=tool_choice, **kwargs)
         inner_kwargs = bound.kwargs if isinstance(bound, RunnableBinding) else {}
         return self.bind(**inner_kwargs)
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        """The inner model's: the fuzz model stands for it, bent."""
+        return self.inner._get_ls_params(stop=stop, **kwargs)
 
     def _generate(
         self,

@@ -64,19 +64,25 @@ import sys
 import tempfile
 import threading
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
+from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.base import LangSmithParams
+from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage, BaseMessageChunk
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
-from pydantic import PrivateAttr
+from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel, PrivateAttr, model_validator
 
 from aimegraph.models.errors import ModelSpecError
+from aimegraph.models.json_modes import JsonModes
+from aimegraph.models.locked_stream import alocked_stream, locked_stream
 
 with warnings.catch_warnings():
     # langchain-community warns on import that it is being sunset; ChatLlamaCpp is still
@@ -92,6 +98,7 @@ __all__ = [
     "amx_safe_loading",
     "default_cache_dir",
     "load_local_model",
+    "local_model_params",
     "local_model_path",
     "transcript_chat_handler",
     "transcript_format",
@@ -322,18 +329,17 @@ def _default_threads() -> int:
     return max(1, min(4, cores - 1))
 
 
-def load_local_model(**kwargs: Any) -> BaseChatModel:
-    """Load the bundled Gemma 3 270M (or ``model_path=``) as a LangChain chat model.
+def local_model_params(**kwargs: Any) -> dict[str, Any]:
+    """The :class:`LocalChatLlamaCpp` arguments :func:`load_local_model` uses.
 
-    Returns a :class:`LocalChatLlamaCpp` (a ``ChatLlamaCpp``) with defaults for a small model
-    on a few CPU cores (:data:`DEFAULT_LOCAL_SETTINGS`; ``n_threads`` = usable cores less
-    one, 1 to 4; ``OMP_WAIT_POLICY=PASSIVE`` unless set). Any
-    ``ChatLlamaCpp`` field can be overridden by keyword; ``cache_dir=`` is passed to
-    :func:`local_model_path`. Loading takes well under a second once the GGUF is cached.
+    The bundled Gemma (assembled into ``cache_dir=`` if given) or ``model_path=``, with
+    :data:`DEFAULT_LOCAL_SETTINGS`, ``n_threads`` = usable cores less one (1 to 4), and
+    the transcript chat format for the bundled base model; any ``ChatLlamaCpp`` field
+    can be overridden by keyword.
 
     Raises:
-        ModelSpecError: when llama-cpp-python or the weights are not installed, or the GGUF
-            path does not exist or cannot be loaded.
+        ModelSpecError: when llama-cpp-python or the weights are not installed, or the
+            GGUF path does not exist.
     """
     _require_llama_cpp()
     cache_dir = kwargs.pop("cache_dir", None)
@@ -345,31 +351,113 @@ def load_local_model(**kwargs: Any) -> BaseChatModel:
     else:
         path = local_model_path(cache_dir)
 
-    use_extra_bufts = kwargs.pop("use_extra_bufts", None)
     settings = {**DEFAULT_LOCAL_SETTINGS, "n_threads": _default_threads(), **kwargs}
     model_kwargs = dict(settings.pop("model_kwargs", None) or {})
     model_kwargs.setdefault("n_threads_batch", settings["n_threads"])
     if not model_path and "chat_format" not in model_kwargs:
         # The bundled base model has no chat template (see the module docstring).
         model_kwargs.setdefault("chat_handler", transcript_chat_handler())
+    return {**settings, "model_path": str(path), "model_kwargs": model_kwargs}
+
+
+def load_local_model(**kwargs: Any) -> BaseChatModel:
+    """Load the bundled Gemma 3 270M (or ``model_path=``) as a LangChain chat model.
+
+    Returns a :class:`LocalChatLlamaCpp` built from :func:`local_model_params` (defaults
+    for a small model on a few CPU cores, ``OMP_WAIT_POLICY=PASSIVE`` unless set).
+    Loading takes well under a second once the GGUF is cached.
+
+    Raises:
+        ModelSpecError: when llama-cpp-python or the weights are not installed, or the GGUF
+            path does not exist or cannot be loaded.
+    """
+    params = local_model_params(**kwargs)
     try:
-        with amx_safe_loading(use_extra_bufts):
-            model = LocalChatLlamaCpp(model_path=str(path), model_kwargs=model_kwargs, **settings)
+        return LocalChatLlamaCpp(**params)
     except ValueError as exc:  # ChatLlamaCpp wraps load failures in ValueError
-        raise ModelSpecError(f"cannot load GGUF {path}: {exc}") from exc
-    return model
+        raise ModelSpecError(f"cannot load GGUF {params['model_path']}: {exc}") from exc
 
 
-class LocalChatLlamaCpp(ChatLlamaCpp):
-    """``ChatLlamaCpp`` whose replies carry ``usage_metadata``, safe to share across threads.
+_FORCING_CHOICES = ("any", "required", True)
 
-    ``invoke`` makes one non-streaming llama.cpp call (exact token counts); streaming is
-    left to LangChain's usual triggers (``.stream()``, streaming callback handlers). One
-    ``llama_cpp.Llama`` holds one context and is not thread-safe, while LangGraph runs
-    parallel branches (``Send`` fan-out) in threads: calls are serialised by a lock.
+
+# ChatLlamaCpp types with_structured_output's schema as optional; JsonModes' wins.
+class LocalChatLlamaCpp(JsonModes, ChatLlamaCpp):  # type: ignore[misc]
+    """``ChatLlamaCpp`` that meets LangChain's chat model contract and is safe to share.
+
+    - Loading goes through :func:`amx_safe_loading` (``use_extra_bufts``), so the class
+      can be constructed directly on any CPU.
+    - ``invoke`` makes one non-streaming llama.cpp call (exact token counts);
+      streaming is left to LangChain's usual triggers (``.stream()``, streaming
+      callback handlers) and ends with a chunk holding the usage.
+    - Replies carry ``usage_metadata`` and ``response_metadata["model_name"]`` (the
+      GGUF's file name), which ``get_usage_metadata_callback`` and prices key on.
+    - One ``llama_cpp.Llama`` holds one context and is not thread-safe, while LangGraph
+      runs parallel branches in threads and async callers interleave: every generation
+      holds a lock from start to end, a streamed one in a worker thread of
+      :mod:`aimegraph.models.locked_stream`, never across a ``yield``.
+    - A streamed tool call names itself (name, id) in its first chunk only, so the
+      chunks add up to the call (llama.cpp repeats the name in every chunk).
+    - ``bind_tools`` takes ``tool_choice="any"``/``"required"``/``True`` with one tool
+      and a tool's name, as the forced function llama.cpp supports; free choice is
+      ignored by llama.cpp (see the module docstring). ``with_structured_output``
+      takes ``method="json_schema"`` / ``"json_mode"`` too: llama.cpp's
+      ``response_format`` grammars.
     """
 
-    _lock: threading.RLock = PrivateAttr(default_factory=threading.RLock)
+    use_extra_bufts: bool | None = None
+    """llama.cpp's extra weight buffer types while loading; None: off when AMX is on."""
+
+    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
+
+    @model_validator(mode="after")
+    def validate_environment(self) -> Self:
+        with amx_safe_loading(self.use_extra_bufts):
+            return super().validate_environment()  # type: ignore[operator]  # pydantic's proxy
+
+    @property
+    def model_name(self) -> str:
+        """The GGUF's file name: what replies carry as ``response_metadata["model_name"]``."""
+        return Path(self.model_path).name
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = super()._get_ls_params(stop=stop, **kwargs)
+        params["ls_provider"] = "llamacpp"
+        params["ls_model_name"] = str(kwargs.get("model") or self.model_name)
+        return params
+
+    def bind_tools(
+        self,
+        tools: Sequence[dict[str, Any] | type[BaseModel] | Callable[..., Any] | BaseTool],
+        *,
+        tool_choice: dict[str, Any] | bool | str | None = None,
+        **kwargs: Any,
+    ) -> Runnable[LanguageModelInput, AIMessage]:
+        """Bind ``tools``; a forcing ``tool_choice`` becomes llama.cpp's forced function.
+
+        Raises:
+            ValueError: when ``"any"``/``"required"`` is asked with several tools
+                (llama.cpp forces one named function only) or names no bound tool.
+        """
+        if tool_choice in ("auto", "none", False):
+            tool_choice = None
+        elif tool_choice in _FORCING_CHOICES or isinstance(tool_choice, str):
+            names = [convert_to_openai_tool(tool)["function"]["name"] for tool in tools]
+            if isinstance(tool_choice, str) and tool_choice not in _FORCING_CHOICES:
+                name = tool_choice
+            elif len(names) == 1:
+                name = names[0]
+            else:
+                raise ValueError(
+                    f"tool_choice={tool_choice!r} with {len(names)} tools: llama.cpp can only "
+                    "force one named function; name it, or bind that tool alone"
+                )
+            tool_choice = {"type": "function", "function": {"name": name}}
+        return super().bind_tools(tools, tool_choice=tool_choice, **kwargs)
+
+    def _response_format(self, schema: dict[str, Any] | None) -> dict[str, Any]:
+        """llama-cpp-python's shape: a JSON grammar, built from ``schema`` if given."""
+        return {"type": "json_object", **({"schema": schema} if schema else {})}
 
     def _generate(
         self,
@@ -395,6 +483,7 @@ class LocalChatLlamaCpp(ChatLlamaCpp):
             if isinstance(message.content, str):
                 # Transcript prompts end with "Assistant:", so replies start with a space.
                 message.content = message.content.lstrip()
+            message.response_metadata["model_name"] = self.model_name
             if usage:
                 message.usage_metadata = UsageMetadata(
                     input_tokens=int(usage.get("prompt_tokens", 0)),
@@ -410,14 +499,46 @@ class LocalChatLlamaCpp(ChatLlamaCpp):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
+        yield from locked_stream(self._lock, lambda: self._generation(messages, stop, kwargs))
+
+    async def _astream(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: AsyncCallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> AsyncIterator[ChatGenerationChunk]:
+        chunks = alocked_stream(self._lock, lambda: self._generation(messages, stop, kwargs))
+        async for chunk in chunks:
+            yield chunk
+
+    def _generation(
+        self, messages: list[BaseMessage], stop: list[str] | None, call: dict[str, Any]
+    ) -> Iterator[ChatGenerationChunk]:
+        """One streamed generation (run with the lock held): llama.cpp's chunks, each
+        tool call named once and the reply's leading space dropped, then the usage."""
         parts: list[str] = []
-        with self._lock:
-            stream = super()._stream(messages, stop=stop, run_manager=run_manager, **kwargs)
-            for chunk in stream:
-                parts.append(chunk.text)
-                yield chunk
-            usage = self._stream_usage(messages, parts)
-        yield ChatGenerationChunk(message=AIMessageChunk(content="", usage_metadata=usage))
+        named: set[int] = set()
+        started = False
+        # run_manager=None: LangChain's stream() reports each chunk to the callbacks itself.
+        for chunk in super()._stream(messages, stop=stop, run_manager=None, **call):
+            parts.append(chunk.text)
+            message = chunk.message
+            text = message.content
+            if not started and isinstance(text, str):
+                text = text.lstrip()
+                started = bool(text)
+            yield ChatGenerationChunk(
+                message=_named_once(message, text, named), generation_info=chunk.generation_info
+            )
+        yield ChatGenerationChunk(
+            message=AIMessageChunk(
+                content="",
+                usage_metadata=self._stream_usage(messages, parts),
+                response_metadata={"model_name": self.model_name},
+                chunk_position="last",
+            )
+        )
 
     def _stream_usage(self, messages: list[BaseMessage], parts: list[str]) -> UsageMetadata:
         """Token counts after a streamed reply (llama.cpp reports none when streaming).
@@ -444,6 +565,37 @@ class LocalChatLlamaCpp(ChatLlamaCpp):
         if not text:
             return 0
         return len(self.client.tokenize(text.encode("utf-8"), add_bos=add_bos, special=True))
+
+
+def _named_once(
+    message: BaseMessageChunk, text: str | list[str | dict[str, Any]], named: set[int]
+) -> AIMessageChunk:
+    """``message`` with content ``text`` and without the name, id and type of a tool call
+    whose first chunk has gone by (``named`` holds their indexes and is updated): chunks
+    add their strings up, so a name repeated in every chunk would merge into
+    ``JokeJoke...``."""
+    extra = dict(message.additional_kwargs)
+    calls = [dict(c) for c in getattr(message, "tool_call_chunks", [])]
+    for call in calls:
+        if call.get("index") in named:
+            call.update(name=None, id=None)
+    if isinstance(extra.get("tool_calls"), list):
+        extra["tool_calls"] = [
+            {**raw, "id": None, "type": None, "function": {**raw["function"], "name": None}}
+            if raw.get("index") in named and isinstance(raw.get("function"), dict)
+            else raw
+            for raw in extra["tool_calls"]
+        ]
+    if isinstance(extra.get("function_call"), dict) and 0 in named:
+        extra["function_call"] = {**extra["function_call"], "name": None}
+    named.update(int(c["index"]) for c in calls if c.get("index") is not None)
+    return AIMessageChunk(
+        content=text,
+        id=message.id,
+        additional_kwargs=extra,
+        response_metadata=message.response_metadata,
+        tool_call_chunks=calls,  # type: ignore[arg-type]
+    )
 
 
 _TRANSCRIPT_MARK = "_aimegraph_transcript"

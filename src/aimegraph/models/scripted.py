@@ -50,6 +50,19 @@ String values may use ``{goal}``, ``{answer}``, ``{last_tool_output}``,
 (a task result in a reporter prompt) and ``{all_results}``; other braces are left alone, so code in
 arguments needs no escaping.
 
+With ``echo: true`` a scenario also answers prompts that are not the engine's (no
+``# Role:`` line) from the prompt itself, see :mod:`aimegraph.models.echo`: code
+written for any chat model (LangChain's standard tests, a chat UI) can drive it, while
+the engine's prompts, which always carry their role, replay the scenario as strictly as
+without it. Without ``echo`` such a prompt is answered as the reporter's.
+
+Replies stream (``stream``, ``astream``, LangGraph's ``stream_mode="messages"``) as
+the chunks of :mod:`aimegraph.models.chunks`, which add up to the reply ``invoke``
+returns; a stream is the same call as an ``invoke`` (it takes the next step the same
+way), so replay is the same either way. ``with_structured_output`` also takes
+``method="json_schema"`` or ``"json_mode"`` (:mod:`aimegraph.models.json_modes`): a
+structured entry is then sent as JSON text.
+
 A scenario is checked when it is loaded (:class:`ScenarioError` on a mistake):
 planner tasks may only use ``TaskSpec`` fields, and a brace word that is close to
 a placeholder name but not one (``{last_output}``, ``{results:t1}``) is refused.
@@ -75,6 +88,7 @@ from typing import Any
 import yaml
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models.base import LangSmithParams
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
@@ -82,6 +96,9 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from aimegraph.models.chunks import WholeReplyStreaming
+from aimegraph.models.echo import echo_reply
+from aimegraph.models.json_modes import JsonModes
 from aimegraph.state import TaskSpec
 
 Step = dict[str, Any]
@@ -120,6 +137,8 @@ class Scenario(BaseModel):
     reporter: list[Step] = Field(default_factory=list)
     lesson: list[Step] = Field(default_factory=list)
     summary: list[Step] = Field(default_factory=list)
+    echo: bool = False
+    """Answer prompts that are not the engine's from the prompt (see the module docstring)."""
 
     @model_validator(mode="after")
     def _check(self) -> Scenario:
@@ -288,14 +307,14 @@ class ToolSchemaChatModel(BaseChatModel):
         self,
         tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
         *,
-        tool_choice: str | None = None,
+        tool_choice: str | dict[str, Any] | bool | None = None,
         **kwargs: Any,
     ) -> Runnable[LanguageModelInput, AIMessage]:
         schemas = [convert_to_openai_tool(t) for t in tools]
         return self.bind(tools=schemas, tool_choice=tool_choice, **kwargs)
 
 
-class ScriptedChatModel(ToolSchemaChatModel):
+class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
     """Replays a :class:`Scenario`; see the module docstring for the rules."""
 
     scenario: Scenario
@@ -327,6 +346,21 @@ class ScriptedChatModel(ToolSchemaChatModel):
         with self._lock:
             return [text for r, text in self._calls if role is None or r == role]
 
+    @property
+    def model_name(self) -> str:
+        """The name replies carry in ``response_metadata["model_name"]``."""
+        return f"scripted:{self.scenario.name}"
+
+    def _get_ls_params(self, stop: list[str] | None = None, **kwargs: Any) -> LangSmithParams:
+        params = LangSmithParams(
+            ls_provider="aimegraph",
+            ls_model_name=str(kwargs.get("model") or self.model_name),
+            ls_model_type="chat",
+        )
+        if stop:
+            params["ls_stop"] = stop
+        return params
+
     def _generate(
         self,
         messages: list[BaseMessage],
@@ -334,9 +368,11 @@ class ScriptedChatModel(ToolSchemaChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        tool_names = [t["function"]["name"] for t in kwargs.get("tools") or []]
-        step = self._next_step(messages)
-        message = self._render(step, messages, tool_names)
+        tools = kwargs.get("tools") or []
+        message = self._echo(messages, kwargs) if self.scenario.echo else None
+        if message is None:
+            step = self._next_step(messages)
+            message = self._render(step, messages, [t["function"]["name"] for t in tools])
         prompt_chars = sum(len(_text(m)) for m in messages)
         reply_chars = len(_text(message)) + len(json.dumps(message.tool_calls))
         message.usage_metadata = {
@@ -344,8 +380,22 @@ class ScriptedChatModel(ToolSchemaChatModel):
             "output_tokens": reply_chars // 4 + 1,
             "total_tokens": prompt_chars // 4 + reply_chars // 4 + 2,
         }
-        message.response_metadata = {"model_name": f"scripted:{self.scenario.name}"}
+        message.response_metadata = {"model_name": self.model_name}
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _echo(self, messages: list[BaseMessage], call: dict[str, Any]) -> AIMessage | None:
+        """The echo mode's reply, for a prompt that is not the engine's (else None)."""
+        prompt = "\n".join(_text(m) for m in messages)
+        if _ROLE.search(prompt):
+            return None
+        with self._lock:
+            self._calls.append(("echo", prompt))
+        return echo_reply(
+            messages,
+            tools=call.get("tools") or [],
+            tool_choice=call.get("tool_choice"),
+            response_format=call.get("response_format"),
+        )
 
     # --- choosing the step ---
 
