@@ -7,20 +7,23 @@ import time
 from collections.abc import Collection
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.conversation import conversation_view, past_turns
 from aimegraph.nodes.human import check_approve_tools, require_checkpointer
 from aimegraph.nodes.planner import FINISHED, RUN_START, GoalError, resolve_goal
 from aimegraph.nodes.types import Node
+from aimegraph.prompts import conversation as conversation_prompts
 from aimegraph.prompts.source import PromptSource
 from aimegraph.state import AimeState, PastRun, Usage
 
 PLANNER, REPORTER = "planner", "reporter"
 
-# The planner's RUN_START and the orchestrator's last dispatched batch.
-_RUN_START: dict[str, Any] = {**RUN_START, "dispatched": []}
+# The planner's RUN_START, the orchestrator's last dispatched batch, the typed answer.
+_RUN_START: dict[str, Any] = {**RUN_START, "dispatched": [], "structured_response": None}
 
 
 def make_intake_node(
@@ -61,10 +64,35 @@ def make_intake_node(
         except GoalError as exc:
             return Command(goto=REPORTER, update=update | {"status": "failed", "reason": str(exc)})
         if goal is not None:
-            update["goal"] = goal
+            update |= {"goal": goal, **_conversation(state, goal, cfg)}
         return Command(goto=PLANNER, update=update)
 
     return intake
+
+
+def _conversation(state: AimeState, goal: str, cfg: AimeConfig) -> dict[str, Any]:
+    """The new run's views of the earlier turns; a goal given as ``goal`` (not as
+    the last human message) joins ``messages`` as the request it is, so that later
+    turns see it."""
+    messages = list(state.get("messages") or [])
+    last = messages[-1] if messages else None
+    asked = isinstance(last, HumanMessage) and last.text.strip() == goal
+    earlier = messages[:-1] if asked else messages
+    status = state.get("status")
+    outcome = (
+        conversation_prompts.RUN_OUTCOME.format(status=status, reason=state.get("reason"))
+        if status in FINISHED and status != "succeeded" and state.get("reason")
+        else None
+    )
+    turns = past_turns(earlier, outcome=outcome)
+    budget = cfg.max_conversation_tokens
+    update: dict[str, Any] = {
+        "conversation": conversation_view(turns, max_tokens=budget),
+        "recent_turns": conversation_view(turns, max_tokens=budget // 4),
+    }
+    if not asked:
+        update["messages"] = [HumanMessage(goal)]
+    return update
 
 
 def _archive(state: AimeState) -> dict[str, Any]:

@@ -108,6 +108,7 @@ def make_draft_node(
             HumanMessage(
                 prompts.CONTEXT.format(
                     goal=goal,
+                    conversation=state.get("conversation", ""),
                     replans=replans,
                     max_replans=cfg.max_replans,
                     checklist=render_checklist(state.get("tasks") or {}, with_results=True),

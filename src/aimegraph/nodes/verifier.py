@@ -52,7 +52,11 @@ def make_judge_node(
         verdict, error, usage = yield from _ask_verdict(
             model,
             prompt_text(prompt_source, "verifier", state),
-            prompts.FINAL.format(goal=state.get("goal", ""), answer=answer),
+            prompts.FINAL.format(
+                goal=state.get("goal", ""),
+                conversation=state.get("conversation", ""),
+                answer=answer,
+            ),
             cfg,
             runtime,
         )
@@ -114,6 +118,7 @@ def make_task_check_node(
         )
         system = prompt_text(prompt_source, "verifier", state)
         verdict, error, usage = yield from _ask_verdict(model, system, prompt, cfg, runtime)
+        usage = usage.for_task(task.id, state.get("member"))
         if verdict is not None and verdict.passed:
             return {"usage": usage}
         reason = (

@@ -25,7 +25,7 @@ Available tool bundles:
 CONTEXT = """\
 Goal:
 {goal}
-
+{conversation}
 Replans so far: {replans} of {max_replans}.
 
 Current progress list:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
@@ -381,19 +381,22 @@ def _ask_team(
     schema: type[M],
     system: str,
     prompt: str,
+    *,
+    task_id: str,
+    member: str | None = None,
 ) -> Steps[StructuredReply[M]]:
     """One of the team's own structured calls (the speaker pick, the merge, the
-    lead's split), counted under the role ``team``."""
-    return (
-        yield from ask_structured(
-            chat,
-            schema,
-            [SystemMessage(system), HumanMessage(prompt)],
-            role="team",
-            config=parts.config.for_run(runtime),
-            runtime=runtime,
-        )
+    lead's split), counted under the role ``team`` and the task (and the ``member``
+    who makes it: the lead's split)."""
+    reply = yield from ask_structured(
+        chat,
+        schema,
+        [SystemMessage(system), HumanMessage(prompt)],
+        role="team",
+        config=parts.config.for_run(runtime),
+        runtime=runtime,
     )
+    return replace(reply, usage=reply.usage.for_task(task_id, member))
 
 
 def _turn(
@@ -427,6 +430,7 @@ def _turn(
             dependency_results=state.get("dependency_results", {}),
             llm_call_budget=None if left is None else max(1, left // share),
             known_facts=state.get("known_facts") or {},
+            conversation=state.get("conversation", ""),
             # The run's prompt version: a member's turn never picks up a newer one.
             prompt_version=state.get("prompt_version"),
             member=member,
@@ -622,6 +626,7 @@ def _make_select_node(parts: TeamParts) -> Runnable[TeamState, Command]:
             team_prompts.SPEAKER_TASK.format(
                 **_task_fields(task), conversation=_conversation(done), default=default
             ),
+            task_id=task.id,
         )
         picked = reply.value.member if reply.value is not None else None
         speaker = picked if picked in members else default
@@ -708,6 +713,7 @@ def _make_aggregate_node(parts: TeamParts) -> Runnable[TeamState, dict[str, Any]
             Merged,
             team_prompts.MERGE_SYSTEM,
             team_prompts.MERGE_TASK.format(**_task_fields(state["task"]), results=_render(done)),
+            task_id=state["task"].id,
         )
         if reply.value is None:
             answers = "; ".join(f"{t.member}: {_vote_key(t)[:200]}" for t in completed)
@@ -769,6 +775,8 @@ def _make_split_node(parts: TeamParts) -> Runnable[TeamState, Command]:
                 if previous
                 else "",
             ),
+            task_id=task.id,
+            member=lead,
         )
         assigned: dict[str, str] = {}
         for part in reply.value.parts if reply.value is not None else []:
