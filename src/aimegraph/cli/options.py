@@ -100,6 +100,13 @@ def run_options(parser: argparse.ArgumentParser) -> None:
         "workers read the same path",
     )
     parser.add_argument(
+        "--response-format",
+        metavar="SCHEMA_JSON_OR_MODULE:ATTR",
+        help="a typed final answer: a JSON schema file (.json) of an object, or MODULE:ATTR "
+        "naming a pydantic model or a JSON schema; the answer is then filled in as that "
+        "object (structured_response; printed by show). Stored with the run",
+    )
+    parser.add_argument(
         "--agents",
         metavar="FILE_OR_MODULE:ATTR",
         help="agent units the planner may assign to tasks, alone or as teams: a YAML / JSON "

@@ -14,6 +14,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import run_state
+from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import PastRun, Usage, render_checklist, thread_usage
 
 __all__ = ["print_summary", "report", "show_interrupts", "summary", "usage_line"]
@@ -55,6 +56,7 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
         "reason": values.get("reason"),
         "goal": values.get("goal"),
         "final_answer": values.get("final_answer"),
+        "structured_response": answer_as_json(values.get("structured_response")),
         "checklist": render_checklist(tasks),
         "tasks": {tid: t.model_dump(mode="json") for tid, t in tasks.items()},
         "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
@@ -95,7 +97,8 @@ def print_summary(data: dict[str, Any], console: Console) -> None:
     if data.get("thread_usage"):
         console.print(f"  thread total: {usage_line(data['thread_usage'])}", markup=False)
     if data.get("final_answer"):
-        console.print("\n[bold]final answer:[/bold]")
+        typed = " (typed: structured_response)" if data.get("structured_response") else ""
+        console.print(f"\n[bold]final answer{typed}:[/bold]")
         console.print(data["final_answer"], markup=False)
 
 

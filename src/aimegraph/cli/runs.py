@@ -108,6 +108,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         tools=tuple(args.tools),
         prompts=run_prompts(args, console, online=config.optimize_online),
         agents=args.agents,
+        response_format=args.response_format,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -250,6 +251,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
         prompts=stored.prompts if stored else None,
         agents=stored.agents if stored else None,
+        response_format=stored.response_format if stored else None,
     )
 
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from aimegraph.imports import import_object
 
-__all__ = ["ResponseFormat", "TypedAnswer", "load_response_format"]
+__all__ = ["ResponseFormat", "TypedAnswer", "answer_as_json", "load_response_format"]
 
 ResponseFormat = type[BaseModel] | Mapping[str, Any]
 """What ``build_aime_graph(response_format=...)`` takes."""
@@ -108,6 +108,13 @@ def _schema_model(schema: dict[str, Any]) -> type[BaseModel]:
             "validator": validator_class(named),
         },
     )
+
+
+def answer_as_json(answer: Any) -> Any:
+    """A ``structured_response`` as JSON data: a pydantic instance dumped; a dict (a
+    JSON schema's answer, or a model's revived by a reader without its class) and
+    None as they are."""
+    return answer.model_dump(mode="json") if isinstance(answer, BaseModel) else answer
 
 
 def load_response_format(spec: str) -> ResponseFormat:

@@ -89,12 +89,13 @@ def make_reporter_node(
             )
             asked = [SystemMessage(system), HumanMessage(request)]
             if response_format is None:
-                # What an echo would repeat: the instructions and the goal, not the
-                # results (an answer rightly quotes those).
+                # What an echo repeats: the instructions (an answer rightly quotes the
+                # results, and may quote the goal).
                 instructions = system + prompts.REQUEST.format(
-                    goal=goal, conversation="", results=""
+                    goal="", conversation="", results=""
                 )
-                draft = yield from _written(model, asked, instructions, results, cfg, runtime)
+                echo = _Echo(instructions, goal)
+                draft = yield from _written(model, asked, echo, results, cfg, runtime)
             else:
                 draft = yield from _typed(model, response_format, asked, results, cfg, runtime)
         update = dict(draft.update)
@@ -122,14 +123,14 @@ def make_reporter_node(
 def _written(
     model: BaseChatModel,
     asked: list[BaseMessage],
-    instructions: str,
+    echo: _Echo,
     results: str,
     cfg: AimeConfig,
     runtime: Runtime[Any],
 ) -> Steps[_Draft]:
     """The answer in words. A failed call or an empty reply leaves the ``results`` as
-    they are; a reply restating the ``instructions`` is asked again, and when every
-    reply does, the run fails."""
+    they are; a reply that is an ``echo`` of the prompt is asked again, and when
+    every reply is, the run fails."""
     conversation = asked
     usage = Usage()
     for _ in range(cfg.max_output_retries + 1):
@@ -146,7 +147,7 @@ def _written(
         answer = visible_text(reply)
         if not answer:
             return _Draft(results, None, {"usage": usage})
-        if not restates(answer, instructions):
+        if not echo.restated_by(answer):
             return _Draft(answer, reply, {"usage": usage})
         conversation = [*asked, AIMessage(answer), HumanMessage(prompts.RESTATED)]
     replies = cfg.max_output_retries + 1
@@ -211,15 +212,25 @@ _WORD = re.compile(r"\w+")
 _SHINGLE = 5
 
 
-def restates(answer: str, instructions: str) -> bool:
-    """Whether ``answer`` mostly repeats ``instructions`` (half or more of its runs of
-    five words are in them), as small models do that echo their prompt. Answers
-    under a dozen words are never taken for an echo."""
-    words = _WORD.findall(answer.casefold())
-    if len(words) < 12:
-        return False
-    said = _runs(words)
-    return len(said & _runs(_WORD.findall(instructions.casefold()))) * 2 >= len(said)
+@dataclass(frozen=True)
+class _Echo:
+    """Tells a reply that restates the reporter's prompt (as small models do) from
+    an answer, by its runs of five words: half or more of them from the prompt's
+    instructions and goal, and a quarter or more from the instructions alone (an
+    answer may repeat the goal, and quote the results). Replies under a dozen words
+    are never taken for an echo."""
+
+    instructions: str
+    goal: str
+
+    def restated_by(self, answer: str) -> bool:
+        words = _WORD.findall(answer.casefold())
+        if len(words) < 12:
+            return False
+        said = _runs(words)
+        told = said & _runs(_WORD.findall(self.instructions.casefold()))
+        asked = said & _runs(_WORD.findall(self.goal.casefold()))
+        return len(told | asked) * 2 >= len(said) and len(told) * 4 >= len(said)
 
 
 def _runs(words: list[str]) -> set[tuple[str, ...]]:

@@ -302,6 +302,11 @@ class PlanUpdate(BaseModel):
     drop: list[Id] = Field(
         default_factory=list, max_length=50, description="Ids of pending tasks to cancel."
     )
+    no_work_needed: bool = Field(
+        default=False,
+        description="True only when the goal needs no work at all (a greeting, thanks, "
+        "something the conversation already answers): then send no tasks.",
+    )
 
 
 _TEAM_FIELDS = ("agent", "team")

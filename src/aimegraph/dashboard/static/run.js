@@ -41,6 +41,8 @@ function render(view) {
     ? facts.flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, value)])
     : [el("dd", { class: "hint" }, "(none: actors keep facts with the remember tool)")]));
   $("final-answer").textContent = view.final_answer || "(none yet)";
+  $("typed-answer").textContent = view.structured_response != null
+    ? `(typed: structured_response, ${view.settings?.response_format ?? "response_format"})` : "";
   renderUsage(view.usage);
   $("updates").replaceChildren(
     ...view.updates.map((u) =>
