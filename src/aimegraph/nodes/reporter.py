@@ -91,9 +91,7 @@ def make_reporter_node(
             if response_format is None:
                 # What an echo repeats: the instructions (an answer rightly quotes the
                 # results, and may quote the goal).
-                instructions = system + prompts.REQUEST.format(
-                    goal="", conversation="", results=""
-                )
+                instructions = system + prompts.REQUEST.format(goal="", conversation="", results="")
                 echo = _Echo(instructions, goal)
                 draft = yield from _written(model, asked, echo, results, cfg, runtime)
             else:
