@@ -16,6 +16,7 @@ __all__ = [
     "durability_option",
     "rebuild_options",
     "run_options",
+    "stream_option",
     "tools_option",
 ]
 
@@ -28,6 +29,15 @@ DURABILITY_HELP = (
     "crash recovery and no step history. Use sync when tools have side effects that "
     "must not repeat."
 )
+
+
+def stream_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="print the answer as the model writes it (token by token with a streaming "
+        "model); not with --json",
+    )
 
 
 def durability_option(parser: argparse.ArgumentParser) -> None:

@@ -21,16 +21,22 @@ __all__ = ["print_summary", "report", "show_interrupts", "summary", "usage_line"
 
 
 def report(
-    snapshot: StateSnapshot, thread_id: str, args: argparse.Namespace, console: Console
+    snapshot: StateSnapshot,
+    thread_id: str,
+    args: argparse.Namespace,
+    console: Console,
+    *,
+    streamed: str = "",
 ) -> str:
-    """Print a thread's state (as JSON with --json) and what to do next; returns its status."""
+    """Print a thread's state (as JSON with --json) and what to do next; returns its
+    status. A final answer ``streamed`` as it was written is not printed again."""
     state = run_state(snapshot)
     data = summary(snapshot.values, thread_id, state)
     data["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return state
-    print_summary(data, console)
+    print_summary(data, console, streamed=streamed)
     if snapshot.interrupts:
         show_interrupts(snapshot.interrupts, console)
         console.print(
@@ -70,7 +76,7 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
     }
 
 
-def print_summary(data: dict[str, Any], console: Console) -> None:
+def print_summary(data: dict[str, Any], console: Console, *, streamed: str = "") -> None:
     console.print(
         f"\n[bold]status:[/bold] {data['status']}"
         + (f" ({escape(data['reason'])})" if data.get("reason") else "")
@@ -96,10 +102,12 @@ def print_summary(data: dict[str, Any], console: Console) -> None:
         )
     if data.get("thread_usage"):
         console.print(f"  thread total: {usage_line(data['thread_usage'])}", markup=False)
-    if data.get("final_answer"):
+    if (answer := data.get("final_answer")) and answer.strip() == streamed.strip():
+        console.print("\n[bold]final answer:[/bold] as streamed above")
+    elif answer:
         typed = " (typed: structured_response)" if data.get("structured_response") else ""
         console.print(f"\n[bold]final answer{typed}:[/bold]")
-        console.print(data["final_answer"], markup=False)
+        console.print(answer, markup=False)
 
 
 def usage_line(usage: dict[str, Any]) -> str:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import StateSnapshot
+from langgraph.types import StateSnapshot, StreamMode
 from rich.console import Console
 from rich.markup import escape
 
@@ -28,6 +28,7 @@ from aimegraph.cli.options import (
     durability_option,
     rebuild_options,
     run_options,
+    stream_option,
 )
 from aimegraph.cli.report import report, show_interrupts
 from aimegraph.cli.support import (
@@ -69,10 +70,12 @@ def register(command: AddCommand) -> None:
     run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
     run_options(run)
     durability_option(run)
+    stream_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
     durability_option(demo)
+    stream_option(demo)
 
     resume = command("resume", cmd_resume, "Resume a paused or interrupted thread.")
     resume.add_argument("thread")
@@ -186,13 +189,17 @@ def execute(
     """Run ``graph`` on the thread, live (or quietly with ``--json``), then print where
     it ended; returns the exit code of its status."""
     config = run_config(thread_id, settings, checkpoint_id)
+    modes: list[StreamMode] = ["updates", "custom"]
+    if getattr(args, "stream", False) and not args.json:
+        modes.append("messages")  # the answer as it is written
     chunks: Iterator[Any] = graph.stream(
         inputs,
         config,
-        stream_mode=["updates", "custom"],
+        stream_mode=modes,
         subgraphs=True,
         durability=getattr(args, "durability", "async"),
     )
+    streamed = ""
     if args.json:
         for _ in chunks:
             pass
@@ -200,8 +207,9 @@ def execute(
         console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
         with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
             live.follow(chunks)
+        streamed = live.answer
     snapshot = graph.get_state(run_config(thread_id))
-    state = report(snapshot, thread_id, args, console)
+    state = report(snapshot, thread_id, args, console, streamed=streamed)
     if not args.json:
         console.print(
             f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"

@@ -51,6 +51,7 @@ from aimegraph.state import (
     TaskResult,
     Usage,
 )
+from aimegraph.streaming import call_metadata
 
 __all__ = [
     "make_actor_recall_node",
@@ -243,7 +244,7 @@ def make_task_record_node(
             _unavailable(runtime, f"recording {task.id}", exc)
         return {"usage": usage.for_task(task.id)} if usage.llm_calls else {}
 
-    return model_node(record, name="record")
+    return model_node(record, name="record", metadata=lambda state: call_metadata("memory", state))
 
 
 def _worked(result: TaskResult, messages: Sequence[AnyMessage]) -> str:

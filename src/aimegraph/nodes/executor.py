@@ -59,6 +59,7 @@ from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, MemberResult, Task, TaskResult, Usage
+from aimegraph.streaming import call_metadata
 from aimegraph.tools.execution import ToolOutcome, run_in_step
 from aimegraph.tools.progress import (
     SUBMIT_RESULT,
@@ -403,7 +404,9 @@ def make_react_node(
             update["usage"] = update["usage"].for_task(state["task"].id, state.get("member"))
         return Command(update=update, goto=_next_after_react(update, done))
 
-    return model_node(step_or_settle, name="react")
+    return model_node(
+        step_or_settle, name="react", metadata=lambda state: call_metadata("actor", state)
+    )
 
 
 def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:

@@ -22,6 +22,7 @@ from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import reporter as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import AimeState, Task, Usage, render_checklist
+from aimegraph.streaming import call_metadata
 
 
 def render_results(tasks: dict[str, Task]) -> str:
@@ -115,7 +116,7 @@ def make_reporter_node(
             "messages": [_answer_message(draft, tasks)],
         }
 
-    return model_node(reporter, name="reporter")
+    return model_node(reporter, name="reporter", metadata=lambda _: call_metadata("reporter"))
 
 
 def _written(

@@ -20,6 +20,7 @@ from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import verifier as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
+from aimegraph.streaming import call_metadata
 from aimegraph.tools.progress import settled
 
 
@@ -92,7 +93,7 @@ def make_judge_node(
             f"(max_replans={cfg.max_replans})",
         }
 
-    return model_node(judge, name="judge")
+    return model_node(judge, name="judge", metadata=lambda _: call_metadata("verifier"))
 
 
 def make_task_check_node(
@@ -134,4 +135,4 @@ def make_task_check_node(
         )
         return settled(state, failed, runtime.stream_writer) | {"usage": usage}
 
-    return model_node(check, name="check")
+    return model_node(check, name="check", metadata=lambda state: call_metadata("verifier", state))

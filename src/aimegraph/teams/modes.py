@@ -65,6 +65,7 @@ from aimegraph.state import (
     Usage,
 )
 from aimegraph.state.models import Id, LongText, ShortText, Text
+from aimegraph.streaming import call_metadata
 from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
 from aimegraph.tools.progress import settled
 from aimegraph.tools.registry import ToolRegistry, default_registry
@@ -369,6 +370,11 @@ def _roster(parts: TeamParts, members: Iterable[str]) -> str:
     return "\n".join(f"- {m}: {parts.units[m].description}" for m in members)
 
 
+def _team_metadata(state: TeamState) -> dict[str, Any]:
+    """The team's own calls (pick, merge, split) carry the task's id in token streams."""
+    return call_metadata("team", state)
+
+
 def _task_fields(task: Task) -> dict[str, str]:
     """The ``<task>`` block's fields of a team prompt."""
     return {"task_id": task.id, "title": task.title, "description": task.description or task.title}
@@ -633,7 +639,7 @@ def _make_select_node(parts: TeamParts) -> Runnable[TeamState, Command]:
         turn = _turn(parts, state, speaker, _joint_context(team, done), spent=reply.usage.llm_calls)
         return Command(goto=turn, update={"usage": reply.usage})
 
-    return model_node(select, name="select")
+    return model_node(select, name="select", metadata=_team_metadata)
 
 
 def _conclude_joint(parts: TeamParts, state: TeamState) -> TaskResult:
@@ -726,7 +732,7 @@ def _make_aggregate_node(parts: TeamParts) -> Runnable[TeamState, dict[str, Any]
         result = TaskResult(status="completed", summary=merged.summary, artifacts=artifacts)
         return {"result": result, "usage": reply.usage}
 
-    return model_node(aggregate, name="aggregate")
+    return model_node(aggregate, name="aggregate", metadata=_team_metadata)
 
 
 def _conclude_broadcast(parts: TeamParts, state: TeamState) -> TaskResult:
@@ -804,7 +810,7 @@ def _make_split_node(parts: TeamParts) -> Runnable[TeamState, Command]:
         ]
         return Command(goto=sends, update=update)
 
-    return model_node(split, name="split")
+    return model_node(split, name="split", metadata=_team_metadata)
 
 
 def _make_review_node(parts: TeamParts) -> Node[TeamState]:
