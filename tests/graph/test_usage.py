@@ -145,3 +145,24 @@ def test_show_prints_the_usage_by_task_and_the_earlier_runs(cli: Cli) -> None:
     code, shown = cli.json("show", "shown")
     assert shown["usage"]["by_task"]["t1"]["tool_calls"] == 2
     assert shown["runs"] == [] and shown["thread_usage"] is None
+
+
+def test_show_prints_a_python_threads_earlier_runs_and_the_thread_total(
+    cli: Cli, workspace: Path
+) -> None:
+    from aimegraph.checkpoints import open_checkpointer, thread_config
+
+    with open_checkpointer(cli.url) as saver:
+        graph = build_aime_graph(
+            ScriptedChatModel.from_dict(two_tasks()),
+            config=AimeConfig(workspace=workspace),
+            checkpointer=saver,
+        )
+        graph.invoke({"goal": "Multiply"}, thread_config("turns"))
+        graph.invoke({"goal": "Multiply again"}, thread_config("turns"))
+    code, text = cli("show", "turns")
+    assert code == 0
+    assert "  earlier run 1: succeeded, 6 LLM calls" in text and ": Multiply\n" in text
+    assert "  thread total: 12 LLM calls" in text
+    code, shown = cli.json("show", "turns")
+    assert shown["thread_usage"]["llm_calls"] == 12 and shown["runs"][0]["goal"] == "Multiply"

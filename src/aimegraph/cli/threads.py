@@ -150,16 +150,18 @@ def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
     """A graph to read a thread's state with. The graph's shape is the same for every
     model and config, so reading needs no run settings: threads started from Python
     read like the CLI's own, and no real model is built (no API key, no weights).
-    A stored typed answer's class is allowed back in (see ``build_aime_graph``)."""
+    A stored typed answer's class is allowed back in (see ``build_aime_graph``) when
+    it can be imported here; else the answer reads as plain data."""
     if saver.get_tuple(run_config(thread_id)) is None:
         raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
     try:
-        typed = latest_settings(saver, thread_id).response_format
-    except ThreadNotFoundError:  # started from Python: no settings stored
+        spec = latest_settings(saver, thread_id).response_format
+        typed = load_response_format(spec) if spec else None
+    except (ThreadNotFoundError, ValueError):  # started from Python; not importable here
         typed = None
     return build_aime_graph(
         DEMO_SCENARIO,
         config=AimeConfig(workspace=WORKSPACES),
         checkpointer=saver,
-        response_format=load_response_format(typed) if typed else None,
+        response_format=typed,
     )

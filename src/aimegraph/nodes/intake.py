@@ -95,11 +95,23 @@ def _conversation(state: AimeState, goal: str, cfg: AimeConfig) -> dict[str, Any
     return update
 
 
+def _finished_goal(state: AimeState) -> str:
+    """The finished run's goal. A new goal given as ``goal`` has replaced it in the
+    state before the intake runs; the finished run's request is then the last human
+    message (the intake records a goal given as ``goal`` as one)."""
+    messages = state.get("messages") or []
+    if messages and not isinstance(messages[-1], HumanMessage):
+        asked = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+        if asked is not None:
+            return asked.text
+    return state.get("goal", "")
+
+
 def _archive(state: AimeState) -> dict[str, Any]:
     """The finished run as a ``runs`` record, and its per-run keys emptied (past
     their reducers, which would otherwise merge the next run into this one)."""
     record = PastRun(
-        goal=state.get("goal", ""),
+        goal=_finished_goal(state),
         status=state.get("status", "failed"),
         reason=state.get("reason"),
         final_answer=state.get("final_answer"),
