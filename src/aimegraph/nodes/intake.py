@@ -1,5 +1,6 @@
 """The run's entry: checks the request and the run's settings, and starts a new
-run when a finished thread receives a new request (the next turn of a chat)."""
+run when a finished thread receives a new request (the next turn of a chat), with
+its view of the earlier turns (:mod:`aimegraph.nodes.conversation`)."""
 
 from __future__ import annotations
 
@@ -33,7 +34,9 @@ def make_intake_node(
 
     A new run records the prompt version it uses, ``prompts.current()``, in
     ``prompt_version``: the run's nodes look their texts up by it, so a change of
-    the source's current version takes effect from the next run on.
+    the source's current version takes effect from the next run on. It also gets
+    its views of the thread's earlier turns, ``conversation`` (within
+    ``max_conversation_tokens``) and ``recent_turns`` (a quarter of it, for actors).
 
     Raises a ``ValueError`` for settings the run cannot honour (approvals without a
     checkpointer, ``approve_tools`` naming no tool). A goal that cannot be used

@@ -22,7 +22,7 @@ from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import reporter as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import AimeState, Task, Usage, render_checklist
-from aimegraph.streaming import call_metadata
+from aimegraph.streaming import ANSWER_NAME, call_metadata
 
 
 def render_results(tasks: dict[str, Task]) -> str:
@@ -197,10 +197,10 @@ def _answer_message(draft: _Draft, tasks: Mapping[str, Task]) -> AIMessage:
     produced, for later turns."""
     made = answer_metadata(tasks)
     if draft.reply is None:
-        return AIMessage(draft.answer, name="aime", response_metadata=made)
+        return AIMessage(draft.answer, name=ANSWER_NAME, response_metadata=made)
     return AIMessage(
         draft.answer,
-        name="aime",
+        name=ANSWER_NAME,
         id=draft.reply.id,
         response_metadata={**draft.reply.response_metadata, **made},
         usage_metadata=draft.reply.usage_metadata,
