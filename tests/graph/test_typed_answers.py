@@ -5,17 +5,20 @@ the verifier judges that answer, and a reply that never fits fails the run."""
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from tests.typed_answers import CITY_SCHEMA, PARIS, CityFacts, city_scenario
+from tests.unit.test_model_calls import _FakeOpenAI, fake_openai  # noqa: F401 - a fixture
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer, thread_config
 from aimegraph.models import ScriptedChatModel
-from aimegraph.models.response_format import TypedAnswer, load_response_format
+from aimegraph.models.resolve import resolve_model
+from aimegraph.models.response_format import TypedAnswer, answer_as_json, load_response_format
 
 
 def build(
@@ -109,3 +112,31 @@ def test_formats_that_no_reporter_could_fill_are_refused_when_built(tmp_path: Pa
         load_response_format(str(tmp_path / "missing.json"))
     with pytest.raises(ValueError, match="module:attr"):
         load_response_format("CityFacts")
+
+
+@pytest.mark.parametrize("response_format", [CityFacts, CITY_SCHEMA], ids=["pydantic", "schema"])
+def test_an_openai_compatible_reporter_fills_the_format_through_its_own_client(
+    workspace: Path,
+    fake_openai: _FakeOpenAI,
+    response_format: Any,  # noqa: F811
+) -> None:
+    # A real BaseChatModel (ChatOpenAI over a loopback server): its first reply does
+    # not fit (the SDK's own parse refuses it), the re-ask's does.
+    fake_openai.script = [
+        (200, json.dumps({"city": "Paris", "population": -5})),
+        (200, json.dumps(PARIS)),
+    ]
+    reporter = resolve_model("openai:fake", max_retries=0)
+    graph = build_aime_graph(
+        ScriptedChatModel.from_dict(city_scenario()),
+        models={"reporter": reporter},
+        config=AimeConfig(workspace=workspace),
+        response_format=response_format,
+    )
+    out = graph.invoke({"goal": "Population?"})
+    assert out["status"] == "succeeded", out.get("reason")
+    assert answer_as_json(out["structured_response"]) == PARIS
+    assert fake_openai.requests == 2
+    sent = fake_openai.bodies[0]["response_format"]
+    assert sent["type"] == "json_schema" and sent["json_schema"]["name"] == "CityFacts"
+    assert "population" in sent["json_schema"]["schema"]["properties"]
