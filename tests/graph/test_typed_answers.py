@@ -117,8 +117,8 @@ def test_formats_that_no_reporter_could_fill_are_refused_when_built(tmp_path: Pa
 @pytest.mark.parametrize("response_format", [CityFacts, CITY_SCHEMA], ids=["pydantic", "schema"])
 def test_an_openai_compatible_reporter_fills_the_format_through_its_own_client(
     workspace: Path,
-    fake_openai: _FakeOpenAI,
-    response_format: Any,  # noqa: F811
+    fake_openai: _FakeOpenAI,  # noqa: F811 - the fixture imported above
+    response_format: Any,
 ) -> None:
     # A real BaseChatModel (ChatOpenAI over a loopback server): its first reply does
     # not fit (the SDK's own parse refuses it), the re-ask's does.
