@@ -8,6 +8,7 @@
     python -m bench --only distributed   # [distributed] extra, Redis and Postgres on 127.0.0.1
     python -m bench --only optimize      # [optimize] extra (GEPA)
     python -m bench --only web_docs      # [web], [docs] and [dev] extras
+    python -m bench --only conversation --output bench/results-conversation.md
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -26,6 +27,7 @@ from pathlib import Path
 
 from bench import (
     concurrency,
+    conversation,
     dashboard,
     distributed,
     economy,
@@ -54,6 +56,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "jsonparse": jsonparse.run,
     "memory": memory.run,
     "teams": teams.run,
+    "conversation": conversation.run,
 }
 """Section name -> ``run(quick)``, in report order."""
 

@@ -59,7 +59,12 @@ def _draft(model: object, schema: type[BaseModel], goal: str, bundles: str) -> t
         SystemMessage(prompts.SYSTEM.format(max_tasks=MAX_TASKS, bundles=bundles)),
         HumanMessage(
             prompts.CONTEXT.format(
-                goal=goal, replans=0, max_replans=1, checklist="(no tasks yet)", sections=""
+                goal=goal,
+                conversation="",
+                replans=0,
+                max_replans=1,
+                checklist="(no tasks yet)",
+                sections="",
             )
         ),
     ]

@@ -18,7 +18,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
-from aimegraph.state import Usage
+from aimegraph.state import Price, Usage
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
@@ -93,9 +93,10 @@ class AimeConfig(BaseModel):
         description="Wall-clock seconds per run, from its start; time paused at an interrupt "
         "counts. Checked between steps, like the other budgets.",
     )
-    prices: dict[str, tuple[float, float]] = Field(
+    prices: dict[str, Price] = Field(
         default_factory=dict,
-        description="USD per million (input, output) tokens, by model name; feeds max_cost_usd.",
+        description="USD per million (input, output) tokens, or (input, output, cached input), "
+        "by model name: the cost in usage, per role, task and member; feeds max_cost_usd.",
     )
     replan: ReplanPolicy = "on_failure"
     scheduler: SchedulerPolicy = Field(
@@ -152,6 +153,13 @@ class AimeConfig(BaseModel):
         ge=500,
         description="An actor's conversation above this (approximate) size has its older "
         "tool observations summarised by the model.",
+    )
+    max_conversation_tokens: int = Field(
+        2_000,
+        ge=0,
+        description="A run on a thread with earlier turns shows the planner, the reporter and "
+        "the verifier this many (approximate) tokens of them at most, newest whole, older ones "
+        "a line each; actors get a quarter of it. 0: no earlier turns.",
     )
     user_id: str | None = Field(
         None, description="Memory scope of the run (else configurable user_id, else 'default')."

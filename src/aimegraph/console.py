@@ -1,6 +1,7 @@
 """Live progress in the terminal: the checklist and the actors at work, refreshed
 as the run's events stream in (``stream_mode=["updates", "custom"]``,
-``subgraphs=True``)."""
+``subgraphs=True``), and the answer as it is written when ``"messages"`` is among
+the modes."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.panel import Panel
 from rich.text import Text
+
+from aimegraph.streaming import answer_piece
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
 
@@ -29,7 +32,10 @@ class LiveProgress:
         self.checklist = "(planning...)"
         self.working: dict[str, str] = {}
         self.log: deque[str] = deque(maxlen=8)
+        self.answer = ""
+        """The answer's text streamed so far (``messages`` mode)."""
         self._live: Live | None = None
+        self._mid_line = False  # a streamed piece left the line open (plain output)
 
     def __enter__(self) -> LiveProgress:
         if self.console.is_terminal:
@@ -45,11 +51,26 @@ class LiveProgress:
     ) -> None:
         if self._live is not None:
             self._live.__exit__(exc_type, exc, tb)
+        else:
+            self._end_line()
 
     def follow(self, chunks: Iterator[StreamChunk]) -> None:
-        for _namespace, mode, payload in chunks:
+        for chunk in chunks:
+            _namespace, mode, payload = chunk
             if mode == "custom" and isinstance(payload, dict):
                 self.on_event(payload)
+            elif piece := answer_piece(chunk):
+                self.on_answer(piece)
+
+    def on_answer(self, piece: str) -> None:
+        """The next piece of the answer: shown in the panel, or printed as it comes."""
+        if self._live is None:
+            if not self.answer:
+                self.console.print(Text("answer:", style="bold"))
+            self.console.print(piece, end="", markup=False, highlight=False)
+            self._mid_line = not piece.endswith("\n")
+        self.answer += piece
+        self._refresh()
 
     def on_event(self, event: dict[str, Any]) -> None:
         kind = event.get("type")
@@ -82,10 +103,17 @@ class LiveProgress:
     def _say(self, line: str) -> None:
         self.log.append(line)
         if self._live is None:
+            self._end_line()
             self.console.print(f"  {line}", markup=False)
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self.console.print()
+            self._mid_line = False
 
     def _show_checklist(self) -> None:
         if self._live is None:
+            self._end_line()
             self.console.print(Text("progress:", style="bold"))
             self.console.print(_styled_checklist(self.checklist))
 
@@ -101,6 +129,12 @@ class LiveProgress:
         if self.log:
             parts.append(Text("\nrecent:", style="bold"))
             parts += [Text(f"  {line}", style="dim") for line in self.log]
+        if self.answer:
+            # The newest lines: a live panel taller than the terminal cannot redraw.
+            parts += [
+                Text("\nanswer:", style="bold"),
+                Text("\n".join(self.answer.splitlines()[-12:])),
+            ]
         return Panel(Group(*parts), title=self.title)
 
 

@@ -19,6 +19,7 @@ from aimegraph.checkpoints import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.models.response_format import load_response_format
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
@@ -75,13 +76,17 @@ def run_graph(
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
     ``store``: a thread started with one must be resumed with one, the graph has
     its memory nodes only then), with the run's prompts (``settings.prompts``),
-    agent units (``settings.agents``) and knowledge base (``settings.knowledge``)."""
+    agent units (``settings.agents``), knowledge base (``settings.knowledge``) and
+    typed answer (``settings.response_format``)."""
     knowledge = run_knowledge(settings)
     agents = None
     if settings.agents:
         from aimegraph.teams import load_agents  # wave 2: only when the run has units
 
         agents = load_agents(settings.agents)
+    response_format = (
+        load_response_format(settings.response_format) if settings.response_format else None
+    )
     return build_aime_graph(
         settings.model,
         tools=run_tools(settings, knowledge),
@@ -91,6 +96,7 @@ def run_graph(
         store=store,
         prompts=settings.prompts,
         agents=agents,
+        response_format=response_format,
     )
 
 

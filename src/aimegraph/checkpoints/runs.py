@@ -39,9 +39,11 @@ class RunSettings:
     ``prompts`` is a prompt-set file or a prompt store (``.jsonl``) the graph is
     built with (``build_aime_graph(prompts=...)``); ``agents`` the agent units (a
     YAML / JSON file or ``module:attr``, see ``aimegraph.teams.load_agents``);
-    ``knowledge`` a knowledge base directory (``aimegraph knowledge add``). The
-    workspace and the file paths are made absolute, so that a resume from another
-    directory finds them.
+    ``knowledge`` a knowledge base directory (``aimegraph knowledge add``);
+    ``response_format`` the typed answer's format (a JSON schema file or
+    ``module:attr``, see ``aimegraph.models.response_format.load_response_format``).
+    The workspace and the file paths are made absolute, so that a resume from
+    another directory finds them.
     """
 
     model: str
@@ -50,6 +52,7 @@ class RunSettings:
     prompts: str | None = None
     agents: str | None = None
     knowledge: str | None = None
+    response_format: str | None = None
 
     def __post_init__(self) -> None:
         workspace = self.config.workspace.expanduser().absolute()
@@ -58,8 +61,10 @@ class RunSettings:
             object.__setattr__(self, "config", config)
         if self.prompts is not None:
             object.__setattr__(self, "prompts", str(Path(self.prompts).expanduser().absolute()))
-        if self.agents is not None and self.agents.endswith((".yaml", ".yml", ".json")):
-            object.__setattr__(self, "agents", str(Path(self.agents).expanduser().absolute()))
+        for name in ("agents", "response_format"):
+            spec = getattr(self, name)
+            if spec is not None and spec.endswith((".yaml", ".yml", ".json")):
+                object.__setattr__(self, name, str(Path(spec).expanduser().absolute()))
         if self.knowledge is not None:
             knowledge = str(Path(self.knowledge).expanduser().absolute())
             object.__setattr__(self, "knowledge", knowledge)
@@ -76,6 +81,8 @@ class RunSettings:
             settings["agents"] = self.agents
         if self.knowledge is not None:
             settings["knowledge"] = self.knowledge
+        if self.response_format is not None:
+            settings["response_format"] = self.response_format
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -95,6 +102,9 @@ class RunSettings:
             prompts=str(stored["prompts"]) if stored.get("prompts") else None,
             agents=str(stored["agents"]) if stored.get("agents") else None,
             knowledge=str(stored["knowledge"]) if stored.get("knowledge") else None,
+            response_format=(
+                str(stored["response_format"]) if stored.get("response_format") else None
+            ),
         )
 
 

@@ -162,12 +162,15 @@ def cmd_submit(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
 
 def _submit(args: argparse.Namespace, thread_id: str) -> None:
     from aimegraph.distributed.submit import submit_run
+    from aimegraph.models.response_format import load_response_format
 
     config = config_from_args(args, thread_id)  # the same config flags as `run`
     if args.agents:  # a bad file or import fails here, not on a worker
         from aimegraph.teams import load_agents
 
         load_agents(args.agents)
+    if args.response_format:  # likewise
+        load_response_format(args.response_format)
     submit_run(
         args.goal,
         broker=args.broker,
@@ -178,6 +181,7 @@ def _submit(args: argparse.Namespace, thread_id: str) -> None:
         # stdout carries the thread id alone: say the prompt version on stderr
         prompts=run_prompts(args, Console(stderr=True), online=config.optimize_online),
         agents=args.agents,
+        response_format=args.response_format,
         thread_id=thread_id,
         queue=args.queue,
     )

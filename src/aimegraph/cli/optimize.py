@@ -177,8 +177,9 @@ def cmd_optimize(
                     "candidates": result.candidates,
                     "version": result.version,
                     "store": str(store.path),
-                    "usage": result.usage.model_dump(exclude={"by_role"}),
-                    "reflection_usage": result.reflection_usage.model_dump(exclude={"by_role"}),
+                    # Totals only: the runs' tasks share ids (t1, ...) across runs.
+                    "usage": result.usage.totals().model_dump(),
+                    "reflection_usage": result.reflection_usage.totals().model_dump(),
                     "history": result.history,
                     "best_prompts": result.best_prompts,
                 }

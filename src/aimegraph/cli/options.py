@@ -16,6 +16,7 @@ __all__ = [
     "durability_option",
     "rebuild_options",
     "run_options",
+    "stream_option",
     "tools_option",
 ]
 
@@ -28,6 +29,15 @@ DURABILITY_HELP = (
     "crash recovery and no step history. Use sync when tools have side effects that "
     "must not repeat."
 )
+
+
+def stream_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--stream",
+        action="store_true",
+        help="print the answer as the model writes it (token by token with a streaming "
+        "model); not with --json",
+    )
 
 
 def durability_option(parser: argparse.ArgumentParser) -> None:
@@ -98,6 +108,13 @@ def run_options(parser: argparse.ArgumentParser) -> None:
         "active version the run uses (default: the prompt store beside the checkpoints, "
         "when it has an active version; else the built-in prompts). A submitted run's "
         "workers read the same path",
+    )
+    parser.add_argument(
+        "--response-format",
+        metavar="SCHEMA_JSON_OR_MODULE:ATTR",
+        help="a typed final answer: a JSON schema file (.json) of an object, or MODULE:ATTR "
+        "naming a pydantic model or a JSON schema; the answer is then filled in as that "
+        "object (structured_response; printed by show). Stored with the run",
     )
     parser.add_argument(
         "--agents",

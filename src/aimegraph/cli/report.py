@@ -14,22 +14,29 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import run_state
-from aimegraph.state import render_checklist
+from aimegraph.models.response_format import answer_as_json
+from aimegraph.state import PastRun, Usage, render_checklist, thread_usage
 
-__all__ = ["print_summary", "report", "show_interrupts", "summary"]
+__all__ = ["print_summary", "report", "show_interrupts", "summary", "usage_line"]
 
 
 def report(
-    snapshot: StateSnapshot, thread_id: str, args: argparse.Namespace, console: Console
+    snapshot: StateSnapshot,
+    thread_id: str,
+    args: argparse.Namespace,
+    console: Console,
+    *,
+    streamed: str = "",
 ) -> str:
-    """Print a thread's state (as JSON with --json) and what to do next; returns its status."""
+    """Print a thread's state (as JSON with --json) and what to do next; returns its
+    status. A final answer ``streamed`` as it was written is not printed again."""
     state = run_state(snapshot)
     data = summary(snapshot.values, thread_id, state)
     data["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return state
-    print_summary(data, console)
+    print_summary(data, console, streamed=streamed)
     if snapshot.interrupts:
         show_interrupts(snapshot.interrupts, console)
         console.print(
@@ -55,16 +62,21 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
         "reason": values.get("reason"),
         "goal": values.get("goal"),
         "final_answer": values.get("final_answer"),
+        "structured_response": answer_as_json(values.get("structured_response")),
         "checklist": render_checklist(tasks),
         "tasks": {tid: t.model_dump(mode="json") for tid, t in tasks.items()},
         "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
         "usage": usage.model_dump(mode="json") if usage is not None else None,
+        "thread_usage": thread_usage(values).model_dump(mode="json")
+        if values.get("runs")
+        else None,
+        "runs": [_past_run(run) for run in values.get("runs") or []],
         "replans": values.get("replans", 0),
         "prompt_version": values.get("prompt_version"),
     }
 
 
-def print_summary(data: dict[str, Any], console: Console) -> None:
+def print_summary(data: dict[str, Any], console: Console, *, streamed: str = "") -> None:
     console.print(
         f"\n[bold]status:[/bold] {data['status']}"
         + (f" ({escape(data['reason'])})" if data.get("reason") else "")
@@ -77,14 +89,50 @@ def print_summary(data: dict[str, Any], console: Console) -> None:
             + escape(v["reasoning"])
         )
     if data.get("usage"):
-        u = data["usage"]
+        console.print(f"[bold]usage:[/bold] {usage_line(data['usage'])}")
+        for title, key in (("by task", "by_task"), ("by team member", "by_member")):
+            if shares := data["usage"].get(key):
+                console.print(f"  {title}:")
+                for name, share in shares.items():
+                    console.print(f"    {name}: {usage_line(share)}", markup=False)
+    for number, run in enumerate(data.get("runs") or [], start=1):
         console.print(
-            f"[bold]usage:[/bold] {u['llm_calls']} LLM calls, {u['input_tokens']} in / "
-            f"{u['output_tokens']} out tokens, {u['tool_calls']} tool calls"
+            f"  earlier run {number}: {run['status']}, {usage_line(run['usage'])}: "
+            + escape(run["goal"][:60])
         )
-    if data.get("final_answer"):
-        console.print("\n[bold]final answer:[/bold]")
-        console.print(data["final_answer"], markup=False)
+    if data.get("thread_usage"):
+        console.print(f"  thread total: {usage_line(data['thread_usage'])}", markup=False)
+    if (answer := data.get("final_answer")) and answer.strip() == streamed.strip():
+        console.print("\n[bold]final answer:[/bold] as streamed above")
+    elif answer:
+        typed = " (typed: structured_response)" if data.get("structured_response") else ""
+        console.print(f"\n[bold]final answer{typed}:[/bold]")
+        console.print(answer, markup=False)
+
+
+def usage_line(usage: dict[str, Any]) -> str:
+    """A usage record (as JSON) on one line: calls, tokens (cached input and reasoning
+    among them, when any), tool calls, cost when priced."""
+    tokens_in = f"{usage['input_tokens']} in"
+    if cached := usage.get("cached_input_tokens"):
+        tokens_in += f" ({cached} cached)"
+    tokens_out = f"{usage['output_tokens']} out"
+    if reasoning := usage.get("reasoning_tokens"):
+        tokens_out += f" ({reasoning} reasoning)"
+    line = (
+        f"{usage['llm_calls']} LLM calls, {tokens_in} / {tokens_out} tokens, "
+        f"{usage.get('tool_calls', 0)} tool calls"
+    )
+    return line + (f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") else "")
+
+
+def _past_run(run: PastRun) -> dict[str, Any]:
+    usage = run.get("usage") or Usage()
+    return {
+        "goal": run.get("goal", ""),
+        "status": run.get("status"),
+        "usage": usage.model_dump(mode="json"),
+    }
 
 
 def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import StateSnapshot
+from langgraph.types import StateSnapshot, StreamMode
 from rich.console import Console
 from rich.markup import escape
 
@@ -30,6 +30,7 @@ from aimegraph.cli.options import (
     durability_option,
     rebuild_options,
     run_options,
+    stream_option,
 )
 from aimegraph.cli.report import report, show_interrupts
 from aimegraph.cli.support import (
@@ -74,10 +75,12 @@ def register(command: AddCommand) -> None:
     run_options(run)
     durability_option(run)
     add_knowledge_option(run)
+    stream_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
     durability_option(demo)
+    stream_option(demo)
 
     resume = command("resume", cmd_resume, "Resume a paused or interrupted thread.")
     resume.add_argument("thread")
@@ -116,6 +119,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         prompts=run_prompts(args, console, online=config.optimize_online),
         agents=args.agents,
         knowledge=args.knowledge,
+        response_format=args.response_format,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -193,13 +197,17 @@ def execute(
     """Run ``graph`` on the thread, live (or quietly with ``--json``), then print where
     it ended; returns the exit code of its status."""
     config = run_config(thread_id, settings, checkpoint_id)
+    modes: list[StreamMode] = ["updates", "custom"]
+    if getattr(args, "stream", False) and not args.json:
+        modes.append("messages")  # the answer as it is written
     chunks: Iterator[Any] = graph.stream(
         inputs,
         config,
-        stream_mode=["updates", "custom"],
+        stream_mode=modes,
         subgraphs=True,
         durability=getattr(args, "durability", "async"),
     )
+    streamed = ""
     if args.json:
         for _ in chunks:
             pass
@@ -207,10 +215,11 @@ def execute(
         console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
         with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
             live.follow(chunks)
+        streamed = live.answer
     snapshot = graph.get_state(run_config(thread_id))
     if isinstance(graph.checkpointer, BaseCheckpointSaver):  # paused: its step so far
         snapshot = with_finished_tasks(snapshot, graph.checkpointer)
-    state = report(snapshot, thread_id, args, console)
+    state = report(snapshot, thread_id, args, console, streamed=streamed)
     if not args.json:
         console.print(
             f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
@@ -261,6 +270,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         prompts=stored.prompts if stored else None,
         agents=stored.agents if stored else None,
         knowledge=stored.knowledge if stored else None,
+        response_format=stored.response_format if stored else None,
     )
 
 

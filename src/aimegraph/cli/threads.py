@@ -13,13 +13,20 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 
-from aimegraph.checkpoints import list_threads, run_config, run_state
+from aimegraph.checkpoints import (
+    ThreadNotFoundError,
+    latest_settings,
+    list_threads,
+    run_config,
+    run_state,
+)
 from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.cli.report import report
 from aimegraph.cli.support import EXIT_CODES, EXIT_NOT_FOUND, EXIT_USAGE, AddCommand, CliError
 from aimegraph.config import AimeConfig
 from aimegraph.drawing import GraphvizNotFoundError
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
+from aimegraph.models.response_format import load_response_format
 from aimegraph.steering import DEMO_SCENARIO
 
 # The graphs built here are drawn or read, never run, so their tools' workspace is an
@@ -148,9 +155,19 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
     """A graph to read a thread's state with. The graph's shape is the same for every
     model and config, so reading needs no run settings: threads started from Python
-    read like the CLI's own, and no real model is built (no API key, no weights)."""
+    read like the CLI's own, and no real model is built (no API key, no weights).
+    A stored typed answer's class is allowed back in (see ``build_aime_graph``) when
+    it can be imported here; else the answer reads as plain data."""
     if saver.get_tuple(run_config(thread_id)) is None:
         raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
+    try:
+        spec = latest_settings(saver, thread_id).response_format
+        typed = load_response_format(spec) if spec else None
+    except (ThreadNotFoundError, ValueError):  # started from Python; not importable here
+        typed = None
     return build_aime_graph(
-        DEMO_SCENARIO, config=AimeConfig(workspace=_UNUSED_WORKSPACE), checkpointer=saver
+        DEMO_SCENARIO,
+        config=AimeConfig(workspace=_UNUSED_WORKSPACE),
+        checkpointer=saver,
+        response_format=typed,
     )

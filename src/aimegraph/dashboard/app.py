@@ -273,6 +273,7 @@ class _Api:
             model=str(body.get("model") or "").strip() or "scripted:demo",
             config=config,
             thread_id=str(body.get("thread_id") or "").strip() or None,
+            response_format=str(body.get("response_format") or "").strip() or None,
         )
 
     async def start_demo(self, request: Request) -> Response:

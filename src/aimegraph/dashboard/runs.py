@@ -89,8 +89,10 @@ class RunManager:
         model: str,
         config: Mapping[str, Any] | None = None,
         thread_id: str | None = None,
+        response_format: str | None = None,
     ) -> str:
-        """Start a new run (as ``aimegraph run``); returns its thread id."""
+        """Start a new run (as ``aimegraph run``; ``response_format`` as its
+        ``--response-format``); returns its thread id."""
         if not goal.strip():
             raise ValueError("a run needs a goal")
         thread_id = thread_id or new_thread_id()
@@ -103,7 +105,9 @@ class RunManager:
             if self.prompts is not None
             else None
         )
-        settings = RunSettings(model=model, config=checked, prompts=prompts)
+        settings = RunSettings(
+            model=model, config=checked, prompts=prompts, response_format=response_format
+        )
         Path(settings.config.workspace).mkdir(parents=True, exist_ok=True)
         self._launch(thread_id, settings, {"goal": goal}, new=True)
         return thread_id

@@ -22,6 +22,7 @@ from langgraph.types import Interrupt
 from aimegraph.checkpoints import RunSettings, ThreadSummary, thread_config
 from aimegraph.checkpoints.delta import checkpoint_values
 from aimegraph.dashboard.feed import CheckpointFeed, Head
+from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import ProgressUpdate, Task, Usage, Verdict, render_checklist
 
 INTERRUPT_CHANNEL = "__interrupt__"
@@ -148,6 +149,7 @@ class ThreadReader:
             "goal": str(values.get("goal", "")),
             "updated": str(head.checkpoint["ts"]),
             "final_answer": values.get("final_answer"),
+            "structured_response": _jsonable(answer_as_json(values.get("structured_response"))),
             "facts": dict(values.get("facts") or {}),
             "prompt_version": values.get("prompt_version"),
             "checklist": render_checklist(tasks),
@@ -159,7 +161,11 @@ class ThreadReader:
             "usage": usage_dict(values.get("usage")),
             "interrupts": [{"id": i.id, **_jsonable(i.value)} for i in interrupts],
             "settings": (
-                {"model": settings.model, "config": settings.config.model_dump(mode="json")}
+                {
+                    "model": settings.model,
+                    "config": settings.config.model_dump(mode="json"),
+                    "response_format": settings.response_format,
+                }
                 if settings
                 else None
             ),

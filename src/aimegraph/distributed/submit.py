@@ -36,6 +36,7 @@ def submit_run(
     tools: Sequence[str] = (),
     prompts: str | None = None,
     agents: str | None = None,
+    response_format: str | None = None,
     thread_id: str | None = None,
     queue: str = DEFAULT_QUEUE,
 ) -> str:
@@ -55,6 +56,8 @@ def submit_run(
             workers read: the same path on every machine, or a shared filesystem.
         agents: agent units (a YAML / JSON file, same rule as ``prompts``, or
             ``module:attr`` importable on the workers; ``aimegraph run --agents``).
+        response_format: the typed answer's format (a JSON schema file, same rule as
+            ``prompts``, or ``module:attr``; ``aimegraph run --response-format``).
         thread_id: defaults to a new one; an existing one raises ThreadExistsError.
 
     Raises:
@@ -73,6 +76,7 @@ def submit_run(
         tools=tuple(tools),
         prompts=prompts,
         agents=agents,
+        response_format=response_format,
     )
     resolve_goal({"goal": goal}, max_chars=settings.config.max_goal_chars)
     app = make_app(broker, queue=queue)

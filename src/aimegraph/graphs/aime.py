@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
@@ -23,6 +24,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
+from aimegraph.models.response_format import ResponseFormat, TypedAnswer
 from aimegraph.nodes.executor import ActorFactory
 from aimegraph.nodes.human import (
     check_approve_tools,
@@ -55,6 +57,7 @@ def build_aime_graph(
     factory: ActorFactory | None = None,
     agents: Sequence[AgentUnit] | None = None,
     prompts: PromptsArg = None,
+    response_format: ResponseFormat | None = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -92,14 +95,29 @@ def build_aime_graph(
             in ``prompt_version``; a change takes effect from the next run, never
             mid-run, and a resumed run keeps its version. Overrides are checked
             here: an unknown component or a dropped placeholder is a ``ValueError``.
+        response_format: A typed final answer, as LangChain's ``create_agent`` takes
+            it: a pydantic model or a JSON schema of an object. The reporter fills it
+            in with structured output (re-asked when a reply does not validate) into
+            ``structured_response`` (the model's instance, or a dict for a schema);
+            ``final_answer`` is its JSON, which the verifier judges. A reply that
+            never validates ends the run ``failed`` with the reason. With a
+            ``checkpointer`` whose serializer has an allowlist (``make_serializer``),
+            the model class is added to it for this graph.
         name: The compiled graph's name.
 
     Returns:
         A compiled graph. Input ``{"goal": ...}`` or ``{"messages": [...]}``; output
-        ``final_answer``, ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``
-        and the rest of ``AimeOutput``.
+        ``final_answer``, ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``,
+        ``structured_response`` and the rest of ``AimeOutput``. A run on a thread with
+        earlier turns sees a bounded view of them (``max_conversation_tokens``).
     """
     config = config or AimeConfig()
+    typed = TypedAnswer.of(response_format) if response_format is not None else None
+    if typed is not None and not typed.plain and isinstance(checkpointer, BaseCheckpointSaver):
+        # A strict serializer would hand the typed answer back from a checkpoint as
+        # a plain dict (and log that it blocked the class).
+        schema = typed.schema
+        checkpointer = checkpointer.with_allowlist([(schema.__module__, schema.__name__)])
     source = open_prompt_source(prompts)
     # models["reflection"] is the online prompt optimiser's, not a workflow role's.
     reflection = (models or {}).get("reflection")
@@ -181,7 +199,9 @@ def build_aime_graph(
     )
     builder.add_node(
         "reporter",
-        make_reporter_node(role_models["reporter"], config=config, prompt_source=source),
+        make_reporter_node(
+            role_models["reporter"], config=config, prompt_source=source, response_format=typed
+        ),
         retry_policy=LLM_RETRY_POLICY,
     )
     builder.add_node(

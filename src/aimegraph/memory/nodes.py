@@ -42,7 +42,16 @@ from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.planner import resolve_goal
 from aimegraph.nodes.sections import clip
 from aimegraph.prompts import memory as prompts
-from aimegraph.state import ActorState, AimeState, PlannerState, Task, TaskResult, Usage
+from aimegraph.state import (
+    ActorState,
+    AimeState,
+    PlannerState,
+    Prices,
+    Task,
+    TaskResult,
+    Usage,
+)
+from aimegraph.streaming import call_metadata
 
 __all__ = [
     "make_actor_recall_node",
@@ -149,7 +158,7 @@ def _lesson(
     goal: str,
     failure: str,
     success: str,
-    prices: dict[str, tuple[float, float]],
+    prices: Prices,
 ) -> Steps[tuple[str, Usage]]:
     """One model call: what went wrong, what worked. No lesson if the call fails."""
     request = [
@@ -233,9 +242,9 @@ def make_task_record_node(
             yield store_runnable(store), episode_ops(scope, key, episode)
         except Exception as exc:  # noqa: BLE001 - memory is best effort
             _unavailable(runtime, f"recording {task.id}", exc)
-        return {"usage": usage} if usage.llm_calls else {}
+        return {"usage": usage.for_task(task.id)} if usage.llm_calls else {}
 
-    return model_node(record, name="record")
+    return model_node(record, name="record", metadata=lambda state: call_metadata("memory", state))
 
 
 def _worked(result: TaskResult, messages: Sequence[AnyMessage]) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
@@ -30,7 +30,7 @@ from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_j
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.steps import Steps, arun_steps, run_steps
 from aimegraph.prompts import json_mode
-from aimegraph.state import RoleUsage, Usage
+from aimegraph.state import Prices, Usage
 
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
@@ -107,22 +107,24 @@ def reraise_if_retryable(exc: BaseException, runtime: Runtime[Any] | None) -> No
 
 
 def usage_of(
-    message: BaseMessage,
-    role: str,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    message: BaseMessage, role: str, prices: Prices | None = None, *, tool_calls: int = 0
 ) -> Usage:
-    """One LLM call's usage, from the reply's ``usage_metadata``."""
+    """One LLM call's usage, from the reply's ``usage_metadata``: its tokens, the
+    cached-input and reasoning tokens among them (``input_token_details.cache_read``,
+    ``output_token_details.reasoning``), and its cost when ``prices`` has the
+    reply's model; ``tool_calls`` are the calls of tools it asked for."""
     meta = getattr(message, "usage_metadata", None) or {}
-    tokens_in, tokens_out = int(meta.get("input_tokens", 0)), int(meta.get("output_tokens", 0))
+    cached = (meta.get("input_token_details") or {}).get("cache_read")
+    reasoning = (meta.get("output_token_details") or {}).get("reasoning")
     model_name = str(message.response_metadata.get("model_name", ""))
-    price = (prices or {}).get(model_name)
-    cost = (tokens_in * price[0] + tokens_out * price[1]) / 1e6 if price else 0.0
-    return Usage(
-        llm_calls=1,
-        input_tokens=tokens_in,
-        output_tokens=tokens_out,
-        cost_usd=cost,
-        by_role={role: RoleUsage(llm_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)},
+    return Usage.of_call(
+        role,
+        input_tokens=int(meta.get("input_tokens", 0)),
+        output_tokens=int(meta.get("output_tokens", 0)),
+        cached_input_tokens=int(cached or 0),
+        reasoning_tokens=int(reasoning or 0),
+        tool_calls=tool_calls,
+        price=(prices or {}).get(model_name),
     )
 
 
@@ -130,13 +132,10 @@ def _usage_of_completion(completion: Any, role: str) -> Usage:
     """Usage from an OpenAI completion object (when LangChain raised before wrapping it);
     one call of unknown size for ``None``."""
     used = getattr(completion, "usage", None)
-    tokens_in = int(getattr(used, "prompt_tokens", 0) or 0)
-    tokens_out = int(getattr(used, "completion_tokens", 0) or 0)
-    return Usage(
-        llm_calls=1,
-        input_tokens=tokens_in,
-        output_tokens=tokens_out,
-        by_role={role: RoleUsage(llm_calls=1, input_tokens=tokens_in, output_tokens=tokens_out)},
+    return Usage.of_call(
+        role,
+        input_tokens=int(getattr(used, "prompt_tokens", 0) or 0),
+        output_tokens=int(getattr(used, "completion_tokens", 0) or 0),
     )
 
 
@@ -169,6 +168,8 @@ class StructuredReply(Generic[M]):
     usage: Usage = field(default_factory=Usage)
     model_failed: bool = False
     """The model could not be called (as opposed to replying badly)."""
+    message: AIMessage | None = None
+    """The reply the value was read from."""
 
 
 def structured_steps(
@@ -180,7 +181,7 @@ def structured_steps(
     mode: Mode,
     retries: int,
     runtime: Runtime[Any] | None = None,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Prices | None = None,
 ) -> Steps[StructuredReply[M]]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
 
@@ -233,7 +234,7 @@ def structured_steps(
             value, raw_text, error_or_none, raw = _read_reply(stages.read(reply), schema, mode)
             usage = usage + usage_of(raw, role, prices)
         if value is not None:
-            return StructuredReply(value, None, usage)
+            return StructuredReply(value, None, usage, message=raw)
         error = (error_or_none or "the reply held no structured output") + (
             "; answer briefly" if "token limit" in (error_or_none or "") else ""
         )
@@ -261,7 +262,7 @@ def invoke_structured(
     mode: Mode,
     retries: int,
     runtime: Runtime[Any] | None = None,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Prices | None = None,
 ) -> StructuredReply[M]:
     """:func:`structured_steps` with sync model calls."""
     return run_steps(
@@ -287,7 +288,7 @@ async def ainvoke_structured(
     mode: Mode,
     retries: int,
     runtime: Runtime[Any] | None = None,
-    prices: Mapping[str, tuple[float, float]] | None = None,
+    prices: Prices | None = None,
 ) -> StructuredReply[M]:
     """:func:`structured_steps` with awaited model calls."""
     return await arun_steps(

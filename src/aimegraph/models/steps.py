@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Generator
 from typing import Any, TypeVar
 
-from langchain_core.runnables import Runnable
+from langchain_core.runnables import Runnable, RunnableConfig
 
 ModelCall = tuple[Runnable[Any, Any], Any]
 """A call the steps yield: the runnable and its input."""
@@ -22,14 +22,15 @@ R = TypeVar("R")
 Steps = Generator[ModelCall, Any, R]
 
 
-def run_steps(steps: Steps[R]) -> R:
-    """Run ``steps`` to their result, each call made with ``invoke``."""
+def run_steps(steps: Steps[R], config: RunnableConfig | None = None) -> R:
+    """Run ``steps`` to their result, each call made with ``invoke`` (with ``config``:
+    e.g. the ``metadata`` its model runs carry into callbacks and token streams)."""
     try:
         call = next(steps)
         while True:
             runnable, value = call
             try:
-                reply = runnable.invoke(value)
+                reply = runnable.invoke(value, config)
             except Exception as exc:  # noqa: BLE001 - the steps decide what a failure means
                 call = steps.throw(exc)
             else:
@@ -38,14 +39,14 @@ def run_steps(steps: Steps[R]) -> R:
         return stop.value  # type: ignore[no-any-return]
 
 
-async def arun_steps(steps: Steps[R]) -> R:
-    """Run ``steps`` to their result, each call awaited with ``ainvoke``."""
+async def arun_steps(steps: Steps[R], config: RunnableConfig | None = None) -> R:
+    """Run ``steps`` to their result, each call awaited with ``ainvoke`` (with ``config``)."""
     try:
         call = next(steps)
         while True:
             runnable, value = call
             try:
-                reply = await runnable.ainvoke(value)
+                reply = await runnable.ainvoke(value, config)
             except Exception as exc:  # noqa: BLE001 - the steps decide what a failure means
                 call = steps.throw(exc)
             else:

@@ -30,7 +30,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import usage_of
 from aimegraph.nodes.dual import Steps
 from aimegraph.prompts import memory as prompts
-from aimegraph.state import ActorState, Usage
+from aimegraph.state import ActorState, Prices, Usage
 
 __all__ = ["ContextView", "fit_context", "within_budget"]
 
@@ -54,7 +54,7 @@ def fit_context(
     max_tokens: int | None,
     summary: str = "",
     summarised: int = 0,
-    prices: dict[str, tuple[float, float]] | None = None,
+    prices: Prices | None = None,
 ) -> Steps[ContextView]:
     """The conversation to send, summarising older turns when it is over budget.
 

@@ -13,13 +13,13 @@ LangGraph node a sync and an async body: see :func:`dual_node`. Node
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
-from langchain_core.runnables import Runnable
-from langchain_core.runnables.config import run_in_executor
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import ensure_config, run_in_executor
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.runtime import Runtime
 from pydantic import BaseModel
@@ -69,15 +69,29 @@ def blocking_call(node: Callable[..., R], *, name: str) -> Runnable[S, R]:
     return dual_node(call, acall, name=name)
 
 
-def model_node(steps: Callable[[S, Runtime[Any]], Steps[R]], *, name: str) -> Runnable[S, R]:
+def model_node(
+    steps: Callable[[S, Runtime[Any]], Steps[R]],
+    *,
+    name: str,
+    metadata: Callable[[S], Mapping[str, Any]] | None = None,
+) -> Runnable[S, R]:
     """A node running ``steps`` with sync model calls under ``invoke`` and awaited
-    ones under ``ainvoke``."""
+    ones under ``ainvoke``; each call's run gets ``metadata(state)`` (see
+    :func:`aimegraph.streaming.call_metadata`), which token streams hand out."""
+
+    def config(state: S) -> RunnableConfig | None:
+        if metadata is None:
+            return None
+        # The node's config (a runnable given one ignores the context's) with the
+        # metadata added to its own.
+        node = ensure_config()
+        return {**node, "metadata": {**(node.get("metadata") or {}), **metadata(state)}}
 
     def run(state: S, runtime: Runtime[Any]) -> R:
-        return run_steps(steps(state, runtime))
+        return run_steps(steps(state, runtime), config(state))
 
     async def arun(state: S, runtime: Runtime[Any]) -> R:
-        return await arun_steps(steps(state, runtime))
+        return await arun_steps(steps(state, runtime), config(state))
 
     return dual_node(run, arun, name=name)
 

@@ -58,7 +58,8 @@ from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
 from aimegraph.prompts.source import PromptSource, prompt_text
-from aimegraph.state import ActorState, MemberResult, Task, TaskResult
+from aimegraph.state import ActorState, MemberResult, Task, TaskResult, Usage
+from aimegraph.streaming import call_metadata
 from aimegraph.tools.execution import ToolOutcome, run_in_step
 from aimegraph.tools.progress import (
     SUBMIT_RESULT,
@@ -256,6 +257,7 @@ def task_message(state: ActorState) -> HumanMessage:
     return HumanMessage(
         prompts.TASK.format(
             goal=state["goal"],
+            conversation=state.get("conversation", ""),
             task_id=task.id,
             attempt=max(task.attempts, 1),
             title=task.title,
@@ -354,18 +356,22 @@ def make_react_node(
             error = f"model call failed: {type(exc).__name__}: {exc}"
             failed = TaskResult(status="failed", summary=error)
             return {"steps": steps, "error": error, **settled(state, failed, runtime.stream_writer)}
-        usage = usage_of(reply, "actor", cfg.prices)
         step = _json_step if mode == "json" else _native_step
         messages = step(reply, [t.name for t in bound])
         calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
-        update = {
-            "messages": messages,
-            "steps": steps,
-            "usage": usage.model_copy(update={"tool_calls": calls}),
-        }
+        usage = usage_of(reply, "actor", cfg.prices, tool_calls=calls)
+        update = {"messages": messages, "steps": steps, "usage": usage}
         last = messages[-1]
+        # The state as of this step, for the reports run in it and the settled
+        # task's event (which carries the attempt's usage so far).
         seen = cast(
-            ActorState, {**state, "messages": [*state["messages"], *messages], "steps": steps}
+            ActorState,
+            {
+                **state,
+                "messages": [*state["messages"], *messages],
+                "steps": steps,
+                "usage": (state.get("usage") or Usage()) + usage,
+            },
         )
         if isinstance(last, AIMessage) and last.tool_calls:
             if all(c["name"] in REPORTS for c in last.tool_calls):
@@ -394,9 +400,13 @@ def make_react_node(
         else:  # the tools step used the last one
             update = settled(state, _unsubmitted_result(state, cfg), runtime.stream_writer)
         update = _merged(opened, update)
+        if "usage" in update:  # the step's calls, the summary's included
+            update["usage"] = update["usage"].for_task(state["task"].id, state.get("member"))
         return Command(update=update, goto=_next_after_react(update, done))
 
-    return model_node(step_or_settle, name="react")
+    return model_node(
+        step_or_settle, name="react", metadata=lambda state: call_metadata("actor", state)
+    )
 
 
 def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """The run's entry: checks the request and the run's settings, and starts a new
-run when a finished thread receives a new request (the next turn of a chat). A
-request sent while a plan waits for approval is not taken: the plan is asked again,
-saying so."""
+run when a finished thread receives a new request (the next turn of a chat), with
+its view of the earlier turns (:mod:`aimegraph.nodes.conversation`). A request sent
+while a plan waits for approval is not taken: the plan is asked again, saying so."""
 
 from __future__ import annotations
 
@@ -14,9 +14,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Overwrite
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.conversation import conversation_view, past_turns
 from aimegraph.nodes.human import check_approve_tools, require_checkpointer
 from aimegraph.nodes.planner import FINISHED, RUN_START, GoalError, resolve_goal
 from aimegraph.nodes.types import Node
+from aimegraph.prompts import conversation as conversation_prompts
 from aimegraph.prompts.source import PromptSource
 from aimegraph.state import AimeState, PastRun, Usage
 
@@ -30,8 +32,8 @@ PLAN_PENDING = (
 REFUSED_GOAL_CHARS = 100
 """How much of a refused goal the state keeps (its opening, to recognise it by)."""
 
-# The planner's RUN_START and the orchestrator's last dispatched batch.
-_RUN_START: dict[str, Any] = {**RUN_START, "dispatched": []}
+# The planner's RUN_START, the orchestrator's last dispatched batch, the typed answer.
+_RUN_START: dict[str, Any] = {**RUN_START, "dispatched": [], "structured_response": None}
 
 
 def make_intake_node(
@@ -41,7 +43,9 @@ def make_intake_node(
 
     A new run records the prompt version it uses, ``prompts.current()``, in
     ``prompt_version``: the run's nodes look their texts up by it, so a change of
-    the source's current version takes effect from the next run on.
+    the source's current version takes effect from the next run on. It also gets
+    its views of the thread's earlier turns, ``conversation`` (within
+    ``max_conversation_tokens``) and ``recent_turns`` (a quarter of it, for actors).
 
     Raises a ``ValueError`` for settings the run cannot honour (approvals without a
     checkpointer, ``approve_tools`` naming no tool). A goal that cannot be used
@@ -85,7 +89,7 @@ def make_intake_node(
                 goto=REPORTER, update=update | refused | {"status": "failed", "reason": str(exc)}
             )
         if goal is not None:
-            update["goal"] = goal
+            update |= {"goal": goal, **_conversation(state, goal, cfg)}
         update["run_goal"] = goal
         return Command(goto=PLANNER, update=update)
 
@@ -113,11 +117,48 @@ def _opening(goal: object) -> str:
     return f"{goal[:REFUSED_GOAL_CHARS]}... ({len(goal):,} characters, refused)"
 
 
+def _conversation(state: AimeState, goal: str, cfg: AimeConfig) -> dict[str, Any]:
+    """The new run's views of the earlier turns; a goal given as ``goal`` (not as
+    the last human message) joins ``messages`` as the request it is, so that later
+    turns see it."""
+    messages = list(state.get("messages") or [])
+    last = messages[-1] if messages else None
+    asked = isinstance(last, HumanMessage) and last.text.strip() == goal
+    earlier = messages[:-1] if asked else messages
+    status = state.get("status")
+    outcome = (
+        conversation_prompts.RUN_OUTCOME.format(status=status, reason=state.get("reason"))
+        if status in FINISHED and status != "succeeded" and state.get("reason")
+        else None
+    )
+    turns = past_turns(earlier, outcome=outcome)
+    budget = cfg.max_conversation_tokens
+    update: dict[str, Any] = {
+        "conversation": conversation_view(turns, max_tokens=budget),
+        "recent_turns": conversation_view(turns, max_tokens=budget // 4),
+    }
+    if not asked:
+        update["messages"] = [HumanMessage(goal)]
+    return update
+
+
+def _finished_goal(state: AimeState) -> str:
+    """The finished run's goal. A new goal given as ``goal`` has replaced it in the
+    state before the intake runs; the finished run's request is then the last human
+    message (the intake records a goal given as ``goal`` as one)."""
+    messages = state.get("messages") or []
+    if messages and not isinstance(messages[-1], HumanMessage):
+        asked = next((m for m in reversed(messages) if isinstance(m, HumanMessage)), None)
+        if asked is not None:
+            return asked.text
+    return state.get("goal", "")
+
+
 def _archive(state: AimeState) -> dict[str, Any]:
     """The finished run as a ``runs`` record, and its per-run keys emptied (past
     their reducers, which would otherwise merge the next run into this one)."""
     record = PastRun(
-        goal=state.get("goal", ""),
+        goal=state.get("run_goal") or _finished_goal(state),
         status=state.get("status", "failed"),
         reason=state.get("reason"),
         final_answer=state.get("final_answer"),

@@ -119,5 +119,6 @@ def _dispatch(
         used_calls=(state.get("usage") or Usage()).llm_calls,
         cfg=cfg,
         prompt_version=state.get("prompt_version"),
+        conversation=state.get("recent_turns", ""),
     )
     return Command(goto=[Send(EXECUTOR, inp) for inp in inputs], update=update)

@@ -26,6 +26,7 @@ from aimegraph.state import (
     plan_update_schema,
     render_checklist,
 )
+from aimegraph.streaming import call_metadata
 
 PlannerNode = Node[PlannerState]
 
@@ -108,6 +109,7 @@ def make_draft_node(
             HumanMessage(
                 prompts.CONTEXT.format(
                     goal=goal,
+                    conversation=state.get("conversation", ""),
                     replans=replans,
                     max_replans=cfg.max_replans,
                     checklist=render_checklist(state.get("tasks") or {}, with_results=True),
@@ -143,7 +145,7 @@ def make_draft_node(
             update |= RUN_START
         return update
 
-    return model_node(draft, name="draft")
+    return model_node(draft, name="draft", metadata=lambda _: call_metadata("planner"))
 
 
 def _feedback_sections(state: PlannerState, new_run: bool) -> str:

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.calls import reraise_if_retryable, usage_of
+from aimegraph.models.calls import reraise_if_retryable, retrying_in_place, usage_of
 from aimegraph.models.reasoning import visible_text
-from aimegraph.nodes.dual import Steps, model_node
+from aimegraph.models.response_format import TypedAnswer
+from aimegraph.nodes.conversation import answer_metadata
+from aimegraph.nodes.dual import Steps, ask_structured, model_node
 from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import reporter as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import AimeState, Task, Usage, render_checklist
+from aimegraph.streaming import ANSWER_NAME, call_metadata
 
 
 def render_results(tasks: dict[str, Task]) -> str:
@@ -35,15 +41,37 @@ def render_results(tasks: dict[str, Task]) -> str:
     return "\n".join(blocks) or "(no results)"
 
 
+@dataclass(frozen=True)
+class _Draft:
+    """The answer, the model reply it is (None when it is not one), and the update."""
+
+    answer: str
+    reply: AIMessage | None = None
+    update: dict[str, Any] = field(default_factory=dict)
+
+
 def make_reporter_node(
-    model: BaseChatModel, *, config: AimeConfig, prompt_source: PromptSource | None = None
+    model: BaseChatModel,
+    *,
+    config: AimeConfig,
+    prompt_source: PromptSource | None = None,
+    response_format: TypedAnswer | None = None,
 ) -> Runnable[AimeState, dict[str, Any]]:
     """Writes ``final_answer`` (also appended to ``messages``).
 
     A run that stopped early (budget spent, no valid plan) gets a partial report
     written without a model call. When the final answer is not to be verified,
     the run succeeds here; when the report's own call spent the budget, the run
-    ends ``budget_exhausted`` with the unverified answer. The model call is
+    ends ``budget_exhausted`` with the unverified answer. A reply that only
+    restates the reporter's instructions is asked again (``max_output_retries``
+    times), then the run ends ``failed``. With ``response_format`` the answer is
+    that typed object (``structured_response``; ``final_answer`` is its JSON),
+    asked for with the structured-output re-asks; a reply that never fits ends the
+    run ``failed`` with the reason.
+
+    The answer's message is the model's reply (same id), so that
+    ``stream_mode="messages"`` delivers it once; its ``response_metadata`` carries
+    the run's artifacts and unfinished tasks for later turns. The model call is
     awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`). The system prompt
     is the run's ``reporter`` component from ``prompt_source``.
     """
@@ -51,32 +79,29 @@ def make_reporter_node(
     def reporter(state: AimeState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         tasks = dict(state.get("tasks") or {})
-        status = state.get("status", "running")
-        update: dict[str, Any] = {}
-        if status != "running":
-            answer = partial_report(state)
+        if state.get("status", "running") != "running":
+            draft = _Draft(partial_report(state))
         else:
-            messages = [
-                SystemMessage(prompt_text(prompt_source, "reporter", state).format()),
-                HumanMessage(
-                    prompts.REQUEST.format(
-                        goal=state.get("goal", ""), results=render_results(tasks)
-                    )
-                ),
-            ]
-            try:
-                reply = yield model, messages
-                update["usage"] = usage_of(reply, "reporter", cfg.prices)
-                answer = visible_text(reply)
-            except Exception as exc:  # noqa: BLE001 - fall back to the results themselves
-                reraise_if_retryable(exc, runtime)
-                answer = ""
-                update["reason"] = f"the reporter model failed ({exc}); results listed as they are"
-            answer = answer or render_results(tasks)
+            results = render_results(tasks)
+            goal = state.get("goal", "")
+            system = prompt_text(prompt_source, "reporter", state).format()
+            request = prompts.REQUEST.format(
+                goal=goal, conversation=state.get("conversation", ""), results=results
+            )
+            asked = [SystemMessage(system), HumanMessage(request)]
+            if response_format is None:
+                # What an echo repeats: the instructions (an answer rightly quotes the
+                # results, and may quote the goal).
+                instructions = system + prompts.REQUEST.format(goal="", conversation="", results="")
+                echo = _Echo(instructions, goal)
+                draft = yield from _written(model, asked, echo, results, cfg, runtime)
+            else:
+                draft = yield from _typed(model, response_format, asked, results, cfg, runtime)
+        update = dict(draft.update)
+        usage = (state.get("usage") or Usage()) + update.get("usage", Usage())
+        if state.get("status", "running") == "running" and "status" not in update:
             spent = cfg.budget_spent(
-                (state.get("usage") or Usage()) + update.get("usage", Usage()),
-                state.get("steps", 0),
-                started_at=state.get("run_started_at"),
+                usage, state.get("steps", 0), started_at=state.get("run_started_at")
             )
             if cfg.verify not in ("final", "both"):
                 update["status"] = "succeeded"
@@ -85,10 +110,130 @@ def make_reporter_node(
                     "status": "budget_exhausted",
                     "reason": f"{spent} before the answer could be verified",
                 }
-        runtime.stream_writer({"type": "final_answer", "text": answer})
-        return update | {"final_answer": answer, "messages": [AIMessage(answer, name="aime")]}
+        runtime.stream_writer({"type": "final_answer", "text": draft.answer, "usage": usage})
+        return update | {
+            "final_answer": draft.answer,
+            "messages": [_answer_message(draft, tasks)],
+        }
 
-    return model_node(reporter, name="reporter")
+    return model_node(reporter, name="reporter", metadata=lambda _: call_metadata("reporter"))
+
+
+def _written(
+    model: BaseChatModel,
+    asked: list[BaseMessage],
+    echo: _Echo,
+    results: str,
+    cfg: AimeConfig,
+    runtime: Runtime[Any],
+) -> Steps[_Draft]:
+    """The answer in words. A failed call or an empty reply leaves the ``results`` as
+    they are; a reply that is an ``echo`` of the prompt is asked again, and when
+    every reply is, the run fails."""
+    conversation = asked
+    usage = Usage()
+    for _ in range(cfg.max_output_retries + 1):
+        try:
+            # As in structured_steps: the first call is retried by the node's
+            # RetryPolicy, a re-ask in place (it follows calls already counted).
+            reply = yield (model if not usage.llm_calls else retrying_in_place(model)), conversation
+        except Exception as exc:  # noqa: BLE001 - fall back to the results themselves
+            if not usage.llm_calls:
+                reraise_if_retryable(exc, runtime)
+            why = f"the reporter model failed ({exc}); results listed as they are"
+            return _Draft(results, None, {"usage": usage, "reason": why})
+        usage = usage + usage_of(reply, "reporter", cfg.prices)
+        answer = visible_text(reply)
+        if not answer:
+            return _Draft(results, None, {"usage": usage})
+        if not echo.restated_by(answer):
+            return _Draft(answer, reply, {"usage": usage})
+        conversation = [*asked, AIMessage(answer), HumanMessage(prompts.RESTATED)]
+    replies = cfg.max_output_retries + 1
+    why = (
+        f"the reporter's answer only restated its instructions in {replies} replies "
+        f"(max_output_retries={cfg.max_output_retries}); results listed as they are"
+    )
+    return _Draft(results, None, {"usage": usage, "status": "failed", "reason": why})
+
+
+def _typed(
+    model: BaseChatModel,
+    typed: TypedAnswer,
+    asked: list[BaseMessage],
+    results: str,
+    cfg: AimeConfig,
+    runtime: Runtime[Any],
+) -> Steps[_Draft]:
+    """The answer as the response format's object, or a failed run saying why not
+    (with the ``results`` as they are for its final answer)."""
+    reply = yield from ask_structured(
+        model,
+        typed.schema,
+        [*asked, HumanMessage(prompts.TYPED)],
+        role="reporter",
+        config=cfg,
+        runtime=runtime,
+    )
+    if reply.value is None:
+        return _Draft(
+            results,
+            None,
+            {
+                "usage": reply.usage,
+                "structured_response": None,
+                "status": "failed",
+                "reason": f"the answer did not fit the response format: {reply.error}",
+            },
+        )
+    update = {"usage": reply.usage, "structured_response": typed.value(reply.value)}
+    return _Draft(typed.render(reply.value), reply.message, update)
+
+
+def _answer_message(draft: _Draft, tasks: Mapping[str, Task]) -> AIMessage:
+    """The answer as the conversation's next message: the model's reply itself (its
+    id, metadata and usage) with the answer as its only content, so a stream that
+    delivered the reply's tokens does not deliver it again; with what the run
+    produced, for later turns."""
+    made = answer_metadata(tasks)
+    if draft.reply is None:
+        return AIMessage(draft.answer, name=ANSWER_NAME, response_metadata=made)
+    return AIMessage(
+        draft.answer,
+        name=ANSWER_NAME,
+        id=draft.reply.id,
+        response_metadata={**draft.reply.response_metadata, **made},
+        usage_metadata=draft.reply.usage_metadata,
+    )
+
+
+_WORD = re.compile(r"\w+")
+_SHINGLE = 5
+
+
+@dataclass(frozen=True)
+class _Echo:
+    """Tells a reply that restates the reporter's prompt (as small models do) from
+    an answer, by its runs of five words: half or more of them from the prompt's
+    instructions and goal, and a quarter or more from the instructions alone (an
+    answer may repeat the goal, and quote the results). Replies under a dozen words
+    are never taken for an echo."""
+
+    instructions: str
+    goal: str
+
+    def restated_by(self, answer: str) -> bool:
+        words = _WORD.findall(answer.casefold())
+        if len(words) < 12:
+            return False
+        said = _runs(words)
+        told = said & _runs(_WORD.findall(self.instructions.casefold()))
+        asked = said & _runs(_WORD.findall(self.goal.casefold()))
+        return len(told | asked) * 2 >= len(said) and len(told) * 4 >= len(said)
+
+
+def _runs(words: list[str]) -> set[tuple[str, ...]]:
+    return {tuple(words[i : i + _SHINGLE]) for i in range(len(words) - _SHINGLE + 1)}
 
 
 def partial_report(state: AimeState) -> str:

@@ -72,10 +72,11 @@ def actor_inputs(
     cfg: AimeConfig,
     sharing: int | None = None,
     prompt_version: str | None = None,
+    conversation: str = "",
 ) -> list[ActorInput]:
     """What each started task's actor gets: its dependencies' results, the run's
-    facts, and its share of the LLM calls left (``sharing`` tasks split them;
-    by default the started ones)."""
+    facts, the newest earlier turns of the conversation, and its share of the LLM
+    calls left (``sharing`` tasks split them; by default the started ones)."""
     call_budget = None
     if cfg.max_llm_calls is not None:
         call_budget = max(1, (cfg.max_llm_calls - used_calls) // max(1, sharing or len(started)))
@@ -87,6 +88,7 @@ def actor_inputs(
             llm_call_budget=call_budget,
             known_facts=facts,
             prompt_version=prompt_version,
+            conversation=conversation,
         )
         for t in started
     ]
@@ -170,6 +172,7 @@ class Schedule:
             cfg=self.cfg,
             sharing=len(self.running),
             prompt_version=self.state.get("prompt_version"),
+            conversation=self.state.get("recent_turns", ""),
         )
 
     def finish(self, task_id: str, output: ActorOutput) -> None:

@@ -20,6 +20,7 @@ from aimegraph.nodes.executor import artifact_lines
 from aimegraph.prompts import verifier as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
+from aimegraph.streaming import call_metadata
 from aimegraph.tools.progress import settled
 
 
@@ -52,7 +53,11 @@ def make_judge_node(
         verdict, error, usage = yield from _ask_verdict(
             model,
             prompt_text(prompt_source, "verifier", state),
-            prompts.FINAL.format(goal=state.get("goal", ""), answer=answer),
+            prompts.FINAL.format(
+                goal=state.get("goal", ""),
+                conversation=state.get("conversation", ""),
+                answer=answer,
+            ),
             cfg,
             runtime,
         )
@@ -88,7 +93,7 @@ def make_judge_node(
             f"(max_replans={cfg.max_replans})",
         }
 
-    return model_node(judge, name="judge")
+    return model_node(judge, name="judge", metadata=lambda _: call_metadata("verifier"))
 
 
 def make_task_check_node(
@@ -114,6 +119,7 @@ def make_task_check_node(
         )
         system = prompt_text(prompt_source, "verifier", state)
         verdict, error, usage = yield from _ask_verdict(model, system, prompt, cfg, runtime)
+        usage = usage.for_task(task.id, state.get("member"))
         if verdict is not None and verdict.passed:
             return {"usage": usage}
         reason = (
@@ -129,4 +135,4 @@ def make_task_check_node(
         )
         return settled(state, failed, runtime.stream_writer) | {"usage": usage}
 
-    return model_node(check, name="check")
+    return model_node(check, name="check", metadata=lambda state: call_metadata("verifier", state))

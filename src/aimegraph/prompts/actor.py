@@ -40,7 +40,7 @@ NO_KNOWLEDGE = "(no retrieved passages)"
 
 TASK = """\
 Overall goal (for context): {goal}
-
+{conversation}
 <task id="{task_id}" attempt="{attempt}">
 Title: {title}
 Description: {description}

@@ -17,6 +17,8 @@ Rules:
 - Keep the plan small: at most {max_tasks} tasks in all.
 - The last tasks should produce what the goal asks for; a final report is written
   from all task results afterwards.
+- Only when the goal needs no work at all (a greeting, thanks, something the
+  conversation already answers), send no tasks and set `no_work_needed`.
 
 Available tool bundles:
 {bundles}
@@ -25,7 +27,7 @@ Available tool bundles:
 CONTEXT = """\
 Goal:
 {goal}
-
+{conversation}
 Replans so far: {replans} of {max_replans}.
 
 Current progress list:

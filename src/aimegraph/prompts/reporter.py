@@ -10,11 +10,18 @@ that were produced. Do not invent results that are not there.
 REQUEST = """\
 Goal:
 {goal}
-
+{conversation}
 Results:
 {results}
 
 Write the final answer."""
+
+TYPED = """\
+Give the final answer in the response format: fill it in from the results."""
+
+RESTATED = """\
+That reply restated your instructions instead of answering. Write the final answer
+itself: what the results show, addressed to the user."""
 
 RESULT = """<result id="{task_id}" title="{title}" status="{status}">
 {summary}

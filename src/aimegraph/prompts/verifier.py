@@ -11,7 +11,7 @@ the concrete issues that must be fixed.
 FINAL = """\
 Goal:
 {goal}
-
+{conversation}
 Answer to review:
 <answer>
 {answer}

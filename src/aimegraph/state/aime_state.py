@@ -20,12 +20,15 @@ class AimeInput(TypedDict, total=False):
 
     ``status`` is read so that the graph, as a node of an app whose state carries
     the aime keys, knows the thread's last run has finished: a finished status and a
-    human message after it start a new run on that message.
+    human message after it start a new run on that message. The earlier turns of
+    ``messages``, and how the last run ended (``status``, ``reason``), make the new
+    run's view of the conversation.
     """
 
     goal: str
     messages: Annotated[list[AnyMessage], add_messages]
     status: RunStatus
+    reason: str | None
 
 
 class PastRun(TypedDict, total=False):
@@ -69,6 +72,10 @@ class AimeOutput(TypedDict, total=False):
     # The prompt version the run started with (DESIGN.md section 8): the id the
     # graph's prompt source gives its texts by; set at the run's start, kept on resume.
     prompt_version: str | None
+    # The typed final answer (build_aime_graph(response_format=...)): an instance of
+    # the pydantic model, or a dict for a JSON schema; None until the reporter
+    # writes one, and when the reply never fit the format.
+    structured_response: Any
 
 
 class AimeState(AimeOutput, total=False):
@@ -87,6 +94,9 @@ class AimeState(AimeOutput, total=False):
     no valid plan, an answer that is no decision) or new input was not taken;
     ``run_goal`` is the goal the current run works for (``goal`` is what the last
     input said: a request sent while a plan awaits approval is not taken).
+    ``conversation`` is the run's view of the thread's earlier turns (for the
+    planner, the reporter and the verifier), ``recent_turns`` the shorter one its
+    actors get; both are made by the intake node when the run starts.
 
     A thread holds one run at a time. A new request on a thread whose run has
     finished (``graph.invoke({"messages": [HumanMessage(...)]}, same_config)``, the
@@ -110,6 +120,8 @@ class AimeState(AimeOutput, total=False):
     draft: dict[str, Any] | None
     approval_error: str | None
     run_goal: str | None
+    conversation: str
+    recent_turns: str
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:
@@ -132,6 +144,8 @@ class ActorInput(TypedDict):
     # The run's facts when the task was dispatched; the actor's own ``remember``
     # calls go to ``facts``, so it hands back only what it wrote.
     known_facts: NotRequired[dict[str, str]]
+    # The newest earlier turns of the conversation (the run's ``recent_turns``).
+    conversation: NotRequired[str]
     # Set when the actor is a team member (aimegraph.teams): its unit's name, its
     # turn in the team, and the team's brief appended to the task message.
     member: NotRequired[str]

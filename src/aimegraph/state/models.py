@@ -7,9 +7,10 @@ parallel executors safe and every checkpoint a faithful snapshot.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import cache
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
@@ -144,42 +145,113 @@ class Verdict(_Record):
     )
 
 
-class RoleUsage(_Record):
+Price = tuple[float, float] | tuple[float, float, float]
+"""USD per million tokens: (input, output), or (input, output, cached input) for
+providers that bill prompt-cache reads at their own rate."""
+
+Prices = Mapping[str, Price]
+"""Prices by model name (the reply's ``response_metadata["model_name"]``)."""
+
+
+class _Counts(_Record):
+    """What one share of a run's usage counts. ``cached_input_tokens`` are part of
+    ``input_tokens`` (read from the provider's prompt cache) and ``reasoning_tokens``
+    part of ``output_tokens``, as LangChain's ``usage_metadata`` details report them."""
+
     llm_calls: int = 0
     input_tokens: int = 0
     output_tokens: int = 0
-
-
-class Usage(_Record):
-    """Resource use of a run; the state reducer adds these up."""
-
-    llm_calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
+    cached_input_tokens: int = 0
+    reasoning_tokens: int = 0
     tool_calls: int = 0
     cost_usd: float = 0.0
-    by_role: dict[str, RoleUsage] = Field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
         return self.input_tokens + self.output_tokens
 
+    def _summed(self, other: _Counts) -> dict[str, Any]:
+        return {name: getattr(self, name) + getattr(other, name) for name in _Counts.model_fields}
+
+
+class RoleUsage(_Counts):
+    """The usage of one role, one task or one team member."""
+
+    def __add__(self, other: RoleUsage) -> RoleUsage:
+        return RoleUsage(**self._summed(other))
+
+
+def _merged(mine: dict[str, RoleUsage], theirs: dict[str, RoleUsage]) -> dict[str, RoleUsage]:
+    merged = dict(mine)
+    for key, used in theirs.items():
+        merged[key] = merged[key] + used if key in merged else used
+    return merged
+
+
+class Usage(_Counts):
+    """Resource use of a run; the state reducer adds these up. The totals are what
+    the budgets count; ``by_role`` splits them by role (planner, actor, reporter,
+    verifier, team, memory), ``by_task`` by the task whose actor (or team, or
+    check) spent them, and ``by_member`` by team member (agent unit name)."""
+
+    by_role: dict[str, RoleUsage] = Field(default_factory=dict)
+    by_task: dict[str, RoleUsage] = Field(default_factory=dict)
+    by_member: dict[str, RoleUsage] = Field(default_factory=dict)
+
+    @classmethod
+    def of_call(
+        cls,
+        role: str,
+        *,
+        input_tokens: int = 0,
+        output_tokens: int = 0,
+        cached_input_tokens: int = 0,
+        reasoning_tokens: int = 0,
+        tool_calls: int = 0,
+        price: Price | None = None,
+    ) -> Usage:
+        """One model call's usage, counted under ``role``, with the ``tool_calls`` it
+        made; its cost from ``price``."""
+        cost = 0.0
+        if price is not None:
+            cached_price = price[2] if len(price) == 3 else price[0]
+            cost = (
+                (input_tokens - cached_input_tokens) * price[0]
+                + cached_input_tokens * cached_price
+                + output_tokens * price[1]
+            ) / 1e6
+        counts = RoleUsage(
+            llm_calls=1,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cached_input_tokens=cached_input_tokens,
+            reasoning_tokens=reasoning_tokens,
+            tool_calls=tool_calls,
+            cost_usd=cost,
+        )
+        return cls(**counts.model_dump(), by_role={role: counts})
+
+    def totals(self) -> RoleUsage:
+        """The counts without the breakdowns."""
+        return RoleUsage(**{name: getattr(self, name) for name in _Counts.model_fields})
+
+    def for_task(self, task_id: str, member: str | None = None) -> Usage:
+        """This usage attributed to ``task_id`` (and to the team ``member``): the
+        breakdowns by task and member become its totals."""
+        counts = self.totals()
+        return self.model_copy(
+            update={
+                "by_task": {task_id: counts},
+                "by_member": {member: counts} if member else {},
+            }
+        )
+
     def __add__(self, other: Usage) -> Usage:
-        roles = dict(self.by_role)
-        for role, used in other.by_role.items():
-            mine = roles.get(role, RoleUsage())
-            roles[role] = RoleUsage(
-                llm_calls=mine.llm_calls + used.llm_calls,
-                input_tokens=mine.input_tokens + used.input_tokens,
-                output_tokens=mine.output_tokens + used.output_tokens,
-            )
         return Usage(
-            llm_calls=self.llm_calls + other.llm_calls,
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            tool_calls=self.tool_calls + other.tool_calls,
-            cost_usd=self.cost_usd + other.cost_usd,
-            by_role=roles,
+            **self._summed(other),
+            by_role=_merged(self.by_role, other.by_role),
+            by_task=_merged(self.by_task, other.by_task),
+            by_member=_merged(self.by_member, other.by_member),
         )
 
 
@@ -229,6 +301,11 @@ class PlanUpdate(BaseModel):
     )
     drop: list[Id] = Field(
         default_factory=list, max_length=50, description="Ids of pending tasks to cancel."
+    )
+    no_work_needed: bool = Field(
+        default=False,
+        description="True only when the goal needs no work at all (a greeting, thanks, "
+        "something the conversation already answers): then send no tasks.",
     )
 
 

@@ -40,7 +40,9 @@ def apply_plan(
     Failed tasks that the plan neither revises nor drops are marked skipped (the
     planner has seen them and chose to live without them); their result, with
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
-    those tool bundles; an ``agent`` or team member must be one of ``agents``.
+    those tool bundles; an ``agent`` or team member must be one of ``agents``. A
+    first plan (no ``tasks`` yet) with no task is refused unless it says the goal
+    needs no work (``no_work_needed``).
     """
     errors: list[str] = []
     seen: set[str] = set()
@@ -92,6 +94,11 @@ def apply_plan(
     for task_id, task in tasks.items():
         if task.status == "failed" and task_id not in changed:
             changed[task_id] = task.model_copy(update={"status": "skipped"})
+    if not tasks and not changed and not plan.no_work_needed:
+        errors.append(
+            "the plan has no tasks: give the tasks that reach the goal (set no_work_needed "
+            "only when the goal needs no work at all)"
+        )
     if errors:
         raise PlanError("; ".join(errors))
     merged = {**tasks, **changed}

@@ -38,6 +38,7 @@ class PlannerInput(TypedDict, total=False):
     status: RunStatus
     facts: Annotated[dict[str, str], merge_facts]
     prompt_version: str | None
+    conversation: str
 
 
 class PlannerOutput(TypedDict, total=False):
@@ -101,12 +102,14 @@ class ActorState(ActorInput, ActorOutput, total=False):
 
 
 class VerifierInput(TypedDict, total=False):
-    """Only the goal and the answer (and the replan count): never the plan."""
+    """Only the goal, the conversation before it and the answer (and the replan
+    count): never the plan."""
 
     goal: str
     final_answer: str | None
     replans: int
     prompt_version: str | None
+    conversation: str
 
 
 class VerifierOutput(TypedDict, total=False):

@@ -27,7 +27,7 @@ from __future__ import annotations
 import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
@@ -65,6 +65,7 @@ from aimegraph.state import (
     Usage,
 )
 from aimegraph.state.models import Id, LongText, ShortText, Text
+from aimegraph.streaming import call_metadata
 from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
 from aimegraph.tools.progress import settled
 from aimegraph.tools.registry import ToolRegistry, default_registry
@@ -369,6 +370,11 @@ def _roster(parts: TeamParts, members: Iterable[str]) -> str:
     return "\n".join(f"- {m}: {parts.units[m].description}" for m in members)
 
 
+def _team_metadata(state: TeamState) -> dict[str, Any]:
+    """The team's own calls (pick, merge, split) carry the task's id in token streams."""
+    return call_metadata("team", state)
+
+
 def _task_fields(task: Task) -> dict[str, str]:
     """The ``<task>`` block's fields of a team prompt."""
     return {"task_id": task.id, "title": task.title, "description": task.description or task.title}
@@ -381,19 +387,22 @@ def _ask_team(
     schema: type[M],
     system: str,
     prompt: str,
+    *,
+    task_id: str,
+    member: str | None = None,
 ) -> Steps[StructuredReply[M]]:
     """One of the team's own structured calls (the speaker pick, the merge, the
-    lead's split), counted under the role ``team``."""
-    return (
-        yield from ask_structured(
-            chat,
-            schema,
-            [SystemMessage(system), HumanMessage(prompt)],
-            role="team",
-            config=parts.config.for_run(runtime),
-            runtime=runtime,
-        )
+    lead's split), counted under the role ``team`` and the task (and the ``member``
+    who makes it: the lead's split)."""
+    reply = yield from ask_structured(
+        chat,
+        schema,
+        [SystemMessage(system), HumanMessage(prompt)],
+        role="team",
+        config=parts.config.for_run(runtime),
+        runtime=runtime,
     )
+    return replace(reply, usage=reply.usage.for_task(task_id, member))
 
 
 def _turn(
@@ -427,6 +436,7 @@ def _turn(
             dependency_results=state.get("dependency_results", {}),
             llm_call_budget=None if left is None else max(1, left // share),
             known_facts=state.get("known_facts") or {},
+            conversation=state.get("conversation", ""),
             # The run's prompt version: a member's turn never picks up a newer one.
             prompt_version=state.get("prompt_version"),
             member=member,
@@ -622,13 +632,14 @@ def _make_select_node(parts: TeamParts) -> Runnable[TeamState, Command]:
             team_prompts.SPEAKER_TASK.format(
                 **_task_fields(task), conversation=_conversation(done), default=default
             ),
+            task_id=task.id,
         )
         picked = reply.value.member if reply.value is not None else None
         speaker = picked if picked in members else default
         turn = _turn(parts, state, speaker, _joint_context(team, done), spent=reply.usage.llm_calls)
         return Command(goto=turn, update={"usage": reply.usage})
 
-    return model_node(select, name="select")
+    return model_node(select, name="select", metadata=_team_metadata)
 
 
 def _conclude_joint(parts: TeamParts, state: TeamState) -> TaskResult:
@@ -708,6 +719,7 @@ def _make_aggregate_node(parts: TeamParts) -> Runnable[TeamState, dict[str, Any]
             Merged,
             team_prompts.MERGE_SYSTEM,
             team_prompts.MERGE_TASK.format(**_task_fields(state["task"]), results=_render(done)),
+            task_id=state["task"].id,
         )
         if reply.value is None:
             answers = "; ".join(f"{t.member}: {_vote_key(t)[:200]}" for t in completed)
@@ -720,7 +732,7 @@ def _make_aggregate_node(parts: TeamParts) -> Runnable[TeamState, dict[str, Any]
         result = TaskResult(status="completed", summary=merged.summary, artifacts=artifacts)
         return {"result": result, "usage": reply.usage}
 
-    return model_node(aggregate, name="aggregate")
+    return model_node(aggregate, name="aggregate", metadata=_team_metadata)
 
 
 def _conclude_broadcast(parts: TeamParts, state: TeamState) -> TaskResult:
@@ -769,6 +781,8 @@ def _make_split_node(parts: TeamParts) -> Runnable[TeamState, Command]:
                 if previous
                 else "",
             ),
+            task_id=task.id,
+            member=lead,
         )
         assigned: dict[str, str] = {}
         for part in reply.value.parts if reply.value is not None else []:
@@ -796,7 +810,7 @@ def _make_split_node(parts: TeamParts) -> Runnable[TeamState, Command]:
         ]
         return Command(goto=sends, update=update)
 
-    return model_node(split, name="split")
+    return model_node(split, name="split", metadata=_team_metadata)
 
 
 def _make_review_node(parts: TeamParts) -> Node[TeamState]:

@@ -19,7 +19,7 @@ from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command, StreamWriter
 from pydantic import BaseModel, Field, field_validator
 
-from aimegraph.state import ProgressUpdate, TaskResult
+from aimegraph.state import ProgressUpdate, TaskResult, Usage
 
 UPDATE_PROGRESS = "update_progress"
 SUBMIT_RESULT = "submit_result"
@@ -83,7 +83,7 @@ def submit_result(
 def settled(state: Mapping[str, Any], result: TaskResult, writer: StreamWriter) -> dict[str, Any]:
     """The update that settles the actor's task with ``result``: the result, the task
     with it (for the parent's task map) and a progress record; streamed as the
-    actor's ``completed`` or ``failed`` event."""
+    actor's ``completed`` or ``failed`` event, with the attempt's ``usage`` so far."""
     task = state["task"]
     writer(
         {
@@ -91,6 +91,7 @@ def settled(state: Mapping[str, Any], result: TaskResult, writer: StreamWriter) 
             "event": result.status,
             "task_id": task.id,
             "summary": result.summary,
+            "usage": state.get("usage") or Usage(),
             **member_keys(state),
         }
     )

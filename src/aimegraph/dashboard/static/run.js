@@ -41,6 +41,8 @@ function render(view) {
     ? facts.flatMap(([key, value]) => [el("dt", {}, key), el("dd", {}, value)])
     : [el("dd", { class: "hint" }, "(none: actors keep facts with the remember tool)")]));
   $("final-answer").textContent = view.final_answer || "(none yet)";
+  $("typed-answer").textContent = view.structured_response != null
+    ? `(typed: structured_response, ${view.settings?.response_format ?? "response_format"})` : "";
   renderUsage(view.usage);
   $("updates").replaceChildren(
     ...view.updates.map((u) =>
@@ -233,14 +235,23 @@ function renderVerdict(verdict) {
   );
 }
 
+// The run's usage by role, then by task and by team member (each a share of the
+// same totals), with the cached-input and reasoning tokens inside "in" and "out".
 function renderUsage(usage) {
-  const row = (name, u) => el("tr", {}, el("td", {}, name), el("td", { class: "num" }, u.llm_calls),
-    el("td", { class: "num" }, u.input_tokens), el("td", { class: "num" }, u.output_tokens));
+  const columns = ["LLM calls", "tokens in", "cached in", "tokens out", "reasoning", "tool calls", "cost"];
+  const row = (name, u) => el("tr", {}, el("td", {}, name),
+    ...[u.llm_calls, u.input_tokens, u.cached_input_tokens ?? 0, u.output_tokens,
+      u.reasoning_tokens ?? 0, u.tool_calls ?? 0].map((n) => el("td", { class: "num" }, n)),
+    el("td", { class: "num" }, cost(u)));
+  const group = (title, shares) => Object.keys(shares ?? {}).length
+    ? [el("tr", {}, el("th", { colspan: columns.length + 1 }, title)),
+      ...Object.entries(shares).map(([name, u]) => row(name, u))]
+    : [];
   $("usage").replaceChildren(
-    el("thead", {}, el("tr", {}, el("th", {}, "role"), el("th", { class: "num" }, "LLM calls"),
-      el("th", { class: "num" }, "tokens in"), el("th", { class: "num" }, "tokens out"))),
-    el("tbody", {}, ...Object.entries(usage.by_role ?? {}).map(([role, u]) => row(role, u)), row("total", usage)),
-    el("tfoot", {}, el("tr", {}, el("td", { colspan: 4 }, `${usage.tool_calls} tool calls · cost ${cost(usage)}`))),
+    el("thead", {}, el("tr", {}, el("th", {}, ""), ...columns.map((c) => el("th", { class: "num" }, c)))),
+    el("tbody", {}, ...group("by role", usage.by_role), ...group("by task", usage.by_task),
+      ...group("by team member", usage.by_member)),
+    el("tfoot", {}, row("total", usage)),
   );
 }
 

@@ -74,6 +74,7 @@ document.getElementById("run-form").addEventListener("submit", (event) => {
     goal: document.getElementById("run-goal").value,
     model: document.getElementById("run-model").value,
     thread_id: document.getElementById("run-thread").value,
+    response_format: document.getElementById("run-response-format").value,
     config,
   });
 });
