@@ -18,6 +18,7 @@ from langgraph.types import Command, Interrupt
 from aimegraph.checkpoints import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
+from aimegraph.tools.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
@@ -57,13 +58,19 @@ def run_tools(settings: RunSettings) -> ToolRegistry:
     return default_registry(settings.config.workspace, extra_tools=extra)
 
 
+def run_servers(settings: RunSettings) -> dict[str, McpServer]:
+    """The run's MCP servers, by name (each a bundle): its config's and its file's."""
+    return {**settings.config.mcp_servers, **load_mcp_servers(settings.mcp)}
+
+
 def run_graph(
     settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
 ) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
     ``store``: a thread started with one must be resumed with one, the graph has
-    its memory nodes only then), with the run's prompts (``settings.prompts``) and
-    agent units (``settings.agents``)."""
+    its memory nodes only then), with the run's prompts (``settings.prompts``), agent
+    units (``settings.agents``) and MCP servers (``settings.mcp``, with those of its
+    config)."""
     agents = None
     if settings.agents:
         from aimegraph.teams import load_agents  # wave 2: only when the run has units
@@ -77,6 +84,7 @@ def run_graph(
         store=store,
         prompts=settings.prompts,
         agents=agents,
+        mcp_servers=settings.mcp,
     )
 
 

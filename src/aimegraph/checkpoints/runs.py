@@ -37,9 +37,11 @@ class RunSettings:
     ``tools`` are ``module:attr`` references to the application's own tools.
     ``prompts`` is a prompt-set file or a prompt store (``.jsonl``) the graph is
     built with (``build_aime_graph(prompts=...)``); ``agents`` the agent units (a
-    YAML / JSON file or ``module:attr``, see ``aimegraph.teams.load_agents``). The
-    workspace and the file paths are made absolute, so that a resume from another
-    directory finds them.
+    YAML / JSON file or ``module:attr``, see ``aimegraph.teams.load_agents``);
+    ``mcp`` an MCP servers file (``build_aime_graph(mcp_servers=...)``; read again
+    when the graph is rebuilt, so its secrets stay in the file). The workspace and
+    the file paths are made absolute, so that a resume from another directory finds
+    them.
     """
 
     model: str
@@ -47,6 +49,7 @@ class RunSettings:
     tools: tuple[str, ...] = field(default=())
     prompts: str | None = None
     agents: str | None = None
+    mcp: str | None = None
 
     def __post_init__(self) -> None:
         workspace = self.config.workspace.expanduser().absolute()
@@ -57,6 +60,8 @@ class RunSettings:
             object.__setattr__(self, "prompts", str(Path(self.prompts).expanduser().absolute()))
         if self.agents is not None and self.agents.endswith((".yaml", ".yml", ".json")):
             object.__setattr__(self, "agents", str(Path(self.agents).expanduser().absolute()))
+        if self.mcp is not None:
+            object.__setattr__(self, "mcp", str(Path(self.mcp).expanduser().absolute()))
 
     def as_metadata(self) -> dict[str, Any]:
         settings = {
@@ -68,6 +73,8 @@ class RunSettings:
             settings["prompts"] = self.prompts
         if self.agents is not None:
             settings["agents"] = self.agents
+        if self.mcp is not None:
+            settings["mcp"] = self.mcp
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -86,6 +93,7 @@ class RunSettings:
             tools=tuple(str(spec) for spec in stored.get("tools", ())),
             prompts=str(stored["prompts"]) if stored.get("prompts") else None,
             agents=str(stored["agents"]) if stored.get("agents") else None,
+            mcp=str(stored["mcp"]) if stored.get("mcp") else None,
         )
 
 

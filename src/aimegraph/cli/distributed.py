@@ -29,6 +29,7 @@ from aimegraph.cli.support import (
 from aimegraph.distributed import records
 from aimegraph.distributed.records import RunRecord
 from aimegraph.distributed.runner import load_graph_builder, takes_store
+from aimegraph.tools.mcp_servers import load_mcp_servers
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -168,6 +169,8 @@ def _submit(args: argparse.Namespace, thread_id: str) -> None:
         from aimegraph.teams import load_agents
 
         load_agents(args.agents)
+    if args.mcp:  # a malformed file fails here, not on a worker
+        load_mcp_servers(args.mcp)
     submit_run(
         args.goal,
         broker=args.broker,
@@ -178,6 +181,7 @@ def _submit(args: argparse.Namespace, thread_id: str) -> None:
         # stdout carries the thread id alone: say the prompt version on stderr
         prompts=run_prompts(args, Console(stderr=True), online=config.optimize_online),
         agents=args.agents,
+        mcp=args.mcp,
         thread_id=thread_id,
         queue=args.queue,
     )

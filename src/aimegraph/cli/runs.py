@@ -51,6 +51,7 @@ from aimegraph.steering import (
     prepare_demo,
     resume_command,
     run_graph,
+    run_servers,
     run_tools,
 )
 
@@ -61,7 +62,9 @@ ANSWER_HINTS = {
     "decision": "--approve or --reject REASON",
 }
 
-RESUME_FLAGS = "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --config JSON as needed)"
+RESUME_FLAGS = (
+    "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --mcp FILE, --config JSON as needed)"
+)
 
 
 def register(command: AddCommand) -> None:
@@ -108,6 +111,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         tools=tuple(args.tools),
         prompts=run_prompts(args, console, online=config.optimize_online),
         agents=args.agents,
+        mcp=args.mcp,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -250,6 +254,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
         prompts=stored.prompts if stored else None,
         agents=stored.agents if stored else None,
+        mcp=args.mcp or (stored.mcp if stored else None),
     )
 
 
@@ -257,7 +262,7 @@ def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:
     """Refuse to carry on a plan whose unfinished tasks (or a plan waiting for
     approval) use tool bundles the rebuilt registry lacks: their actors would fail on
     every call of those tools."""
-    bundles = run_tools(settings).bundles
+    bundles = [*run_tools(settings).bundles, *run_servers(settings)]
     missing: dict[str, list[str]] = {}
     for task_id, wanted in _planned_bundles(snapshot):
         for bundle in wanted:
@@ -267,7 +272,8 @@ def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:
         named = "; ".join(f"{b!r} (tasks {', '.join(ids)})" for b, ids in missing.items())
         raise CliError(
             f"the plan uses tool bundles this resume does not have: {named}. Give the "
-            "application's tools with --tools MODULE:ATTR (available bundles: "
+            "application's tools with --tools MODULE:ATTR, its MCP servers with --mcp FILE "
+            "(available bundles: "
             f"{', '.join(bundles)})",
             EXIT_USAGE,
         )

@@ -35,6 +35,7 @@ def submit_run(
     tools: Sequence[str] = (),
     prompts: str | None = None,
     agents: str | None = None,
+    mcp: str | None = None,
     thread_id: str | None = None,
     queue: str = DEFAULT_QUEUE,
 ) -> str:
@@ -54,6 +55,8 @@ def submit_run(
             workers read: the same path on every machine, or a shared filesystem.
         agents: agent units (a YAML / JSON file, same rule as ``prompts``, or
             ``module:attr`` importable on the workers; ``aimegraph run --agents``).
+        mcp: an MCP servers file (``aimegraph run --mcp``; same rule as ``prompts``);
+            the workers start or reach the servers.
         thread_id: defaults to a new one; an existing one raises ThreadExistsError.
 
     Raises:
@@ -70,6 +73,7 @@ def submit_run(
         tools=tuple(tools),
         prompts=prompts,
         agents=agents,
+        mcp=mcp,
     )
     app = make_app(broker, queue=queue)
     check_broker(app)

@@ -17,6 +17,7 @@ from langgraph.types import Checkpointer
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.planner import build_planner_graph
+from aimegraph.graphs.scoped import RunScopedGraph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
@@ -35,6 +36,7 @@ from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
+from aimegraph.tools.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
 if TYPE_CHECKING:
@@ -55,6 +57,7 @@ def build_aime_graph(
     factory: ActorFactory | None = None,
     agents: Sequence[AgentUnit] | None = None,
     prompts: PromptsArg = None,
+    mcp_servers: McpServersArg = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -91,12 +94,21 @@ def build_aime_graph(
             in ``prompt_version``; a change takes effect from the next run, never
             mid-run, and a resumed run keeps its version. Overrides are checked
             here: an unknown component or a dropped placeholder is a ``ValueError``.
+        mcp_servers: MCP servers whose tools actors may use (the ``[mcp]`` extra): the
+            path of a JSON file in the common ``{"mcpServers": {...}}`` shape, that
+            content, or ``{name: spec}``; added to ``config.mcp_servers``. Each server
+            is a tool bundle named after it. Their tools are listed here (a server
+            that cannot start raises ``McpServerError`` naming it); during a run each
+            server has one session, opened on its first call and closed when the run
+            ends, however it ends (see :mod:`aimegraph.tools.mcp`).
         name: The compiled graph's name.
 
     Returns:
-        A compiled graph. Input ``{"goal": ...}`` or ``{"messages": [...]}``; output
-        ``final_answer``, ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``
-        and the rest of ``AimeOutput``.
+        A compiled graph (a :class:`~aimegraph.graphs.scoped.RunScopedGraph`: each run
+        holds its MCP sessions and async tool calls, released when it ends). Input
+        ``{"goal": ...}`` or ``{"messages": [...]}``; output ``final_answer``,
+        ``status``, ``reason``, ``tasks``, ``verdict``, ``usage`` and the rest of
+        ``AimeOutput``.
     """
     config = config or AimeConfig()
     source = open_prompt_source(prompts)
@@ -113,6 +125,12 @@ def build_aime_graph(
         if isinstance(tools, ToolRegistry)
         else default_registry(Path(config.workspace), knowledge=knowledge, extra_tools=tools or ())
     )
+    servers = {**config.mcp_servers, **load_mcp_servers(mcp_servers)}
+    if servers:
+        from aimegraph.tools.mcp import add_mcp_bundles  # the [mcp] extra: only when asked for
+
+        owned = registry.copy() if registry is tools else registry
+        registry = add_mcp_bundles(owned, servers)
     check_approve_tools(config.approve_tools, registry.tools)
 
     units = None
@@ -236,7 +254,7 @@ def build_aime_graph(
         route_after_verifier(config),
         {"planner": "planner", "orchestrator": "orchestrator", END: end},
     )
-    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    compiled = RunScopedGraph.of(builder.compile(checkpointer=checkpointer, store=store, name=name))
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))
@@ -272,8 +290,9 @@ def __getattr__(name: str) -> AimeGraph:
     """``aimegraph.graphs.aime:graph``, the graph ``langgraph.json`` serves.
 
     Built on first access (not at import) from ``AIMEGRAPH_MODEL`` (default
-    ``scripted:demo``) and ``AIMEGRAPH_WORKSPACE`` (default
-    ``.aimegraph/workspace/server``). No checkpointer: LangGraph Server brings its own.
+    ``scripted:demo``), ``AIMEGRAPH_WORKSPACE`` (default
+    ``.aimegraph/workspace/server``) and ``AIMEGRAPH_MCP`` (an MCP servers file, none by
+    default). No checkpointer: LangGraph Server brings its own.
     """
     if name != "graph":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -283,7 +302,9 @@ def __getattr__(name: str) -> AimeGraph:
     workspace = Path(os.environ.get("AIMEGRAPH_WORKSPACE", ".aimegraph/workspace/server"))
     workspace.mkdir(parents=True, exist_ok=True)
     graph = build_aime_graph(
-        os.environ.get("AIMEGRAPH_MODEL", "scripted:demo"), config=AimeConfig(workspace=workspace)
+        os.environ.get("AIMEGRAPH_MODEL", "scripted:demo"),
+        config=AimeConfig(workspace=workspace),
+        mcp_servers=os.environ.get("AIMEGRAPH_MCP") or None,
     )
     return graph
 

@@ -1,0 +1,123 @@
+"""Real MCP servers for the tests, written with the ``mcp`` package's FastMCP.
+
+``notes`` runs as a stdio server (``python -m tests.tools.mcp_servers``, a process of
+its own): a key-value store that lives as long as its session, its process id, a tool
+that kills the server mid-call, and a long output. ``weather`` is served over streamable
+HTTP on loopback by :func:`serve_weather` (uvicorn in a thread of the test process).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from mcp.server.fastmcp import FastMCP
+
+REPO = Path(__file__).resolve().parents[2]
+
+notes = FastMCP(
+    "notes",
+    instructions="A notebook: write notes under a key and read them back.",
+    log_level="WARNING",
+)
+_notes: dict[str, str] = {}
+
+
+@notes.tool()
+def write_note(key: str, text: str) -> str:
+    """Write a note under a key."""
+    _notes[key] = text
+    return f"noted {key}"
+
+
+@notes.tool()
+def read_note(key: str) -> str:
+    """Read the note under a key."""
+    return _notes.get(key, f"no note under {key}")
+
+
+@notes.tool()
+def server_pid() -> str:
+    """The server's process id."""
+    return str(os.getpid())
+
+
+@notes.tool()
+def crash() -> str:
+    """Ends the server process at once (a server dying mid-run)."""
+    os._exit(3)
+
+
+@notes.tool()
+def long_text(chars: int) -> str:
+    """A text of ``chars`` characters: numbered lines."""
+    lines = []
+    size = 0
+    n = 0
+    while size < chars:
+        line = f"line {n:06d}\n"
+        lines.append(line)
+        size += len(line)
+        n += 1
+    return "".join(lines)[:chars]
+
+
+def notes_command() -> dict[str, object]:
+    """The ``mcpServers`` entry starting the notes server."""
+    return {
+        "command": sys.executable,
+        "args": ["-m", "tests.tools.mcp_servers"],
+        "cwd": str(REPO),
+    }
+
+
+weather = FastMCP("weather", log_level="WARNING")
+
+
+@weather.tool()
+def forecast(city: str) -> str:
+    """Tomorrow's weather for a city."""
+    return f"{city}: sunny, 21 C"
+
+
+@contextmanager
+def serve_weather() -> Iterator[str]:
+    """Serve ``weather`` over streamable HTTP on a free loopback port, in a process of
+    its own; yields its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tests.tools.mcp_servers", "http", str(port)],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the weather MCP server did not start") from None
+                time.sleep(0.05)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["http"]:
+        weather.settings.port = int(sys.argv[2])
+        weather.run(transport="streamable-http")
+    else:
+        notes.run()
