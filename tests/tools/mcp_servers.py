@@ -1,8 +1,9 @@
 """Real MCP servers for the tests, written with the ``mcp`` package's FastMCP.
 
 ``notes`` runs as a stdio server (``python -m tests.tools.mcp_servers``, a process of
-its own): a key-value store that lives as long as its session, its process id, a tool
-that kills the server mid-call, and a long output. ``weather`` is served over streamable
+its own): a key-value store that lives as long as its session (its process), its
+process id and environment, a call that waits, one that kills the server mid-call, and
+a long output. ``weather`` is served over streamable
 HTTP on loopback by :func:`serve_weather` (uvicorn in a thread of the test process).
 """
 
@@ -17,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import anyio
 from mcp.server.fastmcp import FastMCP
 
 REPO = Path(__file__).resolve().parents[2]
@@ -46,6 +48,22 @@ def read_note(key: str) -> str:
 def server_pid() -> str:
     """The server's process id."""
     return str(os.getpid())
+
+
+@notes.tool()
+async def wait(seconds: float) -> str:
+    """Answers after ``seconds``; first touches ``$NOTES_WAITING`` (when set), so a
+    test knows the call is in flight."""
+    if marker := os.environ.get("NOTES_WAITING"):
+        Path(marker).write_text(str(os.getpid()))
+    await anyio.sleep(seconds)
+    return "waited"
+
+
+@notes.tool()
+def getenv(variable: str) -> str:
+    """The server's environment variable ``variable``."""
+    return os.environ.get(variable, f"{variable} is not set")
 
 
 @notes.tool()

@@ -10,8 +10,8 @@ already has one (this graph as a node of another scoped graph) uses that one.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from typing import Any, Generic
+from collections.abc import AsyncGenerator, AsyncIterator, Generator, Iterator
+from typing import Any, Generic, cast
 
 from langchain_core.runnables import RunnableConfig, ensure_config
 from langgraph.graph.state import CompiledStateGraph
@@ -45,9 +45,19 @@ class RunScopedGraph(
             yield from super().stream(input, config, **kwargs)
             return
         scope = RunScope()
+        parts = cast(Generator[Any], super().stream(input, scope.bind(config), **kwargs))
         try:
-            yield from super().stream(input, scope.bind(config), **kwargs)
+            # Not `yield from`: that would close `parts` (and wait for its running nodes)
+            # before this frame sees the consumer leave.
+            for part in parts:  # noqa: UP028
+                yield part
+        except BaseException:
+            # The consumer stopped listening: end the calls in flight first, so that the
+            # run's own cleanup (which waits for its running nodes) need not wait on them.
+            scope.cancel()
+            raise
         finally:
+            parts.close()
             scope.close()
 
     async def astream(  # type: ignore[override]
@@ -58,8 +68,13 @@ class RunScopedGraph(
                 yield part
             return
         scope = RunScope()
+        parts = cast(AsyncGenerator[Any], super().astream(input, scope.bind(config), **kwargs))
         try:
-            async for part in super().astream(input, scope.bind(config), **kwargs):
+            async for part in parts:
                 yield part
+        except BaseException:
+            scope.cancel()  # as in stream
+            raise
         finally:
+            await parts.aclose()
             await scope.aclose()

@@ -215,7 +215,7 @@ class _ThroughRunSession:
             result: MCPToolCallResult = await handler(request)
             return result
         try:
-            return await scope.engine.arun(self._call(scope, request))
+            return await scope.arun(self._call(scope, request))
         except McpServerError as exc:
             raise ToolException(str(exc)) from exc
         except Exception as exc:

@@ -51,6 +51,7 @@ class RunScope:
         self._engine = engine
         self._lock = threading.Lock()
         self._closed = False
+        self._released = False
         self._calls: set[concurrent.futures.Future[Any]] = set()
         self._held: dict[Hashable, _Held] = {}  # touched on the engine loop only
 
@@ -81,6 +82,13 @@ class RunScope:
         future.add_done_callback(self._forget)
         return future
 
+    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Await ``coro`` on the engine loop from any loop (as :meth:`submit`: cancelled
+        when the run ends; cancelling the awaiting task cancels it too)."""
+        if self.engine.on_loop():
+            return await coro
+        return await asyncio.wrap_future(self.submit(coro, contextvars.copy_context()))
+
     async def resource(
         self, key: Hashable, opener: Callable[[], AbstractAsyncContextManager[T]]
     ) -> T:
@@ -96,10 +104,20 @@ class RunScope:
         value: T = await asyncio.shield(held.ready)
         return value
 
+    def cancel(self) -> None:
+        """End the scope's work now: cancel its calls in flight and take no new work
+        (the resources stay open until :meth:`close`)."""
+        with self._lock:
+            self._closed = True
+            calls = list(self._calls)
+        for call in calls:
+            call.cancel()
+
     def close(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
         """Cancel the calls in flight and close the resources (from a thread that is not
         the engine loop's)."""
-        if self._stop():
+        self.cancel()
+        if self._first_release():
             try:
                 self.engine.run(self._release(), timeout=timeout)
             except TimeoutError:
@@ -107,24 +125,20 @@ class RunScope:
 
     async def aclose(self, timeout: float = CLOSE_TIMEOUT_S) -> None:
         """:meth:`close` for a coroutine on any event loop."""
-        if self._stop():
+        self.cancel()
+        if self._first_release():
             try:
                 await asyncio.shield(asyncio.wait_for(self.engine.arun(self._release()), timeout))
             except TimeoutError:
                 log.warning("run resources did not close within %.0f s", timeout)
 
-    def _stop(self) -> bool:
-        """Mark the scope closed and cancel its calls; whether anything may be left to
-        release on the engine loop."""
+    def _first_release(self) -> bool:
+        """Whether the resources are to be released now: once, and only if the engine
+        loop was used (a run with no async work has nothing there)."""
         with self._lock:
-            if self._closed or self._engine is None:
-                self._closed = True
-                return False
-            self._closed = True
-            calls = list(self._calls)
-        for call in calls:
-            call.cancel()
-        return True
+            first = self._engine is not None and not self._released
+            self._released = True
+        return first
 
     async def _release(self) -> None:
         held = list(self._held.values())
