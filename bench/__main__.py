@@ -7,6 +7,7 @@
     python -m bench --only dashboard     # [dashboard] extra, Playwright and Debian's chromium
     python -m bench --only distributed   # [distributed] extra, Redis and Postgres on 127.0.0.1
     python -m bench --only optimize      # [optimize] extra (GEPA)
+    python -m bench --only mcp           # [mcp] extra: real MCP servers, stdio and HTTP
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -30,6 +31,7 @@ from bench import (
     economy,
     jsonparse,
     local_plans,
+    mcp,
     memory,
     optimize,
     overhead,
@@ -60,6 +62,7 @@ ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "dashboard": dashboard.run,
     "distributed": distributed.run,
     "optimize": optimize.run,
+    "mcp": mcp.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 

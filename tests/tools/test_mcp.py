@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("langchain_mcp_adapters", reason="the [mcp] extra is not installed")
 
+from bench.mcp_servers import notes_command, serve_weather  # noqa: E402
 from langchain_core.tools import tool  # noqa: E402
 
 from aimegraph import AimeConfig, build_aime_graph  # noqa: E402
@@ -36,7 +37,6 @@ from aimegraph.tools.mcp_servers import (  # noqa: E402
 )
 from tests.conftest import SCENARIOS, Cli  # noqa: E402
 from tests.scripted import call, plan, submit  # noqa: E402
-from tests.tools.mcp_servers import notes_command, serve_weather  # noqa: E402
 
 MCP_TOOLS = f"scripted:{SCENARIOS / 'mcp_tools.yaml'}"
 GOAL = "Note tomorrow's weather in Oslo and read the note back."

@@ -38,7 +38,7 @@ from pydantic import ValidationError
 from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
 from aimegraph.tools.loop import engine_loop
-from aimegraph.tools.outputs import READER, keep_whole
+from aimegraph.tools.outputs import READER, fits, keep_whole
 from aimegraph.tools.policy import timeout_of
 from aimegraph.tools.scope import RunScopeClosedError, current_scope
 
@@ -119,6 +119,12 @@ def make_tool_node(
             outcome, limit=max_observation_chars, workspace=workspace, can_read=can_read
         )
 
+    async def ashown(outcome: ToolOutcome, request: ToolCallRequest) -> ToolOutcome:
+        if not isinstance(outcome, ToolMessage) or fits(outcome, max_observation_chars):
+            return outcome
+        # Keeping it writes a file: not on the event loop.
+        return await asyncio.to_thread(shown, outcome, request)
+
     def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         if (answer := refusal(request)) is not None:
             return answer
@@ -164,7 +170,7 @@ def make_tool_node(
         except TimeoutError:
             fate = "cancelled" if _runs_async(request.tool) else STILL_RUNNING
             return timed_out(call, limit, fate)
-        return shown(outcome, request)
+        return await ashown(outcome, request)
 
     node = ToolNode(
         tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard

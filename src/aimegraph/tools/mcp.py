@@ -146,7 +146,12 @@ async def open_session(
     """
     spec = server.expanded(name)
     started = False
-    with tempfile.TemporaryFile("w+", encoding="utf-8", errors="replace") as errlog:
+    # File work in a worker thread: the engine loop, like any event loop, must not
+    # block (LangGraph Server's dev mode refuses blocking calls on every loop).
+    errlog = await asyncio.to_thread(
+        tempfile.TemporaryFile, "w+", encoding="utf-8", errors="replace"
+    )
+    with errlog:
         try:
             async with _transport(spec, errlog) as session:
                 with anyio.fail_after(START_TIMEOUT_S):
@@ -156,7 +161,8 @@ async def open_session(
         except Exception as exc:
             if started:
                 raise
-            problem = f"could not start: {_start_reason(exc)}{_last_words(errlog)}"
+            last_words = await asyncio.to_thread(_last_words, errlog)
+            problem = f"could not start: {_start_reason(exc)}{last_words}"
             raise McpServerError(name, problem) from exc
 
 

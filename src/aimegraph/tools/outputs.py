@@ -17,7 +17,7 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 
-__all__ = ["OUTPUTS_DIR", "keep_whole"]
+__all__ = ["OUTPUTS_DIR", "fits", "keep_whole"]
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +26,12 @@ OUTPUTS_DIR = ".tool_outputs"
 
 READER = "read_file"
 """The file tool the note tells the actor to read a kept output with."""
+
+
+def fits(message: ToolMessage, limit: int) -> bool:
+    """Whether ``message`` is shown as it is (:func:`keep_whole` would leave it)."""
+    text = _text_of(message)
+    return text is None or len(text) <= limit
 
 
 def keep_whole(

@@ -1,10 +1,11 @@
-"""Real MCP servers for the tests, written with the ``mcp`` package's FastMCP.
+"""Real MCP servers for the MCP benchmark and tests, written with the ``mcp`` package's
+FastMCP (the ``[mcp]`` extra).
 
-``notes`` runs as a stdio server (``python -m tests.tools.mcp_servers``, a process of
-its own): a key-value store that lives as long as its session (its process), its
-process id and environment, a call that waits, one that kills the server mid-call, and
-a long output. ``weather`` is served over streamable
-HTTP on loopback by :func:`serve_weather` (uvicorn in a thread of the test process).
+``notes`` runs as a stdio server (``python -m bench.mcp_servers``, a process of its own):
+a key-value store that lives as long as its session (its process), its process id and
+environment, a call that waits, one that kills the server mid-call, and a long output.
+``weather`` is served over streamable HTTP on loopback by :func:`serve_weather`
+(``python -m bench.mcp_servers http PORT``, a process of its own too).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 import anyio
 from mcp.server.fastmcp import FastMCP
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 notes = FastMCP(
     "notes",
@@ -90,7 +91,7 @@ def notes_command() -> dict[str, object]:
     """The ``mcpServers`` entry starting the notes server."""
     return {
         "command": sys.executable,
-        "args": ["-m", "tests.tools.mcp_servers"],
+        "args": ["-m", "bench.mcp_servers"],
         "cwd": str(REPO),
     }
 
@@ -112,7 +113,7 @@ def serve_weather() -> Iterator[str]:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.tools.mcp_servers", "http", str(port)],
+        [sys.executable, "-m", "bench.mcp_servers", "http", str(port)],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
