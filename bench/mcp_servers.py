@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Literal
 
 import anyio
 from mcp.server.fastmcp import FastMCP
@@ -68,6 +69,12 @@ def getenv(variable: str) -> str:
 
 
 @notes.tool()
+def refuse(reason: str) -> str:
+    """Fails with ``reason`` (the tool's own error, an MCP ``isError`` result)."""
+    raise ValueError(reason)
+
+
+@notes.tool()
 def crash() -> str:
     """Ends the server process at once (a server dying mid-run)."""
     os._exit(3)
@@ -106,14 +113,14 @@ def forecast(city: str) -> str:
 
 
 @contextmanager
-def serve_weather() -> Iterator[str]:
-    """Serve ``weather`` over streamable HTTP on a free loopback port, in a process of
-    its own; yields its URL."""
+def serve_weather(transport: Literal["http", "sse"] = "http") -> Iterator[str]:
+    """Serve ``weather`` over streamable HTTP (or the older SSE transport) on a free
+    loopback port, in a process of its own; yields its URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     process = subprocess.Popen(
-        [sys.executable, "-m", "bench.mcp_servers", "http", str(port)],
+        [sys.executable, "-m", "bench.mcp_servers", transport, str(port)],
         cwd=REPO,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -128,15 +135,18 @@ def serve_weather() -> Iterator[str]:
                 if process.poll() is not None or time.monotonic() > deadline:
                     raise RuntimeError("the weather MCP server did not start") from None
                 time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}/{'mcp' if transport == 'http' else 'sse'}"
     finally:
         process.terminate()
         process.wait(10)
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["http"]:
+    if sys.argv[1:2] in (["http"], ["sse"]):
         weather.settings.port = int(sys.argv[2])
-        weather.run(transport="streamable-http")
+        weather.run(transport="streamable-http" if sys.argv[1] == "http" else "sse")
     else:
+        if starts := os.environ.get("NOTES_STARTS"):  # one line per process started
+            with open(starts, "a") as log:
+                log.write(f"{os.getpid()}\n")
         notes.run()

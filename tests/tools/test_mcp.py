@@ -166,6 +166,62 @@ def test_each_run_has_a_session_of_its_own_closed_when_the_run_ends(
     assert pids[0] != pids[1]
 
 
+def test_a_run_starts_a_server_once_for_all_its_actors_and_only_if_it_calls_it(
+    workspace: Path, servers: dict[str, Any], tmp_path: Path
+) -> None:
+    starts = tmp_path / "starts"
+    servers["mcpServers"]["notes"]["env"] = {"NOTES_STARTS": str(starts)}
+
+    def started() -> int:
+        return len(starts.read_text().splitlines()) if starts.exists() else 0
+
+    two_actors = {
+        "planner": [
+            plan(
+                {"id": "a", "title": "Note a", "tool_bundles": ["notes"]},
+                {"id": "b", "title": "Note b", "tool_bundles": ["notes"]},
+            )
+        ],
+        "actors": {
+            t: [call("write_note", key=t, text=t), call("read_note", key=t), submit("ok")]
+            for t in ("a", "b")
+        },
+    }
+    graph = build_aime_graph(
+        ScriptedChatModel.from_dict(two_actors),
+        config=AimeConfig(workspace=workspace),
+        mcp_servers=servers,
+    )
+    assert started() == 1  # listing its tools when the graph was built
+    assert graph.invoke({"goal": "g"})["status"] == "succeeded"
+    assert started() == 2  # one session for the run's four calls by two parallel actors
+    idle = build_aime_graph(
+        ScriptedChatModel.from_dict(notes_run(call("forecast", city="Rome"), bundles=("weather",))),
+        config=AimeConfig(workspace=workspace),
+        mcp_servers=servers,
+    )
+    assert started() == 3
+    assert idle.invoke({"goal": "g"})["tasks"]["a"].result.summary == "Rome: sunny, 21 C"
+    assert started() == 3  # the run never called notes: no session with it
+
+
+def test_the_session_closes_when_the_run_pauses(workspace: Path, servers: dict[str, Any]) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = ScriptedChatModel.from_dict(
+        notes_run(
+            call("server_pid"), call("ask_human", question="Go on?"), bundles=("notes", "human")
+        )
+    )
+    graph = build_aime_graph(
+        model, config=AimeConfig(workspace=workspace), checkpointer=InMemorySaver(),
+        mcp_servers=servers,
+    )  # fmt: skip
+    out = graph.invoke({"goal": "g"}, {"configurable": {"thread_id": "p"}})
+    assert out["__interrupt__"][0].value["kind"] == "ask_human"
+    assert ended(int(observations(model).split()[-1]))
+
+
 class Crash(BaseException):
     """What no tool handler catches: the run stops with it, as on a crash."""
 
@@ -214,7 +270,11 @@ def test_a_server_dying_mid_run_ends_its_calls_as_error_observations(
     workspace: Path, servers: dict[str, Any]
 ) -> None:
     model = ScriptedChatModel.from_dict(
-        notes_run(call("write_note", key="k", text="v"), call("crash"), call("read_note", key="k"))
+        notes_run(
+            call("refuse", reason="no such notebook"),
+            call("crash"),
+            call("read_note", key="k"),
+        )
     )
     graph = build_aime_graph(
         model, config=AimeConfig(workspace=workspace, tool_timeout_s=20), mcp_servers=servers
@@ -222,6 +282,8 @@ def test_a_server_dying_mid_run_ends_its_calls_as_error_observations(
     out = graph.invoke({"goal": "g"})
     assert out["status"] == "succeeded"  # the actor carried on with what it got
     seen = observations(model)
+    # The tool's own error (an isError result) first, while the server still ran.
+    assert "Error executing tool refuse: no such notebook" in seen
     assert "Error: MCP server 'notes' failed on crash: McpError: Connection closed" in seen
     assert (
         "Error: MCP server 'notes' failed on read_note: its connection is closed "
@@ -302,14 +364,25 @@ def test_secrets_come_from_the_environment_and_are_never_stored(
     workspace: Path, servers: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("TEST_NOTES_TOKEN", "s3cret-from-env")
+    monkeypatch.setenv("AIMEGRAPH_TEST_PARENT_SECRET", "not for servers")
     servers["mcpServers"]["notes"]["env"] = {
         "NOTES_TOKEN": "${TEST_NOTES_TOKEN}",
+        "NOTES_MODE": "${TEST_NOTES_MODE:-careful}",
         "NOTES_PASSWORD": "literal-secret",
     }
-    model = ScriptedChatModel.from_dict(notes_run(call("getenv", variable="NOTES_TOKEN")))
+    model = ScriptedChatModel.from_dict(
+        notes_run(
+            call("getenv", variable="AIMEGRAPH_TEST_PARENT_SECRET"),
+            call("getenv", variable="NOTES_MODE"),
+            call("getenv", variable="NOTES_TOKEN"),
+        )
+    )
     config = AimeConfig(workspace=workspace, mcp_servers=servers["mcpServers"])
     out = build_aime_graph(model, config=config).invoke({"goal": "g"})
     assert out["tasks"]["a"].result.summary == "s3cret-from-env"
+    seen = observations(model)
+    assert "AIMEGRAPH_TEST_PARENT_SECRET is not set" in seen  # not the whole environment
+    assert "\ncareful\n" in seen  # ${VAR:-default}
 
     stored = json.dumps(RunSettings(model="scripted:demo", config=config).as_metadata())
     assert "literal-secret" not in stored and "s3cret" not in stored
@@ -358,3 +431,50 @@ def test_a_long_mcp_output_is_kept_whole(workspace: Path, servers: dict[str, Any
     (kept,) = (workspace / ".tool_outputs").iterdir()
     assert len(kept.read_text()) == 100_000
     assert "the output has 100000 characters" in observations(model)
+
+
+def test_references_are_expanded_in_every_field(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MCP_HOST", "127.0.0.1")
+    monkeypatch.setenv("MCP_KEY", "k3y")
+    servers = load_mcp_servers(
+        {
+            "local": {"command": "${MCP_HOST}-cmd", "args": ["--at", "${MCP_HOST}"],
+                      "cwd": "/srv/${MCP_HOST}", "env": {"A": "x${MCP_KEY}y"}},
+            "remote": {"url": "http://${MCP_HOST}:80/mcp",
+                       "headers": {"Authorization": "Bearer ${MCP_KEY}"}},
+        }
+    )  # fmt: skip
+    local, remote = servers["local"].expanded("local"), servers["remote"].expanded("remote")
+    assert (local.command, local.args, local.cwd) == (
+        "127.0.0.1-cmd",
+        ("--at", "127.0.0.1"),
+        "/srv/127.0.0.1",
+    )
+    assert local.env == {"A": "xk3yy"}
+    assert remote.url == "http://127.0.0.1:80/mcp"
+    assert remote.headers == {"Authorization": "Bearer k3y"}
+    stored = AimeConfig(mcp_servers=servers).model_dump(mode="json")["mcp_servers"]
+    assert stored["remote"]["headers"] == {"Authorization": "Bearer ${MCP_KEY}"}
+
+
+def test_bundle_descriptions_and_the_sse_transport(workspace: Path) -> None:
+    with serve_weather("sse") as url:
+        servers = load_mcp_servers(
+            {
+                "weather": {"url": url, "type": "sse"},
+                "forecasts": {"url": url, "type": "sse", "description": "Forecasts by city."},
+            }
+        )
+        weather, forecasts = load_mcp_bundles(servers)
+        assert (
+            weather.description == "Tools of the MCP server weather: Tomorrow's weather for a city."
+        )
+        assert forecasts.description == "Forecasts by city."
+        # Both serve `forecast`: each takes its server's name as a prefix.
+        assert [t.name for t in weather.tools] == ["weather_forecast"]
+        assert [t.name for t in forecasts.tools] == ["forecasts_forecast"]
+        model = ScriptedChatModel.from_dict(
+            notes_run(call("weather_forecast", city="Lima"), bundles=("weather",))
+        )
+        graph = build_aime_graph(model, config=AimeConfig(workspace=workspace), mcp_servers=servers)
+        assert graph.invoke({"goal": "g"})["tasks"]["a"].result.summary == "Lima: sunny, 21 C"
