@@ -17,9 +17,9 @@ from typing import Any, ClassVar, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
 from aimegraph.state import Usage
-from aimegraph.tools.mcp_servers import McpServer
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]

@@ -18,7 +18,7 @@ from langgraph.types import Command, Interrupt
 from aimegraph.checkpoints import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
-from aimegraph.tools.mcp_servers import McpServer, load_mcp_servers
+from aimegraph.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,

@@ -27,14 +27,14 @@ from langchain_core.tools import tool  # noqa: E402
 
 from aimegraph import AimeConfig, build_aime_graph  # noqa: E402
 from aimegraph.checkpoints import RunSettings  # noqa: E402
-from aimegraph.models.scripted import ScriptedChatModel  # noqa: E402
-from aimegraph.tools.mcp import load_mcp_bundles  # noqa: E402
-from aimegraph.tools.mcp_servers import (  # noqa: E402
+from aimegraph.mcp_servers import (  # noqa: E402
     MASKED,
     McpConfigError,
     McpServerError,
     load_mcp_servers,
 )
+from aimegraph.models.scripted import ScriptedChatModel  # noqa: E402
+from aimegraph.tools.mcp import load_mcp_bundles  # noqa: E402
 from tests.conftest import SCENARIOS, Cli  # noqa: E402
 from tests.scripted import call, plan, submit  # noqa: E402
 

@@ -25,7 +25,7 @@ from aimegraph.checkpoints import (
 from aimegraph.cli import dashboard, distributed, memory, optimize, prompts, runs, threads
 from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
-from aimegraph.tools.mcp_servers import McpServerError
+from aimegraph.mcp_servers import McpServerError
 
 __all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
 

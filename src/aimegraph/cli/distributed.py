@@ -29,7 +29,7 @@ from aimegraph.cli.support import (
 from aimegraph.distributed import records
 from aimegraph.distributed.records import RunRecord
 from aimegraph.distributed.runner import load_graph_builder, takes_store
-from aimegraph.tools.mcp_servers import load_mcp_servers
+from aimegraph.mcp_servers import load_mcp_servers
 
 if TYPE_CHECKING:
     from celery import Celery

@@ -21,6 +21,7 @@ from aimegraph.graphs.scoped import RunScopedGraph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
@@ -36,7 +37,6 @@ from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
-from aimegraph.tools.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
 if TYPE_CHECKING:

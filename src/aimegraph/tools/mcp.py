@@ -35,8 +35,8 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         f"MCP servers need the [mcp] extra: pip install 'aimegraph[mcp]' ({exc})"
     ) from exc
 
+from aimegraph.mcp_servers import McpServer, McpServerError
 from aimegraph.tools.loop import engine_loop
-from aimegraph.tools.mcp_servers import McpServer, McpServerError
 from aimegraph.tools.policy import with_policy
 from aimegraph.tools.registry import ToolRegistry
 from aimegraph.tools.scope import RunScope, current_scope
