@@ -292,7 +292,7 @@ def test_a_server_dying_mid_run_ends_its_calls_as_error_observations(
 
 
 def test_a_server_that_cannot_start_is_one_line_naming_it(
-    workspace: Path, tmp_path: Path, cli: Cli
+    workspace: Path, tmp_path: Path, cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     broken = {
         "broken": {
@@ -312,6 +312,12 @@ def test_a_server_that_cannot_start_is_one_line_naming_it(
     with pytest.raises(McpServerError, match=r"^MCP server 'gone' could not start: FileNotF"):
         build_aime_graph(
             "scripted:demo", config=AimeConfig(workspace=workspace), mcp_servers=missing
+        )
+    monkeypatch.setattr("aimegraph.tools.mcp.START_TIMEOUT_S", 1.0)
+    silent = {"mute": {"command": "python3", "args": ["-c", "import time; time.sleep(60)"]}}
+    with pytest.raises(McpServerError, match=r"^MCP server 'mute' could not start: no answer wit"):
+        build_aime_graph(
+            "scripted:demo", config=AimeConfig(workspace=workspace), mcp_servers=silent
         )
     unreachable = {"far": {"url": "http://127.0.0.1:9/mcp"}}
     with pytest.raises(McpServerError, match=r"^MCP server 'far' could not start: "):

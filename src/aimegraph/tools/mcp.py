@@ -252,19 +252,25 @@ def _describe(name: str, server: McpServer, init: InitializeResult, tools: list[
 
 
 def _reason(exc: BaseException) -> str:
-    """One line for ``exc``: the first leaf of an exception group (anyio's task groups
-    wrap what went wrong), its message, or its type when it has none."""
-    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
-        exc = exc.exceptions[0]
+    """One line for ``exc``: what went wrong (see :func:`_leaf`), its message, or its
+    type when it has none."""
+    exc = _leaf(exc)
     if isinstance(exc, anyio.ClosedResourceError | anyio.BrokenResourceError):
         return "its connection is closed (the server stopped, or dropped it)"
     text = " ".join(str(exc).split())[:300]
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _leaf(exc: BaseException) -> BaseException:
+    """The first leaf of an exception group (anyio's task groups wrap what went wrong)."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return exc
+
+
 def _start_reason(exc: BaseException) -> str:
     """:func:`_reason`, where a timeout is the start's (``START_TIMEOUT_S``)."""
-    if isinstance(exc, TimeoutError):
+    if isinstance(_leaf(exc), TimeoutError):
         return f"no answer within {START_TIMEOUT_S:g} s"
     return _reason(exc)
 
