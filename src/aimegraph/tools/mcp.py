@@ -15,9 +15,9 @@ from __future__ import annotations
 import asyncio
 import tempfile
 from collections.abc import AsyncIterator, Awaitable, Callable, Collection, Mapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import IO, Any, TextIO, cast
+from typing import IO, TextIO, cast
 
 import anyio
 from langchain_core.tools import BaseTool, ToolException
@@ -230,11 +230,10 @@ class _ThroughRunSession:
             ) from exc
 
     async def _call(self, scope: RunScope, request: MCPToolCallRequest) -> MCPToolCallResult:
-        opened = await scope.resource(("mcp", self.name), self._open)
-        session, _ = opened
+        session, _ = await scope.resource(("mcp", self.name), self._open)
         return await session.call_tool(request.name, request.args)
 
-    def _open(self) -> Any:
+    def _open(self) -> AbstractAsyncContextManager[tuple[ClientSession, InitializeResult]]:
         return open_session(self.name, self.server)
 
 
