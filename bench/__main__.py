@@ -9,6 +9,7 @@
     python -m bench --only optimize      # [optimize] extra (GEPA)
     python -m bench --only web_docs      # [web], [docs] and [dev] extras
     python -m bench --only conversation --output bench/results-conversation.md
+    python -m bench --only mcp           # [mcp] extra: real MCP servers, stdio and HTTP
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -33,6 +34,7 @@ from bench import (
     economy,
     jsonparse,
     local_plans,
+    mcp,
     memory,
     optimize,
     overhead,
@@ -66,6 +68,7 @@ ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "distributed": distributed.run,
     "optimize": optimize.run,
     "web_docs": web_docs.run,
+    "mcp": mcp.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 

@@ -17,6 +17,7 @@ from typing import Any, ClassVar, Literal
 from langgraph.runtime import Runtime
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
 from aimegraph.state import Price, Usage
 
@@ -119,7 +120,15 @@ class AimeConfig(BaseModel):
     max_output_retries: int = Field(
         2, ge=0, description="Re-asks when a model reply does not parse or validate."
     )
-    tool_timeout_s: float = Field(60.0, gt=0, description="Wall-clock limit per tool call.")
+    tool_timeout_s: float = Field(
+        60.0, gt=0, description="Wall-clock limit per tool call (a tool's own limit replaces it)."
+    )
+    mcp_servers: dict[str, McpServer] = Field(
+        default_factory=dict,
+        description="MCP servers whose tools actors may use, one bundle per server, in the "
+        "mcpServers JSON shape (needs the [mcp] extra; set when built). Stored with a thread "
+        "without literal env / headers values: write secrets as ${VAR}.",
+    )
     model_timeout_s: float = Field(
         DEFAULT_MODEL_TIMEOUT_S,
         gt=0,
@@ -134,7 +143,10 @@ class AimeConfig(BaseModel):
         20_000, ge=1, description="Longest goal accepted (the goal goes into every prompt)."
     )
     max_observation_chars: int = Field(
-        8_000, ge=200, description="Tool output longer than this is truncated."
+        8_000,
+        ge=200,
+        description="Tool output longer than this is kept whole in the workspace "
+        "(.tool_outputs/) and shown as its head, tail and path.",
     )
     workspace: Path = Field(
         Path(".aimegraph/workspace"),
@@ -212,6 +224,7 @@ class AimeConfig(BaseModel):
             "scheduler",
             "optimize_online",
             "web",
+            "mcp_servers",
         }
     )
 

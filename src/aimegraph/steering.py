@@ -19,6 +19,7 @@ from aimegraph.checkpoints import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.models.response_format import load_response_format
 from aimegraph.tools.registry import (
     ToolLike,
@@ -70,14 +71,20 @@ def run_tools(settings: RunSettings, knowledge: KnowledgeBase | None = None) -> 
     )
 
 
+def run_servers(settings: RunSettings) -> dict[str, McpServer]:
+    """The run's MCP servers, by name (each a bundle): its config's and its file's."""
+    return {**settings.config.mcp_servers, **load_mcp_servers(settings.mcp)}
+
+
 def run_graph(
     settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
 ) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
     ``store``: a thread started with one must be resumed with one, the graph has
     its memory nodes only then), with the run's prompts (``settings.prompts``),
-    agent units (``settings.agents``), knowledge base (``settings.knowledge``) and
-    typed answer (``settings.response_format``)."""
+    agent units (``settings.agents``), knowledge base (``settings.knowledge``), typed
+    answer (``settings.response_format``) and MCP servers (``settings.mcp``, with
+    those of its config)."""
     knowledge = run_knowledge(settings)
     agents = None
     if settings.agents:
@@ -97,6 +104,7 @@ def run_graph(
         prompts=settings.prompts,
         agents=agents,
         response_format=response_format,
+        mcp_servers=settings.mcp,
     )
 
 

@@ -95,7 +95,9 @@ def test_actor_recovers_from_unknown_tool_bad_arguments_and_exceptions(
     assert "Traceback" not in prompt  # tracebacks go to the logs, not to the model
 
 
-def test_slow_tools_time_out_and_long_outputs_are_truncated(scripted_graph: GraphFactory) -> None:
+def test_slow_tools_time_out_and_long_outputs_are_kept_whole(
+    scripted_graph: GraphFactory, workspace: Path
+) -> None:
     graph, model = scripted_graph(
         {
             "planner": [plan({"id": "a", "title": "Try", "tool_bundles": ["custom"]})],
@@ -111,7 +113,11 @@ def test_slow_tools_time_out_and_long_outputs_are_truncated(scripted_graph: Grap
     assert out["tasks"]["a"].status == "completed"
     prompt = last_actor_prompt(model, "a")
     assert "slow did not finish within 0.3 s" in prompt
-    assert "[... output truncated: showing 1000 of 50000 characters]" in prompt
+    # Past max_observation_chars the output is kept in the workspace, shown in part.
+    (kept,) = (workspace / ".tool_outputs").iterdir()
+    assert kept.read_text() == "x" * 50_000
+    assert "the output has 50000 characters" in prompt
+    assert f"saved as '.tool_outputs/{kept.name}'" in prompt
     assert "x" * 1001 not in prompt
 
 

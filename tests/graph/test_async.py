@@ -17,6 +17,7 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.config import get_stream_writer
 from langgraph.types import Command
 from pydantic import PrivateAttr
 from tests.conftest import GraphFactory
@@ -46,12 +47,77 @@ async def test_async_tool_is_awaited_under_ainvoke(scripted_graph: GraphFactory)
     assert out["tasks"]["a"].result.summary == "value of k"
 
 
-def test_async_only_tool_under_invoke_is_a_clear_observation(
+def test_async_only_tools_run_under_invoke_on_one_engine_loop(
     scripted_graph: GraphFactory,
 ) -> None:
-    graph, _ = scripted_graph(one_task(call("fetch_async", key="k")), tools=[fetch_async])
-    summary = graph.invoke({"goal": "g"})["tasks"]["a"].result.summary
-    assert "fetch_async is an async-only tool" in summary and "ainvoke" in summary
+    # Issue 25 point 2: an async-only tool (what MCP adapters return) runs under invoke,
+    # on the engine's own loop: not on the caller's thread, the same loop for every
+    # call and every run of the process (not one per call).
+    seen: list[tuple[int, int]] = []
+
+    @tool
+    async def where(key: str) -> str:
+        """Says where it ran."""
+        seen.append((threading.get_ident(), id(asyncio.get_running_loop())))
+        await asyncio.sleep(0)
+        return f"ran {key}"
+
+    scenario = one_task(call("where", key="1"))
+    scenario["actors"]["a"].insert(1, call("where", key="2"))
+    for _ in range(2):
+        graph, _ = scripted_graph(scenario, tools=[where])
+        assert graph.invoke({"goal": "g"})["tasks"]["a"].result.summary == "ran 2"
+    assert len(seen) == 4
+    assert len(set(seen)) == 1
+    assert seen[0][0] != threading.get_ident()
+
+
+def test_timed_out_async_tool_is_cancelled_under_invoke(scripted_graph: GraphFactory) -> None:
+    cancelled = threading.Event()
+
+    @tool
+    async def hang(who: str) -> str:
+        """Never answers."""
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return who
+
+    graph, _ = scripted_graph(one_task(call("hang", who="a")), tools=[hang], tool_timeout_s=0.2)
+    out = graph.invoke({"goal": "g"})
+    assert "hang did not finish within 0.2 s (cancelled)" in out["tasks"]["a"].result.summary
+    assert cancelled.wait(10)
+
+
+def test_async_tool_in_flight_is_cancelled_when_a_sync_run_is_abandoned(
+    scripted_graph: GraphFactory,
+) -> None:
+    # The consumer of graph.stream stops listening mid-call (a front end closing, an
+    # error in its loop): the call is cancelled, not left to run to its timeout.
+    cancelled = threading.Event()
+
+    @tool
+    async def hang(who: str) -> str:
+        """Answers in an hour."""
+        get_stream_writer()({"hang": "started"})
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return who
+
+    graph, _ = scripted_graph(one_task(call("hang", who="a")), tools=[hang], tool_timeout_s=600)
+
+    def consume() -> None:
+        for _, chunk in graph.stream({"goal": "g"}, stream_mode="custom", subgraphs=True):
+            if chunk == {"hang": "started"}:
+                break  # closes the stream
+
+    threading.Thread(target=consume, daemon=True).start()
+    assert cancelled.wait(10)
 
 
 def two_tasks_calling(name: str) -> dict[str, Any]:

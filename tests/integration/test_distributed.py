@@ -486,6 +486,39 @@ def test_a_run_that_cannot_start_ends_failed_with_the_reason(cluster: Cluster) -
     assert code == 1 and shown["status"] == "failed" and shown["reason"] == record.reason
 
 
+def test_a_worker_reaches_the_mcp_servers_of_the_run(cluster: Cluster, tmp_path: Path) -> None:
+    # Issue 25: `submit --mcp FILE` stores the file's path; the worker's graph (the
+    # default builder, run_graph) reads it and runs with the servers' tools.
+    pytest.importorskip("langchain_mcp_adapters", reason="the [mcp] extra is not installed")
+    from bench.mcp_servers import notes_command, serve_weather
+
+    scenario = REPO / "tests" / "data" / "scenarios" / "mcp_tools.yaml"
+    servers = tmp_path / "servers.json"
+    thread_id = f"{cluster.queue}-{uuid.uuid4().hex[:8]}"
+    with serve_weather() as weather:
+        servers.write_text(
+            json.dumps({"mcpServers": {"notes": notes_command(), "weather": {"url": weather}}})
+        )
+        settings = RunSettings(
+            model=f"scripted:{scenario}",
+            config=AimeConfig(workspace=cluster.tmp / "ws", user_id=cluster.queue),
+            mcp=str(servers),
+        )
+        # Queued without a message, so that this process runs it as a worker would.
+        with records.connect(cluster.checkpoints) as conn:
+            records.insert_queued(conn, thread_id, "Note the Oslo forecast.", settings)
+        record = execute_run(cluster.checkpoints, thread_id, "w9", run_graph)
+    assert record is not None and record.outcome == "succeeded", record
+    assert _settings(cluster, thread_id).mcp == str(servers)
+    code, shown = cluster.cli("show", thread_id)
+    assert code == 0 and shown["final_answer"] == "Answer: noted: Oslo: sunny, 21 C"
+    code, _ = cluster.cli(
+        "submit", "a goal", "--mcp", str(tmp_path / "nosuch.json"), "--broker", cluster.broker,
+        "--queue", cluster.queue,
+    )  # fmt: skip
+    assert code == 2  # checked before anything is queued
+
+
 def test_bad_broker_or_database_url_is_a_clear_error(
     cluster: Cluster, capsys: pytest.CaptureFixture[str]
 ) -> None:

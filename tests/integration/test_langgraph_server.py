@@ -9,6 +9,7 @@ and the browser are turned off.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import signal
@@ -104,10 +105,14 @@ def server_url(tmp_path: Path) -> Iterator[str]:
     workspace = tmp_path / "workspace"
     workspace.mkdir()
     shutil.copy(SALES_CSV, workspace / "sales.csv")
+    yield from _serve(tmp_path, AIMEGRAPH_MODEL="scripted:demo", AIMEGRAPH_WORKSPACE=str(workspace))
+
+
+def _serve(tmp_path: Path, **aimegraph_env: str) -> Iterator[str]:
+    """``langgraph dev`` serving the repo's graph, built from ``aimegraph_env``."""
     env = {k: v for k, v in os.environ.items() if k not in DROPPED_ENV}
     env.update(OFFLINE_ENV)
-    env["AIMEGRAPH_MODEL"] = "scripted:demo"
-    env["AIMEGRAPH_WORKSPACE"] = str(workspace)
+    env.update(aimegraph_env)
     port = _free_port()
     log = tmp_path / "langgraph-dev.log"
     with log.open("wb") as out:
@@ -185,3 +190,36 @@ def test_served_graph_pauses_for_plan_approval_and_resumes(server_url: str) -> N
     assert values["final_answer"]
     assert values["tasks"]
     assert {task["status"] for task in values["tasks"].values()} == {"completed"}
+
+
+def test_served_graph_calls_mcp_servers(tmp_path: Path) -> None:
+    # Issue 25: AIMEGRAPH_MCP names the servers file; the server runs the graph with
+    # astream on its own event loop, the MCP sessions live on the engine's.
+    pytest.importorskip("langchain_mcp_adapters", reason="the [mcp] extra is not installed")
+    from bench.mcp_servers import notes_command, serve_weather
+
+    scenario = REPO / "tests" / "data" / "scenarios" / "mcp_tools.yaml"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    servers = tmp_path / "servers.json"
+    with serve_weather() as weather:
+        servers.write_text(
+            json.dumps({"mcpServers": {"notes": notes_command(), "weather": {"url": weather}}})
+        )
+        served = _serve(
+            tmp_path,
+            AIMEGRAPH_MODEL=f"scripted:{scenario}",
+            AIMEGRAPH_WORKSPACE=str(workspace),
+            AIMEGRAPH_MCP=str(servers),
+        )
+        url = next(served)
+        try:
+            client = langgraph_sdk.get_sync_client(url=url, api_key=None, timeout=60.0)
+            thread = client.threads.create()
+            goal = "Note tomorrow's weather in Oslo and read the note back."
+            _stream(client, thread["thread_id"], input={"goal": goal})
+            values = client.threads.get_state(thread["thread_id"])["values"]
+        finally:
+            served.close()
+    assert values["status"] == "succeeded", values.get("reason")
+    assert values["final_answer"] == "Answer: noted: Oslo: sunny, 21 C"

@@ -41,9 +41,11 @@ class RunSettings:
     YAML / JSON file or ``module:attr``, see ``aimegraph.teams.load_agents``);
     ``knowledge`` a knowledge base directory (``aimegraph knowledge add``);
     ``response_format`` the typed answer's format (a JSON schema file or
-    ``module:attr``, see ``aimegraph.models.response_format.load_response_format``).
-    The workspace and the file paths are made absolute, so that a resume from
-    another directory finds them.
+    ``module:attr``, see ``aimegraph.models.response_format.load_response_format``);
+    ``mcp`` an MCP servers file (``build_aime_graph(mcp_servers=...)``; read again
+    when the graph is rebuilt, so its secrets stay in the file). The workspace and
+    the file paths are made absolute, so that a resume from another directory finds
+    them.
     """
 
     model: str
@@ -53,6 +55,7 @@ class RunSettings:
     agents: str | None = None
     knowledge: str | None = None
     response_format: str | None = None
+    mcp: str | None = None
 
     def __post_init__(self) -> None:
         workspace = self.config.workspace.expanduser().absolute()
@@ -65,9 +68,9 @@ class RunSettings:
             spec = getattr(self, name)
             if spec is not None and spec.endswith((".yaml", ".yml", ".json")):
                 object.__setattr__(self, name, str(Path(spec).expanduser().absolute()))
-        if self.knowledge is not None:
-            knowledge = str(Path(self.knowledge).expanduser().absolute())
-            object.__setattr__(self, "knowledge", knowledge)
+        for name in ("knowledge", "mcp"):
+            if (path := getattr(self, name)) is not None:
+                object.__setattr__(self, name, str(Path(path).expanduser().absolute()))
 
     def as_metadata(self) -> dict[str, Any]:
         settings = {
@@ -83,6 +86,8 @@ class RunSettings:
             settings["knowledge"] = self.knowledge
         if self.response_format is not None:
             settings["response_format"] = self.response_format
+        if self.mcp is not None:
+            settings["mcp"] = self.mcp
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -105,6 +110,7 @@ class RunSettings:
             response_format=(
                 str(stored["response_format"]) if stored.get("response_format") else None
             ),
+            mcp=str(stored["mcp"]) if stored.get("mcp") else None,
         )
 
 

@@ -40,6 +40,7 @@ from aimegraph.cli import (
 from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.runlog import log_directory, run_logging
 from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
+from aimegraph.mcp_servers import McpServerError
 
 __all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
 
@@ -67,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return exc.code
-    except ValueError as exc:  # bad URLs, model specs, config values, tool specs
+    except (ValueError, McpServerError) as exc:  # bad URLs, specs, config; MCP servers down
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     except ImportError as exc:

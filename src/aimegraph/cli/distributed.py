@@ -29,6 +29,7 @@ from aimegraph.cli.support import (
 from aimegraph.distributed import records
 from aimegraph.distributed.records import RunRecord
 from aimegraph.distributed.runner import load_graph_builder, takes_store
+from aimegraph.mcp_servers import load_mcp_servers
 
 if TYPE_CHECKING:
     from celery import Celery
@@ -171,6 +172,8 @@ def _submit(args: argparse.Namespace, thread_id: str) -> None:
         load_agents(args.agents)
     if args.response_format:  # likewise
         load_response_format(args.response_format)
+    if args.mcp:  # a malformed file fails here, not on a worker
+        load_mcp_servers(args.mcp)
     submit_run(
         args.goal,
         broker=args.broker,
@@ -182,6 +185,7 @@ def _submit(args: argparse.Namespace, thread_id: str) -> None:
         prompts=run_prompts(args, Console(stderr=True), online=config.optimize_online),
         agents=args.agents,
         response_format=args.response_format,
+        mcp=args.mcp,
         thread_id=thread_id,
         queue=args.queue,
     )

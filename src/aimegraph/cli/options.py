@@ -14,6 +14,7 @@ __all__ = [
     "broker_options",
     "checkpoints_option",
     "durability_option",
+    "mcp_option",
     "rebuild_options",
     "run_options",
     "stream_option",
@@ -69,6 +70,18 @@ def tools_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def mcp_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--mcp",
+        metavar="FILE",
+        help='MCP servers whose tools actors may use: a JSON file in the common {"mcpServers": '
+        "{name: {command, args, env} or {url, headers}}} shape (stdio or streamable HTTP; "
+        "${VAR} is read from the environment); each server is a tool bundle named after it "
+        "(needs the [mcp] extra). Stored with the run as the file's path, which resume reads "
+        "again",
+    )
+
+
 def rebuild_options(parser: argparse.ArgumentParser) -> None:
     """Settings for carrying on a thread: needed for threads started from Python
     (which store none); for the CLI's own threads they replace the stored ones."""
@@ -76,6 +89,7 @@ def rebuild_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--workspace", help="workspace directory (default: the run's)")
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")
     tools_option(parser)
+    mcp_option(parser)
 
 
 def run_options(parser: argparse.ArgumentParser) -> None:
@@ -101,6 +115,7 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")
     tools_option(parser)
+    mcp_option(parser)
     parser.add_argument(
         "--prompts",
         metavar="FILE_OR_STORE",

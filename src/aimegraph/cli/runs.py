@@ -56,6 +56,7 @@ from aimegraph.steering import (
     prepare_demo,
     resume_command,
     run_graph,
+    run_servers,
     run_tools,
 )
 
@@ -66,7 +67,9 @@ ANSWER_HINTS = {
     "decision": "--approve or --reject REASON",
 }
 
-RESUME_FLAGS = "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --config JSON as needed)"
+RESUME_FLAGS = (
+    "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --mcp FILE, --config JSON as needed)"
+)
 
 
 def register(command: AddCommand) -> None:
@@ -120,6 +123,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         agents=args.agents,
         knowledge=args.knowledge,
         response_format=args.response_format,
+        mcp=args.mcp,
     )
     graph = run_graph(settings, saver, args.memory_store())
     return execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
@@ -271,6 +275,7 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         agents=stored.agents if stored else None,
         knowledge=stored.knowledge if stored else None,
         response_format=stored.response_format if stored else None,
+        mcp=args.mcp or (stored.mcp if stored else None),
     )
 
 
@@ -278,7 +283,7 @@ def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:
     """Refuse to carry on a plan whose unfinished tasks (or a plan waiting for
     approval) use tool bundles the rebuilt registry lacks: their actors would fail on
     every call of those tools."""
-    bundles = run_tools(settings).bundles
+    bundles = [*run_tools(settings).bundles, *run_servers(settings)]
     missing: dict[str, list[str]] = {}
     for task_id, wanted in _planned_bundles(snapshot):
         for bundle in wanted:
@@ -288,7 +293,8 @@ def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:
         named = "; ".join(f"{b!r} (tasks {', '.join(ids)})" for b, ids in missing.items())
         raise CliError(
             f"the plan uses tool bundles this resume does not have: {named}. Give the "
-            "application's tools with --tools MODULE:ATTR (available bundles: "
+            "application's tools with --tools MODULE:ATTR, its MCP servers with --mcp FILE "
+            "(available bundles: "
             f"{', '.join(bundles)})",
             EXIT_USAGE,
         )

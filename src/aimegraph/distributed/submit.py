@@ -37,6 +37,7 @@ def submit_run(
     prompts: str | None = None,
     agents: str | None = None,
     response_format: str | None = None,
+    mcp: str | None = None,
     thread_id: str | None = None,
     queue: str = DEFAULT_QUEUE,
 ) -> str:
@@ -58,6 +59,8 @@ def submit_run(
             ``module:attr`` importable on the workers; ``aimegraph run --agents``).
         response_format: the typed answer's format (a JSON schema file, same rule as
             ``prompts``, or ``module:attr``; ``aimegraph run --response-format``).
+        mcp: an MCP servers file (``aimegraph run --mcp``; same rule as ``prompts``);
+            the workers start or reach the servers.
         thread_id: defaults to a new one; an existing one raises ThreadExistsError.
 
     Raises:
@@ -77,6 +80,7 @@ def submit_run(
         prompts=prompts,
         agents=agents,
         response_format=response_format,
+        mcp=mcp,
     )
     resolve_goal({"goal": goal}, max_chars=settings.config.max_goal_chars)
     app = make_app(broker, queue=queue)

@@ -120,6 +120,8 @@ def build_actor_graph(
             before_call=make_tool_approval(config),
             untimed=always,
             once_per_reply=[SUBMIT_RESULT],
+            # Where the file tools read: they resolve the workspace when built, too.
+            workspace=Path(config.workspace).expanduser().resolve(),
         ),
     )
     if memory:

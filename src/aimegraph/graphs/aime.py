@@ -18,9 +18,11 @@ from langgraph.types import Checkpointer
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.planner import build_planner_graph
+from aimegraph.graphs.scoped import RunScopedGraph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
@@ -58,6 +60,7 @@ def build_aime_graph(
     agents: Sequence[AgentUnit] | None = None,
     prompts: PromptsArg = None,
     response_format: ResponseFormat | None = None,
+    mcp_servers: McpServersArg = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -103,11 +106,20 @@ def build_aime_graph(
             never validates ends the run ``failed`` with the reason. With a
             ``checkpointer`` whose serializer has an allowlist (``make_serializer``),
             the model class is added to it for this graph.
+        mcp_servers: MCP servers whose tools actors may use (the ``[mcp]`` extra): the
+            path of a JSON file in the common ``{"mcpServers": {...}}`` shape, that
+            content, or ``{name: spec}``; added to ``config.mcp_servers``. Each server
+            is a tool bundle named after it. Their tools are listed here (a server
+            that cannot start raises ``McpServerError`` naming it); during a run each
+            server has one session, opened on its first call and closed when the run
+            ends, however it ends (see :mod:`aimegraph.tools.mcp`).
         name: The compiled graph's name.
 
     Returns:
-        A compiled graph. Input ``{"goal": ...}`` or ``{"messages": [...]}``; output
-        ``final_answer``, ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``,
+        A compiled graph (a :class:`~aimegraph.graphs.scoped.RunScopedGraph`: each run
+        holds its MCP sessions and async tool calls, released when it ends). Input
+        ``{"goal": ...}`` or ``{"messages": [...]}``; output ``final_answer``,
+        ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``,
         ``structured_response`` and the rest of ``AimeOutput``. A run on a thread with
         earlier turns sees a bounded view of them (``max_conversation_tokens``).
     """
@@ -134,6 +146,12 @@ def build_aime_graph(
             Path(config.workspace), knowledge=knowledge, web=config.web, extra_tools=tools or ()
         )
     )
+    servers = {**config.mcp_servers, **load_mcp_servers(mcp_servers)}
+    if servers:
+        from aimegraph.tools.mcp import add_mcp_bundles  # the [mcp] extra: only when asked for
+
+        owned = registry.copy() if registry is tools else registry
+        registry = add_mcp_bundles(owned, servers)
     check_approve_tools(config.approve_tools, registry.tools)
 
     units = None
@@ -259,7 +277,7 @@ def build_aime_graph(
         route_after_verifier(config),
         {"planner": "planner", "orchestrator": "orchestrator", END: end},
     )
-    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    compiled = RunScopedGraph.of(builder.compile(checkpointer=checkpointer, store=store, name=name))
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))
@@ -295,8 +313,9 @@ def __getattr__(name: str) -> AimeGraph:
     """``aimegraph.graphs.aime:graph``, the graph ``langgraph.json`` serves.
 
     Built on first access (not at import) from ``AIMEGRAPH_MODEL`` (default
-    ``scripted:demo``) and ``AIMEGRAPH_WORKSPACE`` (default
-    ``.aimegraph/workspace/server``). No checkpointer: LangGraph Server brings its own.
+    ``scripted:demo``), ``AIMEGRAPH_WORKSPACE`` (default
+    ``.aimegraph/workspace/server``) and ``AIMEGRAPH_MCP`` (an MCP servers file, none by
+    default). No checkpointer: LangGraph Server brings its own.
     """
     if name != "graph":
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -306,7 +325,9 @@ def __getattr__(name: str) -> AimeGraph:
     workspace = Path(os.environ.get("AIMEGRAPH_WORKSPACE", ".aimegraph/workspace/server"))
     workspace.mkdir(parents=True, exist_ok=True)
     graph = build_aime_graph(
-        os.environ.get("AIMEGRAPH_MODEL", "scripted:demo"), config=AimeConfig(workspace=workspace)
+        os.environ.get("AIMEGRAPH_MODEL", "scripted:demo"),
+        config=AimeConfig(workspace=workspace),
+        mcp_servers=os.environ.get("AIMEGRAPH_MCP") or None,
     )
     return graph
 

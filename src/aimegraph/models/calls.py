@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, cast
 
@@ -54,10 +54,16 @@ def is_transient(exc: BaseException) -> bool:
     connections, rate limits, 408/409/429 and 5xx answers)."""
     if isinstance(exc, _TRANSIENT_TYPES):
         return True
+    status = status_code_of(exc)
+    return status is not None and (status in (408, 409, 429) or status >= 500)
+
+
+def status_code_of(exc: BaseException) -> int | None:
+    """The HTTP status an error carries (``status_code``, or its ``response``'s), if any."""
     status = getattr(exc, "status_code", None) or getattr(
         getattr(exc, "response", None), "status_code", None
     )
-    return isinstance(status, int) and (status in (408, 409, 429) or status >= 500)
+    return status if isinstance(status, int) else None
 
 
 LLM_RETRY_POLICY = RetryPolicy(
@@ -70,19 +76,31 @@ LLM_RETRY_POLICY = RetryPolicy(
 """Retry policy for every node that calls a model."""
 
 
-def _retrying(kind: type[tenacity.BaseRetrying]) -> tenacity.BaseRetrying:
-    """Retries on transient errors with ``LLM_RETRY_POLICY``'s attempts, exponential
-    backoff and jitter; the last error propagates."""
+RetryingT = TypeVar("RetryingT", bound=tenacity.BaseRetrying)
+
+
+def retrying(
+    kind: type[RetryingT],
+    *,
+    retry_on: Callable[[BaseException], bool] = is_transient,
+    max_attempts: int = LLM_RETRY_POLICY.max_attempts,
+    initial_interval: float = LLM_RETRY_POLICY.initial_interval,
+) -> RetryingT:
+    """Retries (``tenacity.Retrying`` or ``AsyncRetrying``) on the errors ``retry_on``
+    accepts (default: transient ones), with ``LLM_RETRY_POLICY``'s exponential backoff
+    and jitter, its attempts by default; the last error propagates. Models and tools
+    marked retryable (:mod:`aimegraph.tools.policy`) retry this way."""
     policy = LLM_RETRY_POLICY
     return kind(
-        retry=tenacity.retry_if_exception(is_transient),
+        retry=tenacity.retry_if_exception(retry_on),
         wait=tenacity.wait_exponential_jitter(
-            multiplier=policy.initial_interval,
+            multiplier=initial_interval,
             exp_base=policy.backoff_factor,
             max=policy.max_interval,
-            jitter=1.0 if policy.jitter else 0.0,  # as RetryPolicy: up to 1 s
+            # As RetryPolicy: up to 1 s, and never more than the first wait.
+            jitter=min(1.0, initial_interval) if policy.jitter else 0.0,
         ),
-        stop=tenacity.stop_after_attempt(policy.max_attempts),
+        stop=tenacity.stop_after_attempt(max_attempts),
         reraise=True,
     )
 
@@ -92,8 +110,8 @@ def retrying_in_place(runnable: Runnable[Any, R]) -> Runnable[Any, R]:
     attempts and backoff); the waits are ``time.sleep`` under ``invoke`` and
     ``asyncio.sleep`` under ``ainvoke``; the last error propagates."""
     return RunnableLambda(
-        _retrying(tenacity.Retrying).wraps(runnable.invoke),
-        afunc=_retrying(tenacity.AsyncRetrying).wraps(runnable.ainvoke),
+        retrying(tenacity.Retrying).wraps(runnable.invoke),
+        afunc=retrying(tenacity.AsyncRetrying).wraps(runnable.ainvoke),
         name="retrying",
     )
 

@@ -3,6 +3,7 @@
 from aimegraph.tools.calculator import calculator
 from aimegraph.tools.files import Workspace, make_file_tools
 from aimegraph.tools.knowledge import make_knowledge_search_tool
+from aimegraph.tools.policy import ToolRetry, with_policy
 from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.python import make_python_tool
 from aimegraph.tools.registry import (
@@ -16,6 +17,7 @@ __all__ = [
     "ToolBundle",
     "ToolRegistry",
     "ToolRegistryError",
+    "ToolRetry",
     "Workspace",
     "calculator",
     "default_registry",
@@ -24,4 +26,5 @@ __all__ = [
     "make_python_tool",
     "submit_result",
     "update_progress",
+    "with_policy",
 ]

@@ -2,13 +2,17 @@
 turns every way a tool call can go wrong into an observation for the model.
 
 Where a call runs: under ``invoke`` ToolNode runs a step's calls in its thread
-pool and the guard puts each timed call in a daemon thread of its own; under
-``ainvoke`` the async guard awaits coroutine tools on the event loop (cancelled
-on timeout) and runs sync tools in a daemon thread, so the loop never blocks.
-A sync tool cannot be stopped: on timeout it is abandoned, still running, and
-being a daemon thread it does not keep the process alive. Instant bookkeeping
-calls (the actor's reports) can instead run in the step that got them
-(:func:`run_in_step`), with the same checks and observations and no thread."""
+pool and the guard puts each timed call in a daemon thread of its own, and an
+async-only tool on the engine's own event loop (:mod:`aimegraph.tools.loop`; one per
+process, cancelled on timeout and when the run ends); under ``ainvoke`` the async
+guard awaits coroutine tools on the event loop (cancelled on timeout) and runs sync
+tools in a daemon thread, so the loop never blocks. A sync tool cannot be stopped:
+on timeout it is abandoned, still running, and being a daemon thread it does not
+keep the process alive. A tool's own time limit (:mod:`aimegraph.tools.policy`)
+replaces the node's. Outputs too long for an observation are kept whole in the
+workspace (:mod:`aimegraph.tools.outputs`). Instant bookkeeping calls (the actor's
+reports) can instead run in the step that got them (:func:`run_in_step`), with the
+same checks and observations and no thread."""
 
 from __future__ import annotations
 
@@ -17,8 +21,9 @@ import contextvars
 import json
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
-from concurrent.futures import Future
+from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
+from concurrent.futures import CancelledError, Future
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
@@ -32,6 +37,10 @@ from pydantic import ValidationError
 
 from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
+from aimegraph.tools.loop import engine_loop
+from aimegraph.tools.outputs import READER, fits, keep_whole
+from aimegraph.tools.policy import timeout_of
+from aimegraph.tools.scope import RunScopeClosedError, current_scope
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +61,7 @@ def make_tool_node(
     before_call: Callable[[ToolCallRequest], ToolMessage | None] | None = None,
     untimed: Collection[str] = (),
     once_per_reply: Collection[str] = (),
+    workspace: Path | None = None,
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
 
@@ -62,8 +72,14 @@ def make_tool_node(
     bookkeeping such as ``submit_result``) skip the timeout's worker thread. A
     reply calling a tool named in ``once_per_reply`` (``submit_result``, which
     ends the task) more than once gets its first call run and the others refused.
+    ``timeout_s`` is the limit of a call of a tool that has none of its own. An
+    output longer than ``max_observation_chars`` is saved whole in ``workspace``
+    and shown as head, path and tail (cut to the limit without a workspace).
     """
     by_name = {t.name: t for t in tools}
+
+    def names_for(state: Any) -> Sequence[str]:
+        return available(state) if available is not None else list(by_name)
 
     def describe_error(exc: Exception) -> str:
         if isinstance(exc, ToolInvocationError):
@@ -76,7 +92,7 @@ def make_tool_node(
     def refusal(request: ToolCallRequest) -> ToolMessage | None:
         """The answer to a call that must not run, or None to run it."""
         call = request.tool_call
-        names = available(request.state) if available is not None else list(by_name)
+        names = names_for(request.state)
         if request.tool is None or call["name"] not in names:
             return _observation(
                 call,
@@ -88,27 +104,51 @@ def make_tool_node(
             return before_call(request)
         return None
 
-    def timed_out(call: ToolCall, fate: str) -> ToolMessage:
+    def timed_out(call: ToolCall, limit: float, fate: str) -> ToolMessage:
         return _observation(
             call,
-            f"Error: {call['name']} did not finish within {timeout_s:g} s ({fate}); "
+            f"Error: {call['name']} did not finish within {limit:g} s ({fate}); "
             "try a smaller input or another approach.",
         )
+
+    def shown(outcome: ToolOutcome, request: ToolCallRequest) -> ToolOutcome:
+        if not isinstance(outcome, ToolMessage):
+            return outcome
+        can_read = READER in names_for(request.state)
+        return keep_whole(
+            outcome, limit=max_observation_chars, workspace=workspace, can_read=can_read
+        )
+
+    async def ashown(outcome: ToolOutcome, request: ToolCallRequest) -> ToolOutcome:
+        if not isinstance(outcome, ToolMessage) or fits(outcome, max_observation_chars):
+            return outcome
+        # Keeping it writes a file: not on the event loop.
+        return await asyncio.to_thread(shown, outcome, request)
 
     def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         if (answer := refusal(request)) is not None:
             return answer
         call = request.tool_call
-        if not _runs_sync(request.tool):
-            return _observation(call, ASYNC_ONLY.format(tool=call["name"]))
         if call["name"] in untimed:
             return execute(request)
+        limit = timeout_of(request.tool, timeout_s)
+        if not _runs_sync(request.tool):
+            # An async-only tool: awaited on the engine's loop, this thread waiting.
+            running = _on_engine_loop(_async_execute(node, request))
+            try:
+                outcome = running.result(timeout=limit)
+            except TimeoutError:
+                running.cancel()
+                return timed_out(call, limit, "cancelled")
+            except CancelledError:
+                return _observation(call, RUN_ENDED.format(tool=call["name"]))
+            return shown(outcome, request)
         future = _in_daemon_thread(execute, request)
         try:
-            outcome = future.result(timeout=timeout_s)
+            outcome = future.result(timeout=limit)
         except TimeoutError:
-            return timed_out(call, STILL_RUNNING)
-        return _truncate(outcome, max_observation_chars)
+            return timed_out(call, limit, STILL_RUNNING)
+        return shown(outcome, request)
 
     async def aguard(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
         if (answer := refusal(request)) is not None:
@@ -116,19 +156,21 @@ def make_tool_node(
         call = request.tool_call
         if call["name"] in untimed:
             return await execute(request)
+        limit = timeout_of(request.tool, timeout_s)
         try:
             if _runs_async(request.tool):
-                outcome = await asyncio.wait_for(execute(request), timeout_s)
+                outcome = await asyncio.wait_for(execute(request), limit)
             else:
                 # ToolNode would run a sync tool in the loop's default executor,
                 # whose threads the interpreter joins at exit: a hung tool there
                 # would keep the process alive. A daemon thread of our own does not.
                 sync = _sync_execute(node, request)
                 future = _in_daemon_thread(sync, request)
-                outcome = await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+                outcome = await asyncio.wait_for(asyncio.wrap_future(future), limit)
         except TimeoutError:
-            return timed_out(call, "cancelled" if _runs_async(request.tool) else STILL_RUNNING)
-        return _truncate(outcome, max_observation_chars)
+            fate = "cancelled" if _runs_async(request.tool) else STILL_RUNNING
+            return timed_out(call, limit, fate)
+        return await ashown(outcome, request)
 
     node = ToolNode(
         tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard
@@ -201,10 +243,7 @@ def invalid_arguments(name: str, tool: BaseTool | None, problem: str) -> str:
     )
 
 
-ASYNC_ONLY = (
-    "Error: {tool} is an async-only tool and the graph was run synchronously; "
-    "it runs when the graph is run with ainvoke/astream."
-)
+RUN_ENDED = "Error: {tool} was cancelled: the run is ending."
 STILL_RUNNING = "it could not be stopped and is still running in the background"
 
 
@@ -235,6 +274,36 @@ def _sync_execute(node: ToolNode, request: ToolCallRequest) -> Execute:
         return outcome
 
     return execute
+
+
+def _async_execute(node: ToolNode, request: ToolCallRequest) -> Coroutine[Any, Any, ToolOutcome]:
+    """ToolNode's async executor for one call (what ``ainvoke`` would await), for a
+    sync run: the same argument injection, validation and error handling."""
+    config = request.runtime.config
+
+    async def execute() -> ToolOutcome:
+        outcome = await node._execute_tool_async(request, "dict", config)
+        if isinstance(outcome, list):  # only for list input, which the actor never uses
+            raise TypeError("unexpected list outcome from a tool call")
+        return outcome
+
+    return execute()
+
+
+def _on_engine_loop(coro: Coroutine[Any, Any, ToolOutcome]) -> Future[ToolOutcome]:
+    """Start ``coro`` on the engine loop in the caller's context (the run's config and
+    stream writer), as a call of the run's scope when there is one, so that it is
+    cancelled when the run ends."""
+    context = contextvars.copy_context()
+    scope = current_scope()
+    if scope is None:
+        return engine_loop().submit(coro, context=context)
+    try:
+        return scope.submit(coro, context)
+    except RunScopeClosedError:
+        ended: Future[ToolOutcome] = Future()
+        ended.cancel()
+        return ended
 
 
 def _in_daemon_thread(execute: Execute, request: ToolCallRequest) -> Future[ToolOutcome]:
@@ -282,13 +351,3 @@ def _called_earlier_in_reply(state: object, call: ToolCall) -> bool:
                 earlier = message.tool_calls[: ids.index(call["id"])]
                 return any(c["name"] == call["name"] for c in earlier)
     return False
-
-
-def _truncate(outcome: ToolOutcome, limit: int) -> ToolOutcome:
-    if not isinstance(outcome, ToolMessage) or not isinstance(outcome.content, str):
-        return outcome
-    text = outcome.content
-    if len(text) <= limit:
-        return outcome
-    note = f"\n[... output truncated: showing {limit} of {len(text)} characters]"
-    return outcome.model_copy(update={"content": text[:limit] + note})

@@ -64,6 +64,13 @@ class ToolRegistry:
         self._bundles[bundle] = ToolBundle(old.name, old.description, (*old.tools, base.name))
         return base
 
+    def copy(self) -> ToolRegistry:
+        """A registry with the same bundles and tools, to extend without changing this one."""
+        copied = ToolRegistry()
+        copied._tools = dict(self._tools)
+        copied._bundles = dict(self._bundles)
+        return copied
+
     @property
     def tools(self) -> Mapping[str, BaseTool]:
         return dict(self._tools)
