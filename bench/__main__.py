@@ -7,6 +7,7 @@
     python -m bench --only dashboard     # [dashboard] extra, Playwright and Debian's chromium
     python -m bench --only distributed   # [distributed] extra, Redis and Postgres on 127.0.0.1
     python -m bench --only optimize      # [optimize] extra (GEPA)
+    python -m bench --only sandbox       # bubblewrap (Debian's bubblewrap)
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -35,6 +36,7 @@ from bench import (
     overhead,
     parallel,
     retrieval,
+    sandbox,
     scaling,
     scheduling,
     teams,
@@ -60,6 +62,7 @@ ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "dashboard": dashboard.run,
     "distributed": distributed.run,
     "optimize": optimize.run,
+    "sandbox": sandbox.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 

@@ -54,6 +54,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.console import LiveProgress
 from aimegraph.drawing import GraphvizNotFoundError
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
+from aimegraph.sandbox import SandboxUnavailable, open_sandbox
 from aimegraph.state import PlanUpdate, Task, render_checklist
 from aimegraph.steering import (
     DEMO_SCENARIO,
@@ -85,7 +86,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return exc.code
-    except ValueError as exc:  # bad URLs, model specs, config values, tool specs
+    except (ValueError, SandboxUnavailable) as exc:  # bad URLs, specs, config values, tools
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     except ImportError as exc:
@@ -222,11 +223,17 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
 
 def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     thread_id = args.thread or new_thread_id("demo-")
-    settings, goal = prepare_demo(thread_id)
+    settings, goal = prepare_demo(thread_id, sandbox=args.sandbox)
     workspace = settings.config.workspace
+    try:
+        # The demo's python calls need the sandbox: say so now, not as five failed calls.
+        sandbox = open_sandbox(settings.config.sandbox).check()
+    except SandboxUnavailable as exc:
+        raise CliError(f"{exc} (here: aimegraph demo --sandbox none)", EXIT_USAGE) from exc
     if not args.json:
         console.print(f"[bold]goal:[/bold] {escape(goal)}")
-        console.print(f"workspace: {workspace} (sales.csv copied in)\n", markup=False)
+        console.print(f"workspace: {workspace} (sales.csv copied in)", markup=False)
+        console.print(f"sandbox: {sandbox}\n", markup=False)
     graph = run_graph(settings, saver, args.memory_store())
     code = _execute(graph, {"goal": goal}, thread_id, settings, args, console)
     if not args.json:
@@ -755,6 +762,12 @@ def _parser() -> argparse.ArgumentParser:
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
+    demo.add_argument(
+        "--sandbox",
+        choices=["auto", "bubblewrap", "none"],
+        default="auto",
+        help="where the demo's python code runs (default auto: bubblewrap; none: unconfined)",
+    )
     _durability_option(demo)
 
     resume = command("resume", cmd_resume, "Resume a paused or interrupted thread.")

@@ -22,8 +22,8 @@ from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
     ToolRegistryError,
-    default_registry,
     import_tools,
+    registry_for,
 )
 
 DEMO_SCENARIO = "scripted:demo"
@@ -54,7 +54,7 @@ def run_tools(settings: RunSettings) -> ToolRegistry:
                 raise ToolRegistryError(f"{spec!r} is a whole ToolRegistry: give it alone")
             return tools
         extra += tools
-    return default_registry(settings.config.workspace, extra_tools=extra)
+    return registry_for(settings.config, extra_tools=extra)
 
 
 def run_graph(

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import BaseTool, ToolException
 
-from aimegraph.tools.files import Workspace, make_file_tools
+from aimegraph.sandbox import Workspace
+from aimegraph.tools.files import make_file_tools
 
 
 @pytest.fixture

@@ -1,7 +1,8 @@
 """Tools: the registry and bundles, the built-in tools, and how tool calls are executed."""
 
+from aimegraph.sandbox import Workspace
 from aimegraph.tools.calculator import calculator
-from aimegraph.tools.files import Workspace, make_file_tools
+from aimegraph.tools.files import make_file_tools
 from aimegraph.tools.knowledge import make_knowledge_search_tool
 from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.python import make_python_tool

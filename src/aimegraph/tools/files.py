@@ -1,82 +1,28 @@
 """File tools jailed to a workspace directory.
 
-Every path an LLM passes in is resolved by :meth:`Workspace.resolve`, which follows
+Every path an LLM passes in is resolved by :meth:`Workspace.resolve`
+(:mod:`aimegraph.sandbox.workspace`, the jail the code sandboxes share), which follows
 symlinks and refuses anything that ends up outside the workspace root. The check
 happens before each operation; a process that swaps a directory for a symlink
 between the check and the operation is out of scope (the workspace is assumed to
-be written only by these tools and the sandboxed python tool).
+be written only by these tools and the sandboxed code tools).
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-__all__ = ["Workspace", "make_file_tools"]
+from aimegraph.sandbox.workspace import Workspace
+
+__all__ = ["make_file_tools"]
 
 # A listing longer than this would flood the context without helping the model.
 _MAX_LIST_ENTRIES = 1_000
 # Unread text is skipped in pieces so a large offset does not load the whole file.
 _SKIP_CHUNK_CHARS = 1 << 20
-
-
-class WorkspaceError(ValueError):
-    """The workspace directory cannot be created or written to."""
-
-
-class Workspace:
-    """A directory that file and code tools are confined to.
-
-    Args:
-        root: the workspace directory; created (with parents) if missing.
-    """
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).expanduser().resolve()
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise WorkspaceError(
-                f"cannot create the workspace {self.root}: {exc.strerror}; set "
-                "AimeConfig(workspace=...) to a directory you can write to"
-            ) from exc
-        if not os.access(self.root, os.W_OK):
-            raise WorkspaceError(
-                f"the workspace {self.root} is not writable; set AimeConfig(workspace=...) "
-                "to a directory you can write to"
-            )
-
-    def __repr__(self) -> str:
-        return f"Workspace({str(self.root)!r})"
-
-    def resolve(self, path: str) -> Path:
-        """Return the absolute, symlink-free location of ``path`` inside the workspace.
-
-        Relative paths are taken from the root; absolute paths are accepted only when
-        they point inside it.
-
-        Raises:
-            ToolException: ``path`` contains a NUL byte, or it (or a symlink along it)
-                leads outside the workspace.
-        """
-        if "\0" in path:
-            raise ToolException("path contains a NUL byte")
-        try:
-            resolved = (self.root / path).resolve()
-        except (OSError, RuntimeError) as exc:  # symlink loops, over-long names
-            raise ToolException(f"cannot resolve '{path}': {exc}") from exc
-        if not resolved.is_relative_to(self.root):
-            raise ToolException(
-                f"'{path}' is outside the workspace; use a path relative to the workspace root"
-            )
-        return resolved
-
-    def display(self, path: Path) -> str:
-        """``path`` relative to the root, as shown to the model."""
-        return path.relative_to(self.root).as_posix() or "."
 
 
 class _ReadFileInput(BaseModel):
