@@ -1,15 +1,19 @@
 """The workspace: the one definition of where model-driven tools may read and write.
 
 The file tools resolve every path a model passes through :meth:`Workspace.resolve`, which
-follows symlinks and refuses anything that ends up outside :attr:`Workspace.root`. The
-code sandboxes mount that same ``root``, read-write at its real host path, as the only
-writable host directory, so a path means the same file to ``read_file`` and to code, and
-a symlink that leads out of the workspace is refused by the one and leads nowhere for the
-other (the target is not in the sandbox).
+follows symlinks and refuses anything that ends up outside :attr:`Workspace.root`, then
+open it with :meth:`Workspace.open`, which follows no symlink at all on the way: code that
+swaps a directory for a symlink between the check and the open (it runs at the same time
+in another actor) makes the open fail instead of leading out. The code sandboxes mount
+that same ``root``, read-write at its real host path, as the only writable host
+directory, so a path means the same file to ``read_file`` and to code, and a symlink that
+leads out of the workspace is refused by the one and leads nowhere for the other (the
+target is not in the sandbox).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -76,6 +80,39 @@ class Workspace:
                 f"'{path}' is outside the workspace; use a path relative to the workspace root"
             )
         return resolved
+
+    def open(self, target: Path, flags: int, *, parents: bool = False) -> int:
+        """Open ``target`` (a path :meth:`resolve` returned) and return the descriptor,
+        walking from the root one directory at a time without following any symlink.
+
+        Args:
+            target: the resolved path.
+            flags: ``os.open`` flags (``O_NOFOLLOW`` and ``O_CLOEXEC`` are added).
+            parents: create missing directories on the way (for writes).
+
+        Raises:
+            OSError: as ``os.open``; ``ELOOP`` or ``NotADirectoryError`` when a part of
+                the path is (now) a symlink or a file.
+        """
+        parts = target.relative_to(self.root).parts
+        directory = os.open(self.root, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            if not parts:
+                return os.open(".", flags | os.O_CLOEXEC, dir_fd=directory)
+            for part in parts[:-1]:
+                if parents:
+                    with contextlib.suppress(FileExistsError):
+                        os.mkdir(part, dir_fd=directory)
+                inner = os.open(
+                    part,
+                    os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC,
+                    dir_fd=directory,
+                )
+                os.close(directory)
+                directory = inner
+            return os.open(parts[-1], flags | os.O_NOFOLLOW | os.O_CLOEXEC, 0o666, dir_fd=directory)
+        finally:
+            os.close(directory)
 
     def display(self, path: Path) -> str:
         """``path`` relative to the root, as shown to the model."""
