@@ -349,11 +349,16 @@ cat {host.secret_file} ../outside/secret.txt {home_file} >> loot.txt 2>&1
 echo pwned > {host.outside}/pwned-shell 2>> loot.txt
 ls {REPO} >> loot.txt 2>&1
 (setsid sleep {marker} &)
+grep CapEff /proc/self/status >> loot.txt
+unshare --user --map-root-user true 2>> loot.txt && echo "nested user namespace" >> loot.txt
 echo done >> loot.txt
 """,
         language="shell",
     )
     assert outcome.stdout == "" and "done" in host.loot()
+    # No capabilities, and no user namespace of its own to gain some in.
+    assert "CapEff:\t0000000000000000" in host.loot()
+    assert "nested user namespace" not in host.loot()
     assert host.secret not in host.loot() and "HOME-SECRET" not in host.loot()
     assert "pyproject.toml" not in host.loot()
     assert sorted(p.name for p in host.outside.iterdir()) == ["secret.txt"]
