@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from aimegraph.cli import main
-from aimegraph.sandbox import BubblewrapSandbox, Job, Outcome, Workspace
+from aimegraph.sandbox import BubblewrapSandbox, Job, Limits, Outcome, Workspace
 from aimegraph.tools import make_file_tools, make_python_tool
 from aimegraph.tools.shell import make_shell_tool
 
@@ -77,7 +77,7 @@ def test_shell_runs_the_usual_commands(bubblewrap: BubblewrapSandbox, ws: Worksp
 
 
 def test_shell_output_is_capped(bubblewrap: BubblewrapSandbox, ws: Workspace) -> None:
-    shell = make_shell_tool(ws, sandbox=bubblewrap, max_output_chars=1000)
+    shell = make_shell_tool(ws, sandbox=bubblewrap, limits=Limits(max_output_chars=1000))
     out = shell.invoke({"command": "seq 1 100000"})
     assert len(out) < 1200
     assert "output truncated" in out
@@ -89,7 +89,7 @@ def test_shell_timeout_is_an_error_observation(
 ) -> None:
     from langchain_core.tools import ToolException
 
-    shell = make_shell_tool(ws, sandbox=bubblewrap, timeout_s=1)
+    shell = make_shell_tool(ws, sandbox=bubblewrap, limits=Limits(timeout_s=1))
     with pytest.raises(ToolException, match="timed out after 1 s"):
         shell.invoke({"command": "echo started; sleep 30"})
 

@@ -34,23 +34,26 @@ def make_shell_tool(
     workspace: Workspace | str | Path,
     *,
     sandbox: Sandbox | None = None,
-    timeout_s: float = 20,
-    memory_mb: int = 512,
-    max_output_chars: int = 20_000,
-    max_file_mb: int = 50,
-    max_processes: int = 64,
+    limits: Limits | None = None,
 ) -> BaseTool:
-    """Build the ``shell`` tool; the arguments are those of
-    :func:`~aimegraph.tools.python.make_python_tool`."""
-    limits = Limits(timeout_s, memory_mb, max_processes, max_file_mb, max_output_chars)
+    """Build the ``shell`` tool.
+
+    Args:
+        workspace: the commands' working directory (also their HOME), and the only
+            host directory they may write.
+        sandbox: where the commands run (default: ``open_sandbox("auto")``, bubblewrap).
+        limits: time, memory, processes, file size and output per call (default:
+            ``Limits()``, those of the ``python`` tool).
+    """
+    limits = limits or Limits()
     return make_code_tool(
         name="shell",
         language="shell",
         description=(
             "Run a POSIX sh command line (pipes, redirections, coreutils, grep, sed, awk) "
-            "with the workspace as working directory. Returns what it printed; on errors, also the "
-            f"exit code and stderr. Limits: {timeout_s:g} s and {memory_mb} MB of memory; "
-            "no environment variables are inherited."
+            "with the workspace as working directory. Returns what it printed; on errors, "
+            f"also the exit code and stderr. Limits: {limits.timeout_s:g} s and "
+            f"{limits.memory_mb} MB of memory; no environment variables are inherited."
         ),
         args_schema=_ShellInput,
         workspace=workspace,
