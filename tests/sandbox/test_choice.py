@@ -168,3 +168,17 @@ def test_code_and_file_tools_mean_the_same_workspace(
     python.invoke({"code": "open('made.txt', 'w').write('by code')"})
     assert read_file.invoke({"path": "made.txt"}) == "by code"
     assert read_file.invoke({"path": str(tmp_path / "real" / "made.txt")}) == "by code"
+
+
+@pytest.mark.usefixtures("no_bwrap")
+def test_the_demo_refuses_up_front_naming_the_opt_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from aimegraph.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    assert main(["--checkpoints", "memory", "demo"]) == 2
+    error = capsys.readouterr().err
+    assert "bubblewrap (bwrap) is not installed" in error
+    assert "aimegraph demo --sandbox none" in error
+    assert not list(tmp_path.glob(".aimegraph/workspace/*/report.md"))
