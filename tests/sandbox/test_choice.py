@@ -182,3 +182,14 @@ def test_the_demo_refuses_up_front_naming_the_opt_out(
     assert "bubblewrap (bwrap) is not installed" in error
     assert "aimegraph demo --sandbox none" in error
     assert not list(tmp_path.glob(".aimegraph/workspace/*/report.md"))
+
+
+def test_a_sandbox_bubblewrap_cannot_build_is_a_refusal_not_a_failed_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bubblewrap: BubblewrapSandbox
+) -> None:
+    """bwrap's own errors (here: a mount source that vanished) are not the code's."""
+    monkeypatch.setattr(bubblewrap_module, "python_installation", lambda: (tmp_path / "vanished",))
+    python = make_python_tool(tmp_path / "ws", sandbox=bubblewrap)
+    with pytest.raises(ToolException, match="bubblewrap could not create the sandbox: .*vanished"):
+        python.invoke({"code": "open('ran', 'w')"})
+    assert not (tmp_path / "ws" / "ran").exists()

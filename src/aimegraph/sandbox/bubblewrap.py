@@ -308,8 +308,13 @@ class _InfoPipe:
 
     def started(self, proc: subprocess.Popen[bytes]) -> Finish:
         self._close_write_end()  # else the read below never sees the end of the data
-        pidfd = _sandbox_init(self.read_end)
-        self.sandbox_started = pidfd is not None
+        pid = _sandbox_init(self.read_end)
+        self.sandbox_started = pid is not None
+        pidfd = None
+        if pid is not None:
+            # Gone already (a job quicker than this read): so is its namespace.
+            with contextlib.suppress(ProcessLookupError):
+                pidfd = os.pidfd_open(pid)
         return lambda: _end_namespace(pidfd)
 
     def close(self) -> None:
@@ -323,15 +328,14 @@ class _InfoPipe:
 
 
 def _sandbox_init(info: int) -> int | None:
-    """A pidfd of the sandbox's init (bwrap reports its pid on the info pipe, then
-    closes it), or None when bwrap failed before creating it."""
+    """The pid of the sandbox's init (bwrap reports it on the info pipe, then closes
+    it), or None when bwrap failed before creating it."""
     data = b""
     while chunk := os.read(info, 4096):
         data += chunk
     try:
-        pid = int(json.loads(data)["child-pid"])
-        return os.pidfd_open(pid)
-    except (ValueError, KeyError, TypeError, OSError):
+        return int(json.loads(data)["child-pid"])
+    except (ValueError, KeyError, TypeError):
         return None
 
 
