@@ -53,7 +53,7 @@ def test_the_launcher_sets_the_limits_in_the_job(tmp_path: Path) -> None:
     job = Job("shell", "true", Workspace(tmp_path), Limits(7.5, 100, 16, 3))
     command = launcher_command("/py", job, max_processes=True)
     assert command[:3] == ["/py", "-I", "-S"]
-    assert command[-6:] == ["shell", str(100 * 1024**2), "9", str(3 * 1024**2), "0", "17"]
+    assert command[-7:] == ["shell", "-", str(100 * 1024**2), "9", str(3 * 1024**2), "0", "17"]
     # Outside a user namespace RLIMIT_NPROC would count all the user's processes: unset.
     assert launcher_command("/py", job, max_processes=False)[-1] == "-"
 

@@ -120,12 +120,12 @@ class BubblewrapSandbox:
             raise SandboxUnavailable(
                 f"the workspace {root} holds the system's /usr: choose a directory of its own"
             )
-        info = _InfoPipe()
+        pipes = _Pipes()
         command = [
             host.path,
-            *self._arguments(host, job, info_fd=info.write_end),
+            *self._arguments(host, job, info_fd=pipes.info_write),
             "--",
-            *launcher_command(sys.executable, job, max_processes=True),
+            *launcher_command(sys.executable, job, max_processes=True, ready_fd=pipes.ready_write),
         ]
         try:
             with _process_bound(host, job) as join:
@@ -134,13 +134,14 @@ class BubblewrapSandbox:
                     job,
                     env=job_environment(job.workspace.root, _PATH),
                     cwd=job.workspace.root,
-                    pass_fds=(info.write_end,),
-                    started=info.started,
+                    pass_fds=(pipes.info_write, pipes.ready_write),
+                    started=pipes.started,
                 )
+            launched = pipes.launched()
         finally:
-            info.close()
-        if not info.sandbox_started:
-            # bwrap reports its own failures on stderr and exits before the job starts.
+            pipes.close()
+        if not launched:
+            # bwrap reports its own failures (a mount it cannot make...) on stderr.
             reason = (outcome.stderr.strip().splitlines() or ["no error message"])[-1]
             raise SandboxUnavailable(f"bubblewrap could not create the sandbox: {reason}")
         return outcome
@@ -297,19 +298,22 @@ def _process_bound(host: _Bwrap, job: Job) -> Iterator[list[str]]:
         yield ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(procs)]
 
 
-class _InfoPipe:
-    """bwrap's ``--info-fd``: it reports the pid of the sandbox's init there, then
-    closes it. That init is what the job's end waits for."""
+class _Pipes:
+    """Two pipes into the sandbox. bwrap's ``--info-fd``: it writes the pid of the
+    sandbox's init there (what the job's end waits for), then closes it. The
+    launcher's ready fd: one byte once the job's first process runs."""
 
     def __init__(self) -> None:
-        self.read_end, self.write_end = os.pipe()
-        self._write_open = True
-        self.sandbox_started = False
+        self.info_read, self.info_write = os.pipe()
+        self.ready_read, self.ready_write = os.pipe()
+        # Asked after the end: a process that outlived it must not make the read wait.
+        os.set_blocking(self.ready_read, False)
+        self._ours = [self.info_read, self.info_write, self.ready_read, self.ready_write]
 
     def started(self, proc: subprocess.Popen[bytes]) -> Finish:
-        self._close_write_end()  # else the read below never sees the end of the data
-        pid = _sandbox_init(self.read_end)
-        self.sandbox_started = pid is not None
+        # Only the sandbox may hold the write ends: else no read below sees an end.
+        self._close(self.info_write, self.ready_write)
+        pid = _sandbox_init(self.info_read)
         pidfd = None
         if pid is not None:
             # Gone already (a job quicker than this read): so is its namespace.
@@ -317,14 +321,21 @@ class _InfoPipe:
                 pidfd = os.pidfd_open(pid)
         return lambda: _end_namespace(pidfd)
 
-    def close(self) -> None:
-        self._close_write_end()
-        os.close(self.read_end)
+    def launched(self) -> bool:
+        """Whether the job's first process ran (asked once everything has exited)."""
+        try:
+            return os.read(self.ready_read, 1) == b"1"
+        except BlockingIOError:
+            return False
 
-    def _close_write_end(self) -> None:
-        if self._write_open:
-            self._write_open = False
-            os.close(self.write_end)
+    def close(self) -> None:
+        self._close(*self._ours)
+
+    def _close(self, *fds: int) -> None:
+        for fd in fds:
+            if fd in self._ours:
+                self._ours.remove(fd)
+                os.close(fd)
 
 
 def _sandbox_init(info: int) -> int | None:

@@ -27,10 +27,15 @@ REAP_TIMEOUT_S = 5.0
 # The job's first process sets its own limits before it runs anything: a preexec_fn
 # would do it between fork and exec, which Python documents as unsafe when the parent
 # has threads (tools run in thread pools). soft == hard, so the code cannot raise them.
-# A shell job's command comes on stdin like code, then replaces the launcher.
+# A shell job's command comes on stdin like code, then replaces the launcher. With a
+# ready fd, the launcher first tells its sandbox it runs (then closes the fd: the code
+# never sees it), which tells the sandbox's own failures from the job's.
 _LAUNCHER = """\
 import os, resource, sys
-language, *limits = sys.argv[1:]
+language, ready, *limits = sys.argv[1:]
+if ready != "-":
+    os.write(int(ready), b"1")
+    os.close(int(ready))
 names = ("RLIMIT_AS", "RLIMIT_CPU", "RLIMIT_FSIZE", "RLIMIT_CORE", "RLIMIT_NPROC")
 for name, value in zip(names, limits):
     if value != "-":
@@ -43,7 +48,9 @@ exec(compile(source, "<code>", "exec"), {"__name__": "__main__"})
 """
 
 
-def launcher_command(python: str, job: Job, *, max_processes: bool) -> list[str]:
+def launcher_command(
+    python: str, job: Job, *, max_processes: bool, ready_fd: int | None = None
+) -> list[str]:
     """The command that runs ``job`` under its limits with the interpreter ``python``
     (its source goes to the command's stdin).
 
@@ -53,6 +60,8 @@ def launcher_command(python: str, job: Job, *, max_processes: bool) -> list[str]
         max_processes: also set ``RLIMIT_NPROC``. Only where the job has a user
             namespace of its own: elsewhere the kernel counts every process of the
             user, and for root it bounds nothing.
+        ready_fd: an inherited descriptor the launcher writes one byte to, then closes,
+            before anything else.
     """
     limits = job.limits
     values = [
@@ -68,7 +77,8 @@ def launcher_command(python: str, job: Job, *, max_processes: bool) -> list[str]
     # timeout is not lost in a buffer. Shell: no site-packages (-S), it needs none and
     # the launcher starts faster.
     flags = ["-I", "-X", "utf8", "-u"] if job.language == "python" else ["-I", "-S"]
-    return [python, *flags, "-c", _LAUNCHER, job.language, *values]
+    ready = str(ready_fd) if ready_fd is not None else "-"
+    return [python, *flags, "-c", _LAUNCHER, job.language, ready, *values]
 
 
 def job_environment(home: Path, path: str) -> dict[str, str]:
