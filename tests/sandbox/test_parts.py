@@ -108,3 +108,16 @@ def test_docker_sandbox_runs_jobs_in_the_workspace(docker: DockerSandbox, tmp_pa
     (tmp_path / "secret.txt").write_text("SECRET")
     leaked = python.invoke({"code": f"print(open({str(tmp_path / 'secret.txt')!r}).read())"})
     assert "SECRET" not in leaked
+
+
+def test_without_pidfds_jobs_still_run_and_time_out(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where os.pidfd_open is missing (macOS, for sandbox="none"), the wait polls."""
+    from aimegraph.sandbox import UnconfinedSandbox
+
+    monkeypatch.delattr(os, "pidfd_open")
+    ws = Workspace(tmp_path)
+    assert UnconfinedSandbox().run(Job("python", "print(6 * 7)", ws)).stdout == "42\n"
+    slow = UnconfinedSandbox().run(Job("python", "while True: pass", ws, Limits(timeout_s=0.5)))
+    assert slow.timed_out

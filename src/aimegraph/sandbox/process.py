@@ -70,7 +70,7 @@ def launcher_command(
         str(math.ceil(limits.timeout_s) + 1),
         str(limits.max_file_mb * 1024 * 1024),
         "0",
-        # The launcher counts too; the sandbox's init does not share the budget.
+        # The sandbox's init runs as the job's uid and counts: the job keeps its budget.
         str(limits.max_processes + 1) if max_processes else "-",
     ]
     # Python: -X utf8 because -I ignores PYTHONIOENCODING; -u so output printed before a
@@ -113,7 +113,9 @@ def run_process(
     started: Callable[[subprocess.Popen[bytes]], Finish] | None = None,
 ) -> Outcome:
     """Run ``command`` with ``job.source`` on its stdin, in a session of its own, and
-    return its outcome with output capped by ``job.limits``.
+    return its outcome with output capped by ``job.limits``. Output goes to temporary
+    files, whose size the job's file-size limit caps, so a runaway ``print`` loop cannot
+    exhaust memory.
 
     Args:
         command: the program and its arguments.
@@ -122,8 +124,7 @@ def run_process(
         cwd: its working directory (default: ours).
         pass_fds: file descriptors it inherits.
         started: called right after the start with the process; returns what to call
-            once it has ended. Output goes to temporary files, whose size the job's
-            file-size limit caps, so a runaway ``print`` loop cannot exhaust memory.
+            once it has ended (or was killed at the timeout).
 
     Raises:
         OSError: the command could not be started.
@@ -141,8 +142,9 @@ def run_process(
             start_new_session=True,
             pass_fds=tuple(pass_fds),
         )
-        finish = started(proc) if started is not None else None
+        finish: Finish | None = None
         try:
+            finish = started(proc) if started is not None else None
             # The source comes on stdin, which has no length limit unlike an argument.
             timed_out = not _feed_and_wait(proc, job.source.encode("utf-8"), limits.timeout_s)
         finally:
@@ -150,6 +152,8 @@ def run_process(
             _kill_group(proc)
             if finish is not None:
                 finish()
+            with contextlib.suppress(OSError):
+                proc.stdin.close()  # type: ignore[union-attr]  # Popen(stdin=PIPE)
         # Stderr gets its share first: a traceback is the part that must survive.
         stderr = _read_capped(err, limits.max_output_chars // 2)
         stdout = _read_capped(
@@ -168,9 +172,9 @@ def _feed_and_wait(proc: subprocess.Popen[bytes], data: bytes, timeout_s: float)
     """Write ``data`` to the process's stdin, close it, and wait for the process to
     exit; False when ``timeout_s`` passed first.
 
-    ``Popen.communicate(timeout=...)`` polls for the exit with sleeps that grow to 50 ms,
-    which would add 25 ms to an average call; a pidfd wakes the wait the moment the
-    process exits (Linux; elsewhere ``communicate`` it is).
+    ``Popen.communicate(timeout=...)`` polls for the exit with sleeps that grow to 50 ms
+    (6-7 ms more per median call, measured); a pidfd wakes the wait the moment the process
+    exits. Where there is none (not Linux), ``communicate`` it is.
     """
     assert proc.stdin is not None
     if not hasattr(os, "pidfd_open"):
