@@ -338,6 +338,24 @@ attempt("2 GB in /tmp", lambda: grow("/tmp/big.bin"))
     assert (host.ws.root / "sparse.bin").stat().st_size == 0
 
 
+def test_tmp_is_private_and_capped(bubblewrap: BubblewrapSandbox, host: Host) -> None:
+    """/tmp lives in memory: it holds at most the memory limit, whatever the file limit."""
+    host.run(
+        bubblewrap,
+        STEAL
+        + """
+def fill():
+    for i in range(4):
+        with open(f"/tmp/part{i}", "wb") as f:
+            f.write(b"x" * (45 * 1024**2))
+attempt("4 x 45 MB in /tmp", fill)
+""",
+        memory_mb=128,
+        max_file_mb=50,
+    )
+    assert host.loot() == "4 x 45 MB in /tmp: refused (OSError)\n"
+
+
 def test_shell_commands_are_confined_too(
     bubblewrap: BubblewrapSandbox, host: Host, home_file: Path
 ) -> None:
