@@ -12,6 +12,7 @@ from aimegraph.tools.registry import (
     ToolRegistryError,
     default_registry,
 )
+from aimegraph.tools.shell import make_shell_tool
 
 __all__ = [
     "ToolBundle",
@@ -23,6 +24,7 @@ __all__ = [
     "make_file_tools",
     "make_knowledge_search_tool",
     "make_python_tool",
+    "make_shell_tool",
     "submit_result",
     "update_progress",
 ]
