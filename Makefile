@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-base
 
-.PHONY: demo test lint bench clean system-deps
+.PHONY: demo test lint bench clean system-deps sandbox-deps
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -21,9 +21,20 @@ $(DEMO_STAMP): pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $(DEMO_STAMP)
 
+# bubblewrap is the sandbox model-written code runs in (python, shell tools). As root it
+# comes from Debian when missing (the package lists are fetched only if the first try
+# fails); other users are told what to install.
+sandbox-deps:
+	@command -v bwrap >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    apt-get install -y -qq bubblewrap >/dev/null 2>&1 || \
+	    { apt-get update -qq && apt-get install -y -qq bubblewrap >/dev/null; }; \
+	  else echo "bubblewrap is missing: sudo apt-get install bubblewrap" \
+	    "(or run code unconfined: aimegraph demo --sandbox none)" >&2; fi; }
+
 # Graphviz's `dot` renders drawings offline; Chromium runs the dashboard's browser
 # tests. Both come from Debian when missing.
-system-deps:
+system-deps: sandbox-deps
 	@command -v dot >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq graphviz >/dev/null; \
 	  else echo "graphviz is missing: sudo apt-get install graphviz" >&2; fi; }
@@ -31,7 +42,7 @@ system-deps:
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium chromium-driver >/dev/null; \
 	  else echo "chromium is missing: sudo apt-get install chromium chromium-driver" >&2; fi; }
 
-demo: $(DEMO_STAMP)
+demo: $(DEMO_STAMP) sandbox-deps
 	$(BIN)/aimegraph demo
 
 test: $(STAMP) system-deps

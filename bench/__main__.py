@@ -10,6 +10,7 @@
     python -m bench --only web_docs      # [web], [docs] and [dev] extras
     python -m bench --only conversation --output bench/results-conversation.md
     python -m bench --only mcp           # [mcp] extra: real MCP servers, stdio and HTTP
+    python -m bench --only sandbox       # bubblewrap (Debian's bubblewrap)
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -40,6 +41,7 @@ from bench import (
     overhead,
     parallel,
     retrieval,
+    sandbox,
     scaling,
     scheduling,
     teams,
@@ -69,6 +71,7 @@ ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "optimize": optimize.run,
     "web_docs": web_docs.run,
     "mcp": mcp.run,
+    "sandbox": sandbox.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 

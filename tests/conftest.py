@@ -14,6 +14,7 @@ from langgraph.graph.state import CompiledStateGraph
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import redact_url
 from aimegraph.models import ScriptedChatModel
+from aimegraph.sandbox import BubblewrapSandbox, SandboxUnavailable
 
 
 @pytest.fixture
@@ -48,6 +49,20 @@ def postgres_url() -> str:
     except psycopg.Error as exc:
         unavailable(f"Postgres is not reachable at {redact_url(url)}: {exc}")
     return url
+
+
+@pytest.fixture(scope="session")
+def bubblewrap() -> BubblewrapSandbox:
+    """The default sandbox. Where it cannot run the test skips, except under ``CI``,
+    where ``make test`` installs bubblewrap and it must run."""
+    sandbox = BubblewrapSandbox()
+    try:
+        sandbox.check()
+    except SandboxUnavailable as exc:
+        if os.environ.get("CI"):
+            pytest.fail(f"the sandbox tests must run in CI: {exc}")
+        pytest.skip(str(exc))
+    return sandbox
 
 
 GraphFactory = Callable[..., tuple[CompiledStateGraph, ScriptedChatModel]]

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
+from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.state import Price, Usage
 
 ReplanPolicy = Literal["on_failure", "every_step"]
@@ -26,6 +27,7 @@ VerifyPolicy = Literal["final", "tasks", "both", "off"]
 ToolCallingMode = Literal["auto", "native", "json"]
 MemoryPolicy = Literal["on", "off"]
 SchedulerPolicy = Literal["eager", "batch"]
+OptInBundle = Literal["shell"]
 ActorDurability = Literal["inherit", "exit"]
 
 
@@ -150,7 +152,20 @@ class AimeConfig(BaseModel):
     )
     workspace: Path = Field(
         Path(".aimegraph/workspace"),
-        description="Directory the file and python tools are jailed to.",
+        description="Directory the file and code tools are jailed to.",
+    )
+    sandbox: str = Field(
+        "auto",
+        description="Where model-written code (python, shell) runs (set when built). 'auto': "
+        "a bubblewrap sandbox; where it cannot run, code tools refuse each call saying what to "
+        "install. 'bubblewrap': the same, but a missing mechanism fails the build. 'none': "
+        "unconfined, with a warning on every call. 'module:attr': your own Sandbox.",
+    )
+    sandbox_network: bool = Field(
+        False, description="Let sandboxed code use the host's network (set when built)."
+    )
+    opt_in_bundles: tuple[OptInBundle, ...] = Field(
+        (), description="Tool bundles off by default: 'shell' (set when built)."
     )
     memory: MemoryPolicy = Field(
         "on",
@@ -210,13 +225,22 @@ class AimeConfig(BaseModel):
         "<prompt store>.traces.jsonl beside the store.",
     )
 
+    @field_validator("sandbox")
+    @classmethod
+    def _sandbox_spec(cls, value: str) -> str:
+        if value not in SANDBOX_NAMES and ":" not in value:
+            raise ValueError(
+                f"sandbox must be one of {', '.join(SANDBOX_NAMES)} or module:attr; got {value!r}"
+            )
+        return value
+
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> AimeConfig:
         if self.max_cost_usd is not None and not self.prices:
             raise ValueError("max_cost_usd needs a price table: set prices={model: (in, out)}")
         return self
 
-    #: Fields used when the graph is built (models are resolved once), not per run.
+    #: Fields used when the graph is built (models resolved, tools made once), not per run.
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset(
         {
             "model_timeout_s",
@@ -225,6 +249,9 @@ class AimeConfig(BaseModel):
             "optimize_online",
             "web",
             "mcp_servers",
+            "sandbox",
+            "sandbox_network",
+            "opt_in_bundles",
         }
     )
 
@@ -267,7 +294,7 @@ class AimeConfig(BaseModel):
         )
         if fixed:
             raise ValueError(
-                f"{', '.join(fixed)} apply when the graph is built (models are resolved then): "
-                "set them in build_aime_graph(config=AimeConfig(...)), not per run"
+                f"{', '.join(fixed)} apply when the graph is built (models and tools are set "
+                "up then): set them in build_aime_graph(config=AimeConfig(...)), not per run"
             )
         return AimeConfig.model_validate({**self.model_dump(), **dict(changes)})

@@ -25,8 +25,8 @@ from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
     ToolRegistryError,
-    default_registry,
     import_tools,
+    registry_for,
 )
 
 DEMO_SCENARIO = "scripted:demo"
@@ -66,9 +66,7 @@ def run_tools(settings: RunSettings, knowledge: KnowledgeBase | None = None) -> 
         extra += tools
     if knowledge is None:
         knowledge = run_knowledge(settings)
-    return default_registry(
-        settings.config.workspace, knowledge=knowledge, web=settings.config.web, extra_tools=extra
-    )
+    return registry_for(settings.config, knowledge=knowledge, extra_tools=extra)
 
 
 def run_servers(settings: RunSettings) -> dict[str, McpServer]:

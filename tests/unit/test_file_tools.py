@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from langchain_core.tools import BaseTool, ToolException
 
-from aimegraph.tools.files import Workspace, make_file_tools
+from aimegraph.sandbox import Workspace
+from aimegraph.tools.files import make_file_tools
 
 
 @pytest.fixture
@@ -193,3 +194,40 @@ def test_accepts_plain_path(tmp_path: Path) -> None:
     tools = {tool.name: tool for tool in make_file_tools(tmp_path / "plain")}
     tools["write_file"].invoke({"path": "x.txt", "content": "hi"})
     assert (tmp_path / "plain" / "x.txt").read_text() == "hi"
+
+
+class _SwappingWorkspace(Workspace):
+    """A workspace where, between a path's check and its use, other code (a sandboxed
+    program running in another actor) swaps the directory ``d`` for a symlink out."""
+
+    outside: Path
+
+    def resolve(self, path: str) -> Path:
+        target = super().resolve(path)
+        if (self.root / "d").is_dir() and not (self.root / "d").is_symlink():
+            for child in (self.root / "d").iterdir():
+                child.unlink()
+            (self.root / "d").rmdir()
+            (self.root / "d").symlink_to(self.outside, target_is_directory=True)
+        return target
+
+
+@pytest.mark.parametrize("tool", ["read_file", "write_file", "append_file", "list_dir"])
+def test_a_directory_swapped_for_a_symlink_after_the_check_leads_nowhere(
+    tmp_path: Path, tool: str
+) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "x.txt").write_text("SECRET")
+    ws = _SwappingWorkspace(tmp_path / "ws")
+    ws.outside = outside
+    (ws.root / "d").mkdir()
+    (ws.root / "d" / "x.txt").write_text("inside")
+    args = {"path": "d" if tool == "list_dir" else "d/x.txt"}
+    if tool in ("write_file", "append_file"):
+        args["content"] = "pwned"
+    tools = {t.name: t for t in make_file_tools(ws)}
+    with pytest.raises(ToolException) as info:
+        tools[tool].invoke(args)
+    assert "SECRET" not in str(info.value)
+    assert (outside / "x.txt").read_text() == "SECRET"

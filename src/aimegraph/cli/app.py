@@ -41,6 +41,7 @@ from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.runlog import log_directory, run_logging
 from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
 from aimegraph.mcp_servers import McpServerError
+from aimegraph.sandbox import SandboxUnavailable
 
 __all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
 
@@ -68,7 +69,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return exc.code
-    except (ValueError, McpServerError) as exc:  # bad URLs, specs, config; MCP servers down
+    # Bad URLs, specs and config values; MCP servers down; no sandbox for model-written code.
+    except (ValueError, McpServerError, SandboxUnavailable) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     except ImportError as exc:

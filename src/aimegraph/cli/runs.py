@@ -48,6 +48,7 @@ from aimegraph.cli.support import (
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
 from aimegraph.nodes.planner import resolve_goal
+from aimegraph.sandbox import SandboxUnavailable, open_sandbox
 from aimegraph.state import PlanUpdate, Task
 from aimegraph.steering import (
     DEMO_SCENARIO,
@@ -82,6 +83,12 @@ def register(command: AddCommand) -> None:
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
+    demo.add_argument(
+        "--sandbox",
+        choices=["auto", "bubblewrap", "none"],
+        default="auto",
+        help="where the demo's python code runs (default auto: bubblewrap; none: unconfined)",
+    )
     durability_option(demo)
     stream_option(demo)
 
@@ -131,11 +138,17 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
 
 def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     thread_id = args.thread or new_thread_id("demo-")
-    settings, goal = prepare_demo(thread_id)
+    settings, goal = prepare_demo(thread_id, sandbox=args.sandbox)
     workspace = settings.config.workspace
+    try:
+        # The demo's python calls need the sandbox: say so now, not as five failed calls.
+        sandbox = open_sandbox(settings.config.sandbox).check()
+    except SandboxUnavailable as exc:
+        raise CliError(f"{exc} (here: aimegraph demo --sandbox none)", EXIT_USAGE) from exc
     if not args.json:
         console.print(f"[bold]goal:[/bold] {escape(goal)}")
-        console.print(f"workspace: {workspace} (sales.csv copied in)\n", markup=False)
+        console.print(f"workspace: {workspace} (sales.csv copied in)", markup=False)
+        console.print(f"sandbox: {sandbox}\n", markup=False)
     graph = run_graph(settings, saver, args.memory_store())
     code = execute(graph, {"goal": goal}, thread_id, settings, args, console)
     if not args.json:

@@ -39,7 +39,7 @@ from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
-from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
+from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
@@ -142,9 +142,7 @@ def build_aime_graph(
     registry = (
         tools
         if isinstance(tools, ToolRegistry)
-        else default_registry(
-            Path(config.workspace), knowledge=knowledge, web=config.web, extra_tools=tools or ()
-        )
+        else registry_for(config, knowledge=knowledge, extra_tools=tools or ())
     )
     servers = {**config.mcp_servers, **load_mcp_servers(mcp_servers)}
     if servers:

@@ -68,7 +68,7 @@ from aimegraph.state.models import Id, LongText, ShortText, Text
 from aimegraph.streaming import call_metadata
 from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
 from aimegraph.tools.progress import settled
-from aimegraph.tools.registry import ToolRegistry, default_registry
+from aimegraph.tools.registry import ToolRegistry, registry_for
 
 MODES: tuple[TeamMode, ...] = get_args(TeamMode)
 
@@ -171,7 +171,7 @@ def team_parts(
     ``memory``, each mode graph ends by recording the team task's episode. Without a
     ``matcher``, units are matched to tasks over ``embeddings``."""
     config = config or AimeConfig()
-    registry = registry or default_registry(Path(config.workspace), knowledge=knowledge)
+    registry = registry or registry_for(config, knowledge=knowledge)
     units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
     chat = resolve_model(model)
     base = factory or DefaultActorFactory(

@@ -1,82 +1,31 @@
 """File tools jailed to a workspace directory.
 
-Every path an LLM passes in is resolved by :meth:`Workspace.resolve`, which follows
-symlinks and refuses anything that ends up outside the workspace root. The check
-happens before each operation; a process that swaps a directory for a symlink
-between the check and the operation is out of scope (the workspace is assumed to
-be written only by these tools and the sandboxed python tool).
+Every path an LLM passes in is resolved by :meth:`Workspace.resolve`
+(:mod:`aimegraph.sandbox.workspace`, the jail the code sandboxes share), which follows
+symlinks and refuses anything that ends up outside the workspace root, then opened
+by :meth:`Workspace.open`, which follows no symlink: a directory swapped for a
+symlink between the check and the open (by code running in another actor) makes
+the call fail instead of leading out.
 """
 
 from __future__ import annotations
 
+import errno
 import os
+import stat
 from pathlib import Path
 
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from pydantic import BaseModel, Field
 
-__all__ = ["Workspace", "make_file_tools"]
+from aimegraph.sandbox.workspace import Workspace
+
+__all__ = ["make_file_tools"]
 
 # A listing longer than this would flood the context without helping the model.
 _MAX_LIST_ENTRIES = 1_000
 # Unread text is skipped in pieces so a large offset does not load the whole file.
 _SKIP_CHUNK_CHARS = 1 << 20
-
-
-class WorkspaceError(ValueError):
-    """The workspace directory cannot be created or written to."""
-
-
-class Workspace:
-    """A directory that file and code tools are confined to.
-
-    Args:
-        root: the workspace directory; created (with parents) if missing.
-    """
-
-    def __init__(self, root: str | Path) -> None:
-        self.root = Path(root).expanduser().resolve()
-        try:
-            self.root.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise WorkspaceError(
-                f"cannot create the workspace {self.root}: {exc.strerror}; set "
-                "AimeConfig(workspace=...) to a directory you can write to"
-            ) from exc
-        if not os.access(self.root, os.W_OK):
-            raise WorkspaceError(
-                f"the workspace {self.root} is not writable; set AimeConfig(workspace=...) "
-                "to a directory you can write to"
-            )
-
-    def __repr__(self) -> str:
-        return f"Workspace({str(self.root)!r})"
-
-    def resolve(self, path: str) -> Path:
-        """Return the absolute, symlink-free location of ``path`` inside the workspace.
-
-        Relative paths are taken from the root; absolute paths are accepted only when
-        they point inside it.
-
-        Raises:
-            ToolException: ``path`` contains a NUL byte, or it (or a symlink along it)
-                leads outside the workspace.
-        """
-        if "\0" in path:
-            raise ToolException("path contains a NUL byte")
-        try:
-            resolved = (self.root / path).resolve()
-        except (OSError, RuntimeError) as exc:  # symlink loops, over-long names
-            raise ToolException(f"cannot resolve '{path}': {exc}") from exc
-        if not resolved.is_relative_to(self.root):
-            raise ToolException(
-                f"'{path}' is outside the workspace; use a path relative to the workspace root"
-            )
-        return resolved
-
-    def display(self, path: Path) -> str:
-        """``path`` relative to the root, as shown to the model."""
-        return path.relative_to(self.root).as_posix() or "."
 
 
 class _ReadFileInput(BaseModel):
@@ -113,32 +62,37 @@ def make_file_tools(
     """
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
 
-    def existing_file(path: str) -> Path:
+    def existing_file(path: str) -> tuple[int, str]:
+        """An open descriptor of the regular file ``path`` and its name as shown."""
         target = ws.resolve(path)
-        if target.is_dir():
-            raise ToolException(f"'{ws.display(target)}' is a directory; use list_dir")
-        if not target.exists():
-            raise ToolException(f"file not found: '{ws.display(target)}'")
-        if not target.is_file():
-            raise ToolException(f"'{ws.display(target)}' is not a regular file")
-        return target
+        shown = ws.display(target)
+        try:
+            # Non-blocking: opening a FIFO would otherwise wait for a writer.
+            fd = ws.open(target, os.O_RDONLY | os.O_NONBLOCK)
+        except FileNotFoundError as exc:
+            raise ToolException(f"file not found: '{shown}'") from exc
+        except OSError as exc:
+            raise ToolException(f"cannot open '{shown}': {exc.strerror}") from exc
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            os.close(fd)
+            if stat.S_ISDIR(mode):
+                raise ToolException(f"'{shown}' is a directory; use list_dir")
+            raise ToolException(f"'{shown}' is not a regular file")
+        return fd, shown
 
     def read_file(path: str, offset: int = 0, limit: int | None = None) -> str:
-        target = existing_file(path)
-        shown = ws.display(target)
+        fd, shown = existing_file(path)
         size = min(limit or max_read_chars, max_read_chars)
-        try:
-            with target.open(encoding="utf-8", errors="replace", newline="") as handle:
-                remaining = offset
-                while remaining:
-                    skipped = len(handle.read(min(remaining, _SKIP_CHUNK_CHARS)))
-                    if not skipped:
-                        break
-                    remaining -= skipped
-                # One extra character tells whether anything is left after this read.
-                text = handle.read(size + 1)
-        except PermissionError as exc:
-            raise ToolException(f"permission denied: '{shown}'") from exc
+        with open(fd, encoding="utf-8", errors="replace", newline="") as handle:
+            remaining = offset
+            while remaining:
+                skipped = len(handle.read(min(remaining, _SKIP_CHUNK_CHARS)))
+                if not skipped:
+                    break
+                remaining -= skipped
+            # One extra character tells whether anything is left after this read.
+            text = handle.read(size + 1)
         if "\0" in text:
             raise ToolException(f"'{shown}' looks like a binary file; read_file reads text only")
         if not text:
@@ -161,45 +115,55 @@ def make_file_tools(
                 f"{max_write_chars}; write the first part, then add the rest with append_file"
             )
 
-    def save(path: str, content: str, mode: str) -> Path:
+    def save(path: str, content: str, mode: int) -> Path:
         check_content(content)
         target = ws.resolve(path)
-        if target.is_dir():
-            raise ToolException(f"'{ws.display(target)}' is a directory")
-        # Opening a FIFO or device would block or write somewhere unexpected.
-        if target.exists() and not target.is_file():
-            raise ToolException(f"'{ws.display(target)}' is not a regular file")
+        shown = ws.display(target)
         try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            with target.open(mode, encoding="utf-8", newline="") as handle:
-                handle.write(content)
-        except FileExistsError as exc:
-            raise ToolException(
-                f"cannot create '{ws.display(target)}': a parent path is a file"
-            ) from exc
-        except PermissionError as exc:
-            raise ToolException(f"permission denied: '{ws.display(target)}'") from exc
+            # Non-blocking: opening a FIFO would otherwise wait for a reader.
+            fd = ws.open(target, os.O_WRONLY | os.O_CREAT | os.O_NONBLOCK | mode, parents=True)
+        except IsADirectoryError as exc:
+            raise ToolException(f"'{shown}' is a directory") from exc
+        except (FileExistsError, NotADirectoryError) as exc:
+            raise ToolException(f"cannot create '{shown}': a parent path is a file") from exc
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a FIFO without a reader
+                raise ToolException(f"'{shown}' is not a regular file") from exc
+            raise ToolException(f"cannot write '{shown}': {exc.strerror}") from exc
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise ToolException(f"'{shown}' is not a regular file")
+        with open(fd, "w", encoding="utf-8", newline="") as handle:
+            handle.write(content)
         return target
 
     def write_file(path: str, content: str) -> str:
-        target = save(path, content, "w")
+        target = save(path, content, os.O_TRUNC)
         return f"wrote {len(content)} characters to '{ws.display(target)}'"
 
     def append_file(path: str, content: str) -> str:
-        target = save(path, content, "a")
+        target = save(path, content, os.O_APPEND)
         return f"appended {len(content)} characters to '{ws.display(target)}'"
 
     def list_dir(path: str = ".") -> str:
         directory = ws.resolve(path)
         shown = ws.display(directory)
-        if not directory.exists():
-            raise ToolException(f"directory not found: '{shown}'")
-        if not directory.is_dir():
-            raise ToolException(f"'{shown}' is a file; use read_file")
-        entries = sorted(directory.iterdir(), key=lambda entry: entry.name)
-        if not entries:
-            return f"'{shown}' is empty"
-        lines = [_describe(entry) for entry in entries[:_MAX_LIST_ENTRIES]]
+        try:
+            fd = ws.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        except FileNotFoundError as exc:
+            raise ToolException(f"directory not found: '{shown}'") from exc
+        except NotADirectoryError as exc:
+            raise ToolException(f"'{shown}' is a file; use read_file") from exc
+        except OSError as exc:
+            raise ToolException(f"cannot list '{shown}': {exc.strerror}") from exc
+        try:
+            with os.scandir(fd) as listing:
+                entries = sorted(listing, key=lambda entry: entry.name)
+            if not entries:
+                return f"'{shown}' is empty"
+            lines = [_describe(entry) for entry in entries[:_MAX_LIST_ENTRIES]]
+        finally:
+            os.close(fd)
         if len(entries) > _MAX_LIST_ENTRIES:
             lines.append(f"[... {len(entries) - _MAX_LIST_ENTRIES} more entries not shown]")
         return "\n".join(lines)
@@ -244,10 +208,10 @@ def make_file_tools(
     ]
 
 
-def _describe(entry: Path) -> str:
+def _describe(entry: os.DirEntry[str]) -> str:
     # Symlinks are not followed: their target may be outside the workspace.
     if entry.is_symlink():
         return f"{entry.name}@"
-    if entry.is_dir():
+    if entry.is_dir(follow_symlinks=False):
         return f"{entry.name}/"
-    return f"{entry.name}  ({entry.stat().st_size} bytes)"
+    return f"{entry.name}  ({entry.stat(follow_symlinks=False).st_size} bytes)"

@@ -10,17 +10,23 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
 from langchain_core.tools import BaseTool, StructuredTool
 
+from aimegraph.config import OptInBundle
 from aimegraph.imports import import_object
+from aimegraph.tools.shell import SHELL_BUNDLE, SHELL_BUNDLE_DESCRIPTION, make_shell_tool
 
 if TYPE_CHECKING:
-    from aimegraph.config import WebConfig
+    from aimegraph.config import AimeConfig, WebConfig
     from aimegraph.knowledge import KnowledgeBase
+    from aimegraph.sandbox import Sandbox
 
 ToolLike = BaseTool | Callable[..., Any]
+
+OPT_IN_BUNDLES: tuple[str, ...] = get_args(OptInBundle)
+"""Bundles a run has only when its config names them (``AimeConfig.opt_in_bundles``)."""
 
 
 class ToolRegistryError(ValueError):
@@ -106,25 +112,41 @@ def default_registry(
     knowledge: KnowledgeBase | None = None,
     web: WebConfig | None = None,
     extra_tools: Iterable[ToolLike] = (),
+    sandbox: Sandbox | None = None,
+    opt_in: Iterable[str] = (),
 ) -> ToolRegistry:
     """The built-in bundles (files, compute, human, memory; knowledge when a
-    knowledge base is given; web when a web policy is given) plus ``extra_tools``
-    in a ``custom`` bundle."""
+    knowledge base is given; web when a web policy is given), the opt-in bundles
+    named in ``opt_in`` (``shell``), plus ``extra_tools`` in a ``custom`` bundle. The
+    code tools run in ``sandbox`` (default: ``open_sandbox("auto")``, bubblewrap)."""
+    from aimegraph.sandbox import Workspace, open_sandbox
     from aimegraph.tools.calculator import calculator
     from aimegraph.tools.files import make_file_tools
     from aimegraph.tools.python import make_python_tool
 
+    opt_in = set(opt_in)
+    unknown = sorted(opt_in - set(OPT_IN_BUNDLES))
+    if unknown:
+        raise ToolRegistryError(
+            f"unknown opt-in bundles {unknown}; available: {', '.join(OPT_IN_BUNDLES)}"
+        )
+    jail = Workspace(workspace)
+    box = sandbox if sandbox is not None else open_sandbox()
     registry = ToolRegistry()
     registry.add_bundle(
         "files",
         "Read, write, append and list text files in the run's workspace.",
-        make_file_tools(workspace),
+        make_file_tools(jail),
     )
     registry.add_bundle(
         "compute",
         "Exact arithmetic and percentages, and running Python code on workspace data.",
-        [calculator, make_python_tool(workspace)],
+        [calculator, make_python_tool(jail, sandbox=box)],
     )
+    if SHELL_BUNDLE in opt_in:
+        registry.add_bundle(
+            SHELL_BUNDLE, SHELL_BUNDLE_DESCRIPTION, [make_shell_tool(jail, sandbox=box)]
+        )
     from aimegraph.tools.human import ask_human
 
     registry.add_bundle(
@@ -150,6 +172,26 @@ def default_registry(
         names = ", ".join(t.name if isinstance(t, BaseTool) else t.__name__ for t in extra)
         registry.add_bundle("custom", f"Tools provided by the application: {names}.", extra)
     return registry
+
+
+def registry_for(
+    config: AimeConfig,
+    *,
+    knowledge: KnowledgeBase | None = None,
+    extra_tools: Iterable[ToolLike] = (),
+) -> ToolRegistry:
+    """:func:`default_registry` as ``config`` sets it up: its workspace, its sandbox
+    (``sandbox``, ``sandbox_network``), its ``opt_in_bundles`` and its ``web`` policy."""
+    from aimegraph.sandbox import open_sandbox
+
+    return default_registry(
+        config.workspace,
+        knowledge=knowledge,
+        web=config.web,
+        extra_tools=extra_tools,
+        sandbox=open_sandbox(config.sandbox, network=config.sandbox_network),
+        opt_in=config.opt_in_bundles,
+    )
 
 
 def import_tools(spec: str) -> ToolRegistry | list[ToolLike]:

@@ -1,0 +1,122 @@
+"""What the code tools (``python``, ``shell``) share: a job in the sandbox, its outcome
+turned into an observation the model can act on."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from pathlib import Path
+
+from langchain_core.tools import BaseTool, StructuredTool, ToolException
+from pydantic import BaseModel
+
+from aimegraph.sandbox import (
+    Job,
+    Language,
+    Limits,
+    Outcome,
+    Sandbox,
+    SandboxUnavailable,
+    Workspace,
+    open_sandbox,
+)
+
+__all__ = ["make_code_tool"]
+
+# A run that wrote many files and printed nothing names the first few.
+_MAX_NAMED_FILES = 20
+
+
+def make_code_tool(
+    *,
+    name: str,
+    language: Language,
+    description: str,
+    args_schema: type[BaseModel],
+    workspace: Workspace | str | Path,
+    sandbox: Sandbox | None,
+    limits: Limits,
+) -> BaseTool:
+    """A tool that runs its one argument (the source) as a ``language`` job.
+
+    Clean success returns just what the job printed (ready to be quoted or computed
+    with); anything else returns the exit code, stdout, stderr and a note on the limit
+    that was hit. A timeout, a sandbox that cannot run here or a process that cannot
+    start raise ``ToolException``: the model sees the reason as an error observation.
+    """
+    ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
+    box = sandbox if sandbox is not None else open_sandbox()
+
+    def run(**args: str) -> str:
+        (source,) = args.values()
+        try:
+            outcome = box.run(Job(language, source, ws, limits))
+        except SandboxUnavailable as exc:
+            raise ToolException(f"{name} cannot run: {exc}") from None
+        except OSError as exc:
+            raise ToolException(f"could not start {name}: {exc}") from exc
+        return _observation(outcome, limits)
+
+    async def arun(**args: str) -> str:
+        return await asyncio.to_thread(run, **args)
+
+    return StructuredTool.from_function(
+        func=run, coroutine=arun, name=name, description=description, args_schema=args_schema
+    )
+
+
+def _observation(outcome: Outcome, limits: Limits) -> str:
+    if outcome.timed_out:
+        partial = _format(outcome.stdout, outcome.stderr)
+        raise ToolException(
+            f"timed out after {limits.timeout_s:g} s and was killed; make it faster or split "
+            f"the work into smaller steps. Output before the timeout:\n{partial}"
+        )
+    note = _exit_note(outcome, limits)
+    if outcome.exit_code == 0 and not outcome.stderr.strip() and not note:
+        return outcome.stdout.rstrip() or _no_output(outcome.changed_files)
+    return f"exit code: {outcome.exit_code}\n{_format(outcome.stdout, outcome.stderr)}{note}"
+
+
+def _no_output(changed_files: tuple[str, ...]) -> str:
+    if not changed_files:
+        return "(no output)"
+    named = ", ".join(changed_files[:_MAX_NAMED_FILES])
+    more = len(changed_files) - _MAX_NAMED_FILES
+    return f"(no output; files written: {named}{f' and {more} more' if more > 0 else ''})"
+
+
+def _format(stdout: str, stderr: str) -> str:
+    parts = []
+    if stdout:
+        parts.append(f"--- stdout ---\n{stdout.rstrip()}")
+    if stderr:
+        parts.append(f"--- stderr ---\n{stderr.rstrip()}")
+    return "\n".join(parts) if parts else "(no output)"
+
+
+def _exit_note(outcome: Outcome, limits: Limits) -> str:
+    stderr, returncode = outcome.stderr, outcome.exit_code
+    if "MemoryError" in stderr or "Cannot allocate memory" in stderr:
+        return (
+            f"\nnote: the code ran out of memory (limit {limits.memory_mb} MB); "
+            "use less memory, e.g. process the data in chunks"
+        )
+    if "File too large" in stderr:
+        return f"\nnote: a file or the output exceeded the {limits.max_file_mb} MB size limit"
+    if "Resource temporarily unavailable" in stderr:
+        return (
+            f"\nnote: the process limit ({limits.max_processes} processes and threads) was reached"
+        )
+    if returncode < 0:
+        try:
+            signal_name = signal.Signals(-returncode).name
+        except ValueError:  # real-time signals have no name
+            signal_name = f"signal {-returncode}"
+        if -returncode in (signal.SIGKILL, signal.SIGXCPU):
+            return (
+                f"\nnote: the process was killed by {signal_name}; it probably exceeded the "
+                f"CPU time or memory ({limits.memory_mb} MB) limit"
+            )
+        return f"\nnote: the process was killed by {signal_name}"
+    return ""
