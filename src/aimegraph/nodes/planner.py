@@ -126,7 +126,9 @@ def make_draft_node(
             )
         reply = yield from ask_structured(
             model,
-            plan_update_schema(cfg.max_tasks, teams=teams),
+            plan_update_schema(
+                cfg.max_tasks, teams=teams, min_tasks=0 if state.get("tasks") else 1
+            ),
             messages,
             role="planner",
             config=cfg,
