@@ -16,6 +16,7 @@ from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
+from aimegraph.graphs.compiled import compiled_aime_graph
 from aimegraph.graphs.planner import build_planner_graph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
@@ -236,7 +237,9 @@ def build_aime_graph(
         route_after_verifier(config),
         {"planner": "planner", "orchestrator": "orchestrator", END: end},
     )
-    compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    compiled = compiled_aime_graph(
+        builder.compile(checkpointer=checkpointer, store=store, name=name)
+    )
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))

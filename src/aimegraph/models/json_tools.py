@@ -174,7 +174,7 @@ def json_step_model(
             "parameters": {"anyOf": calls},
         },
     }
-    forced = {"type": "function", "function": {"name": STEP_FUNCTION}}
+    forced: Any = {"type": "function", "function": {"name": STEP_FUNCTION}}  # ChatLlamaCpp's form
     return model.bind_tools([function], tool_choice=forced) | RunnableLambda(_call_as_text)
 
 
