@@ -41,7 +41,7 @@ from bench import (
     scheduling,
     teams,
 )
-from bench.common import SectionResult, commit, machine_info
+from bench.common import SectionResult, commit, machine_info, skipped
 from bench.readme import README, RESULTS_DIR, render_results_file, update_readme
 
 SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
@@ -119,7 +119,12 @@ def run_bench(
         if progress:
             progress(f"running {name} ...")
         start = time.perf_counter()
-        result = known[name](quick)
+        try:
+            result = known[name](quick)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
+            logging.getLogger("bench").exception("section %s failed", name)
+            result = skipped(name, f"FAILED: {type(exc).__name__}: {exc}")
+            result.failed = True
         result.seconds = time.perf_counter() - start
         report.sections.append(result)
         if done:
@@ -168,7 +173,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         update_readme(RESULTS_DIR, README, [*SECTIONS, *NEEDING_EXTRAS])
         progress(f"README table rewritten from {RESULTS_DIR}")
     progress(f"bench took {time.perf_counter() - started:.0f} s")
-    return 0
+    failed = [s.name for s in report.sections if s.failed]
+    if failed:
+        progress(f"FAILED sections (their results files are kept as they were): {failed}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -96,6 +96,7 @@ class SectionResult:
     metrics: dict[str, float] = field(default_factory=dict)
     headlines: list[Headline] = field(default_factory=list)
     skipped: str | None = None
+    failed: bool = False
     seconds: float = 0.0
 
     def to_markdown(self) -> str:

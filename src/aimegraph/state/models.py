@@ -263,9 +263,17 @@ def plan_update_schema(
         __doc__=PlanUpdate.__doc__,
         tasks=(
             list[spec],  # type: ignore[valid-type]
+            # Required when the plan must hold a task: a default would let the model
+            # (and a grammar built from the schema) leave the list out.
             Field(
-                default_factory=list,
+                ...,
                 min_length=min_tasks,
+                max_length=max_tasks,
+                description="New tasks, or revisions of existing ids.",
+            )
+            if min_tasks
+            else Field(
+                default_factory=list,
                 max_length=max_tasks,
                 description="New tasks, or revisions of existing ids.",
             ),
