@@ -73,14 +73,20 @@ def holds_number(answer: str, number: str) -> bool:
     return re.search(rf"(?<![\d.]){re.escape(number)}(?:\.0+)?(?![\d])", answer) is not None
 
 
+UNUSABLE = re.compile(r"could not be used|no JSON|not valid JSON|could not parse", re.IGNORECASE)
+"""How the engine says a model's reply did not parse (what the grammar rules out)."""
+
+
 @dataclass
 class Outcome:
-    """One run of one goal."""
+    """One run of one goal. ``status`` is the run's, or ``paused`` when it stopped on an
+    interrupt (the actor asked a human: an unattended run cannot go on)."""
 
     status: str
     correct: bool
     planned: bool
     calculated: bool
+    unusable_replies: int
     seconds: float
     calls: int
 
@@ -101,12 +107,15 @@ def run_goal(model: BaseChatModel, goal: str, number: str, workspace: Path) -> O
     start = time.perf_counter()
     out: dict[str, Any] = graph.invoke({"goal": goal}, {"callbacks": [tools]})
     seconds = time.perf_counter() - start
-    status = str(out.get("status"))
+    status = "paused" if out.get("__interrupt__") else str(out.get("status"))
+    tasks = (out.get("tasks") or {}).values()
+    said = [out.get("reason") or "", *(t.result.summary for t in tasks if t.result)]
     return Outcome(
         status=status,
         correct=status == "succeeded" and holds_number(out.get("final_answer") or "", number),
         planned=bool(out.get("tasks")),
         calculated="calculator" in tools.names,
+        unusable_replies=sum(len(UNUSABLE.findall(text)) for text in said),
         seconds=seconds,
         calls=out["usage"].llm_calls,
     )
@@ -135,6 +144,7 @@ def run(quick: bool) -> SectionResult:
             "ended succeeded",
             "planned a task",
             "called the calculator",
+            "unusable replies reported",
             "final statuses",
             "median s per run",
             "LLM calls (all runs)",
@@ -154,6 +164,7 @@ def run(quick: bool) -> SectionResult:
                 f"{statuses['succeeded']} of {len(goals)}",
                 f"{sum(o.planned for o in outcomes)} of {len(goals)}",
                 f"{sum(o.calculated for o in outcomes)} of {len(goals)}",
+                sum(o.unusable_replies for o in outcomes),
                 ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
                 fmt_s(statistics.median(o.seconds for o in outcomes)),
                 sum(o.calls for o in outcomes),
@@ -165,6 +176,7 @@ def run(quick: bool) -> SectionResult:
                 f"{key}.succeeded": statuses["succeeded"],
                 f"{key}.planned": sum(o.planned for o in outcomes),
                 f"{key}.calculated": sum(o.calculated for o in outcomes),
+                f"{key}.unusable_replies": sum(o.unusable_replies for o in outcomes),
                 f"{key}.median_s": statistics.median(o.seconds for o in outcomes),
             }
     table.notes += [
@@ -174,6 +186,10 @@ def run(quick: bool) -> SectionResult:
         "and actor steps under a grammar built from their JSON schema.",
         "Gemma 3 270M is a base (pre-trained) model; SmolLM2-135M-Instruct is instruction-tuned "
         "and 4 times smaller (Q4_1). Both run in-process on the CPU.",
+        "paused: the actor called ask_human (the factory gives a task the bundles its words "
+        "match when the plan names none), so the unattended run waits for an answer. "
+        "unusable replies reported: failure reasons saying a reply did not parse (the grammar "
+        "is there to rule them out).",
     ]
     headline = Headline(
         f"real local models finishing real runs: {len(goals)} trivial goals, each one "
