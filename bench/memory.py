@@ -42,6 +42,7 @@ from aimegraph.memory import Episode, namespace, open_store
 from aimegraph.memory.episodes import rank_items, search_ops
 from aimegraph.models import ScriptedChatModel
 from bench.common import (
+    BenchChatModel,
     Headline,
     SectionResult,
     Table,
@@ -254,11 +255,15 @@ def cost(runs: int) -> dict[str, float]:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = AimeConfig(workspace=Path(tmp))
 
+        sent: dict[str, int] = {}
+
         def run_all(store: Any, tag: str) -> None:
+            sent[tag] = 0
             for n in range(runs):
-                model = ScriptedChatModel.from_dict(copy.deepcopy(scenario))
+                model = BenchChatModel.from_dict(copy.deepcopy(scenario))
                 graph = build_aime_graph(model, config=cfg, store=store)
                 graph.invoke({"goal": f"Report number {n}"}, thread_config(f"{tag}{n}"))
+                sent[tag] += model.tokens_sent
 
         run_all(None, "warm")
         _, without = timed(lambda: run_all(None, "off"))
@@ -273,6 +278,8 @@ def cost(runs: int) -> dict[str, float]:
         "on_s_per_task": with_store / tasks,
         "added_ms_per_task_delta": (with_store - without) / tasks * 1e3,
         "bytes_per_run": size / runs,
+        "tokens_per_run_off": sent["off"] / runs,
+        "tokens_per_run_on": sent["on"] / runs,
     }
 
 
@@ -353,11 +360,13 @@ def run(quick: bool) -> SectionResult:
             "ms per task, with store",
             "added ms per task",
             "store bytes per run",
+            "prompt tokens per run, no store / with store",
         ],
     )
     cost_table.add(
         fmt_ms(spent["off_s_per_task"], 1), fmt_ms(spent["on_s_per_task"], 1),
         f"{spent['added_ms_per_task_delta']:+.1f}", fmt_bytes(spent["bytes_per_run"]),
+        f"{spent['tokens_per_run_off']:,.0f} / {spent['tokens_per_run_on']:,.0f}",
     )  # fmt: skip
     metrics |= {f"cost.{k}": v for k, v in spent.items()}
     return SectionResult(
@@ -396,6 +405,8 @@ def headlines(metrics: dict[str, float]) -> list[Headline]:
             "memory: episode retrieval for 24 paraphrased tasks; cost of a store on a 4-task run",
             "the other embedding; no store",
             f"{retrieval}; {metrics['cost.added_ms_per_task_delta']:+.1f} ms per task and "
-            f"{fmt_bytes(metrics['cost.bytes_per_run'])} per run with an SQLite store",
+            f"{fmt_bytes(metrics['cost.bytes_per_run'])} per run with an SQLite store; prompt "
+            f"tokens per run {metrics['cost.tokens_per_run_on']:,.0f} with the store against "
+            f"{metrics['cost.tokens_per_run_off']:,.0f} without (recalled memories)",
         ),
     ]

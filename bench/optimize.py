@@ -388,7 +388,9 @@ def headlines(harder: Table, metrics: dict[str, float]) -> list[Headline]:
             f"{metrics[f'{first}_metric_calls']:.0f} metric calls (planner, budget 20); online "
             f"loop {metrics['online_no_trigger_ratio']:.2f}x a run when it does not trigger, "
             f"{metrics['online_trigger_ratio']:.2f}x with its "
-            f"{metrics['online_trigger_reflection_calls']:.0f} reflection call when it does",
+            f"{metrics['online_trigger_reflection_calls']:.0f} reflection call "
+            f"({metrics['online_trigger_reflection_tokens']:,.0f} tokens) when it does; the "
+            "runs' own calls and prompts are the same with the loop on and off",
         ),
         Headline(
             "prompt optimisation, harder twin: the reviewer's issue does not spell the fix, the "

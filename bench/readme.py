@@ -21,6 +21,7 @@ START = "<!-- bench-table:start (written by python -m bench from bench/results/)
 END = "<!-- bench-table:end -->"
 _ROWS = re.compile(r"^<!-- readme-rows: (.*) -->$", re.MULTILINE)
 _DATE = re.compile(r"^\| date \| (\S+)", re.MULTILINE)
+_SECONDS = re.compile(r"^_[\w ]+: ([\d.]+) s_$", re.MULTILINE)
 COLUMNS = ("measurement", "baseline", "result")
 
 
@@ -70,6 +71,7 @@ def render_table(results_dir: Path, order: list[str]) -> str:
         "| measurement | baseline | result | results file |",
         "|---|---|---|---|",
     ]
+    seconds = 0.0
     for path in files:
         headlines, date = read_headlines(path)
         where = f"[`{path.name}`](bench/results/{path.name}), {date}"
@@ -77,6 +79,12 @@ def render_table(results_dir: Path, order: list[str]) -> str:
             f"| {_cell(h.measurement)} | {_cell(h.baseline)} | {_cell(h.result)} | {where} |"
             for h in headlines
         ]
+        seconds += sum(float(s) for s in _SECONDS.findall(path.read_text(encoding="utf-8")))
+    lines += [
+        "",
+        f"The sections of these files took {seconds / 60:.0f} minutes to measure, added up "
+        "from the time each file records (what one `make bench` takes on this machine).",
+    ]
     return "\n".join(lines)
 
 
