@@ -98,10 +98,11 @@ def make_draft_node(
         new_run = state.get("status") in FINISHED or "status" not in state
         # The first draft finds the run's usage in ``usage`` and keeps it aside; from
         # then on ``usage`` is the planner's own (what the subgraph hands back).
-        first = "usage_before" not in state
-        before = (Usage() if new_run else state.get("usage") or Usage()) if first else None
-        usage_before = before if before is not None else state.get("usage_before") or Usage()
-        own = Usage() if first else state.get("usage") or Usage()
+        if new_run or "usage_before" not in state:
+            usage_before = Usage() if new_run else state.get("usage") or Usage()
+            own = Usage()
+        else:
+            usage_before, own = state["usage_before"], state.get("usage") or Usage()
         kept = {"usage_before": usage_before, "usage": own}
         goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         if goal is None:
