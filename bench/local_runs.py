@@ -194,7 +194,8 @@ def run(quick: bool) -> SectionResult:
     headline = Headline(
         f"real local models finishing real runs: {len(goals)} trivial goals, each one "
         "calculator call, plans and actor steps grammar-constrained (`--only local`)",
-        "the right number in the final answer of a run that ended succeeded",
+        "each model against the other; a run counts when it ends succeeded with the right "
+        "number in its answer",
         "; ".join(
             f"{label}: {rate * len(goals):.0f} of {len(goals)}" for label, rate in rates.items()
         )
