@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,dashboard,tracing,distributed,semantic,optimize,web,docs,mcp]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,smollm2,dashboard,tracing,distributed,semantic,optimize,web,docs,mcp]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python
@@ -52,7 +52,9 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/mypy
 
-bench: $(STAMP)
+# Every section: the dashboard's needs chromium, the distributed one Redis and Postgres
+# on 127.0.0.1 (it says so and keeps its last results file when they are missing).
+bench: $(STAMP) system-deps
 	$(BIN)/python -m bench
 
 clean:

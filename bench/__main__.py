@@ -1,26 +1,23 @@
-"""Run the benchmarks and print one Markdown report.
+"""Run the benchmarks; write one results file per section and the README's table.
 
-    python -m bench                      # everything, a few minutes on 2 cores
-    python -m bench --quick              # smoke mode, seconds
+    python -m bench                      # everything (what `make bench` runs)
+    python -m bench --quick              # smoke mode, seconds; writes nothing
     python -m bench --only overhead,parallel
-    python -m bench --only local_plans   # on-demand sections need an extra (here [local])
-    python -m bench --only dashboard     # [dashboard] extra, Playwright and Debian's chromium
-    python -m bench --only distributed   # [distributed] extra, Redis and Postgres on 127.0.0.1
-    python -m bench --only optimize      # [optimize] extra (GEPA)
-    python -m bench --only web_docs      # [web], [docs] and [dev] extras
-    python -m bench --only conversation --output bench/results-conversation.md
-    python -m bench --only mcp           # [mcp] extra: real MCP servers, stdio and HTTP
-    python -m bench --only sandbox       # bubblewrap (Debian's bubblewrap)
-    python -m bench --output results.md  # where to write the report
+    python -m bench --output report.md   # also the whole report in one file
 
-The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
-``--output`` is given.
+A run writes ``bench/results/<section>.md`` for every section it ran (each file starts
+with the date, the commit, the machine and the command that made it) and then rewrites
+the README's Benchmarks table from all the results files, so every row of that table
+comes from a file the bench wrote. ``--quick`` writes nothing. Sections that need an
+extra or a service (``local``, ``local_plans``, ``dashboard``, ``distributed``,
+``optimize``) say what is missing and keep their earlier results file.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import shlex
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -36,6 +33,7 @@ from bench import (
     jsonparse,
     local_plans,
     mcp,
+    local_runs,
     memory,
     optimize,
     overhead,
@@ -47,7 +45,8 @@ from bench import (
     teams,
     web_docs,
 )
-from bench.common import SectionResult, machine_info
+from bench.common import SectionResult, commit, machine_info, skipped
+from bench.readme import README, RESULTS_DIR, render_results_file, update_readme
 
 SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "overhead": overhead.run,
@@ -62,9 +61,10 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "teams": teams.run,
     "conversation": conversation.run,
 }
-"""Section name -> ``run(quick)``, in report order."""
+"""Section name -> ``run(quick)``: the sections ``--quick`` runs, in report order."""
 
-ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
+NEEDING_EXTRAS: dict[str, Callable[[bool], SectionResult]] = {
+    "local": local_runs.run,
     "local_plans": local_plans.run,
     "dashboard": dashboard.run,
     "distributed": distributed.run,
@@ -73,9 +73,8 @@ ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "mcp": mcp.run,
     "sandbox": sandbox.run,
 }
-"""Sections that need an optional extra or service: run only when named in ``--only``."""
-
-RESULTS = Path(__file__).with_name("results.md")
+"""Sections that need an optional extra or a service: in the full run, never in
+``--quick`` (unless named in ``--only``)."""
 
 
 @dataclass
@@ -83,16 +82,17 @@ class Report:
     """Everything one invocation measured."""
 
     quick: bool
+    command: str
     machine: dict[str, str]
     sections: list[SectionResult] = field(default_factory=list)
 
     def to_markdown(self) -> str:
-        mode = "quick (smoke) mode" if self.quick else "full run"
+        mode = "quick (smoke) mode" if self.quick else "measured"
         lines = [
             "# aimegraph benchmarks",
             "",
-            f"`python -m bench{' --quick' if self.quick else ''}` ({mode}). Every figure is "
-            "compared with a baseline measured in the same process, in the same run.",
+            f"`{self.command}` ({mode}). Every figure is compared with a baseline measured "
+            "in the same process, in the same run.",
             "",
             "| machine | |",
             "|---|---|",
@@ -109,59 +109,82 @@ def run_bench(
     quick: bool = False,
     only: Sequence[str] | None = None,
     progress: Callable[[str], None] | None = None,
+    command: str = "python -m bench",
+    done: Callable[[SectionResult, dict[str, str]], None] | None = None,
 ) -> Report:
-    """Run the selected sections (all by default) and collect their results."""
-    known = SECTIONS | ON_DEMAND
-    names = list(only or SECTIONS)
+    """Run the selected sections (by default all, or those of ``--quick``) and collect
+    their results; ``done`` gets each section's result as it finishes."""
+    known = SECTIONS | NEEDING_EXTRAS
+    names = list(only or (SECTIONS if quick else known))
     unknown = [n for n in names if n not in known]
     if unknown:
         raise ValueError(f"unknown sections {unknown}; choose from {', '.join(known)}")
-    report = Report(quick=quick, machine=machine_info())
+    machine = machine_info() | {"commit": commit(), "command": command}
+    report = Report(quick=quick, command=command, machine=machine)
     for name in known:
         if name not in names:
             continue
         if progress:
             progress(f"running {name} ...")
         start = time.perf_counter()
-        result = known[name](quick)
+        try:
+            result = known[name](quick)
+        except Exception as exc:  # noqa: BLE001 - one broken section must not lose the others
+            logging.getLogger("bench").exception("section %s failed", name)
+            result = skipped(name, f"FAILED: {type(exc).__name__}: {exc}")
+            result.failed = True
         result.seconds = time.perf_counter() - start
         report.sections.append(result)
+        if done:
+            done(result, machine)
         if progress:
-            progress(f"  {name} done in {result.seconds:.1f} s")
+            status = f"skipped: {result.skipped}" if result.skipped else "done"
+            progress(f"  {name} {status} in {result.seconds:.1f} s")
     return report
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smoke mode: tiny sizes, seconds")
     parser.add_argument(
         "--only",
         type=lambda s: [p.strip() for p in s.split(",") if p.strip()],
-        help=f"comma-separated sections: {','.join(SECTIONS)}; on demand only: "
-        f"{','.join(ON_DEMAND)}",
+        help=f"comma-separated sections: {','.join(SECTIONS | NEEDING_EXTRAS)}",
     )
-    parser.add_argument(
-        "--output",
-        type=Path,
-        help=f"write the Markdown report here (default: {RESULTS.name} for a full run)",
-    )
+    parser.add_argument("--output", type=Path, help="also write the whole report here")
     args = parser.parse_args(argv)
     logging.getLogger("faiss.loader").setLevel(logging.WARNING)
 
     def progress(message: str) -> None:
         print(message, file=sys.stderr, flush=True)
 
+    def write(result: SectionResult, machine: dict[str, str]) -> None:
+        if args.quick or result.skipped:
+            return
+        path = RESULTS_DIR / f"{result.name}.md"
+        path.write_text(render_results_file(result, machine), encoding="utf-8")
+        progress(f"  written to {path}")
+
+    command = shlex.join(["python", "-m", "bench", *argv])
+    started = time.perf_counter()
     try:
-        report = run_bench(args.quick, args.only, progress)
+        report = run_bench(args.quick, args.only, progress, command=command, done=write)
     except ValueError as exc:
         parser.error(str(exc))
     text = report.to_markdown()
     print(text)
-    output = args.output or (None if args.quick or args.only else RESULTS)
-    if output is not None:
-        output.write_text(text, encoding="utf-8")
-        progress(f"written to {output}")
-    return 0
+    if args.output is not None:
+        args.output.write_text(text, encoding="utf-8")
+        progress(f"written to {args.output}")
+    if not args.quick:
+        update_readme(RESULTS_DIR, README, [*SECTIONS, *NEEDING_EXTRAS])
+        progress(f"README table rewritten from {RESULTS_DIR}")
+    progress(f"bench took {time.perf_counter() - started:.0f} s")
+    failed = [s.name for s in report.sections if s.failed]
+    if failed:
+        progress(f"FAILED sections (their results files are kept as they were): {failed}")
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
+import json
 import math
 import os
 import platform
+import re
 import sqlite3
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
@@ -31,6 +34,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from pydantic import PrivateAttr
 
 from aimegraph import AimeConfig
 from aimegraph.checkpoints import make_serializer
@@ -66,21 +70,58 @@ class Table:
         return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class Headline:
+    """One row of the README's Benchmarks table: what is measured, against what, and
+    the result, every figure in it taken from this run's measurements."""
+
+    measurement: str
+    baseline: str
+    result: str
+
+
 @dataclass
 class SectionResult:
     """What one benchmark section produced.
 
-    ``metrics`` holds every measured number by a stable key (seconds, bytes,
-    ratios, counts); the smoke test checks they are finite and positive.
+    ``metrics`` holds every measured number by a stable key (seconds, bytes, ratios,
+    counts; differences that may be negative have ``delta`` in their key); the smoke
+    test checks they are finite and, but for the deltas, not negative. ``headlines``
+    are the section's rows of the README table. ``skipped`` says why a section that
+    needs an extra or a service did not run.
     """
 
     name: str
     tables: list[Table]
     metrics: dict[str, float] = field(default_factory=dict)
+    headlines: list[Headline] = field(default_factory=list)
+    skipped: str | None = None
+    failed: bool = False
     seconds: float = 0.0
 
     def to_markdown(self) -> str:
         return "\n\n".join(t.to_markdown() for t in self.tables)
+
+
+def skipped(name: str, reason: str) -> SectionResult:
+    """The result of a section whose extra or service is missing."""
+    table = Table(name, ["skipped"])
+    table.add(reason)
+    return SectionResult(name, [table], skipped=reason)
+
+
+_STOP_WORDS_TEXT = (
+    "a an the of to in for and or from on with at by into as is are be it its this that "
+    "what how why which who when my our your their they them we us you i do does did can "
+    "will must much most each per so not no after before get make makes s even through "
+    "above over have has had"
+)
+_STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split(" "))
+
+
+def content_words(text: str) -> set[str]:
+    """The words of ``text`` that carry content: lower-cased, stop words left out."""
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in _STOP_WORDS}
 
 
 # --------------------------------------------------------------------------- timing
@@ -104,6 +145,17 @@ def median_time(
 
     ``setup`` (untimed) runs before every call, e.g. to reset a scripted model.
     """
+    return statistics.median(time_samples(fn, repeat=repeat, warmup=warmup, setup=setup))
+
+
+def time_samples(
+    fn: Callable[[], object],
+    *,
+    repeat: int,
+    warmup: int = 1,
+    setup: Callable[[], object] | None = None,
+) -> list[float]:
+    """Wall times of ``repeat`` calls of ``fn`` after ``warmup`` untimed calls."""
     samples = []
     for i in range(warmup + repeat):
         if setup is not None:
@@ -111,7 +163,14 @@ def median_time(
         _, seconds = timed(fn)
         if i >= warmup:
             samples.append(seconds)
-    return statistics.median(samples)
+    return samples
+
+
+def fmt_range(values: Sequence[float], fmt: Callable[[float], str]) -> str:
+    """``median (min-max)`` of repeated measurements, each formatted by ``fmt``."""
+    if len(values) == 1:
+        return fmt(values[0])
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}-{fmt(max(values))})"
 
 
 def fmt_ms(seconds: float, digits: int = 2) -> str:
@@ -134,16 +193,30 @@ def fmt_bytes(n: float) -> str:
     raise AssertionError("unreachable")
 
 
-def check_finite_positive(metrics: Mapping[str, float]) -> list[str]:
-    """Keys whose value is not a finite number > 0."""
+def check_metrics(metrics: Mapping[str, float]) -> list[str]:
+    """Keys whose value is not a finite number, or is negative though its key has no
+    ``delta`` (a difference between two measurements may be either sign)."""
     return [
         k
         for k, v in metrics.items()
-        if not (isinstance(v, int | float) and math.isfinite(v) and v > 0)
+        if not (isinstance(v, int | float) and math.isfinite(v) and ("delta" in k or v >= 0))
     ]
 
 
 # --------------------------------------------------------------------------- machine
+
+
+def commit() -> str:
+    """The repository's HEAD commit, marked when tracked files differ from it."""
+    root = Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True)
+        return done.stdout.strip() if done.returncode == 0 else ""
+
+    head = git("rev-parse", "--short=12", "HEAD") or "unknown (not a git checkout)"
+    changed = git("status", "--porcelain", "--untracked-files=no")
+    return f"{head} with uncommitted changes" if changed else head
 
 
 def machine_info() -> dict[str, str]:
@@ -315,12 +388,48 @@ def thread_config(**extra: Any) -> RunnableConfig:
 # --------------------------------------------------------------------------- models
 
 
-class LatencyChatModel(ScriptedChatModel):
-    """The scripted model, taking ``latency_s`` seconds per call like a remote LLM.
+class BenchChatModel(ScriptedChatModel):
+    """The scripted model, counting the prompt tokens it is sent as a provider counts
+    them: the messages' text and the schemas of the tools bound to the call (about 4
+    characters a token). Engine runs and baselines are charged alike, whatever the
+    engine's own usage accounting says."""
 
-    It sleeps (releasing the GIL, as a network wait does), then answers as the
-    scripted model does, tool binding and structured output included.
-    """
+    _sent_chars: list[int] = PrivateAttr(default_factory=list)
+
+    @property
+    def _llm_type(self) -> str:
+        return "bench-scripted"
+
+    def reset(self) -> None:
+        super().reset()
+        self._sent_chars.clear()
+
+    @property
+    def calls(self) -> int:
+        """Calls since the last ``reset()``."""
+        return len(self._sent_chars)
+
+    @property
+    def tokens_sent(self) -> int:
+        """Prompt tokens sent since the last ``reset()``."""
+        return sum(chars // 4 + 1 for chars in list(self._sent_chars))
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        tools = json.dumps(kwargs.get("tools") or [], separators=(",", ":"))
+        self._sent_chars.append(sum(len(m.text) for m in messages) + len(tools))
+        return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+class LatencyChatModel(BenchChatModel):
+    """The counting scripted model, taking ``latency_s`` seconds per call like a remote
+    LLM: it sleeps (releasing the GIL, as a network wait does), then answers as the
+    scripted model does, tool binding and structured output included."""
 
     latency_s: float = 0.05
 
@@ -331,11 +440,6 @@ class LatencyChatModel(ScriptedChatModel):
     @property
     def _llm_type(self) -> str:
         return "bench-latency"
-
-    @property
-    def calls(self) -> int:
-        """Calls since the last ``reset()``."""
-        return len(self.prompts())
 
     def delay_s(self, messages: list[BaseMessage]) -> float:
         """How long this call waits before it answers (``latency_s``; subclasses vary it)."""

@@ -31,8 +31,18 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
 
 from aimegraph import build_aime_graph
-from aimegraph.models.scripted import ScriptedChatModel
-from bench.common import SectionResult, Table, config, fmt_s, scenario, task, workspace
+from bench.common import (
+    BenchChatModel,
+    Headline,
+    SectionResult,
+    Table,
+    config,
+    fmt_s,
+    fmt_x,
+    scenario,
+    task,
+    workspace,
+)
 
 TICK_S = 0.002
 GOAL = "Assemble the report from its work items."
@@ -52,11 +62,14 @@ async def wait_async(seconds: float) -> str:
     return "waited"
 
 
-def build(tool_: BaseTool, tool_s: float, ws: Path) -> CompiledStateGraph[Any, Any, Any, Any]:
+def build(
+    tool_: BaseTool, tool_s: float, ws: Path
+) -> tuple[CompiledStateGraph[Any, Any, Any, Any], BenchChatModel]:
     tasks = [{**task(t), "tool_bundles": ["custom"]} for t in ("a", "b")]
     steps = [{"tool": tool_.name, "args": {"seconds": tool_s}}]
-    model = ScriptedChatModel.from_dict(scenario(tasks, actor_steps=steps))
-    return build_aime_graph(model, tools=[tool_], config=config(ws, tool_timeout_s=60))
+    model = BenchChatModel.from_dict(scenario(tasks, actor_steps=steps))
+    graph = build_aime_graph(model, tools=[tool_], config=config(ws, tool_timeout_s=60))
+    return graph, model
 
 
 def check(out: dict[str, Any]) -> None:
@@ -90,8 +103,8 @@ def run(quick: bool) -> SectionResult:
     tool_s, repeat = (0.05, 1) if quick else (0.5, 3)
     rows: dict[str, tuple[float, float | None]] = {}
     with workspace() as ws:
-        sync_graph = build(wait_sync, tool_s, ws)
-        async_graph = build(wait_async, tool_s, ws)
+        sync_graph, sync_model = build(wait_sync, tool_s, ws)
+        async_graph, async_model = build(wait_async, tool_s, ws)
 
         invoked: dict[str, Callable[[], None]] = {
             "invoke, sync tool": lambda: check(sync_graph.invoke({"goal": GOAL})),
@@ -125,21 +138,40 @@ def run(quick: bool) -> SectionResult:
         for label, samples in walls.items():
             served = median(shares[label]) / idle if label in shares else None
             rows[label] = (median(samples), served)
+        # Prompt tokens per run: the same scripted run each way (one run of each model).
+        tokens: dict[str, int] = {}
+        for label, graph_model, go in (
+            ("sync", sync_model, sync_invoke),
+            ("async", async_model, lambda: asyncio.run(one(async_graph))),
+        ):
+            graph_model.reset()
+            go()
+            tokens[label] = graph_model.tokens_sent
 
     table = Table(
         f"Concurrency: 2 parallel tasks, one {tool_s * 1e3:.0f} ms tool call each "
         f"(median of {repeat})",
-        ["run", "wall s", "wall / one tool wait", "vs invoke", "loop ticks served"],
+        [
+            "run",
+            "wall s",
+            "wall / one tool wait",
+            "vs invoke",
+            "loop ticks served",
+            "prompt tokens per run",
+        ],
     )
     metrics: dict[str, float] = {"tool_s": tool_s}
     base = rows["invoke, sync tool"][0]
     for label, (wall, share) in rows.items():
+        runs = 2 if label.startswith("2 ") else 1
+        sent = tokens["async" if "async tool" in label else "sync"]
         table.add(
             label,
             fmt_s(wall),
             f"{wall / tool_s:.2f}",
             f"{wall / base:.2f}x",
             "n/a (no loop)" if share is None else f"{share:.0%}",
+            f"{sent:,}" + (f" each ({runs} runs)" if runs > 1 else ""),
         )
         key = label.replace(", ", ".").replace(" ", "_")
         metrics[f"{key}.wall_s"] = wall
@@ -155,4 +187,23 @@ def run(quick: bool) -> SectionResult:
         "An async-only tool under invoke runs on the engine's own event loop (one per "
         "process, in a daemon thread), its actor's thread waiting for it.",
     ]
-    return SectionResult("concurrency", [table], metrics)
+    metrics |= {f"tokens.{k}": v for k, v in tokens.items()}
+    ratio = {label: wall / base for label, (wall, _) in rows.items()}
+    ticks = [share for _, share in rows.values() if share is not None]
+    headline = Headline(
+        f"concurrency: 2 parallel tasks, one {tool_s * 1e3:.0f} ms tool call each, instant "
+        "model; ainvoke with a sync tool / with an async tool / two ainvoke runs gathered",
+        "`invoke` with a sync tool, the same run (the same calls and prompt tokens)",
+        " / ".join(
+            fmt_x(ratio[k])
+            for k in (
+                "ainvoke, sync tool",
+                "ainvoke, async tool",
+                "2 ainvoke runs gathered, sync tool",
+            )
+        )  # fmt: skip
+        + f" the invoke time ({rows['invoke, sync tool'][0] / tool_s:.2f} tool waits: the two "
+        f"calls overlap); an asyncio ticker got {min(ticks):.0%}-{max(ticks):.0%} of an idle "
+        f"loop's ticks meanwhile; {tokens['sync']:,} prompt tokens per run each way",
+    )
+    return SectionResult("concurrency", [table], metrics, headlines=[headline])

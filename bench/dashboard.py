@@ -22,6 +22,7 @@ dashboard``.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import multiprocessing
 import statistics
@@ -35,6 +36,7 @@ import httpx
 from aimegraph import build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
 from bench.common import (
+    Headline,
     LatencyChatModel,
     SectionResult,
     Table,
@@ -42,6 +44,7 @@ from bench.common import (
     dag_shapes,
     fmt_ms,
     scenario,
+    skipped,
     sqlite_saver,
     workspace,
 )
@@ -257,6 +260,12 @@ def _timed_get(url: str, rows: int) -> float:
 
 
 def run(quick: bool) -> SectionResult:
+    missing = [
+        m for m in ("playwright", "starlette", "uvicorn") if importlib.util.find_spec(m) is None
+    ]
+    if missing or not Path(CHROMIUM).exists():
+        why = f"missing: {', '.join(missing) or CHROMIUM} (extra [dashboard], Debian's chromium)"
+        return skipped("dashboard", why)
     from playwright.sync_api import sync_playwright
 
     threads, load_threads, repeat = (3, 100, 2) if quick else (10, 1000, 5)
@@ -304,4 +313,17 @@ def run(quick: bool) -> SectionResult:
         "that checkpoint or its pending writes change (one SQL aggregate finds out)."
     )
     metrics |= {f"load_{k}_s": v for k, v in load.items()}
-    return SectionResult("Dashboard", [live, pages], metrics)
+    headline = Headline(
+        f"dashboard: checkpoint to page, {threads} runs at once in another process, one run "
+        f"page per thread in headless Chromium; threads page with {load_threads:,} threads",
+        "the same checkpoints to plain event-stream clients",
+        f"page median {fmt_ms(metrics['page_latency_median_s'], 0)} ms, p95 "
+        f"{fmt_ms(metrics['page_latency_p95_s'], 0)} ms; stream clients median "
+        f"{fmt_ms(metrics['stream_latency_median_s'], 0)} ms, p95 "
+        f"{fmt_ms(metrics['stream_latency_p95_s'], 0)} ms ({POLL_SECONDS * 1e3:.0f} ms poll "
+        f"interval); threads page: every row shown {fmt_ms(load['page_first'], 0)} ms after "
+        f"navigation ({fmt_ms(load['page_warm'], 0)} ms warm median; `/api/threads` "
+        f"{fmt_ms(load['api_cold'], 0)} ms with an empty summary cache, "
+        f"{fmt_ms(load['api_warm'], 0)} ms warm)",
+    )
+    return SectionResult("dashboard", [live, pages], metrics, headlines=[headline])

@@ -40,11 +40,13 @@ from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
 from aimegraph.graphs.aime import AimeGraph
 from bench.common import (
+    Headline,
     LatencyChatModel,
     SectionResult,
     Table,
     fmt_ms,
     scenario,
+    skipped,
     task,
     workspace,
 )
@@ -73,9 +75,7 @@ def build_graph(
 def run(quick: bool) -> SectionResult:
     missing = _missing_services()
     if missing:
-        table = Table("Distributed runs", ["measurement", "result"])
-        table.add("skipped", missing)
-        return SectionResult("distributed", [table], {"skipped": 1.0})
+        return skipped("distributed", missing)
     from aimegraph.distributed.records import connect
     from aimegraph.memory import open_store
 
@@ -87,6 +87,7 @@ def run(quick: bool) -> SectionResult:
         # Side by side with the first row: what recalling and recording costs a run.
         without_memory = _throughput(1, runs, tmp, memory="off")
         overhead, baseline = _queueing_overhead(samples, tmp)
+        tokens = _tokens_per_run(tmp)
     with connect(POSTGRES_URL) as conn, open_checkpointer(POSTGRES_URL) as saver:
         for (thread_id,) in conn.execute(
             "DELETE FROM aimegraph_runs WHERE thread_id LIKE 'bench-%' RETURNING thread_id"
@@ -125,9 +126,25 @@ def run(quick: bool) -> SectionResult:
     )
     queueing.add("submit_run to the first checkpoint, through a worker", fmt_ms(overhead))
     queueing.add("invoke to the first checkpoint, in process (baseline)", fmt_ms(baseline))
+    metrics["tokens_per_run"] = tokens
     metrics["queueing_overhead_s"] = overhead
     metrics["in_process_first_step_s"] = baseline
-    return SectionResult("distributed", [scaling, queueing], metrics)
+    rates_text = " / ".join(f"{rate:.0f}" for rate in rates.values())
+    speedups = " / ".join(f"{rate / rates[1]:.2f}x" for w, rate in rates.items() if w > 1)
+    linear = " / ".join(f"{rate / rates[1] / w:.0%}" for w, rate in rates.items() if w > 1)
+    headline = Headline(
+        f"distributed: {runs} runs of 2 tasks at {LATENCY_S * 1e3:.0f} ms per LLM call, "
+        f"{' / '.join(map(str, rates))} worker processes (concurrency 1) on one machine, one "
+        "Redis, one Postgres",
+        "one worker process",
+        f"{rates_text} runs per minute with the workers' default memory store: {speedups}, "
+        f"{linear} of linear; one worker with memory off: {without_memory:.0f} runs per minute "
+        f"({without_memory / rates[1]:.2f}x); `submit_run` to the first checkpoint on an idle "
+        f"worker: {fmt_ms(overhead, 0)} ms median (in-process start: {fmt_ms(baseline, 1)} ms); "
+        f"{tokens:,} prompt tokens per run, the same run in every row (counted in process, "
+        "without the memory store)",
+    )
+    return SectionResult("distributed", [scaling, queueing], metrics, headlines=[headline])
 
 
 def _throughput(workers: int, runs: int, tmp: Path, memory: str = "on") -> float:
@@ -143,6 +160,13 @@ def _throughput(workers: int, runs: int, tmp: Path, memory: str = "on") -> float
                 raise RuntimeError(f"bench run {thread_id} ended {record.outcome}")
         elapsed = time.perf_counter() - started
     return runs / elapsed * 60
+
+
+def _tokens_per_run(tmp: Path) -> int:
+    """Prompt tokens one run sends (in process, no store): every row runs this run."""
+    model = LatencyChatModel.from_dict(scenario([task("a"), task("b")]), latency_s=0.0)
+    build_aime_graph(model, config=AimeConfig(**_config(tmp))).invoke({"goal": GOAL})
+    return model.tokens_sent
 
 
 def _queueing_overhead(samples: int, tmp: Path) -> tuple[float, float]:

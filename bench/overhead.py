@@ -1,16 +1,27 @@
-"""Engine overhead: wall time per orchestration step with an instant model.
+"""Engine overhead: wall time per orchestration step and per task with an instant model.
 
-The aime graph runs a chain of ``n`` tasks (so ``n`` orchestration steps, one
-actor each) with the ScriptedChatModel, which answers instantly. The baseline is
-a minimal raw LangGraph loop, one node looping on itself, that runs the same
-number of top-level super-steps and makes the same number of calls to the same
-instant model, with the same kind of checkpointer. The difference, divided by
-the orchestration steps, is what the engine costs per step on top of LangGraph.
+The aime graph runs a chain of ``n`` tasks (so ``n`` orchestration steps, one actor
+each) on the scripted model, which answers instantly. Every actor makes one ordinary
+tool call (the calculator: a tools step) before it submits, as real tasks do. Two
+baselines, each with the same model calls and tool calls and the same checkpointer:
+
+* a raw LangGraph loop, one node looping on itself for the same top-level super-steps
+  (what the engine costs per orchestration step on top of LangGraph itself);
+* a plain LangGraph graph a user would write by hand for the same workflow (planner,
+  a ``Send`` per ready task to a ReAct subgraph with a ``ToolNode``, reporter,
+  verifier), at the same durability: when the engine's actors run with
+  ``durability="exit"``, so do the plain graph's task subgraphs.
+
+An instant model makes prompt size free, so every row also gives the prompt tokens
+each side sends per run (message text plus bound tool schemas, counted by the model).
+The plain-graph comparison runs in interleaved rounds; its ratios are the median and
+the range over the rounds.
 """
 
 from __future__ import annotations
 
 import operator
+import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -35,12 +46,15 @@ from aimegraph import (
     build_aime_graph,
     default_registry,
 )
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.tools.calculator import calculator
 from bench.common import (
+    BenchChatModel,
+    Headline,
     SectionResult,
     Table,
     config,
     fmt_ms,
+    fmt_range,
     fmt_x,
     median_time,
     memory_saver,
@@ -48,6 +62,7 @@ from bench.common import (
     sqlite_saver,
     task,
     thread_config,
+    time_samples,
     workspace,
 )
 
@@ -64,6 +79,15 @@ CHECKPOINTERS: dict[str, SaverFactory] = {
     "InMemorySaver": _memory,
     "SqliteSaver (temp file)": lambda tmp: sqlite_saver(tmp / "overhead.db"),
 }
+GOAL = {"goal": "Assemble the report."}
+TOOL_STEP = {"tool": "calculator", "args": {"expression": "48000 + 213"}}
+"""Each actor's ordinary tool call before it submits."""
+
+
+def chain(n_tasks: int) -> list[dict[str, Any]]:
+    """A chain of ``n_tasks`` tasks, each with the calculator's bundle."""
+    tasks = [task("t1")] + [task(f"t{i}", f"t{i - 1}") for i in range(2, n_tasks + 1)]
+    return [{**t, "tool_bundles": ["compute"]} for t in tasks]
 
 
 class LoopState(TypedDict, total=False):
@@ -72,12 +96,14 @@ class LoopState(TypedDict, total=False):
 
 
 def build_raw_loop(
-    model: ScriptedChatModel,
+    model: BenchChatModel,
     calls_per_step: list[int],
+    tools_per_step: list[int],
     checkpointer: BaseCheckpointSaver[Any] | None,
 ) -> CompiledStateGraph:
-    """The baseline: one node that calls ``model`` ``calls_per_step[i]`` times on
-    super-step ``i`` and loops back to itself until every step has run."""
+    """The baseline: one node that, on super-step ``i``, calls ``model``
+    ``calls_per_step[i]`` times and the calculator ``tools_per_step[i]`` times, and
+    loops back to itself until every step has run."""
     prompt = [HumanMessage("Summarise the results so far.")]
 
     def step(state: LoopState) -> LoopState:
@@ -85,6 +111,8 @@ def build_raw_loop(
         last = ""
         for _ in range(calls_per_step[i]):
             last = model.invoke(prompt).text
+        for _ in range(tools_per_step[i]):
+            last = calculator.invoke(TOOL_STEP["args"])
         return {"count": i + 1, "last": last}
 
     def route(state: LoopState) -> str:
@@ -120,61 +148,69 @@ def _invoke(graph: CompiledStateGraph[Any, Any, Any, Any], inputs: dict[str, Any
     graph.invoke(inputs, thread_config())
 
 
+def tokens_per_run(model: BenchChatModel, run: Callable[[], object]) -> tuple[int, int]:
+    """(model calls, prompt tokens sent) of one call of ``run``."""
+    model.reset()
+    run()
+    return model.calls, model.tokens_sent
+
+
 def run(quick: bool) -> SectionResult:
-    n_tasks, repeat = (4, 1) if quick else (20, 5)
-    tasks = [task("t1")] + [task(f"t{i}", f"t{i - 1}") for i in range(2, n_tasks + 1)]
+    n_tasks, repeat, rounds = (4, 1, 1) if quick else (20, 5, 3)
+    tasks = chain(n_tasks)
     table = Table(
-        f"1. Engine overhead: chain of {n_tasks} tasks, instant scripted model "
-        f"(median of {repeat})",
+        f"1. Engine overhead: chain of {n_tasks} tasks, one calculator call each, instant "
+        f"scripted model (median of {repeat})",
         [
             "checkpointer",
             "orch. steps",
             "super-steps (top / in subgraphs)",
-            "LLM calls",
+            "LLM calls / tool calls",
+            "prompt tokens per run: aime / raw",
             "aime run (ms)",
             "raw loop (ms)",
-            "aime ms/step",
-            "raw ms/step",
             "overhead ms/step",
             "ratio",
         ],
     )
     metrics: dict[str, float] = {}
     with workspace() as ws:
-        # Count super-steps and LLM calls once, with a checkpointer that keeps them.
-        model = ScriptedChatModel.from_dict(scenario(tasks))
+        # Count super-steps, LLM calls and tool calls once, with a checkpointer that keeps them.
+        model = BenchChatModel.from_dict(scenario(tasks, actor_steps=[TOOL_STEP]))
         saver = memory_saver()
         probe = build_aime_graph(model, config=config(ws, max_steps=10_000), checkpointer=saver)
         cfg = thread_config()
-        out = probe.invoke({"goal": "Assemble the report."}, cfg)
+        out = probe.invoke(GOAL, cfg)
         assert out["status"] == "succeeded", out.get("reason")
         steps = probe.get_state(cfg).values["steps"]
         top, nested = count_supersteps(saver, cfg["configurable"]["thread_id"])
         calls = out["usage"].llm_calls
+        tool_calls = len(tasks)  # one calculator call each
         per_step_calls = spread(calls, top)
+        per_step_tools = spread(tool_calls, top)
 
         for label, open_saver in CHECKPOINTERS.items():
             with open_saver(ws) as checkpointer:
                 graph = build_aime_graph(
                     model, config=config(ws, max_steps=10_000), checkpointer=checkpointer
                 )
-                raw = build_raw_loop(model, per_step_calls, checkpointer)
-                aime_s = median_time(
-                    partial(_invoke, graph, {"goal": "Assemble the report."}),
-                    repeat=repeat,
-                    setup=model.reset,
-                )
-                raw_s = median_time(partial(_invoke, raw, {"count": 0}), repeat=repeat)
+                raw = build_raw_loop(model, per_step_calls, per_step_tools, checkpointer)
+                aime_run = partial(_invoke, graph, GOAL)
+                raw_run = partial(_invoke, raw, {"count": 0})
+                aime_s = median_time(aime_run, repeat=repeat, setup=model.reset)
+                raw_s = median_time(raw_run, repeat=repeat, setup=model.reset)
+                aime_calls, aime_tokens = tokens_per_run(model, aime_run)
+                raw_calls, raw_tokens = tokens_per_run(model, raw_run)
+            assert aime_calls == raw_calls == calls, (aime_calls, raw_calls, calls)
             overhead = (aime_s - raw_s) / steps
             table.add(
                 label,
                 steps,
                 f"{top} / {nested}",
-                calls,
+                f"{calls} / {tool_calls}",
+                f"{aime_tokens:,} / {raw_tokens:,}",
                 fmt_ms(aime_s, 1),
                 fmt_ms(raw_s, 1),
-                fmt_ms(aime_s / steps),
-                fmt_ms(raw_s / steps),
                 fmt_ms(overhead),
                 fmt_x(aime_s / raw_s),
             )
@@ -182,77 +218,159 @@ def run(quick: bool) -> SectionResult:
             metrics |= {
                 f"{key}.aime_s": aime_s,
                 f"{key}.raw_s": raw_s,
-                f"{key}.overhead_per_step_s": overhead,
+                f"{key}.overhead_per_step_delta_s": overhead,
                 f"{key}.ratio": aime_s / raw_s,
+                f"{key}.aime_tokens": aime_tokens,
+                f"{key}.raw_tokens": raw_tokens,
             }
-        plain, plain_metrics = plain_table(ws, model, n_tasks, repeat)
+        plain, plain_metrics = plain_table(ws, model, tasks, repeat, rounds)
         parts = component_costs(ws, model, repeat=20 if quick else 200)
     metrics |= {"steps": steps, "supersteps": top, "nested_supersteps": nested, "llm_calls": calls}
     table.notes += [
         f"An orchestration step is one orchestrator dispatch (`steps` in the state). The raw "
         f"loop runs the same {top} top-level super-steps and makes the same {calls} calls to the "
-        f"same instant model, with the same checkpointer; it has no subgraphs, so the "
-        f"{nested} super-steps the aime graph runs inside its planner/executor/verifier "
-        f"subgraphs are part of the engine's overhead.",
+        f"same instant model and the same {tool_calls} calculator calls, with the same "
+        f"checkpointer; it has no subgraphs, so the {nested} super-steps the aime graph runs "
+        "inside its planner/executor/verifier subgraphs are part of the engine's overhead.",
         "ratio = aime run time / raw loop time. overhead ms/step = (aime - raw) / orch. steps.",
+        "prompt tokens per run: what the model was sent (message text and bound tool schemas, "
+        "4 characters a token). The raw loop sends a one-line prompt and binds no tools, so an "
+        "instant model hides what the engine's prompts would cost on a real one.",
         "With a checkpointer, subgraphs inherit it: the aime graph saves one checkpoint per "
         "super-step at both levels (top + in subgraphs), the raw loop one per top-level step.",
     ]
     metrics |= {f"part.{k}": v for k, v in parts.items()} | plain_metrics
-    return SectionResult("overhead", [table, plain, component_table(parts)], metrics)
+    return SectionResult(
+        "overhead",
+        [table, plain, component_table(parts)],
+        metrics,
+        headlines=headlines(metrics, n_tasks, calls, tool_calls, rounds),
+    )
+
+
+VARIANTS = (("batch", "inherit"), ("eager", "inherit"), ("eager", "exit"))
+"""(scheduler, actor_durability) of the aime runs compared with the plain graph."""
 
 
 def plain_table(
-    ws: Path, model: ScriptedChatModel, n_tasks: int, repeat: int
+    ws: Path, model: BenchChatModel, tasks: list[dict[str, Any]], repeat: int, rounds: int
 ) -> tuple[Table, dict[str, float]]:
-    """The aime graph (both schedulers) against :func:`build_plain_graph` over the
-    same chain, with each checkpointer: wall time per task and the ratio."""
+    """The aime graph (both schedulers; eager also with ``actor_durability="exit"``)
+    against :func:`build_plain_graph` over the same chain at the same durability, with
+    each checkpointer: wall time per task, the ratio over ``rounds`` interleaved rounds,
+    and the prompt tokens each sends per run."""
+    n_tasks = len(tasks)
     table = Table(
         f"1c. Against a plain LangGraph graph making the same model and tool calls: chain of "
-        f"{n_tasks} tasks, instant scripted model (median of {repeat})",
-        ["checkpointer", "scheduler", "aime ms/task", "plain ms/task", "overhead ms/task", "ratio"],
+        f"{n_tasks} tasks, one calculator call each, instant scripted model (median of "
+        f"{repeat} runs per round, {rounds} rounds)",
+        [
+            "checkpointer",
+            "scheduler, actor durability",
+            "LLM calls / tool calls: aime / plain",
+            "prompt tokens per run: aime / plain",
+            "aime ms/task",
+            "plain ms/task",
+            f"ratio, median (range) of {rounds} rounds",
+        ],
     )
     metrics: dict[str, float] = {}
-    goal = {"goal": "Assemble the report."}
     for label, open_saver in CHECKPOINTERS.items():
         with open_saver(ws) as checkpointer:
-            plain = build_plain_graph(model, checkpointer)
-            plain_s = median_time(partial(_invoke, plain, goal), repeat=repeat, setup=model.reset)
-            variants = [("batch", "inherit"), ("eager", "inherit")]
-            if checkpointer is not None:
-                variants.append(("eager", "exit"))
-            for scheduler, durability in variants:
+            for scheduler, durability in VARIANTS:
+                if durability == "exit" and checkpointer is None:
+                    continue  # nothing to checkpoint: the same run as "inherit"
                 cfg = config(ws, max_steps=10_000, scheduler=scheduler, actor_durability=durability)
                 graph = build_aime_graph(model, config=cfg, checkpointer=checkpointer)
-                aime_s = median_time(
-                    partial(_invoke, graph, goal), repeat=repeat, setup=model.reset
-                )
+                plain = build_plain_graph(model, checkpointer, task_durability=durability)
+                aime_run = partial(_invoke, graph, GOAL)
+                plain_run = partial(_invoke, plain, GOAL)
+                aime_times: list[float] = []
+                plain_times: list[float] = []
+                for _ in range(rounds):  # interleaved, so drift hits both sides alike
+                    aime_times.append(
+                        statistics.median(time_samples(aime_run, repeat=repeat, setup=model.reset))
+                    )
+                    plain_times.append(
+                        statistics.median(time_samples(plain_run, repeat=repeat, setup=model.reset))
+                    )
+                ratios = [a / p for a, p in zip(aime_times, plain_times, strict=True)]
+                aime_calls, aime_tokens = tokens_per_run(model, aime_run)
+                plain_calls, plain_tokens = tokens_per_run(model, plain_run)
+                assert aime_calls == plain_calls, (aime_calls, plain_calls)
                 exit_ = durability == "exit"
                 table.add(
                     label,
-                    scheduler + (", actor_durability=exit" if exit_ else ""),
-                    fmt_ms(aime_s / n_tasks),
-                    fmt_ms(plain_s / n_tasks),
-                    fmt_ms((aime_s - plain_s) / n_tasks),
-                    fmt_x(aime_s / plain_s),
+                    f"{scheduler}, {'exit' if exit_ else 'as the run'}",
+                    f"{aime_calls} / {n_tasks} (both)",
+                    f"{aime_tokens:,} / {plain_tokens:,}",
+                    fmt_ms(statistics.median(aime_times) / n_tasks),
+                    fmt_ms(statistics.median(plain_times) / n_tasks),
+                    fmt_range(ratios, fmt_x),
                 )
                 key = f"plain.{label.split()[0].lower()}.{scheduler}" + (".exit" if exit_ else "")
-                metrics |= {f"{key}.aime_s": aime_s, f"{key}.plain_s": plain_s}
-                metrics[f"{key}.ratio"] = aime_s / plain_s
+                metrics |= {
+                    f"{key}.aime_s": statistics.median(aime_times),
+                    f"{key}.plain_s": statistics.median(plain_times),
+                    f"{key}.ratio": statistics.median(ratios),
+                    f"{key}.ratio_min": min(ratios),
+                    f"{key}.ratio_max": max(ratios),
+                    f"{key}.aime_tokens": aime_tokens,
+                    f"{key}.plain_tokens": plain_tokens,
+                }
     table.notes += [
         "plain: what a LangGraph user would write by hand for the same workflow "
         "(`build_plain_graph`): a planner call with structured output, each ready task as a "
         "`Send` to a ReAct subgraph (model with tools <-> `ToolNode` until `submit_result`), "
         "a reporter call and a verifier call; the same calls to the same model, the same "
         "tool calls, the same checkpointer (its task subgraphs checkpoint their steps too).",
+        "actor durability exit (eager only): each actor runs with LangGraph's "
+        "durability='exit', checkpointing only when it pauses on an interrupt (a finished "
+        "task's result is still saved the moment it completes); the plain graph's task "
+        "subgraphs then run with durability='exit' too.",
         "ratio = aime / plain. What the engine adds per task: the actor factory (persona, "
         "bundles by embedding search, environment), budgets and retries, the progress list "
-        "and its stream events, usage accounting, the run-start and record nodes.",
-        "actor_durability=exit (eager only): each actor runs with LangGraph's "
-        "durability='exit', checkpointing only when it pauses on an interrupt; a finished "
-        "task's result is still saved the moment it completes.",
+        "and its stream events, usage accounting, the run-start and record nodes; and longer "
+        "prompts (the tokens column), which an instant model does not charge for.",
     ]
     return table, metrics
+
+
+def headlines(
+    metrics: dict[str, float], n_tasks: int, calls: int, tool_calls: int, rounds: int
+) -> list[Headline]:
+    def ratio(key: str) -> str:
+        lo, mid, hi = (metrics[f"{key}.ratio{s}"] for s in ("_min", "", "_max"))
+        return f"{mid:.2f}x ({lo:.2f}-{hi:.2f})"
+
+    def tokens(key: str, other: str) -> str:
+        return f"{metrics[f'{key}.aime_tokens']:,.0f} / {metrics[f'{key}.{other}_tokens']:,.0f}"
+
+    savers = ("none", "inmemorysaver", "sqlitesaver")
+    raw = " / ".join(f"{metrics[f'{k}.overhead_per_step_delta_s'] * 1e3:+.1f}" for k in savers)
+    plain_eager = " / ".join(ratio(f"plain.{k}.eager") for k in savers)
+    plain_batch = " / ".join(ratio(f"plain.{k}.batch") for k in savers)
+    plain_exit = " / ".join(ratio(f"plain.{k}.eager.exit") for k in savers[1:])
+    return [
+        Headline(
+            f"engine overhead per orchestration step: chain of {n_tasks} tasks, each one "
+            "calculator call then submit_result, instant scripted model; no checkpointer / "
+            "InMemorySaver / SQLite",
+            f"raw LangGraph loop with the same top-level super-steps, the same {calls} model "
+            f"calls and {tool_calls} tool calls, the same checkpointer",
+            f"{raw} ms per step; prompt tokens per run {tokens('none', 'raw')} (the raw loop "
+            "sends a one-line prompt)",
+        ),
+        Headline(
+            f"engine against a plain LangGraph graph: the same chain and calls; no checkpointer "
+            f"/ InMemorySaver / SQLite; median (range) of {rounds} interleaved rounds",
+            "hand-written planner / `Send` per ready task to a model-`ToolNode` ReAct subgraph "
+            "/ reporter / verifier, same checkpointer and durability",
+            f"eager {plain_eager}; batch {plain_batch}; with actor durability exit on both "
+            f"sides (memory / SQLite) {plain_exit}; prompt tokens per run "
+            f"{tokens('plain.none.eager', 'plain')} (engine / plain)",
+        ),
+    ]
 
 
 class _Empty(TypedDict, total=False):
@@ -263,7 +381,7 @@ def _noop(state: _Empty) -> _Empty:
     return {"x": state.get("x", 0) + 1}
 
 
-def component_costs(ws: Path, model: ScriptedChatModel, repeat: int) -> dict[str, float]:
+def component_costs(ws: Path, model: BenchChatModel, repeat: int) -> dict[str, float]:
     """Micro-benchmarks of the pieces a task goes through, in seconds per call."""
     registry = default_registry(ws)
     tools = list(registry.tools.values())
@@ -350,15 +468,22 @@ def plain_progress(status: str, message: str) -> str:
 
 
 def build_plain_graph(
-    model: ScriptedChatModel, checkpointer: BaseCheckpointSaver[Any] | None
+    model: BenchChatModel,
+    checkpointer: BaseCheckpointSaver[Any] | None,
+    task_durability: str = "inherit",
 ) -> CompiledStateGraph:
     """What a LangGraph user would write by hand for the same workflow, making the
     same model and tool calls: a planner call (structured output), then each ready
     task as a ``Send`` to a ReAct subgraph (model with tools <-> ``ToolNode``, until
-    ``submit_result``), a reporter call and a verifier call (structured output)."""
+    ``submit_result``), a reporter call and a verifier call (structured output).
+    ``task_durability="exit"`` runs the task subgraphs with that durability."""
     planner = model.with_structured_output(PlanUpdate)
     verifier = model.with_structured_output(Verdict)
-    actor = model.bind_tools([plain_submit, plain_progress])
+    tools = [calculator, plain_submit, plain_progress]
+    actor = model.bind_tools(tools)
+    durability: dict[str, Any] = (
+        {"durability": "exit"} if task_durability == "exit" and checkpointer else {}
+    )
 
     def react(state: PlainTaskState) -> dict[str, Any]:
         return {"messages": [actor.invoke(state["messages"])]}
@@ -376,14 +501,14 @@ def build_plain_graph(
 
     sub = StateGraph(PlainTaskState)
     sub.add_node("react", react)
-    sub.add_node("tools", ToolNode([plain_submit, plain_progress]))
+    sub.add_node("tools", ToolNode(tools))
     sub.add_edge(START, "react")
     sub.add_conditional_edges("react", after_react, ["tools", END])
     sub.add_conditional_edges("tools", after_tools, ["react", END])
     react_graph = sub.compile()
 
     def run_task(state: PlainTaskState) -> PlainState:
-        out = react_graph.invoke(state)
+        out = react_graph.invoke(state, **durability)
         return {"results": {state["task_id"]: out["messages"][-1].text}}
 
     def plan(state: PlainState) -> PlainState:

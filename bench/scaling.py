@@ -14,8 +14,9 @@ from pathlib import Path
 
 from aimegraph import build_aime_graph
 from aimegraph.config import AimeConfig
-from aimegraph.models.scripted import ScriptedChatModel
 from bench.common import (
+    BenchChatModel,
+    Headline,
     SectionResult,
     Table,
     config,
@@ -52,7 +53,7 @@ def run_size(n: int, ws: Path, scheduler: str = "eager") -> dict[str, float]:
     """Run an ``n``-task plan with and without a SqliteSaver; return the measurements."""
     tasks = scaling_plan(n)
     data = scenario(tasks)
-    model = ScriptedChatModel.from_dict(data)
+    model = BenchChatModel.from_dict(data)
     db = ws / f"scaling-{n}-{scheduler}.db"
     with sqlite_saver(db) as saver:
         graph = build_aime_graph(model, config=bench_config(ws, scheduler), checkpointer=saver)
@@ -60,6 +61,7 @@ def run_size(n: int, ws: Path, scheduler: str = "eager") -> dict[str, float]:
         out, seconds = timed(lambda: graph.invoke({"goal": data["goal"]}, cfg))
         assert out["status"] == "succeeded", out.get("reason")
         steps = graph.get_state(cfg).values["steps"]
+    tokens = model.tokens_sent
     sizes = sqlite_bytes(db)
     model.reset()
     bare = build_aime_graph(model, config=bench_config(ws, scheduler))
@@ -72,6 +74,7 @@ def run_size(n: int, ws: Path, scheduler: str = "eager") -> dict[str, float]:
         "llm_calls": out["usage"].llm_calls,
         "seconds": seconds,
         "bare_seconds": bare_seconds,
+        "tokens": tokens,
         "file_bytes": sizes["file"],
         "blob_bytes": sizes["checkpoint_blobs"] + sizes["write_blobs"],
         "checkpoints": sizes["checkpoints"],
@@ -95,6 +98,7 @@ def run(quick: bool) -> SectionResult:
             "DB file",
             "blob bytes",
             "blob KB / task",
+            "prompt tokens / task",
             "growth: tasks / time / bytes",
         ],
     )
@@ -123,6 +127,7 @@ def run(quick: bool) -> SectionResult:
                     fmt_bytes(r["file_bytes"]),
                     fmt_bytes(r["blob_bytes"]),
                     f"{r['blob_bytes'] / n / 1024:.1f}",
+                    f"{r['tokens'] / n:,.0f}",
                     growth,
                 )
                 key = f"n{n}" if scheduler == "eager" else f"n{n}.batch"
@@ -136,16 +141,32 @@ def run(quick: bool) -> SectionResult:
         "checkpoints = rows in the checkpoints table, top-level and subgraph namespaces "
         "(each executor subgraph checkpoints its own super-steps). blob bytes = checkpoint + "
         "metadata + pending-write blobs; DB file = the SQLite file size.",
-        "growth = this row / the previous row. Bytes growing faster than tasks means each "
-        "checkpoint re-serialises state that grows with the plan; the task map and the update "
-        "log are DeltaChannels (a checkpoint stores the step's writes, a snapshot every 100 "
-        "updates), so bytes grow with tasks. Before them: 35.0 / 33.9 / 54.8 KB per task at "
-        "10 / 100 / 1,000 tasks (16.1x bytes for 10x tasks).",
-        "Most checkpoints are the executor subgraphs' own: 3 per task here (the actor's "
-        "input, its start and its one react step, which ran the submit_result; 6 before "
-        "the actor's reports ran in its react step and the factory opened it).",
+        "growth = this row / the previous row. Bytes growing faster than tasks would mean "
+        "each checkpoint re-serialises state that grows with the plan; the task map and the "
+        "update log are DeltaChannels (a checkpoint stores the step's writes, a snapshot every "
+        "100 updates).",
+        "Most checkpoints are the executor subgraphs' own (the actor's input, its start and "
+        "its one react step, which ran the submit_result).",
+        "prompt tokens / task: what the model was sent per run over the tasks (message text "
+        "and bound tool schemas, 4 characters a token).",
         "scheduler: batch = one orchestrator step per wave of up to max_parallel tasks "
         "(Send each); eager (the default) = tasks start as their dependencies complete, "
         "inside executor steps; orch. steps counts both as waves of tasks started together.",
     ]
-    return SectionResult("scaling", [table], metrics)
+    eager = [metrics[f"n{n}.blob_bytes_per_task"] / 1024 for n in sizes]
+    batch = [metrics[f"n{n}.batch.blob_bytes_per_task"] / 1024 for n in sizes]
+    ms = [metrics[f"n{n}.seconds"] / n * 1e3 for n in sizes]
+    ms_batch = [metrics[f"n{n}.batch.seconds"] / n * 1e3 for n in sizes]
+    tokens = [metrics[f"n{n}.tokens"] / n for n in sizes]
+
+    def joined(values: list[float], fmt: str = ".1f") -> str:
+        return " / ".join(format(v, fmt) for v in values)
+
+    headline = Headline(
+        f"scaling, {' / '.join(f'{n:,}' for n in sizes)} tasks (SQLite checkpoints, instant model)",
+        f"the {sizes[0]}-task plan; the batch scheduler",
+        f"{joined(eager)} KB of checkpoints per task with eager (batch {joined(batch)}); run "
+        f"time {joined(ms, '.0f')} ms per task eager against {joined(ms_batch, '.0f')} batch; "
+        f"{joined(tokens, ',.0f')} prompt tokens per task (both schedulers make the same calls)",
+    )
+    return SectionResult("scaling", [table], metrics, headlines=[headline])

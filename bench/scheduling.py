@@ -25,6 +25,7 @@ from langchain_core.messages import BaseMessage
 from aimegraph import build_aime_graph
 from aimegraph.models.scripted import Scenario
 from bench.common import (
+    Headline,
     LatencyChatModel,
     SectionResult,
     Table,
@@ -85,8 +86,10 @@ def width(tasks: list[TaskDict]) -> int:
     return max(list(level.values()).count(v) for v in set(level.values()))
 
 
-def run_dag(tasks: list[TaskDict], durations: dict[str, float], scheduler: str, ws: Path) -> float:
-    """Wall seconds of one run of the aime graph over ``tasks``."""
+def run_dag(
+    tasks: list[TaskDict], durations: dict[str, float], scheduler: str, ws: Path
+) -> tuple[float, int]:
+    """Wall seconds and prompt tokens sent of one run of the aime graph over ``tasks``."""
     data = scenario(tasks)
     model = DurationChatModel(scenario=Scenario.model_validate(data), durations=durations)
     cfg = config(
@@ -102,7 +105,7 @@ def run_dag(tasks: list[TaskDict], durations: dict[str, float], scheduler: str, 
     out = graph.invoke({"goal": data["goal"]}, thread_config())
     seconds = time.perf_counter() - start
     assert out["status"] == "succeeded", out.get("reason")
-    return seconds
+    return seconds, model.tokens_sent
 
 
 def run(quick: bool) -> SectionResult:
@@ -117,13 +120,15 @@ def run(quick: bool) -> SectionResult:
     ratios: dict[str, list[float]] = {s: [] for s in SCHEDULERS}
     walls: dict[str, list[float]] = {s: [] for s in SCHEDULERS}
     paths: list[float] = []
+    tokens: dict[str, int] = dict.fromkeys(SCHEDULERS, 0)
     with workspace() as ws:
         for i, (tasks, durations) in enumerate(dags):
             path = critical_path(tasks, durations)
             paths.append(path)
             # Alternate which scheduler goes first, so neither always runs warm.
             for scheduler in SCHEDULERS if i % 2 == 0 else SCHEDULERS[::-1]:
-                wall = run_dag(tasks, durations, scheduler, ws)
+                wall, sent = run_dag(tasks, durations, scheduler, ws)
+                tokens[scheduler] += sent
                 walls[scheduler].append(wall)
                 ratios[scheduler].append(wall / path)
 
@@ -131,7 +136,15 @@ def run(quick: bool) -> SectionResult:
         f"Scheduling: {n_dags} random DAGs of {sizes[0]}-{sizes[1]} tasks with log-normal "
         "task durations, wall time / critical path (instant planner and reporter, "
         f"max_parallel={MAX_PARALLEL})",
-        ["scheduler", "median", "worst", "best", "mean wall (s)", "mean critical path (s)"],
+        [
+            "scheduler",
+            "median",
+            "worst",
+            "best",
+            "mean wall (s)",
+            "mean critical path (s)",
+            "prompt tokens per run (mean)",
+        ],
     )
     metrics: dict[str, float] = {"dags": n_dags, "mean_critical_path_s": statistics.mean(paths)}
     for scheduler in SCHEDULERS:
@@ -143,6 +156,7 @@ def run(quick: bool) -> SectionResult:
             fmt_x(min(r)),
             fmt_s(statistics.mean(walls[scheduler])),
             fmt_s(statistics.mean(paths)),
+            f"{tokens[scheduler] / n_dags:,.0f}",
         )
         metrics |= {
             f"{scheduler}.median_ratio": statistics.median(r),
@@ -163,4 +177,15 @@ def run(quick: bool) -> SectionResult:
         "for the slowest. eager: the executor node starts each task the moment its last "
         "dependency completes (AimeConfig.scheduler, default 'eager').",
     ]
-    return SectionResult("scheduling", [table], metrics)
+    med = {s: statistics.median(ratios[s]) for s in SCHEDULERS}
+    worst = {s: max(ratios[s]) for s in SCHEDULERS}
+    headline = Headline(
+        f"scheduling, {n_dags} random DAGs of {sizes[0]}-{sizes[1]} tasks with log-normal task "
+        "durations",
+        "the DAG's critical path; the batch scheduler",
+        f"wall / critical path: eager median {fmt_x(med['eager'])}, worst "
+        f"{fmt_x(worst['eager'])}; batch median {fmt_x(med['batch'])}, worst "
+        f"{fmt_x(worst['batch'])}; {tokens['eager'] / n_dags:,.0f} prompt tokens per run "
+        f"(batch {tokens['batch'] / n_dags:,.0f})",
+    )
+    return SectionResult("scheduling", [table], metrics, headlines=[headline])

@@ -27,7 +27,15 @@ from langchain_core.messages import BaseMessage
 from aimegraph import AgentUnit, Task, TeamSpec
 from aimegraph.models.scripted import Step
 from aimegraph.teams import build_team_executor, build_team_graph
-from bench.common import LatencyChatModel, SectionResult, Table, config, fmt_x, workspace
+from bench.common import (
+    Headline,
+    LatencyChatModel,
+    SectionResult,
+    Table,
+    config,
+    fmt_x,
+    workspace,
+)
 
 RIGHT, WRONG = "42", "41"
 MEMBER = re.compile(r'<member name="([^"]+)" turn="(\d+)"')  # the team's brief
@@ -175,6 +183,7 @@ def modes(quick: bool) -> tuple[Table, dict[str, float]]:
             "LLM calls",
             "tokens",
             "wall time (s)",
+            "prompt tokens sent",
             "calls vs single",
             "time vs single",
         ],
@@ -198,6 +207,7 @@ def modes(quick: bool) -> tuple[Table, dict[str, float]]:
             graph = build_team_executor(model, agents=UNITS, config=config(ws))
             times, usage = [], None
             for _ in range(repeats):
+                model.reset()
                 start = time.perf_counter()
                 out = graph.invoke(
                     {"goal": "Total the ledger", "task": task, "dependency_results": {}}
@@ -213,6 +223,7 @@ def modes(quick: bool) -> tuple[Table, dict[str, float]]:
                 len(task.team.members) if task.team else 1,
                 usage.llm_calls,
                 usage.total_tokens,
+                f"{model.tokens_sent:,}",
                 f"{wall:.2f}",
                 fmt_x(usage.llm_calls / base[0]),
                 fmt_x(wall / base[1]),
@@ -220,10 +231,28 @@ def modes(quick: bool) -> tuple[Table, dict[str, float]]:
             key = name.replace(" ", "_")
             metrics[f"{key}_calls"] = usage.llm_calls
             metrics[f"{key}_wall_s"] = wall
+            metrics[f"{key}_tokens_sent"] = model.tokens_sent
     return table, metrics
 
 
 def run(quick: bool) -> SectionResult:
     vote_table, vote_metrics = voting(quick)
     mode_table, mode_metrics = modes(quick)
-    return SectionResult("teams", [vote_table, mode_table], vote_metrics | mode_metrics)
+    metrics = vote_metrics | mode_metrics
+    p = 7
+    accuracy = " / ".join(f"{metrics[f'p{p}_n{n}_accuracy']:.3f}" for n in (1, 3, 5))
+    expected = " / ".join(f"{metrics[f'p{p}_n{n}_expected']:.3f}" for n in (1, 3, 5))
+    single_s, single_tokens = metrics["single_actor_wall_s"], metrics["single_actor_tokens_sent"]
+    modes_text = ", ".join(
+        f"{mode} {fmt_x(metrics[f'{mode}_wall_s'] / single_s)} ({metrics[f'{mode}_calls']:.0f} "
+        f"calls, {metrics[f'{mode}_tokens_sent'] / single_tokens:.1f}x the tokens)"
+        for mode in ("sequential", "joint", "hierarchical", "broadcast")
+    )
+    headline = Headline(
+        "teams: broadcast voting with a scripted noisy model (each member right with p = 0.7); "
+        "one task in each mode at 50 ms per call",
+        "P(Binomial(n, p) > n/2); a single actor (2 calls)",
+        f"accuracy {accuracy} for 1 / 3 / 5 members (expected {expected}); wall time against "
+        f"a single actor: {modes_text}",
+    )
+    return SectionResult("teams", [vote_table, mode_table], metrics, headlines=[headline])

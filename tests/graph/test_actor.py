@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import time
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -34,10 +34,15 @@ def explode(reason: str) -> str:
     raise RuntimeError(f"internal failure: {reason}")
 
 
+SLOW_RELEASE = threading.Event()
+SLOW_FINISHED = threading.Event()
+
+
 @tool
 def slow(seconds: float) -> str:
-    """Sleeps, then answers."""
-    time.sleep(seconds)
+    """Waits until the test releases it (at most ``seconds``), then answers."""
+    SLOW_RELEASE.wait(seconds)
+    SLOW_FINISHED.set()
     return "finally"
 
 
@@ -101,15 +106,20 @@ def test_slow_tools_time_out_and_long_outputs_are_kept_whole(
     graph, model = scripted_graph(
         {
             "planner": [plan({"id": "a", "title": "Try", "tool_bundles": ["custom"]})],
-            "actors": {"a": [call("slow", seconds=5), call("chatty"), submit("done")]},
+            "actors": {"a": [call("slow", seconds=60), call("chatty"), submit("done")]},
         },
         tools=CUSTOM,
         tool_timeout_s=0.3,
         max_observation_chars=1000,
     )
-    started = time.monotonic()
-    out = graph.invoke({"goal": "g"})
-    assert time.monotonic() - started < 4.5  # did not wait for the 5 s tool
+    SLOW_RELEASE.clear()
+    SLOW_FINISHED.clear()
+    try:
+        out = graph.invoke({"goal": "g"})
+        # The run ended while the tool still waited: the guard did not wait for it.
+        assert not SLOW_FINISHED.is_set()
+    finally:
+        SLOW_RELEASE.set()
     assert out["tasks"]["a"].status == "completed"
     prompt = last_actor_prompt(model, "a")
     assert "slow did not finish within 0.3 s" in prompt

@@ -216,21 +216,51 @@ def test_budget_spent_names_the_budget() -> None:
     assert "max_steps" in (cfg.budget_spent(Usage(), steps=cfg.max_steps) or "")
 
 
-# --------------------------------------------------------------------------- known gaps
+# --------------------------------------------------------------------------- planning
 
 
-@pytest.mark.xfail(
-    reason="budgets are only checked by the orchestrator: the planner's repair loop "
-    "(max_plan_repairs + 1 drafts of max_output_retries + 1 calls) runs past max_llm_calls",
-    strict=False,
-)
 def test_planner_repairs_respect_the_call_budget(scripted_graph: GraphFactory) -> None:
-    graph, _ = scripted_graph(
+    # Every draft is a cycle; 3 repairs would make 4 calls, the budget allows 2.
+    graph, model = scripted_graph(
         {"planner": [plan(spec("a", "b"), spec("b", "a"))]}, max_llm_calls=2, max_plan_repairs=3
     )
     out = graph.invoke({"goal": "g"})
-    assert out["usage"].llm_calls <= 2
+    assert out["usage"].llm_calls == 2 and len(model.prompts("planner")) == 2
     assert out["status"] == "budget_exhausted"
+    assert "max_llm_calls (2)" in out["reason"] and "while planning" in out["reason"]
+    assert model.prompts("actor") == []
+
+
+def test_planner_re_asks_stop_at_the_call_budget(scripted_graph: GraphFactory) -> None:
+    # Replies that do not parse are re-asked (max_output_retries) within one draft:
+    # the re-asks stop where the budget does.
+    graph, model = scripted_graph(
+        {"planner": [{"rationale": "bad", "tasks": "oops"}]},
+        max_llm_calls=2,
+        max_output_retries=5,
+        max_plan_repairs=3,
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["usage"].llm_calls == 2 and len(model.prompts("planner")) == 2
+    assert out["status"] == "budget_exhausted" and "while planning" in out["reason"]
+
+
+def test_a_replan_counts_the_calls_before_it(scripted_graph: GraphFactory) -> None:
+    # planner 1 + actor 1 (fails) = 2; the replan's drafts are cycles: one fits in 3.
+    graph, model = scripted_graph(
+        {
+            "planner": [plan(spec("a")), plan(spec("x", "y"), spec("y", "x"))],
+            "actors": {
+                "a": [{"tool": "submit_result", "args": {"status": "failed", "summary": "no"}}]
+            },
+        },
+        max_llm_calls=3,
+        max_plan_repairs=3,
+        task_retries=0,
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["status"] == "budget_exhausted" and "while planning" in out["reason"]
+    assert out["usage"].llm_calls == 3 and len(model.prompts("planner")) == 2
 
 
 def test_no_verifier_call_once_the_reporter_spent_the_budget(scripted_graph: GraphFactory) -> None:

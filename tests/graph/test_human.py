@@ -15,6 +15,7 @@ from tests.conftest import GraphFactory
 from tests.scripted import plan, spec, submit
 
 from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.graphs.compiled import WaitingTasksError
 
 
 def ask(question: str) -> dict[str, Any]:
@@ -434,18 +435,44 @@ def test_a_note_given_with_the_answer_to_a_waiting_actor(
     _note_reached_only_the_replan(model)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: update_state() while actors wait on interrupt() starts a new step "
-    "and drops their pending Send tasks; the run is left 'running' with nothing next",
-)
-def test_update_state_while_an_actor_waits_keeps_the_actor(
+def test_update_state_while_an_actor_waits_is_refused_and_keeps_the_actor(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    # LangGraph's update_state starts a new step without the pending Send tasks: the
+    # waiting actor would be dropped. The engine refuses and names the ways that work.
+    graph, _ = scripted_graph(ASKING, checkpointer=saver)
+    graph.invoke({"goal": "g"}, CONFIG)
+    with pytest.raises(WaitingTasksError, match=r"Command\(resume=\.\.\., update="):
+        graph.update_state(CONFIG, {"notes": [NOTE]})
+    assert pending(graph), "the ask_human interrupt was lost"
+    assert graph.get_state(CONFIG).values.get("notes") in (None, [])
+
+    # Command(update=...) alone keeps the actor waiting, with the note in the state.
+    graph.invoke(Command(update={"notes": [NOTE]}), CONFIG)
+    assert pending(graph) and graph.get_state(CONFIG).values["notes"] == [NOTE]
+    out = graph.invoke(Command(resume="North"), CONFIG)
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["a"].result.summary == "the human said: North"
+
+
+async def test_aupdate_state_while_an_actor_waits_is_refused(
     scripted_graph: GraphFactory, saver: InMemorySaver
 ) -> None:
     graph, _ = scripted_graph(ASKING, checkpointer=saver)
+    await graph.ainvoke({"goal": "g"}, CONFIG)
+    with pytest.raises(WaitingTasksError):
+        await graph.aupdate_state(CONFIG, {"notes": [NOTE]})
+    assert (await graph.aget_state(CONFIG)).interrupts
+
+
+def test_update_state_naming_the_node_may_replace_a_waiting_step(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    # An explicit as_node is the caller taking over the step, as LangGraph does it.
+    graph, _ = scripted_graph(ASKING, checkpointer=saver)
     graph.invoke({"goal": "g"}, CONFIG)
-    graph.update_state(CONFIG, {"notes": [NOTE]})
-    assert pending(graph), "the ask_human interrupt was lost"
+    graph.update_state(CONFIG, {"notes": [NOTE]}, as_node="orchestrator")
+    assert not pending(graph) and graph.get_state(CONFIG).values["notes"] == [NOTE]
 
 
 @pytest.mark.parametrize("durability", ["sync", "async", "exit"])

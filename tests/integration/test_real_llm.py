@@ -13,11 +13,10 @@ final state: a final status, every task terminal or the stop explained, usage co
 final answer, and no exception.
 
 Budget slack. Budgets are checked between LLM-calling nodes (by the orchestrator before
-it dispatches work, by the reporter, and before a rejection leads to a replan), not
-inside them, so one node can pass ``max_llm_calls``: the planner's draft/repair loop makes
-up to ``(r + 1) * (p + 1)`` calls (``r = max_output_retries``, ``p = max_plan_repairs``),
-the verifier up to ``r + 1``, and parallel actors sharing fewer calls than there are
-actors get one each. Hence :func:`call_slack`.
+it dispatches work, by the reporter, and before a rejection leads to a replan) and by the
+planner before each draft and re-ask, so only two nodes can pass ``max_llm_calls``: the
+verifier makes up to ``r + 1`` calls (``r = max_output_retries``), and parallel actors
+sharing fewer calls than there are actors get one each. Hence :func:`call_slack`.
 """
 
 from __future__ import annotations
@@ -74,9 +73,7 @@ def small_budgets(workspace: Path, **overrides: Any) -> AimeConfig:
 
 def call_slack(cfg: AimeConfig) -> int:
     """How far past ``max_llm_calls`` a run may count (see the module docstring)."""
-    tries = cfg.max_output_retries + 1
-    planner_loop = tries * (cfg.max_plan_repairs + 1)
-    return max(planner_loop - 1, tries - 1, cfg.max_parallel - 1)
+    return max(cfg.max_output_retries, cfg.max_parallel - 1)
 
 
 def assert_well_formed(out: dict[str, Any], cfg: AimeConfig) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import builtins
-import time
 
 import pytest
 from langchain_core.tools import ToolException
@@ -128,12 +127,11 @@ def test_errors_are_clear_tool_exceptions(expression: str, message: str) -> None
 @pytest.mark.parametrize(
     "expression", ["9 ** 9 ** 9", "10 ** 301", "2 ** 10000", "exp(1000)", "1e300 * 10"]
 )
-def test_huge_results_are_refused_quickly(expression: str) -> None:
-    started = time.monotonic()
+def test_huge_results_are_refused_before_they_are_computed(expression: str) -> None:
+    # 9 ** 9 ** 9 computed exactly would take hours: without the guard this test would
+    # run into the suite's timeout instead of getting the refusal.
     with pytest.raises(ToolException, match="result too large"):
         calc(expression)
-    # 9 ** 9 ** 9 computed exactly would take hours; the guard answers at once.
-    assert time.monotonic() - started < 5
 
 
 def test_length_and_magnitude_caps_are_configurable() -> None:

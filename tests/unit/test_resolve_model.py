@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import sys
 import types
 from pathlib import Path
@@ -186,10 +185,7 @@ def test_local_missing_gguf_path(tmp_path: Any) -> None:
 
 # --------------------------------------------------------------------------- scripted
 
-HAS_SCRIPTED = importlib.util.find_spec("aimegraph.models.scripted") is not None
 
-
-@pytest.mark.skipif(not HAS_SCRIPTED, reason="aimegraph.models.scripted is not written yet")
 def test_scripted_spec_dispatches_to_from_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
     from aimegraph.models import scripted
 
@@ -205,7 +201,6 @@ def test_scripted_spec_dispatches_to_from_scenario(monkeypatch: pytest.MonkeyPat
     assert seen == ["research"]
 
 
-@pytest.mark.skipif(not HAS_SCRIPTED, reason="aimegraph.models.scripted is not written yet")
 def test_unknown_scripted_scenario_is_a_spec_error() -> None:
     with pytest.raises(ModelSpecError, match="no-such-scenario"):
         resolve_model("scripted:no-such-scenario")

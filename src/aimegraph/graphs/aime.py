@@ -17,8 +17,8 @@ from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
+from aimegraph.graphs.compiled import AimeCompiledGraph
 from aimegraph.graphs.planner import build_planner_graph
-from aimegraph.graphs.scoped import RunScopedGraph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
@@ -116,8 +116,9 @@ def build_aime_graph(
         name: The compiled graph's name.
 
     Returns:
-        A compiled graph (a :class:`~aimegraph.graphs.scoped.RunScopedGraph`: each run
-        holds its MCP sessions and async tool calls, released when it ends). Input
+        A compiled graph (an :class:`~aimegraph.graphs.compiled.AimeCompiledGraph`: each
+        run holds its MCP sessions and async tool calls, released when it ends, and a
+        ``update_state`` never drops actors waiting on a human). Input
         ``{"goal": ...}`` or ``{"messages": [...]}``; output ``final_answer``,
         ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``,
         ``structured_response`` and the rest of ``AimeOutput``. A run on a thread with
@@ -275,7 +276,9 @@ def build_aime_graph(
         route_after_verifier(config),
         {"planner": "planner", "orchestrator": "orchestrator", END: end},
     )
-    compiled = RunScopedGraph.of(builder.compile(checkpointer=checkpointer, store=store, name=name))
+    compiled = AimeCompiledGraph.of(
+        builder.compile(checkpointer=checkpointer, store=store, name=name)
+    )
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))

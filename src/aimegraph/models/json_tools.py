@@ -9,6 +9,11 @@ without tool support reject tool-call messages.
 Models served without a tool-call parser write their calls into the message
 content even when tools are bound natively; :func:`tool_calls_in_text` finds
 those, for calls of bound tools only.
+
+Models whose only tool calling is one *forced* function decoded under a grammar
+(llama.cpp) are asked through :func:`json_step_model`: the reply is constrained to
+``{"tool": <a bound tool>, "args": <that tool's arguments>}``, so even a tiny model
+writes a call that parses.
 """
 
 from __future__ import annotations
@@ -18,10 +23,13 @@ import uuid
 from collections.abc import Collection, Sequence
 from typing import Any, cast
 
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.runnables import Runnable, RunnableLambda
 from langchain_core.tools import BaseTool
 
 from aimegraph.models.jsonparse import JsonReplyError, json_values, parse_json_reply
+from aimegraph.models.resolve import decodes_forced_calls_by_grammar
 
 _NAME_KEYS = ("tool", "name", "action", "function", "tool_name")
 _ARGS_KEYS = ("args", "arguments", "parameters", "input", "action_input", "tool_input")
@@ -133,6 +141,48 @@ def _tool_call(name: str, args: Any) -> ToolCall:
     if not isinstance(args, dict):
         raise JsonReplyError(f'"args" of {name} must be an object')
     return ToolCall(name=name, args=args, id=f"call_{uuid.uuid4().hex[:12]}", type="tool_call")
+
+
+STEP_FUNCTION = "tool_call"
+"""The name of the one forced function :func:`json_step_model` binds."""
+
+
+def json_step_model(
+    model: BaseChatModel, tools: Sequence[BaseTool]
+) -> Runnable[LanguageModelInput, AIMessage]:
+    """What a JSON-mode actor step calls: ``model`` itself, or, for a model that decodes a
+    forced function call under a grammar, ``model`` forced to call :data:`STEP_FUNCTION`
+    whose arguments are one call of one of ``tools`` (``anyOf`` a ``{"tool": <name>,
+    "args": <its schema>}`` object per tool). The forced call comes back as the JSON text
+    of that object, so the step parses it as it parses any JSON-mode reply (and usage,
+    finish reason and id are kept)."""
+    if not decodes_forced_calls_by_grammar(model):
+        return model
+    calls = [
+        {
+            "type": "object",
+            "properties": {"tool": {"const": tool.name}, "args": tool_args_schema(tool)},
+            "required": ["tool", "args"],
+        }
+        for tool in tools
+    ]
+    function = {
+        "type": "function",
+        "function": {
+            "name": STEP_FUNCTION,
+            "description": "The next tool call.",
+            "parameters": {"anyOf": calls},
+        },
+    }
+    forced: Any = {"type": "function", "function": {"name": STEP_FUNCTION}}  # ChatLlamaCpp's form
+    return model.bind_tools([function], tool_choice=forced) | RunnableLambda(_call_as_text)
+
+
+def _call_as_text(reply: AIMessage) -> AIMessage:
+    """The forced call's arguments as the reply's JSON text (no tool call left on it)."""
+    calls = [c["args"] for c in reply.tool_calls if c["name"] == STEP_FUNCTION]
+    text = json.dumps(calls[0], ensure_ascii=False) if calls else reply.text
+    return reply.model_copy(update={"content": text, "tool_calls": [], "invalid_tool_calls": []})
 
 
 def plain_conversation(messages: Sequence[BaseMessage]) -> list[BaseMessage]:

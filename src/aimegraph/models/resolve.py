@@ -150,7 +150,14 @@ def supports_tool_calling(model: BaseChatModel) -> bool:
     cls = type(model)
     if getattr(cls, "bind_tools", None) is getattr(BaseChatModel, "bind_tools", None):
         return False
-    return not any(base.__name__ == "ChatLlamaCpp" for base in cls.__mro__)
+    return not decodes_forced_calls_by_grammar(model)
+
+
+def decodes_forced_calls_by_grammar(model: BaseChatModel) -> bool:
+    """Whether a forced single-function call of ``model`` is decoded under a grammar built
+    from the function's schema, so the reply always parses: ``ChatLlamaCpp`` (llama.cpp),
+    whose free tool choice is ignored (see :func:`supports_tool_calling`)."""
+    return any(base.__name__ == "ChatLlamaCpp" for base in type(model).__mro__)
 
 
 def supports_structured_output(model: BaseChatModel) -> bool:

@@ -45,6 +45,7 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import (
     describe_tools,
+    json_step_model,
     parse_tool_calls,
     plain_conversation,
     tool_calls_in_text,
@@ -334,6 +335,7 @@ def make_react_node(
     """
     # Converting tool schemas costs more than a fast model's reply: once per tool set.
     bound_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
+    json_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
 
     def react(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -347,10 +349,12 @@ def make_react_node(
                     bound_models[names] = model.bind_tools(bound)
                 reply = yield bound_models[names], state["messages"]
             else:
+                if names not in json_models:
+                    json_models[names] = json_step_model(model, bound)
                 prompt = with_json_instructions(
                     state["messages"], json_mode.TOOLS.format(tools=describe_tools(bound))
                 )
-                reply = yield model, plain_conversation(prompt)
+                reply = yield json_models[names], plain_conversation(prompt)
         except Exception as exc:  # noqa: BLE001 - a model failure fails the task, as data
             reraise_if_retryable(exc, runtime)
             error = f"model call failed: {type(exc).__name__}: {exc}"

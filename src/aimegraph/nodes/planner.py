@@ -22,6 +22,7 @@ from aimegraph.state import (
     PlannerState,
     PlanUpdate,
     Task,
+    Usage,
     apply_plan,
     plan_update_schema,
     render_checklist,
@@ -95,10 +96,28 @@ def make_draft_node(
 
     def draft(state: PlannerState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
+        new_run = state.get("status") in FINISHED or "status" not in state
+        # The first draft finds the run's usage in ``usage`` and keeps it aside; from
+        # then on ``usage`` is the planner's own (what the subgraph hands back).
+        if new_run or "usage_before" not in state:
+            usage_before = Usage() if new_run else state.get("usage") or Usage()
+            own = Usage()
+        else:
+            usage_before, own = state["usage_before"], state.get("usage") or Usage()
+        kept = {"usage_before": usage_before, "usage": own}
         goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         if goal is None:
-            return {"draft": None, "plan_error": "no goal: pass 'goal' or a human message"}
-        new_run = state.get("status") in FINISHED or "status" not in state
+            return {"draft": None, "plan_error": "no goal: pass 'goal' or a human message", **kept}
+        calls_left = _calls_left(cfg, usage_before + own)
+        if calls_left == 0:
+            spent = cfg.budget_spent(usage_before + own, 0) or "the LLM-call budget is spent"
+            return {"draft": None, "plan_error": None, **kept} | {
+                "status": "budget_exhausted",
+                "reason": f"{spent} while planning",
+            }
+        if calls_left is not None:  # the re-asks of this draft stay within the budget
+            retries = min(cfg.max_output_retries, calls_left - 1)
+            cfg = cfg.model_copy(update={"max_output_retries": retries})
         replans = 0 if new_run else state.get("replans", 0)
         messages = [
             SystemMessage(
@@ -128,7 +147,9 @@ def make_draft_node(
             )
         reply = yield from ask_structured(
             model,
-            plan_update_schema(cfg.max_tasks, teams=teams),
+            plan_update_schema(
+                cfg.max_tasks, teams=teams, min_tasks=0 if state.get("tasks") else 1
+            ),
             messages,
             role="planner",
             config=cfg,
@@ -139,13 +160,21 @@ def make_draft_node(
             "draft": reply.value.model_dump() if reply.value else None,
             "plan_error": reply.error,
             "model_failed": reply.model_failed,
-            "usage": reply.usage,
+            "usage_before": usage_before,
+            "usage": own + reply.usage,
         }
         if new_run:
             update |= RUN_START
         return update
 
     return model_node(draft, name="draft", metadata=lambda _: call_metadata("planner"))
+
+
+def _calls_left(cfg: AimeConfig, used: Usage) -> int | None:
+    """LLM calls the run may still make (None: no call budget)."""
+    if cfg.max_llm_calls is None:
+        return None
+    return max(0, cfg.max_llm_calls - used.llm_calls)
 
 
 def _feedback_sections(state: PlannerState, new_run: bool) -> str:
@@ -230,6 +259,8 @@ def make_give_up_node(config: AimeConfig) -> PlannerNode:
 
     def give_up(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
+        if state.get("status") == "budget_exhausted":
+            return {}  # the draft said which budget, and when
         error = state.get("plan_error") or "unknown error"
         if not state.get("goal"):
             reason = f"the planner cannot start: {error}"
@@ -251,6 +282,8 @@ def route_after_validate(config: AimeConfig) -> Callable[[PlannerState, Runtime[
 
     def route(state: PlannerState, runtime: Runtime[Any]) -> str:
         cfg = config.for_run(runtime)
+        if state.get("status") == "budget_exhausted":
+            return "give_up"
         if state.get("plan_error") is None:
             return "approve" if cfg.approve_plan else "accept"
         # An unusable reply (after its max_output_retries re-asks) and an invalid

@@ -313,11 +313,15 @@ _TEAM_FIELDS = ("agent", "team")
 
 
 @cache
-def plan_update_schema(max_tasks: int, *, teams: bool = False) -> type[PlanUpdate]:
-    """``PlanUpdate`` with at most ``max_tasks`` tasks, the schema the planner model
-    fills in (a list bound in the schema lets constrained decoding end the list).
-    Without ``teams`` (no agent units configured) the tasks have no ``agent`` and
-    ``team`` fields: a field the model cannot use is one more way to go wrong."""
+def plan_update_schema(
+    max_tasks: int, *, teams: bool = False, min_tasks: int = 0
+) -> type[PlanUpdate]:
+    """``PlanUpdate`` with ``min_tasks`` to ``max_tasks`` tasks, the schema the planner
+    model fills in (a list bound in the schema lets constrained decoding end the list;
+    the planner asks for at least one task while the progress list is empty, since an
+    empty first plan does nothing). Without ``teams`` (no agent units configured) the
+    tasks have no ``agent`` and ``team`` fields: a field the model cannot use is one
+    more way to go wrong."""
     spec: type[TaskSpec] = TaskSpec
     if not teams:
         spec = create_model(  # type: ignore[call-overload]
@@ -336,7 +340,16 @@ def plan_update_schema(max_tasks: int, *, teams: bool = False) -> type[PlanUpdat
         __doc__=PlanUpdate.__doc__,
         tasks=(
             list[spec],  # type: ignore[valid-type]
+            # Required when the plan must hold a task: a default would let the model
+            # (and a grammar built from the schema) leave the list out.
             Field(
+                ...,
+                min_length=min_tasks,
+                max_length=max_tasks,
+                description="New tasks, or revisions of existing ids.",
+            )
+            if min_tasks
+            else Field(
                 default_factory=list,
                 max_length=max_tasks,
                 description="New tasks, or revisions of existing ids.",

@@ -24,9 +24,10 @@ from aimegraph.state.reducers import add_usage, merge_facts, merge_tasks
 
 
 class PlannerInput(TypedDict, total=False):
-    """What the planner reads. Accumulating keys (``usage``) are left out, so that
-    the subgraph's output carries only its own share and the parent's reducer
-    does not count the run's usage twice."""
+    """What the planner reads. ``usage`` comes in as the run's usage so far (the
+    planner's budget counts it); the subgraph replaces it with its own share, which
+    is what it hands back, so that the parent's reducer does not count the run's
+    usage twice."""
 
     goal: str
     messages: Annotated[list[AnyMessage], add_messages]
@@ -39,6 +40,7 @@ class PlannerInput(TypedDict, total=False):
     facts: Annotated[dict[str, str], merge_facts]
     prompt_version: str | None
     conversation: str
+    usage: Usage
 
 
 class PlannerOutput(TypedDict, total=False):
@@ -46,7 +48,8 @@ class PlannerOutput(TypedDict, total=False):
     tasks: Annotated[dict[str, Task], merge_tasks]
     status: RunStatus
     reason: str | None
-    usage: Annotated[Usage, add_usage]
+    # The planner's own calls (a last value: the draft node keeps the total).
+    usage: Usage
     plan_rationale: str
     replan_reason: str | None
     replans: int
@@ -62,13 +65,14 @@ class PlannerOutput(TypedDict, total=False):
 
 class PlannerState(PlannerInput, PlannerOutput, total=False):
     """``plan_error``, ``model_failed``, ``repairs`` and ``approval_error`` are the
-    subgraph's own."""
+    subgraph's own; ``usage_before`` is the run's usage when the planner started."""
 
     plan_error: str | None
     model_failed: bool
     repairs: int
     approval_error: str | None
     memories: list[str]
+    usage_before: Usage
 
 
 class ActorOutput(TypedDict, total=False):

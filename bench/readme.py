@@ -1,0 +1,104 @@
+"""The results files the bench writes and the README table made from them.
+
+Each section's file (``bench/results/<section>.md``) starts with where it was measured
+(date, commit, machine, command), then its README rows, then its full tables. The
+README's Benchmarks table lies between two markers and is rewritten from the README
+rows of every results file, each row naming its file and date: nothing in that table is
+typed by hand.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from bench.common import Headline, SectionResult
+
+RESULTS_DIR = Path(__file__).with_name("results")
+README = Path(__file__).resolve().parents[1] / "README.md"
+START = "<!-- bench-table:start (written by python -m bench from bench/results/) -->"
+END = "<!-- bench-table:end -->"
+_ROWS = re.compile(r"^<!-- readme-rows: (.*) -->$", re.MULTILINE)
+_DATE = re.compile(r"^\| date \| (\S+)", re.MULTILINE)
+_SECONDS = re.compile(r"^_[\w ]+: ([\d.]+) s_$", re.MULTILINE)
+COLUMNS = ("measurement", "baseline", "result")
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def render_results_file(result: SectionResult, machine: dict[str, str]) -> str:
+    """The Markdown of one section's results file."""
+    lines = [
+        f"# aimegraph benchmarks: {result.name}",
+        "",
+        "| | |",
+        "|---|---|",
+        *(f"| {key} | {_cell(value)} |" for key, value in machine.items()),
+        "",
+        "## README rows",
+        "",
+        f"<!-- readme-rows: {json.dumps([list(vars(h).values()) for h in result.headlines])} -->",
+        "",
+        "| " + " | ".join(COLUMNS) + " |",
+        "|---|---|---|",
+        *(f"| {' | '.join(_cell(c) for c in vars(h).values())} |" for h in result.headlines),
+        "",
+        "## Tables",
+        "",
+        result.to_markdown(),
+        "",
+        f"_{result.name}: {result.seconds:.1f} s_",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def read_headlines(path: Path) -> tuple[list[Headline], str]:
+    """The README rows and the date of one results file."""
+    text = path.read_text(encoding="utf-8")
+    rows = _ROWS.search(text)
+    date = _DATE.search(text)
+    headlines = [Headline(*row) for row in json.loads(rows.group(1))] if rows else []
+    return headlines, date.group(1) if date else "undated"
+
+
+def render_table(results_dir: Path, order: list[str]) -> str:
+    """The README table: every results file's rows, sections in ``order`` first."""
+    files = sorted(results_dir.glob("*.md"), key=lambda p: (_rank(p.stem, order), p.stem))
+    lines = [
+        "| measurement | baseline | result | results file |",
+        "|---|---|---|---|",
+    ]
+    seconds = 0.0
+    for path in files:
+        headlines, date = read_headlines(path)
+        where = f"[`{path.name}`](bench/results/{path.name}), {date}"
+        lines += [
+            f"| {_cell(h.measurement)} | {_cell(h.baseline)} | {_cell(h.result)} | {where} |"
+            for h in headlines
+        ]
+        seconds += sum(float(s) for s in _SECONDS.findall(path.read_text(encoding="utf-8")))
+    lines += [
+        "",
+        f"The sections of these files took {seconds / 60:.0f} minutes to measure, added up "
+        "from the time each file records (what one `make bench` takes on this machine).",
+    ]
+    return "\n".join(lines)
+
+
+def _rank(name: str, order: list[str]) -> int:
+    return order.index(name) if name in order else len(order)
+
+
+def update_readme(results_dir: Path, readme: Path, order: list[str]) -> None:
+    """Rewrite the table between :data:`START` and :data:`END` in ``readme`` (sections
+    in ``order``, then any other results file)."""
+    text = readme.read_text(encoding="utf-8")
+    head, found, rest = text.partition(START)
+    _, found_end, tail = rest.partition(END)
+    if not (found and found_end):
+        raise ValueError(f"{readme} has no {START} ... {END} block")
+    table = render_table(results_dir, order)
+    readme.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
