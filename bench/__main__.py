@@ -10,7 +10,8 @@ with the date, the commit, the machine and the command that made it) and then re
 the README's Benchmarks table from all the results files, so every row of that table
 comes from a file the bench wrote. ``--quick`` writes nothing. Sections that need an
 extra or a service (``local``, ``local_plans``, ``dashboard``, ``distributed``,
-``optimize``) say what is missing and keep their earlier results file.
+``optimize``, ``web_docs``, ``mcp``, ``sandbox``) say what is missing and keep their
+earlier results file.
 """
 
 from __future__ import annotations
@@ -32,8 +33,8 @@ from bench import (
     economy,
     jsonparse,
     local_plans,
-    mcp,
     local_runs,
+    mcp,
     memory,
     optimize,
     overhead,

@@ -141,7 +141,7 @@ def run(quick: bool) -> SectionResult:
         # Prompt tokens per run: the same scripted run each way (one run of each model).
         tokens: dict[str, int] = {}
         for label, graph_model, go in (
-            ("sync", sync_model, sync_invoke),
+            ("sync", sync_model, invoked["invoke, sync tool"]),
             ("async", async_model, lambda: asyncio.run(one(async_graph))),
         ):
             graph_model.reset()

@@ -23,7 +23,16 @@ from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer
 from aimegraph.models import ScriptedChatModel
 from aimegraph.nodes.conversation import conversation_view, past_turns
-from bench.common import SectionResult, Table, fmt_ms, median_time, thread_config, timed, workspace
+from bench.common import (
+    Headline,
+    SectionResult,
+    Table,
+    fmt_ms,
+    median_time,
+    thread_config,
+    timed,
+    workspace,
+)
 
 BUDGET = 2_000
 ANSWER = "On turn {n}: " + "the figures hold, the ledger balances and the report is filed. " * 9
@@ -101,6 +110,7 @@ def run(quick: bool) -> SectionResult:
         ],
     )
     metrics: dict[str, float] = {}
+    summary: list[tuple[int, int, int, float]] = []
     for n in shown:
         turn, bare = with_view[n - 1], without[n - 1]
         turns = past_turns(turn["earlier"])
@@ -126,6 +136,7 @@ def run(quick: bool) -> SectionResult:
             f"{fmt_ms(turn['s'], 1)} / {fmt_ms(bare['s'], 1)}",
             f"{turn['s'] / bare['s']:.2f}x",
         )
+        summary.append((n, view_tokens, extra, build_s))
         metrics[f"turn{n}.run_s"] = turn["s"]
         metrics[f"turn{n}.build_s"] = build_s
         metrics[f"turn{n}.input_tokens"] = turn["tokens"]
@@ -136,4 +147,15 @@ def run(quick: bool) -> SectionResult:
     metrics["late.ratio"] = statistics.median(
         w["s"] / b["s"] for w, b in zip(with_view[late], without[late], strict=True)
     )
-    return SectionResult("conversation", [table], metrics)
+    later = [row for row in summary if row[0] > 1]
+    headline = Headline(
+        f"conversation view per turn: {count} turns on one thread, one-task runs, instant "
+        "scripted model",
+        "the same turns with max_conversation_tokens=0 (no view)",
+        f"after {' / '.join(str(n - 1) for n, *_ in later)} earlier turns: view "
+        f"{' / '.join(f'{v:,}' for _, v, _, _ in later)} tokens (bounded by the budget, "
+        f"{BUDGET:,}), {' / '.join(f'{e:+,}' for _, _, e, _ in later)} prompt tokens per run; "
+        f"building it {' / '.join(f'{b * 1e6:.0f}' for *_, b in later)} µs; run time "
+        f"{metrics['late.ratio']:.2f}x in the later half (median)",
+    )
+    return SectionResult("conversation", [table], metrics, [headline])

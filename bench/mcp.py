@@ -23,7 +23,17 @@ import statistics
 import time
 from typing import Any
 
-from bench.common import SectionResult, Table, config, fmt_s, fmt_x, scenario, task, workspace
+from bench.common import (
+    Headline,
+    SectionResult,
+    Table,
+    config,
+    fmt_s,
+    fmt_x,
+    scenario,
+    task,
+    workspace,
+)
 from bench.mcp_servers import notes_command, serve_weather
 
 
@@ -97,4 +107,21 @@ def run(quick: bool) -> SectionResult:
         "ratio: session per call over session per run, whole runs (planner, actor, reporter "
         "on the instant scripted model included).",
     ]
-    return SectionResult("mcp", [table], metrics)
+    per_call = {
+        name: (metrics[f"{name}.per_run_s"] / calls, metrics[f"{name}.per_call_s"] / calls)
+        for name in ("notes", "weather")
+    }
+    headline = Headline(
+        f"MCP tools: one run, {calls} calls of one tool of a stdio and of a streamable-HTTP "
+        "FastMCP server, instant scripted model",
+        "the adapter's tools as they come (MultiServerMCPClient.get_tools()): a session per call",
+        "the run's one session: "
+        + "; ".join(
+            f"{kind} {fmt_x(call / run)} faster ({run * 1e3:.0f} against {call * 1e3:.0f} ms "
+            "per call)"
+            for kind, (run, call) in zip(("stdio", "HTTP"), per_call.values(), strict=True)
+        )
+        + f"; listing the tools at build {metrics['notes.listing_s']:.2f} s (stdio) / "
+        f"{metrics['weather.listing_s']:.2f} s (HTTP)",
+    )
+    return SectionResult("mcp", [table], metrics, [headline])

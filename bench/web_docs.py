@@ -25,7 +25,7 @@ from aimegraph.config import WebConfig
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.tools.http_guard import guarded_get
 from aimegraph.tools.web import make_fetch_url_tool
-from bench.common import SectionResult, Table, fmt_ms, fmt_x, median_time
+from bench.common import Headline, SectionResult, Table, fmt_ms, fmt_x, median_time
 
 SENTENCE = "Ship {n} carried {t} tonnes of cargo from Brest to Vigo in week {w}."
 
@@ -33,10 +33,33 @@ SENTENCE = "Ship {n} carried {t} tonnes of cargo from Brest to Vigo in week {w}.
 def run(quick: bool) -> SectionResult:
     repeat = 5 if quick else 50
     rows = 20 if quick else 400
-    return SectionResult("web_docs", [_fetch_table(repeat), *_documents_table(rows)])
+    fetch, fetched = _fetch_table(repeat)
+    documents, loaded = _documents_table(rows)
+    metrics = {f"fetch.{k}_s": v for k, v in fetched.items()}
+    metrics |= {f"add_files.{k.lstrip('.')}_s": v for k, v in loaded.items()}
+    plain, txt = fetched["plain"], loaded[".txt"]
+    headlines = [
+        Headline(
+            "web: fetching a loopback HTML page through one redirect",
+            f"a plain httpx GET following redirects, a new client per fetch ({fmt_ms(plain)} ms)",
+            f"guarded_get (SSRF checks, a lookup per hop, its own redirects, caps) "
+            f"{fmt_x(fetched['guarded'] / plain)}; fetch_url with trafilatura's extraction "
+            f"{fmt_x(fetched['fetch_url'] / plain)}",
+        ),
+        Headline(
+            f"documents: add_files on the same {rows} sentences in each format",
+            f"the .txt file ({fmt_ms(txt)} ms)",
+            ", ".join(
+                f"{suffix.lstrip('.').upper()} {fmt_x(seconds / txt)}"
+                for suffix, seconds in loaded.items()
+                if suffix != ".txt"
+            ),
+        ),
+    ]
+    return SectionResult("web_docs", [fetch, documents], metrics, headlines)
 
 
-def _fetch_table(repeat: int) -> Table:
+def _fetch_table(repeat: int) -> tuple[Table, dict[str, float]]:
     table = Table(
         f"Web: fetching a loopback HTML page through one redirect (median of {repeat})",
         ["path", "time (ms)", "vs plain httpx GET"],
@@ -73,10 +96,10 @@ def _fetch_table(repeat: int) -> Table:
         "guarded_get opens a client per fetch (no connection is kept between tool calls); "
         "every path shares one TLS context, as fetch_url does."
     )
-    return table
+    return table, {"plain": plain, "kept": kept, "guarded": guarded, "fetch_url": whole}
 
 
-def _documents_table(rows: int) -> list[Table]:
+def _documents_table(rows: int) -> tuple[Table, dict[str, float]]:
     table = Table(
         f"Documents: add_files on the same {rows} sentences in each format (median of 3)",
         ["format", "time (ms)", "per sentence (ms)", "vs .txt"],
@@ -111,7 +134,7 @@ def _documents_table(rows: int) -> list[Table]:
         "CSV and XLSX give a passage per row, so they embed more (shorter) passages than the "
         "chunked formats; PDF holds 20 sentences per page."
     )
-    return [table]
+    return table, times
 
 
 def _written(path: Path, text: str) -> Path:

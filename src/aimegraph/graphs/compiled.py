@@ -11,7 +11,6 @@ what was meant.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import InvalidUpdateError
