@@ -14,11 +14,22 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
 from aimegraph.checkpoints.factory import thread_config
+from aimegraph.checkpoints.lease import live_threads
 from aimegraph.config import AimeConfig
 
 SETTINGS_KEY = "aimegraph"
 """Checkpoint metadata key holding the run's model spec and config (a JSON string:
 LangGraph copies only scalar values of ``config["metadata"]`` into a checkpoint)."""
+
+
+ENDED_STATUSES: tuple[str, ...] = (
+    "succeeded",
+    "failed",
+    "budget_exhausted",
+    "rejected",
+    "cancelled",
+)
+"""Statuses of a run that has ended: there is nothing left to resume."""
 
 
 class ThreadNotFoundError(LookupError):
@@ -34,6 +45,8 @@ class SettingsNotStoredError(ThreadNotFoundError):
 class RunSettings:
     """What is needed to rebuild a run's graph in another process.
 
+    ``model`` is the model spec, None for a run started from Python with a chat
+    model object (resuming it elsewhere needs the spec given again).
     ``tools`` are ``module:attr`` references to the application's own tools.
     ``prompts`` is a prompt-set file or a prompt store (``.jsonl``) the graph is
     built with (``build_aime_graph(prompts=...)``); ``agents`` the agent units (a
@@ -42,7 +55,7 @@ class RunSettings:
     directory finds them.
     """
 
-    model: str
+    model: str | None
     config: AimeConfig
     tools: tuple[str, ...] = field(default=())
     prompts: str | None = None
@@ -80,8 +93,9 @@ class RunSettings:
                 return None
         if not isinstance(stored, Mapping) or "model" not in stored:
             return None
+        model = stored["model"]
         return cls(
-            model=str(stored["model"]),
+            model=str(model) if model is not None else None,
             config=AimeConfig.model_validate(stored.get("config", {})),
             tools=tuple(str(spec) for spec in stored.get("tools", ())),
             prompts=str(stored["prompts"]) if stored.get("prompts") else None,
@@ -112,25 +126,38 @@ def latest_settings(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> R
         if settings is not None:
             return settings
     raise SettingsNotStoredError(
-        f"thread {thread_id!r} stores no run settings (it was started from Python, "
-        "not by aimegraph's CLI or dashboard)"
+        f"thread {thread_id!r} stores no run settings (it was started by an older "
+        "version, or by a graph aimegraph did not build)"
     )
 
 
 @dataclass(frozen=True)
 class ThreadSummary:
+    """A thread's newest state. ``holder`` is who runs it now (see
+    :func:`aimegraph.checkpoints.lease.live_threads`), None when no process does."""
+
     thread_id: str
     goal: str
     status: str
     updated: str
     paused: bool
+    holder: str | None = None
+
+    @property
+    def shown_status(self) -> str:
+        """``paused``, ``running`` (a live process holds it), ``stopped`` (it has not
+        ended and nobody runs it: resumable), or the ended run's status."""
+        if self.paused:
+            return "paused"
+        return phase(self.status, live=self.holder is not None)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "thread_id": self.thread_id,
             "goal": self.goal,
-            "status": "paused" if self.paused else self.status,
+            "status": self.shown_status,
             "updated": self.updated,
+            "holder": self.holder,
         }
 
 
@@ -143,7 +170,8 @@ def list_threads(
 
     ``active`` are runs a queue knows to be queued or running (distributed runs):
     their status replaces the checkpointed one, and those with no checkpoint yet
-    are listed too."""
+    are listed too. Threads a live process holds (its lease) are ``running``,
+    the others that have not ended ``stopped``."""
     newest: dict[str, Any] = {}
     for item in checkpointer.list(None):
         configurable = item.config["configurable"]
@@ -153,6 +181,7 @@ def list_threads(
         if thread_id not in newest or item.checkpoint["ts"] > newest[thread_id].checkpoint["ts"]:
             newest[thread_id] = item
     summaries = []
+    holders = live_threads(checkpointer, list(newest))
     for thread_id, item in newest.items():
         values = item.checkpoint.get("channel_values", {})
         paused = any(write[1] == "__interrupt__" for write in item.pending_writes or [])
@@ -163,6 +192,7 @@ def list_threads(
                 status=str(values.get("status", "running")),
                 updated=str(item.checkpoint["ts"]),
                 paused=paused,
+                holder=holders.get(thread_id),
             )
         )
     by_id = {s.thread_id: s for s in summaries}
@@ -174,9 +204,30 @@ def list_threads(
     return ordered[:limit]
 
 
-def run_state(snapshot: StateSnapshot) -> str:
-    """``paused`` when the run waits on an interrupt, else the stored status
-    (``running`` means it stopped mid-way and can be resumed)."""
+def run_state(snapshot: StateSnapshot, *, live: bool = False) -> str:
+    """``paused`` when the run waits on an interrupt; ``running`` while a live
+    process runs it (``live``: it holds the thread's lease); ``stopped`` when it has
+    not ended and nobody runs it (a crash, a kill, Ctrl-C: resumable); else the
+    ended run's status."""
     if snapshot.interrupts:
         return "paused"
-    return str(snapshot.values.get("status", "running"))
+    if not has_ended(snapshot):
+        return "running" if live else "stopped"
+    return str(snapshot.values.get("status"))
+
+
+def phase(status: str, *, live: bool) -> str:
+    """A stored run status as shown: a run not ended is ``running`` or ``stopped``."""
+    if status in ENDED_STATUSES:
+        return status
+    return "running" if live else "stopped"
+
+
+def has_ended(snapshot: StateSnapshot) -> bool:
+    """Whether the thread's run has ended: an ended status (see ``ENDED_STATUSES``),
+    no interrupt waiting and no step left to run. Anything else can be resumed,
+    including a run stopped with its last step's writes saved and an empty ``next``
+    (those writes are applied when it carries on)."""
+    if snapshot.interrupts or snapshot.next:
+        return False
+    return snapshot.values.get("status") in ENDED_STATUSES

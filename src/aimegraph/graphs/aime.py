@@ -2,22 +2,29 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig, ensure_config
+from langgraph._internal._constants import CONFIG_KEY_TASK_ID
+from langgraph.errors import GraphDrained
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.runtime import Runtime
+from langgraph.runtime import RunControl, Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
+from aimegraph.checkpoints.runs import SETTINGS_KEY, RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.planner import build_planner_graph
 from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.graphs.stopping import SignalDrain
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_run_record_node
@@ -35,12 +42,86 @@ from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
-from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
+from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry, tool_spec
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
 
-AimeGraph = CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput]
+
+class AimeGraph(CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
+    """The compiled aime graph: LangGraph's ``CompiledStateGraph``, whose ``stream``
+    and ``astream`` (and so ``invoke`` and ``ainvoke``) do two things more when it is
+    the top-level graph of a run (not a node or subgraph of another graph):
+
+    - the run's settings (``run_settings``: the model spec, the ``AimeConfig`` with
+      the run's ``context`` overrides applied, the tools' ``module:attr`` specs) go
+      into every checkpoint's metadata, unless the caller's config carries its own
+      (the CLI's and the dashboard's do), so any entry point that resumes the thread
+      keeps its approvals, budgets and workspace;
+    - driven from the main thread, Ctrl-C drains the run (LangGraph's
+      ``RunControl.request_drain()``): the steps in flight finish and are saved,
+      nothing new starts, and ``KeyboardInterrupt`` is raised once the run has
+      stopped; a second Ctrl-C raises it at once. The thread resumes from there
+      (``graph.invoke(None, config)``). A program that handles SIGINT itself keeps
+      its handler; pass ``control=RunControl()`` and call its ``request_drain()``
+      from any thread to stop a run the same way (``GraphDrained`` is raised).
+    """
+
+    def __init__(self, *, run_settings: RunSettings | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.run_settings = run_settings
+
+    def stream(  # type: ignore[override]
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> Iterator[Any]:
+        if _is_nested(config):
+            yield from super().stream(input, config, **kwargs)
+            return
+        config = self._with_settings(config, kwargs.get("context"))
+        control = kwargs.pop("control", None) or RunControl()
+        with SignalDrain(control, only_unclaimed=True) as stop:
+            try:
+                yield from super().stream(input, config, control=control, **kwargs)
+            except GraphDrained as exc:
+                if stop.received is None:
+                    raise
+                raise KeyboardInterrupt("the run stopped at a step boundary") from exc
+
+    async def astream(  # type: ignore[override]
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> AsyncIterator[Any]:
+        if _is_nested(config):
+            async for chunk in super().astream(input, config, **kwargs):
+                yield chunk
+            return
+        config = self._with_settings(config, kwargs.get("context"))
+        control = kwargs.pop("control", None) or RunControl()
+        with SignalDrain(control, only_unclaimed=True) as stop:
+            try:
+                async for chunk in super().astream(input, config, control=control, **kwargs):
+                    yield chunk
+            except GraphDrained as exc:
+                if stop.received is None:
+                    raise
+                raise KeyboardInterrupt("the run stopped at a step boundary") from exc
+
+    def _with_settings(self, config: RunnableConfig | None, context: Any) -> RunnableConfig:
+        """``config`` with the run's settings in its metadata (unless it has some)."""
+        config = dict(config or {})  # type: ignore[assignment]
+        metadata = dict(config.get("metadata") or {})
+        if self.run_settings is None or SETTINGS_KEY in metadata:
+            return config  # type: ignore[return-value]
+        settings = self.run_settings
+        # A bad override is the intake node's to report, as the run starts.
+        with contextlib.suppress(ValueError):
+            settings = replace(settings, config=settings.config.override(context))
+        config["metadata"] = metadata | settings.as_metadata()
+        return config  # type: ignore[return-value]
+
+
+def _is_nested(config: RunnableConfig | None) -> bool:
+    """Whether the call runs inside another graph's step (as its node or subgraph)."""
+    return CONFIG_KEY_TASK_ID in ensure_config(config).get("configurable", {})
 
 
 def build_aime_graph(
@@ -108,6 +189,8 @@ def build_aime_graph(
         timeout=config.model_timeout_s,
         max_retries=config.model_retries,
     )
+    if tools is not None and not isinstance(tools, ToolRegistry):
+        tools = list(tools)  # read twice: registered, and recorded in the run settings
     registry = (
         tools
         if isinstance(tools, ToolRegistry)
@@ -237,9 +320,26 @@ def build_aime_graph(
         {"planner": "planner", "orchestrator": "orchestrator", END: end},
     )
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
+    settings = RunSettings(
+        model=model if isinstance(model, str) else None,
+        config=config,
+        tools=_tool_specs(tools),
+        prompts=str(prompts) if isinstance(prompts, str | Path) else None,
+    )
+    # As Pregel.copy() does, into the subclass that adds the run settings and Ctrl-C.
+    attrs = {k: v for k, v in compiled.__dict__.items() if k != "__orig_class__"}
+    graph = AimeGraph(run_settings=settings, **attrs)
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
-    return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))
+    return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
+
+
+def _tool_specs(tools: ToolRegistry | Iterable[ToolLike] | None) -> tuple[str, ...]:
+    """The ``module:attr`` of each application tool another process can import (a
+    whole registry, or a tool defined in ``__main__``, must be given again there)."""
+    if tools is None or isinstance(tools, ToolRegistry):
+        return ()
+    return tuple(spec for spec in map(tool_spec, tools) if spec is not None)
 
 
 def route_after_planner(state: AimeState) -> str:

@@ -14,6 +14,8 @@ from collections.abc import Generator
 from typing import Any, TypeVar
 
 from langchain_core.runnables import Runnable
+from langgraph.errors import GraphDrained
+from langgraph.runtime import RunControl
 
 ModelCall = tuple[Runnable[Any, Any], Any]
 """A call the steps yield: the runnable and its input."""
@@ -22,8 +24,10 @@ R = TypeVar("R")
 Steps = Generator[ModelCall, Any, R]
 
 
-def run_steps(steps: Steps[R]) -> R:
-    """Run ``steps`` to their result, each call made with ``invoke``."""
+def run_steps(steps: Steps[R], control: RunControl | None = None) -> R:
+    """Run ``steps`` to their result, each call made with ``invoke``. Once
+    ``control`` (the run's) is asked to drain, no further call starts: the steps
+    are closed and ``GraphDrained`` raised (the node runs again on resume)."""
     try:
         call = next(steps)
         while True:
@@ -34,12 +38,14 @@ def run_steps(steps: Steps[R]) -> R:
                 call = steps.throw(exc)
             else:
                 call = steps.send(reply)
+            _stop_if_drained(steps, control)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 
 
-async def arun_steps(steps: Steps[R]) -> R:
-    """Run ``steps`` to their result, each call awaited with ``ainvoke``."""
+async def arun_steps(steps: Steps[R], control: RunControl | None = None) -> R:
+    """Run ``steps`` to their result, each call awaited with ``ainvoke`` (and
+    ``control`` as for :func:`run_steps`)."""
     try:
         call = next(steps)
         while True:
@@ -50,5 +56,13 @@ async def arun_steps(steps: Steps[R]) -> R:
                 call = steps.throw(exc)
             else:
                 call = steps.send(reply)
+            _stop_if_drained(steps, control)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
+
+
+def _stop_if_drained(steps: Steps[Any], control: RunControl | None) -> None:
+    """Between two calls: raise ``GraphDrained`` if the run is asked to stop."""
+    if control is not None and control.drain_requested:
+        steps.close()
+        raise GraphDrained(control.drain_reason or "shutdown")
