@@ -1,21 +1,43 @@
-"""Starting and answering runs the same way from every front end (the CLI, the
-dashboard): one graph per stored run settings, one demo set-up, and one
-translation of a human's answer into ``Command(resume=...)``, so that a run
-paused in one front end can be answered in another."""
+"""Starting, answering, carrying on and cancelling runs the same way from every
+entry point (the CLI, the dashboard, the distributed workers, a Python program):
+one graph per stored run settings, one demo set-up, one translation of a human's
+answer into ``Command(resume=...)``, one rule for what can be resumed, and runs
+held under the thread's lease (:mod:`aimegraph.checkpoints.lease`), so that a run
+paused in one front end can be answered, carried on or cancelled in another and
+two of them never run one thread at once.
+
+For a Python program, :func:`run_thread` is ``graph.invoke`` under the thread's
+lease (``ThreadBusyError`` when another runner holds it) and :func:`cancel_run`
+ends a live or paused run as ``cancelled``.
+"""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.constants import END
+from langgraph.errors import GraphDrained
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, StateSnapshot, StateUpdate
 
-from aimegraph.checkpoints import RunSettings
+from aimegraph.checkpoints import RunSettings, ThreadNotFoundError, run_config
+from aimegraph.checkpoints.delta import finished_outputs
+from aimegraph.checkpoints.lease import (
+    ThreadBusyError,
+    ThreadLease,
+    cancel_pending,
+    clear_cancel,
+    hold_thread,
+    request_cancel,
+)
+from aimegraph.checkpoints.runs import has_ended
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.tools.registry import (
@@ -30,6 +52,10 @@ DEMO_SCENARIO = "scripted:demo"
 WORKSPACES = Path(".aimegraph/workspace")
 
 
+ThreadGraph = CompiledStateGraph[Any, Any, Any, Any]
+"""An aime graph (``build_aime_graph``'s, or a worker's ``--graph`` builder's)."""
+
+
 class AnswerError(ValueError):
     """A human's answer does not fit the interrupt it is meant for; ``needs`` says
     what would: ``"answer"`` (text) or ``"decision"`` (approve or reject)."""
@@ -41,6 +67,14 @@ class AnswerError(ValueError):
 
 class NoSuchInterruptError(LookupError):
     """The thread has no pending interrupt with the given id."""
+
+
+class NothingToResumeError(LookupError):
+    """The thread's run has ended (CLI exit 6): a new goal starts a new run."""
+
+
+class AnswerNeededError(ValueError):
+    """The run waits for a human: resuming it needs an answer (CLI exit 5)."""
 
 
 def run_tools(settings: RunSettings) -> ToolRegistry:
@@ -64,6 +98,11 @@ def run_graph(
     ``store``: a thread started with one must be resumed with one, the graph has
     its memory nodes only then), with the run's prompts (``settings.prompts``) and
     agent units (``settings.agents``)."""
+    if settings.model is None:
+        raise ValueError(
+            "the run's settings name no model (it was started from Python with a chat "
+            "model object): give a model spec to carry it on"
+        )
     agents = None
     if settings.agents:
         from aimegraph.teams import load_agents  # wave 2: only when the run has units
@@ -123,3 +162,178 @@ def resume_command(
     if not chosen:
         raise NoSuchInterruptError(f"no pending interrupt {interrupt_id!r}")
     return Command(resume={i.id: answer_for(i.value, answer) for i in chosen})
+
+
+def reader_graph(saver: BaseCheckpointSaver[Any]) -> AimeGraph:
+    """A graph to read (and cancel) any aime thread with. The top-level graph is
+    the same for every model and config (a store adds only the run's last,
+    bookkeeping node), so this needs no run settings: threads started from Python
+    read like the CLI's own, and no real model is built (no API key, no weights)."""
+    return build_aime_graph(
+        DEMO_SCENARIO, config=AimeConfig(workspace=WORKSPACES), checkpointer=saver
+    )
+
+
+def resume_inputs(
+    snapshot: StateSnapshot,
+    answer: dict[str, Any] | None = None,
+    interrupt_id: str | None = None,
+) -> Command[Any] | None:
+    """What carries a thread on: ``Command(resume=...)`` answering its pending
+    interrupts (see :func:`resume_command`), or None for a run that stopped before
+    it ended (a crash, a kill, Ctrl-C; also with its last step's writes saved and
+    an empty ``next``).
+
+    Raises:
+        NothingToResumeError: no checkpoint, or the run has ended.
+        AnswerNeededError: an interrupt waits and ``answer`` is None.
+    """
+    if not snapshot.created_at:
+        raise NothingToResumeError("the thread has no checkpoint yet")
+    if snapshot.interrupts:
+        if answer is None:
+            raise AnswerNeededError("the run waits for a human: give an answer")
+        return resume_command(snapshot.interrupts, answer, interrupt_id)
+    if has_ended(snapshot):
+        status = snapshot.values.get("status")
+        raise NothingToResumeError(f"nothing to resume: the run has ended ({status})")
+    return None
+
+
+def stream_held(
+    graph: ThreadGraph, inputs: Any, config: RunnableConfig, lease: ThreadLease, **kwargs: Any
+) -> Iterator[Any]:
+    """``graph.stream`` under ``lease``: the run drains with the lease's control,
+    and a cancel request ends it ``cancelled`` (the stream then just ends). Any
+    other drain (a signal, a lost lease) raises ``GraphDrained``."""
+    try:
+        yield from graph.stream(inputs, config, control=lease.control, **kwargs)
+    except GraphDrained:
+        if not lease.cancelled:
+            raise
+        end_cancelled(graph, lease.thread_id)
+
+
+def invoke_held(
+    graph: ThreadGraph, inputs: Any, config: RunnableConfig, lease: ThreadLease, **kwargs: Any
+) -> dict[str, Any]:
+    """``graph.invoke`` under ``lease``, as :func:`stream_held`; returns the state."""
+    for _ in stream_held(graph, inputs, config, lease, stream_mode="updates", **kwargs):
+        pass
+    return dict(graph.get_state(run_config(lease.thread_id)).values)
+
+
+def run_thread(
+    graph: ThreadGraph,
+    inputs: Any,
+    config: RunnableConfig,
+    *,
+    wait: bool | float = False,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Run (start or carry on) the thread of ``config`` holding its lease, so that
+    no other runner (the CLI, the dashboard, a worker, another call of this) runs
+    it meanwhile; returns the thread's state afterwards. A cancel
+    (:func:`cancel_run`, ``aimegraph cancel``) stops it at the next step, with
+    status ``cancelled``. ``kwargs`` go to ``graph.stream`` (``context``,
+    ``durability``...).
+
+    Raises:
+        ThreadBusyError: another runner holds the thread (after ``wait``: False
+            refuses at once, True waits, a number waits that many seconds).
+    """
+    thread_id = str(config["configurable"]["thread_id"])
+    with hold_thread(_saver(graph), thread_id, wait=wait) as lease:
+        settle_pending_cancel(graph, thread_id)
+        return invoke_held(graph, inputs, config, lease, **kwargs)
+
+
+CancelOutcome = Literal["cancelled", "requested"]
+
+
+def cancel_run(
+    graph: ThreadGraph,
+    thread_id: str,
+    *,
+    wait: bool | float = False,
+    reason: str | None = None,
+) -> CancelOutcome:
+    """End the thread's run with status ``cancelled``: it is not resumable, and a
+    new goal on the thread starts a new run. Its usage so far is kept.
+
+    A paused or stopped run is cancelled at once (``"cancelled"``). A live one
+    (another runner holds the lease) gets a cancel request: it stops at its next
+    step boundary, after the calls in flight, and records the cancel itself
+    (``"requested"``; with ``wait``, this waits for it and returns
+    ``"cancelled"``; a runner that dies first leaves the request to the next
+    one that takes the thread).
+
+    Raises:
+        ThreadNotFoundError: the thread has no checkpoint and no runner.
+        NothingToResumeError: the run has already ended.
+        ThreadBusyError: ``wait`` was a number and the runner had not stopped by then.
+    """
+    saver = _saver(graph)
+    try:
+        lease = hold_thread(saver, thread_id)
+    except ThreadBusyError:
+        request_cancel(saver, thread_id)
+        if wait is False:
+            return "requested"
+        lease = hold_thread(saver, thread_id, wait=wait)
+    with lease:
+        snapshot = graph.get_state(run_config(thread_id))
+        if not snapshot.created_at:
+            clear_cancel(saver, thread_id)
+            raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
+        if snapshot.values.get("status") == "cancelled" and not snapshot.interrupts:
+            clear_cancel(saver, thread_id)  # the runner carried the request out
+            return "cancelled"
+        if has_ended(snapshot) or snapshot.values.get("status") not in (None, "running"):
+            clear_cancel(saver, thread_id)
+            status = snapshot.values.get("status")
+            raise NothingToResumeError(f"nothing to cancel: the run has ended ({status})")
+        end_cancelled(graph, thread_id, reason)
+    return "cancelled"
+
+
+def settle_pending_cancel(graph: ThreadGraph, thread_id: str) -> bool:
+    """Under the thread's lease, before running it: carry out a cancel requested
+    while its last runner was alive (it died first). True when the run is now
+    ``cancelled``."""
+    saver = _saver(graph)
+    if not cancel_pending(saver, thread_id):
+        return False
+    snapshot = graph.get_state(run_config(thread_id))
+    if snapshot.created_at and not has_ended(snapshot):
+        end_cancelled(graph, thread_id)
+        return True
+    clear_cancel(saver, thread_id)  # stale: it asked to cancel a run that has ended
+    return False
+
+
+def end_cancelled(graph: ThreadGraph, thread_id: str, reason: str | None = None) -> None:
+    """Record the thread's run as ``cancelled`` (under its lease): its pending
+    steps and interrupts are cleared, the tasks and usage of the work finished in
+    the stopped step are kept, and the cancel request is cleared."""
+    saver = _saver(graph)
+    config = run_config(thread_id)
+    tasks, usage = finished_outputs(saver.get_tuple(config))
+    values: dict[str, Any] = {
+        "status": "cancelled",
+        "reason": reason or "cancelled before it ended",
+        "tasks": tasks,
+    }
+    if usage is not None:
+        values["usage"] = usage
+    # First clear the step left to run (its finished tasks' writes are applied),
+    # then write the outcome as the intake node, which has no edge of its own to
+    # follow: nothing is left to run, and a new goal starts a new run.
+    graph.bulk_update_state(config, [[StateUpdate(None, END)], [StateUpdate(values, "intake")]])
+    clear_cancel(saver, thread_id)
+
+
+def _saver(graph: ThreadGraph) -> BaseCheckpointSaver[Any]:
+    if not isinstance(graph.checkpointer, BaseCheckpointSaver):
+        raise ValueError("running a thread under its lease needs a graph with a checkpointer")
+    return graph.checkpointer

@@ -123,7 +123,8 @@ def test_replans_carry_their_reasons(client: TestClient, hostile_thread: str) ->
     first, second = run["plans"]
     assert first["reason"] is None and second["rationale"] == "second plan: try another way"
     assert "t1" in second["reason"] and "failed" in second["reason"]
-    assert run["settings"] is None  # run through the Python API: still readable
+    # Run through the Python API with a model object: its config is stored, no model spec.
+    assert run["settings"]["model"] is None and run["settings"]["config"]["task_retries"] == 0
 
 
 def test_plan_drawing_escapes_markup(client: TestClient, hostile_thread: str) -> None:
@@ -247,9 +248,9 @@ def test_bad_starts_are_refused(client: TestClient, runs: RunManager) -> None:
     assert bad_config.status_code == 400 and "max_parallel" in bad_config.text
     bad_model = post(client, "/api/runs", {"goal": "g", "model": "nope:thing"})
     assert bad_model.status_code == 400
-    thread_id = demo(client, runs)
-    again = post(client, "/api/demo", {"thread_id": thread_id})
-    assert again.status_code == 409 and "exists" in again.text
+    paused = demo(client, runs, approve_plan=True)
+    again = post(client, "/api/demo", {"thread_id": paused})
+    assert again.status_code == 409 and "has not ended: resume or cancel it" in again.text
     assert client.get("/api/threads/unknown").status_code == 404
     assert post(client, "/api/threads/unknown/resume", {"action": "approve"}).status_code == 404
 

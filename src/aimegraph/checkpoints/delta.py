@@ -15,7 +15,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.checkpoint.serde.types import _DeltaSnapshot
 from langgraph.types import StateSnapshot
 
-from aimegraph.state.models import Task
+from aimegraph.state.models import Task, Usage
 from aimegraph.state.reducers import append_batches, merge_task_batches, merge_tasks
 
 DELTA_REDUCERS: dict[str, Callable[[Any, Sequence[Any]], Any]] = {
@@ -57,11 +57,21 @@ def finished_tasks(item: CheckpointTuple | None) -> dict[str, Task]:
     is saved the moment it finishes as a pending write of the step (the actor
     ``@task``'s return value), but reaches the state only when the step ends.
     """
+    return finished_outputs(item)[0]
+
+
+def finished_outputs(item: CheckpointTuple | None) -> tuple[dict[str, Task], Usage | None]:
+    """:func:`finished_tasks` and the usage those actors reported (None: none)."""
     finished: dict[str, Task] = {}
+    usage: Usage | None = None
     for _, channel, value in (item.pending_writes or []) if item is not None else []:
-        if channel == RETURN and isinstance(value, dict) and isinstance(value.get("tasks"), dict):
+        if channel != RETURN or not isinstance(value, dict):
+            continue
+        if isinstance(value.get("tasks"), dict):
             finished |= {k: t for k, t in value["tasks"].items() if isinstance(t, Task)}
-    return finished
+        if isinstance(spent := value.get("usage"), Usage):
+            usage = spent if usage is None else usage + spent
+    return finished, usage
 
 
 def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]) -> StateSnapshot:

@@ -16,20 +16,11 @@ from langgraph.types import StateSnapshot
 from aimegraph.checkpoints.factory import thread_config
 from aimegraph.checkpoints.lease import live_threads
 from aimegraph.config import AimeConfig
+from aimegraph.state import ENDED_STATUSES
 
 SETTINGS_KEY = "aimegraph"
 """Checkpoint metadata key holding the run's model spec and config (a JSON string:
 LangGraph copies only scalar values of ``config["metadata"]`` into a checkpoint)."""
-
-
-ENDED_STATUSES: tuple[str, ...] = (
-    "succeeded",
-    "failed",
-    "budget_exhausted",
-    "rejected",
-    "cancelled",
-)
-"""Statuses of a run that has ended: there is nothing left to resume."""
 
 
 class ThreadNotFoundError(LookupError):

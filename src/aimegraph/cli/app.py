@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sqlite3
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
@@ -24,13 +25,15 @@ from aimegraph.checkpoints import (
 )
 from aimegraph.cli import dashboard, distributed, memory, optimize, prompts, runs, threads
 from aimegraph.cli.options import checkpoints_option
-from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
+from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError, Handler
 
 __all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
 
 EXIT_HELP = (
     "exit codes: 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, "
-    "5 paused, 6 unknown thread or nothing to resume, 7 wait timed out"
+    "5 paused, 6 unknown thread or nothing to resume, 7 wait timed out, 8 cancelled, "
+    "9 thread busy (another process runs it), 130 / 143 stopped by SIGINT / SIGTERM "
+    "(resumable)"
 )
 
 
@@ -57,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         errors.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C before (or after) a run: nothing to stop
+        errors.print("interrupted")
+        return EXIT_SIGNALLED + signal.SIGINT
 
 
 EXTRA_OF_MODULE = {

@@ -20,6 +20,7 @@ from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_
 from aimegraph.cli.options import broker_options, run_options
 from aimegraph.cli.support import (
     EXIT_NOT_FOUND,
+    EXIT_TIMEOUT,
     EXIT_USAGE,
     AddCommand,
     CliError,
@@ -33,9 +34,7 @@ from aimegraph.distributed.runner import load_graph_builder, takes_store
 if TYPE_CHECKING:
     from celery import Celery
 
-__all__ = ["register", "resume_distributed", "show_record", "wait_record"]
-
-EXIT_TIMEOUT = 7
+__all__ = ["cancel_distributed", "register", "resume_distributed", "show_record", "wait_record"]
 
 
 def register(command: AddCommand) -> None:
@@ -235,6 +234,32 @@ def resume_distributed(
         console.print(
             f"queued the resume of {record.thread_id}; follow it with: "
             f"aimegraph wait {record.thread_id}"
+        )
+    return 0
+
+
+def cancel_distributed(
+    args: argparse.Namespace, record: RunRecord, saver: BaseCheckpointSaver[Any], console: Console
+) -> int:
+    """``aimegraph cancel`` of a distributed run: revoked while queued, ended at once
+    when paused or stopped, stopped at its next step on the worker running it."""
+    from aimegraph.distributed import runner
+
+    try:
+        outcome = runner.cancel_distributed(
+            _postgres_url(args), record, wait=args.wait, reason=args.reason
+        )
+    except LookupError as exc:
+        raise CliError(f"thread {record.thread_id!r}: {exc}", EXIT_NOT_FOUND) from exc
+    if args.json:
+        print(json.dumps({"thread_id": record.thread_id, "status": outcome}))
+    elif outcome == "cancelled":
+        console.print(f"cancelled {record.thread_id}", markup=False)
+    else:
+        console.print(
+            f"cancel requested: the worker running {record.thread_id} stops it at its next "
+            f"step (follow it with: aimegraph wait {record.thread_id})",
+            markup=False,
         )
     return 0
 

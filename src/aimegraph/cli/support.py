@@ -17,8 +17,11 @@ from aimegraph.config import AimeConfig
 from aimegraph.steering import WORKSPACES
 
 __all__ = [
+    "EXIT_BUSY",
     "EXIT_CODES",
     "EXIT_NOT_FOUND",
+    "EXIT_SIGNALLED",
+    "EXIT_TIMEOUT",
     "EXIT_USAGE",
     "AddCommand",
     "CliError",
@@ -29,8 +32,17 @@ __all__ = [
     "run_prompts",
 ]
 
-EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
-EXIT_USAGE, EXIT_NOT_FOUND = 2, 6
+EXIT_CODES = {
+    "succeeded": 0,
+    "failed": 1,
+    "rejected": 3,
+    "budget_exhausted": 4,
+    "paused": 5,
+    "cancelled": 8,
+}
+EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_BUSY = 2, 6, 7, 9
+EXIT_SIGNALLED = 128
+"""Stopped by a signal: 128 + its number (130 for SIGINT, 143 for SIGTERM)."""
 
 RUN_FLAGS = (
     "max_parallel",

@@ -11,14 +11,14 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 
-from aimegraph.checkpoints import list_threads, run_config, run_state
+from aimegraph.checkpoints import list_threads, live_threads, run_config
 from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.cli.report import report
 from aimegraph.cli.support import EXIT_CODES, EXIT_NOT_FOUND, EXIT_USAGE, AddCommand, CliError
 from aimegraph.config import AimeConfig
 from aimegraph.drawing import GraphvizNotFoundError
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
-from aimegraph.steering import DEMO_SCENARIO, WORKSPACES
+from aimegraph.steering import DEMO_SCENARIO, WORKSPACES, reader_graph
 
 __all__ = ["register"]
 
@@ -78,8 +78,9 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
         return show_record(record, args, console)
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
+    holder = live_threads(saver, [args.thread]).get(args.thread)
     # A run stopped mid-step shows the tasks that step had already finished.
-    report(with_finished_tasks(snapshot, saver), args.thread, args, console)
+    report(with_finished_tasks(snapshot, saver), args.thread, args, console, holder)
     return 0
 
 
@@ -101,7 +102,7 @@ def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
                 "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
                 "step": snap.metadata.get("step") if snap.metadata else None,
                 "next": list(snap.next),
-                "status": run_state(snap),
+                "status": "paused" if snap.interrupts else snap.values.get("status", "running"),
                 "tasks_done": f"{done}/{len(tasks)}",
                 "created_at": snap.created_at,
             }
@@ -140,11 +141,7 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 
 def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
-    """A graph to read a thread's state with. The graph's shape is the same for every
-    model and config, so reading needs no run settings: threads started from Python
-    read like the CLI's own, and no real model is built (no API key, no weights)."""
+    """A graph to read an existing thread's state with (see ``reader_graph``)."""
     if saver.get_tuple(run_config(thread_id)) is None:
         raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
-    return build_aime_graph(
-        DEMO_SCENARIO, config=AimeConfig(workspace=WORKSPACES), checkpointer=saver
-    )
+    return reader_graph(saver)

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from itertools import pairwise
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig, ensure_config
@@ -107,16 +107,15 @@ class AimeGraph(CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput]
 
     def _with_settings(self, config: RunnableConfig | None, context: Any) -> RunnableConfig:
         """``config`` with the run's settings in its metadata (unless it has some)."""
-        config = dict(config or {})  # type: ignore[assignment]
-        metadata = dict(config.get("metadata") or {})
+        given: dict[str, Any] = dict(config or {})
+        metadata = dict(given.get("metadata") or {})
         if self.run_settings is None or SETTINGS_KEY in metadata:
-            return config  # type: ignore[return-value]
+            return cast(RunnableConfig, given)
         settings = self.run_settings
         # A bad override is the intake node's to report, as the run starts.
         with contextlib.suppress(ValueError):
             settings = replace(settings, config=settings.config.override(context))
-        config["metadata"] = metadata | settings.as_metadata()
-        return config  # type: ignore[return-value]
+        return cast(RunnableConfig, given | {"metadata": metadata | settings.as_metadata()})
 
 
 def _is_nested(config: RunnableConfig | None) -> bool:

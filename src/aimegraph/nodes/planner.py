@@ -18,6 +18,7 @@ from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import (
+    ENDED_STATUSES,
     PlanError,
     PlannerState,
     PlanUpdate,
@@ -29,7 +30,7 @@ from aimegraph.state import (
 
 PlannerNode = Node[PlannerState]
 
-FINISHED: tuple[str, ...] = ("succeeded", "failed", "budget_exhausted", "rejected")
+FINISHED: tuple[str, ...] = ENDED_STATUSES
 """Run statuses after which new input starts a new run."""
 
 RUN_START: Mapping[str, Any] = {

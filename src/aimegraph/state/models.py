@@ -15,7 +15,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 ResultStatus = Literal["completed", "failed"]
-RunStatus = Literal["running", "succeeded", "failed", "budget_exhausted", "rejected"]
+RunStatus = Literal["running", "succeeded", "failed", "budget_exhausted", "rejected", "cancelled"]
+ENDED_STATUSES: tuple[RunStatus, ...] = (
+    "succeeded",
+    "failed",
+    "budget_exhausted",
+    "rejected",
+    "cancelled",
+)
+"""A run with one of these has ended: nothing to resume; new input starts a new run."""
 
 TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "failed", "skipped"})
 
