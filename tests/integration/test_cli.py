@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import SCENARIOS, TWO_TASKS, Cli
+from tests.conftest import SCENARIOS, Cli
 
 ASK_TWICE = f"scripted:{SCENARIOS / 'ask_twice.yaml'}"
 
