@@ -274,19 +274,21 @@ def cancel_run(
         ThreadBusyError: ``wait`` was a number and the runner had not stopped by then.
     """
     saver = _saver(graph)
+    requested = False
     try:
         lease = hold_thread(saver, thread_id)
     except ThreadBusyError:
         request_cancel(saver, thread_id)
         if wait is False:
             return "requested"
+        requested = True
         lease = hold_thread(saver, thread_id, wait=wait)
     with lease:
         snapshot = graph.get_state(run_config(thread_id))
         if not snapshot.created_at:
             clear_cancel(saver, thread_id)
             raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
-        if snapshot.values.get("status") == "cancelled" and not snapshot.interrupts:
+        if requested and snapshot.values.get("status") == "cancelled":
             clear_cancel(saver, thread_id)  # the runner carried the request out
             return "cancelled"
         if has_ended(snapshot) or snapshot.values.get("status") not in (None, "running"):

@@ -308,14 +308,18 @@ def _abandon(thread_id: str, signum: int) -> None:
 
 
 def _hold(saver: BaseCheckpointSaver[Any], thread_id: str, args: argparse.Namespace) -> ThreadLease:
-    """The thread's lease, or exit 9 naming the process that holds it."""
+    """The thread's lease: exit 9 naming the process that holds it, or with
+    ``--wait`` a line saying whom it waits for, then the lease once it is free."""
     try:
-        return hold_thread(saver, thread_id, wait=getattr(args, "wait", False))
+        return hold_thread(saver, thread_id)
     except ThreadBusyError as exc:
-        raise CliError(
-            f"{exc}; wait for it with --wait, or stop it with: aimegraph cancel {thread_id}",
-            EXIT_BUSY,
-        ) from exc
+        if not getattr(args, "wait", False):
+            raise CliError(
+                f"{exc}; wait for it with --wait, or stop it with: aimegraph cancel {thread_id}",
+                EXIT_BUSY,
+            ) from exc
+        print(f"waiting: {exc}", file=sys.stderr, flush=True)
+    return hold_thread(saver, thread_id, wait=True)
 
 
 def _check_new_run(graph: AimeGraph, thread_id: str) -> None:
