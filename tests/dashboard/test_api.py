@@ -18,7 +18,8 @@ from aimegraph.cli import main
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.dashboard.server import serve, serve_in_background
-from aimegraph.steering import resume_command
+from aimegraph.checkpoints import hold_thread, run_config
+from aimegraph.steering import prepare_demo, resume_command, run_graph
 
 LOCAL = "http://127.0.0.1"
 
@@ -240,6 +241,42 @@ def test_a_run_paused_in_the_cli_is_answered_on_the_dashboard_and_back(
     paused_here = demo(client, runs, approve_plan=True)
     assert main(["--checkpoints", store_url, "resume", paused_here, "--approve", "--json"]) == 0
     assert view(client, paused_here)["status"] == "succeeded"
+
+
+def _stopped_demo(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    """A demo run stopped after its planner (as a crash or a Ctrl-C leaves one)."""
+    settings, goal = prepare_demo(thread_id)
+    graph = run_graph(settings, saver)
+    graph.invoke({"goal": goal}, run_config(thread_id, settings), interrupt_after=["planner"])
+
+
+def test_live_and_stopped_runs_resume_and_cancel_buttons(
+    client: TestClient, runs: RunManager, saver: BaseCheckpointSaver[Any]
+) -> None:
+    _stopped_demo(saver, "stopped")
+    run = view(client, "stopped")
+    assert run["status"] == "stopped" and run["holder"] is None  # the Resume button shows
+
+    with hold_thread(saver, "stopped"):  # another process runs it now
+        run = view(client, "stopped")
+        assert run["status"] == "running" and "pid " in run["holder"]
+        rows = {r["thread_id"]: r["status"] for r in client.get("/api/threads").json()["threads"]}
+        assert rows["stopped"] == "running"
+        busy = post(client, "/api/threads/stopped/resume", {})
+        assert busy.status_code == 409 and "is being run by another process" in busy.text
+
+    resumed = post(client, "/api/threads/stopped/resume", {})  # the Resume button
+    assert resumed.status_code == 202
+    runs.wait("stopped", timeout=60)
+    assert view(client, "stopped")["status"] == "succeeded"
+
+    _stopped_demo(saver, "doomed")
+    cancelled = post(client, "/api/threads/doomed/cancel", {})  # the Cancel button
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
+    assert view(client, "doomed")["status"] == "cancelled"
+    assert post(client, "/api/threads/doomed/resume", {}).status_code == 404
+    assert post(client, "/api/threads/doomed/cancel", {}).status_code == 404
+    assert post(client, "/api/threads/ghost/cancel", {}).status_code == 404
 
 
 def test_bad_starts_are_refused(client: TestClient, runs: RunManager) -> None:

@@ -172,7 +172,8 @@ def list_threads(
         if thread_id not in newest or item.checkpoint["ts"] > newest[thread_id].checkpoint["ts"]:
             newest[thread_id] = item
     summaries = []
-    holders = live_threads(checkpointer, list(newest))
+    active = list(active)
+    holders = live_threads(checkpointer, list(newest) + [run.thread_id for run in active])
     for thread_id, item in newest.items():
         values = item.checkpoint.get("channel_values", {})
         paused = any(write[1] == "__interrupt__" for write in item.pending_writes or [])
@@ -189,8 +190,10 @@ def list_threads(
     by_id = {s.thread_id: s for s in summaries}
     for run in active:
         stored = by_id.get(run.thread_id)
-        queued = replace(stored, status=run.status, paused=False) if stored else run
-        by_id[run.thread_id] = queued
+        holder = holders.get(run.thread_id)  # a worker running it holds its lease
+        by_id[run.thread_id] = replace(
+            stored or run, status=run.status, paused=False, holder=holder
+        )
     ordered = sorted(by_id.values(), key=lambda s: s.updated, reverse=True)
     return ordered[:limit]
 
@@ -208,8 +211,10 @@ def run_state(snapshot: StateSnapshot, *, live: bool = False) -> str:
 
 
 def phase(status: str, *, live: bool) -> str:
-    """A stored run status as shown: a run not ended is ``running`` or ``stopped``."""
-    if status in ENDED_STATUSES:
+    """A run status as shown: ``running`` (not ended) becomes ``running`` or
+    ``stopped`` by whether a live process holds the thread; the others (ended, or
+    a queue's ``queued``) are shown as they are."""
+    if status != "running":
         return status
     return "running" if live else "stopped"
 
