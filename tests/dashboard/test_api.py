@@ -14,11 +14,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.testclient import TestClient
 from tests.dashboard.conftest import HOSTILE, LiveServer
 
+from aimegraph.checkpoints import hold_thread, run_config
 from aimegraph.cli import main
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.dashboard.server import serve, serve_in_background
-from aimegraph.checkpoints import hold_thread, run_config
 from aimegraph.steering import prepare_demo, resume_command, run_graph
 
 LOCAL = "http://127.0.0.1"
