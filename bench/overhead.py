@@ -11,6 +11,7 @@ the orchestration steps, is what the engine costs per step on top of LangGraph.
 from __future__ import annotations
 
 import operator
+import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -24,6 +25,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
+from langgraph.pregel import Pregel
 from langgraph.prebuilt import ToolNode
 from langgraph.types import Command, Send
 
@@ -36,6 +38,7 @@ from aimegraph import (
     default_registry,
 )
 from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.steering import run_thread
 from bench.common import (
     SectionResult,
     Table,
@@ -48,6 +51,7 @@ from bench.common import (
     sqlite_saver,
     task,
     thread_config,
+    timed,
     workspace,
 )
 
@@ -186,6 +190,7 @@ def run(quick: bool) -> SectionResult:
                 f"{key}.ratio": aime_s / raw_s,
             }
         plain, plain_metrics = plain_table(ws, model, n_tasks, repeat)
+        control, control_metrics = run_control_table(ws, model, steps, 3 if quick else 15)
         parts = component_costs(ws, model, repeat=20 if quick else 200)
     metrics |= {"steps": steps, "supersteps": top, "nested_supersteps": nested, "llm_calls": calls}
     table.notes += [
@@ -198,8 +203,60 @@ def run(quick: bool) -> SectionResult:
         "With a checkpointer, subgraphs inherit it: the aime graph saves one checkpoint per "
         "super-step at both levels (top + in subgraphs), the raw loop one per top-level step.",
     ]
-    metrics |= {f"part.{k}": v for k, v in parts.items()} | plain_metrics
-    return SectionResult("overhead", [table, plain, component_table(parts)], metrics)
+    metrics |= {f"part.{k}": v for k, v in parts.items()} | plain_metrics | control_metrics
+    return SectionResult("overhead", [table, plain, control, component_table(parts)], metrics)
+
+
+def run_control_table(
+    ws: Path, model: ScriptedChatModel, steps: int, repeat: int
+) -> tuple[Table, dict[str, float]]:
+    """The same SQLite-checkpointed run three ways, interleaved: LangGraph's own
+    ``Pregel.stream`` (no run control), ``graph.invoke`` (the run's settings in the
+    checkpoint metadata, Ctrl-C as a drain), and ``run_thread`` (also the thread's
+    lease and its cancel watcher)."""
+    goal = {"goal": "Assemble the report."}
+    samples: dict[str, list[float]] = {"bare": [], "invoke": [], "held": []}
+    with sqlite_saver(ws / "control.db") as saver:
+        graph = build_aime_graph(model, config=config(ws, max_steps=10_000), checkpointer=saver)
+        runs: dict[str, Callable[[], object]] = {
+            # Pregel's own method, past AimeGraph.stream: no settings, no Ctrl-C handler.
+            "bare": lambda: list(Pregel.stream(graph, goal, thread_config())),
+            "invoke": lambda: graph.invoke(goal, thread_config()),
+            "held": lambda: run_thread(graph, goal, thread_config()),
+        }
+        for i in range(repeat + 1):  # interleaved, so drift in the machine hits all three
+            for name, fn in runs.items():
+                model.reset()
+                _, seconds = timed(fn)
+                if i:  # the first round warms up
+                    samples[name].append(seconds)
+    medians = {name: statistics.median(times) for name, times in samples.items()}
+    table = Table(
+        f"1d. Run control: one SQLite-checkpointed run of {steps} orchestration steps, "
+        f"three ways, interleaved (median of {repeat})",
+        ["run", "ms", "ms/step", "against LangGraph's own stream"],
+    )
+    labels = {
+        "bare": "`Pregel.stream` (LangGraph's own: no run control)",
+        "invoke": "`graph.invoke` (run settings in each checkpoint, Ctrl-C drains)",
+        "held": "`run_thread` (also the thread's lease and its cancel watcher)",
+    }
+    for name, label in labels.items():
+        table.add(
+            label,
+            fmt_ms(medians[name], 1),
+            fmt_ms(medians[name] / steps),
+            fmt_x(medians[name] / medians["bare"]),
+        )
+    table.notes += [
+        "The drain checks are in all three (LangGraph checks its RunControl before every "
+        "super-step; the eager runner and the model nodes read it between tasks and calls); "
+        "the lease is taken once per run (an flock, or an advisory lock on Postgres) and "
+        "its watcher thread polls for a cancel 5 times a second, off the run's path.",
+    ]
+    metrics = {f"control.{name}_s": value for name, value in medians.items()}
+    metrics |= {f"control.{n}.ratio": medians[n] / medians["bare"] for n in ("invoke", "held")}
+    return table, metrics
 
 
 def plain_table(

@@ -425,7 +425,11 @@ _CANCELS_SCHEMA = (
 # Serialises CREATE TABLE IF NOT EXISTS across processes (as the runs table's).
 _CANCELS_SCHEMA_LOCK_ID = 0x61696D65_63616E63  # "aimecanc"
 # A holder whose machine vanished (no FIN) is noticed by the server within ~25 s.
-_KEEPALIVES = ("tcp_keepalives_idle", "10"), ("tcp_keepalives_interval", "5")
+_KEEPALIVES = (
+    ("tcp_keepalives_idle", "10"),
+    ("tcp_keepalives_interval", "5"),
+    ("tcp_keepalives_count", "3"),
+)
 _CONNECT_TIMEOUT_S = 10
 
 

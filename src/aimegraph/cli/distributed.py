@@ -103,7 +103,8 @@ def _cli_errors() -> Iterator[None]:
 
 
 def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    """Serve runs until stopped (Ctrl+C or SIGTERM: the runs in hand finish first)."""
+    """Serve runs until stopped (Ctrl+C or SIGTERM: no new delivery; the runs in hand
+    stop at their next step boundary and are queued again)."""
     with _cli_errors():
         app = _worker_app(args, console)
     # Threads, not processes: a run mostly waits on its models and Postgres, and one
