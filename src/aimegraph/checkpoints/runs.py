@@ -28,7 +28,8 @@ class ThreadNotFoundError(LookupError):
 
 
 class SettingsNotStoredError(ThreadNotFoundError):
-    """The thread exists but stores no run settings (it was started from Python).
+    """The thread exists but stores no run settings (an older version, or a graph
+    aimegraph did not build, started it).
     A ThreadNotFoundError, so that callers that need the settings treat it alike."""
 
 

@@ -391,10 +391,14 @@ def _run_settings(
         raise CliError(str(exc), EXIT_NOT_FOUND) from exc
     model = args.model or (stored.model if stored is not None else None)
     if model is None:
-        why = "stores no model spec" if stored is not None else "stores no run settings"
+        why = (
+            "stores no model spec (started from Python with a chat model object)"
+            if stored is not None
+            else "stores no run settings (started by an older version, or by a graph "
+            "aimegraph did not build)"
+        )
         raise CliError(
-            f"thread {args.thread!r} {why} (started from Python with a model object): "
-            f"give the settings it runs with: {RESUME_FLAGS}",
+            f"thread {args.thread!r} {why}: give the settings it runs with: {RESUME_FLAGS}",
             EXIT_USAGE,
         )
     fields = stored.config.model_dump() if stored is not None else {}
