@@ -26,7 +26,6 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.prebuilt import ToolNode
-from langgraph.pregel import Pregel
 from langgraph.types import Command, Send
 
 from aimegraph import (
@@ -37,8 +36,8 @@ from aimegraph import (
     build_aime_graph,
     default_registry,
 )
+from aimegraph.checkpoints import hold_thread
 from aimegraph.models.scripted import ScriptedChatModel
-from aimegraph.steering import run_thread
 from bench.common import (
     SectionResult,
     Table,
@@ -210,19 +209,29 @@ def run(quick: bool) -> SectionResult:
 def run_control_table(
     ws: Path, model: ScriptedChatModel, steps: int, repeat: int
 ) -> tuple[Table, dict[str, float]]:
-    """The same SQLite-checkpointed run three ways, interleaved: LangGraph's own
-    ``Pregel.stream`` (no run control), ``graph.invoke`` (the run's settings in the
-    checkpoint metadata, Ctrl-C as a drain), and ``run_thread`` (also the thread's
-    lease and its cancel watcher)."""
+    """The same SQLite-checkpointed run three ways, interleaved: the graph as
+    LangGraph compiles it (``CompiledStateGraph.invoke``, no run control), the
+    aime graph's ``invoke`` (the run's settings in the checkpoint metadata, Ctrl-C
+    as a drain), and that under the thread's lease (``hold_thread``)."""
     goal = {"goal": "Assemble the report."}
     samples: dict[str, list[float]] = {"bare": [], "invoke": [], "held": []}
     with sqlite_saver(ws / "control.db") as saver:
         graph = build_aime_graph(model, config=config(ws, max_steps=10_000), checkpointer=saver)
+        # The same compiled graph without the AimeGraph subclass (as Pregel.copy builds it).
+        attrs = {
+            k: v for k, v in graph.__dict__.items() if k not in ("__orig_class__", "run_settings")
+        }
+        bare = CompiledStateGraph(**attrs)
+
+        def held() -> object:
+            cfg = thread_config()
+            with hold_thread(saver, cfg["configurable"]["thread_id"]) as lease:
+                return graph.invoke(goal, cfg, control=lease.control)
+
         runs: dict[str, Callable[[], object]] = {
-            # Pregel's own method, past AimeGraph.stream: no settings, no Ctrl-C handler.
-            "bare": lambda: list(Pregel.stream(graph, goal, thread_config())),
+            "bare": lambda: bare.invoke(goal, thread_config()),
             "invoke": lambda: graph.invoke(goal, thread_config()),
-            "held": lambda: run_thread(graph, goal, thread_config()),
+            "held": held,
         }
         for i in range(repeat + 1):  # interleaved, so drift in the machine hits all three
             for name, fn in runs.items():
@@ -246,9 +255,9 @@ def run_control_table(
         ],
     )
     labels = {
-        "bare": "`Pregel.stream` (LangGraph's own: no run control)",
+        "bare": "the same graph as LangGraph compiles it (`CompiledStateGraph.invoke`)",
         "invoke": "`graph.invoke` (run settings in each checkpoint, Ctrl-C drains)",
-        "held": "`run_thread` (also the thread's lease and its cancel watcher)",
+        "held": "`graph.invoke` under `hold_thread` (the lease and its cancel watcher)",
     }
     for name, label in labels.items():
         low, _, high = quartiles[name]
@@ -358,6 +367,7 @@ def component_costs(ws: Path, model: ScriptedChatModel, repeat: int) -> dict[str
         "factory_build": lambda: factory.build(sample, "Assemble the report.", {}),
         "thread_pool": pool_round_trip,
         "subgraph_4_nodes": lambda: subgraph.invoke({"x": 0}),
+        "lease": lambda: hold_thread(f"sqlite:///{ws / 'lease.db'}", "t").release(),
     }
     return {name: median_time(fn, repeat=repeat, warmup=3) for name, fn in pieces.items()}
 
@@ -382,6 +392,11 @@ def component_table(parts: dict[str, float]) -> Table:
             "ToolNode call (not the actor's reports: they run in its react step) and timeout guard",
         ),
         "subgraph_4_nodes": ("invoke a compiled 4-node no-op StateGraph", "subgraph invocation"),
+        "lease": (
+            "take and release a thread's lease on an SQLite file (flock, cancel watcher "
+            "thread started and joined)",
+            "run",
+        ),
     }
     for key, (label, per) in rows.items():
         table.add(label, per, fmt_ms(parts[key], 3))

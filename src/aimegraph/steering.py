@@ -278,7 +278,7 @@ def cancel_run(
     try:
         lease = hold_thread(saver, thread_id)
     except ThreadBusyError:
-        request_cancel(saver, thread_id)
+        request_cancel(saver, thread_id, reason)
         if wait is False:
             return "requested"
         requested = True
@@ -315,15 +315,16 @@ def settle_pending_cancel(graph: ThreadGraph, thread_id: str) -> bool:
 
 
 def end_cancelled(graph: ThreadGraph, thread_id: str, reason: str | None = None) -> None:
-    """Record the thread's run as ``cancelled`` (under its lease): its pending
-    steps and interrupts are cleared, the tasks and usage of the work finished in
-    the stopped step are kept, and the cancel request is cleared."""
+    """Record the thread's run as ``cancelled`` (under its lease), with ``reason``
+    or the cancel request's: its pending steps and interrupts are cleared, the tasks
+    and usage of the work finished in the stopped step are kept, and the cancel
+    request is cleared."""
     saver = _saver(graph)
     config = run_config(thread_id)
     tasks, usage = finished_outputs(saver.get_tuple(config))
     values: dict[str, Any] = {
         "status": "cancelled",
-        "reason": reason or "cancelled before it ended",
+        "reason": reason or cancel_pending(saver, thread_id) or "cancelled",
         "tasks": tasks,
     }
     if usage is not None:

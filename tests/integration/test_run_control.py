@@ -433,7 +433,7 @@ def test_a_live_runner_refuses_others_shows_as_running_and_cancel_ends_it(
     assert "status: running" in out and "stop it with: aimegraph cancel live" in out
     assert "resume" not in out  # never suggests resuming a live run
 
-    code, out, _ = cli(capsys, env, "cancel", "live", "--wait")  # until the runner stops
+    code, out, _ = cli(capsys, env, "cancel", "live", "--wait", "--reason", "wrong goal")
     assert (code, out.strip()) == (0, "cancelled live")
     live_out, live_err = live.communicate(timeout=60)
     assert live.returncode == 8, live_err
@@ -443,6 +443,7 @@ def test_a_live_runner_refuses_others_shows_as_running_and_cancel_ends_it(
     code, out, _ = cli(capsys, env, "show", "live", "--json")
     shown = json.loads(out)
     assert shown["status"] == "cancelled" and shown["usage"]["llm_calls"] > 0  # usage kept
+    assert shown["reason"] == "wrong goal"  # the reason given, recorded by the runner
     assert cli(capsys, env, "resume", "live")[0] == 6
     assert cli(capsys, env, "cancel", "live")[0] == 6  # nothing left to cancel
 

@@ -101,9 +101,9 @@ class _Backend(Protocol):
 
     def holders(self, thread_ids: list[str]) -> dict[str, str]: ...
 
-    def request_cancel(self, thread_id: str) -> None: ...
+    def request_cancel(self, thread_id: str, reason: str) -> None: ...
 
-    def cancel_pending(self, thread_id: str) -> bool: ...
+    def cancel_pending(self, thread_id: str) -> str | None: ...
 
     def clear_cancel(self, thread_id: str) -> None: ...
 
@@ -204,14 +204,14 @@ def live_threads(target: LeaseTarget, thread_ids: list[str]) -> dict[str, str]:
     return _backend(target).holders(thread_ids) if thread_ids else {}
 
 
-def request_cancel(target: LeaseTarget, thread_id: str) -> None:
-    """Record a cancel request: the thread's holder drains its run and ends it
-    ``cancelled``; a runner taking the thread later finds it still pending."""
-    _backend(target).request_cancel(thread_id)
+def request_cancel(target: LeaseTarget, thread_id: str, reason: str | None = None) -> None:
+    """Record a cancel request (and why): the thread's holder drains its run and ends
+    it ``cancelled``; a runner taking the thread later finds it still pending."""
+    _backend(target).request_cancel(thread_id, reason or "cancelled")
 
 
-def cancel_pending(target: LeaseTarget, thread_id: str) -> bool:
-    """Whether a cancel was requested and not yet carried out (cleared)."""
+def cancel_pending(target: LeaseTarget, thread_id: str) -> str | None:
+    """The reason of a cancel requested and not yet carried out (cleared), or None."""
     return _backend(target).cancel_pending(thread_id)
 
 
@@ -352,12 +352,15 @@ class _FileLeases:
                 os.close(fd)
         return found
 
-    def request_cancel(self, thread_id: str) -> None:
+    def request_cancel(self, thread_id: str, reason: str) -> None:
         self.directory.mkdir(parents=True, exist_ok=True)
-        self._path(thread_id, ".cancel").write_text(time.strftime("%Y-%m-%dT%H:%M:%S"))
+        self._path(thread_id, ".cancel").write_text(reason, encoding="utf-8")
 
-    def cancel_pending(self, thread_id: str) -> bool:
-        return self._path(thread_id, ".cancel").exists()
+    def cancel_pending(self, thread_id: str) -> str | None:
+        try:
+            return self._path(thread_id, ".cancel").read_text(encoding="utf-8")
+        except FileNotFoundError:
+            return None
 
     def clear_cancel(self, thread_id: str) -> None:
         self._path(thread_id, ".cancel").unlink(missing_ok=True)
@@ -368,7 +371,7 @@ class _ProcessLeases:
     """Leases of stores only this process sees."""
 
     held: dict[str, str] = field(default_factory=dict)
-    cancels: set[str] = field(default_factory=set)
+    cancels: dict[str, str] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def try_acquire(self, thread_id: str, holder: str) -> _Held | None:
@@ -382,17 +385,17 @@ class _ProcessLeases:
         with self.lock:
             return {t: self.held[t] for t in thread_ids if t in self.held}
 
-    def request_cancel(self, thread_id: str) -> None:
+    def request_cancel(self, thread_id: str, reason: str) -> None:
         with self.lock:
-            self.cancels.add(thread_id)
+            self.cancels[thread_id] = reason
 
-    def cancel_pending(self, thread_id: str) -> bool:
+    def cancel_pending(self, thread_id: str) -> str | None:
         with self.lock:
-            return thread_id in self.cancels
+            return self.cancels.get(thread_id)
 
     def clear_cancel(self, thread_id: str) -> None:
         with self.lock:
-            self.cancels.discard(thread_id)
+            self.cancels.pop(thread_id, None)
 
 
 @dataclass
@@ -401,7 +404,7 @@ class _ProcessHeld:
     thread_id: str
 
     def cancel_requested(self) -> bool:
-        return self.leases.cancel_pending(self.thread_id)
+        return self.leases.cancel_pending(self.thread_id) is not None
 
     def release(self) -> None:
         with self.leases.lock:
@@ -419,8 +422,8 @@ JOIN pg_locks l ON l.locktype = 'advisory' AND l.granted AND l.objsubid = 1
 JOIN pg_stat_activity a ON a.pid = l.pid
 """
 _CANCELS_SCHEMA = (
-    "CREATE TABLE IF NOT EXISTS aimegraph_cancels ("
-    "thread_id text PRIMARY KEY, requested_at timestamptz NOT NULL DEFAULT now())"
+    "CREATE TABLE IF NOT EXISTS aimegraph_cancels (thread_id text PRIMARY KEY, "
+    "reason text NOT NULL, requested_at timestamptz NOT NULL DEFAULT now())"
 )
 # Serialises CREATE TABLE IF NOT EXISTS across processes (as the runs table's).
 _CANCELS_SCHEMA_LOCK_ID = 0x61696D65_63616E63  # "aimecanc"
@@ -500,23 +503,24 @@ class _PostgresLeases:
             rows = conn.execute(_HOLDERS_SQL, (thread_ids,)).fetchall()
         return {t: (name.removeprefix("aimegraph ") or "a session") for t, name in rows}
 
-    def request_cancel(self, thread_id: str) -> None:
+    def request_cancel(self, thread_id: str, reason: str) -> None:
         with self._connect() as conn:
             self._ensure_schema(conn)
             conn.execute(
-                "INSERT INTO aimegraph_cancels (thread_id) VALUES (%s) ON CONFLICT DO NOTHING",
-                (thread_id,),
+                "INSERT INTO aimegraph_cancels (thread_id, reason) VALUES (%s, %s) "
+                "ON CONFLICT (thread_id) DO UPDATE SET reason = EXCLUDED.reason",
+                (thread_id, reason),
             )
 
-    def cancel_pending(self, thread_id: str) -> bool:
+    def cancel_pending(self, thread_id: str) -> str | None:
         with self._connect() as conn:
             row = conn.execute("SELECT to_regclass('aimegraph_cancels')").fetchone()
             if row is None or row[0] is None:
-                return False
+                return None
             found = conn.execute(
-                "SELECT 1 FROM aimegraph_cancels WHERE thread_id = %s", (thread_id,)
+                "SELECT reason FROM aimegraph_cancels WHERE thread_id = %s", (thread_id,)
             ).fetchone()
-        return found is not None
+        return str(found[0]) if found is not None else None
 
     def clear_cancel(self, thread_id: str) -> None:
         with self._connect() as conn:

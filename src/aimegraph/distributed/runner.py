@@ -206,7 +206,7 @@ def cancel_distributed(
     try:
         lease = hold_thread(checkpoints, thread_id)
     except ThreadBusyError:
-        request_cancel(checkpoints, thread_id)
+        request_cancel(checkpoints, thread_id, reason)
         if not wait:
             return "requested"
         with records.connect(checkpoints) as conn:
