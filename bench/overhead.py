@@ -46,6 +46,8 @@ from aimegraph import (
     build_aime_graph,
     default_registry,
 )
+from aimegraph.checkpoints import hold_thread
+from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.tools.calculator import calculator
 from bench.common import (
     BenchChatModel,
@@ -63,6 +65,7 @@ from bench.common import (
     task,
     thread_config,
     time_samples,
+    timed,
     workspace,
 )
 
@@ -224,6 +227,7 @@ def run(quick: bool) -> SectionResult:
                 f"{key}.raw_tokens": raw_tokens,
             }
         plain, plain_metrics = plain_table(ws, model, tasks, repeat, rounds)
+        control, control_metrics = run_control_table(ws, model, steps, 3 if quick else 25)
         parts = component_costs(ws, model, repeat=20 if quick else 200)
     metrics |= {"steps": steps, "supersteps": top, "nested_supersteps": nested, "llm_calls": calls}
     table.notes += [
@@ -239,13 +243,90 @@ def run(quick: bool) -> SectionResult:
         "With a checkpointer, subgraphs inherit it: the aime graph saves one checkpoint per "
         "super-step at both levels (top + in subgraphs), the raw loop one per top-level step.",
     ]
-    metrics |= {f"part.{k}": v for k, v in parts.items()} | plain_metrics
+    metrics |= {f"part.{k}": v for k, v in parts.items()} | plain_metrics | control_metrics
     return SectionResult(
         "overhead",
-        [table, plain, component_table(parts)],
+        [table, plain, control, component_table(parts)],
         metrics,
         headlines=headlines(metrics, n_tasks, calls, tool_calls, rounds),
     )
+
+
+def run_control_table(
+    ws: Path, model: ScriptedChatModel, steps: int, repeat: int
+) -> tuple[Table, dict[str, float]]:
+    """The same SQLite-checkpointed run three ways, interleaved: the graph as
+    LangGraph compiles it (``CompiledStateGraph.invoke``, no run control), the
+    aime graph's ``invoke`` (the run's settings in the checkpoint metadata, Ctrl-C
+    as a drain), and that under the thread's lease (``hold_thread``)."""
+    goal = {"goal": "Assemble the report."}
+    samples: dict[str, list[float]] = {"bare": [], "invoke": [], "held": []}
+    with sqlite_saver(ws / "control.db") as saver:
+        graph = build_aime_graph(model, config=config(ws, max_steps=10_000), checkpointer=saver)
+        # The same compiled graph without the AimeGraph subclass (as Pregel.copy builds it).
+        attrs = {
+            k: v for k, v in graph.__dict__.items() if k not in ("__orig_class__", "run_settings")
+        }
+        bare = CompiledStateGraph(**attrs)
+
+        def held() -> object:
+            cfg = thread_config()
+            with hold_thread(saver, cfg["configurable"]["thread_id"]) as lease:
+                return graph.invoke(goal, cfg, control=lease.control)
+
+        runs: dict[str, Callable[[], object]] = {
+            "bare": lambda: bare.invoke(goal, thread_config()),
+            "invoke": lambda: graph.invoke(goal, thread_config()),
+            "held": held,
+        }
+        for i in range(repeat + 1):  # interleaved, so drift in the machine hits all three
+            for name, fn in runs.items():
+                model.reset()
+                _, seconds = timed(fn)
+                if i:  # the first round warms up
+                    samples[name].append(seconds)
+    medians = {name: statistics.median(times) for name, times in samples.items()}
+    fastest = {name: min(times) for name, times in samples.items()}
+    quartiles = {name: statistics.quantiles(times, n=4) for name, times in samples.items()}
+    table = Table(
+        f"1d. Run control: one SQLite-checkpointed run of {steps} orchestration steps, "
+        f"three ways, interleaved ({repeat} runs each)",
+        [
+            "run",
+            "fastest ms",
+            "median ms",
+            "middle half (ms)",
+            "fastest, against LangGraph's own",
+            "median, against LangGraph's own",
+        ],
+    )
+    labels = {
+        "bare": "the same graph as LangGraph compiles it (`CompiledStateGraph.invoke`)",
+        "invoke": "`graph.invoke` (run settings in each checkpoint, Ctrl-C drains)",
+        "held": "`graph.invoke` under `hold_thread` (the lease and its cancel watcher)",
+    }
+    for name, label in labels.items():
+        low, _, high = quartiles[name]
+        table.add(
+            label,
+            fmt_ms(fastest[name], 1),
+            fmt_ms(medians[name], 1),
+            f"{fmt_ms(low, 1)}-{fmt_ms(high, 1)}",
+            fmt_x(fastest[name] / fastest["bare"]),
+            fmt_x(medians[name] / medians["bare"]),
+        )
+    table.notes += [
+        "The drain checks are in all three (LangGraph checks its RunControl before every "
+        "super-step; the eager runner and the model nodes read it between tasks and calls); "
+        "the lease is taken once per run (an flock, or an advisory lock on Postgres) and "
+        "its watcher thread polls for a cancel 5 times a second, off the run's path.",
+        "The fastest run of each is the least disturbed by the rest of the machine; where "
+        "the middle halves overlap, a difference of medians is the machine's noise.",
+    ]
+    metrics = {f"control.{name}_s": value for name, value in medians.items()}
+    metrics |= {f"control.{name}.fastest_s": value for name, value in fastest.items()}
+    metrics |= {f"control.{n}.ratio": fastest[n] / fastest["bare"] for n in ("invoke", "held")}
+    return table, metrics
 
 
 VARIANTS = (("batch", "inherit"), ("eager", "inherit"), ("eager", "exit"))
@@ -370,6 +451,16 @@ def headlines(
             f"sides (memory / SQLite) {plain_exit}; prompt tokens per run "
             f"{tokens('plain.none.eager', 'plain')} (engine / plain)",
         ),
+        Headline(
+            "run control: one SQLite-checkpointed run, interleaved; graph.invoke (run "
+            "settings stored, Ctrl-C drains) / under hold_thread (the lease)",
+            "the same compiled graph as LangGraph compiles it (CompiledStateGraph.invoke)",
+            f"fastest run {metrics['control.invoke.ratio']:.2f}x / "
+            f"{metrics['control.held.ratio']:.2f}x; medians "
+            f"{metrics['control.invoke_s'] / metrics['control.bare_s']:.2f}x / "
+            f"{metrics['control.held_s'] / metrics['control.bare_s']:.2f}x (the same calls and "
+            "prompt tokens)",
+        ),
     ]
 
 
@@ -404,6 +495,7 @@ def component_costs(ws: Path, model: BenchChatModel, repeat: int) -> dict[str, f
         "factory_build": lambda: factory.build(sample, "Assemble the report.", {}),
         "thread_pool": pool_round_trip,
         "subgraph_4_nodes": lambda: subgraph.invoke({"x": 0}),
+        "lease": lambda: hold_thread(f"sqlite:///{ws / 'lease.db'}", "t").release(),
     }
     return {name: median_time(fn, repeat=repeat, warmup=3) for name, fn in pieces.items()}
 
@@ -428,6 +520,11 @@ def component_table(parts: dict[str, float]) -> Table:
             "ToolNode call (not the actor's reports: they run in its react step) and timeout guard",
         ),
         "subgraph_4_nodes": ("invoke a compiled 4-node no-op StateGraph", "subgraph invocation"),
+        "lease": (
+            "take and release a thread's lease on an SQLite file (flock, cancel watcher "
+            "thread started and joined)",
+            "run",
+        ),
     }
     for key, (label, per) in rows.items():
         table.add(label, per, fmt_ms(parts[key], 3))

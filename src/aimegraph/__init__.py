@@ -6,6 +6,7 @@ out = graph.invoke({"goal": "..."}, {"configurable": {"thread_id": "t1"}})
 out["final_answer"], out["status"], out["tasks"], out["verdict"]
 """
 
+from aimegraph.checkpoints.lease import ThreadBusyError, hold_thread
 from aimegraph.config import AimeConfig, WebConfig
 from aimegraph.drawing import draw, draw_plan
 from aimegraph.graphs import (
@@ -48,6 +49,7 @@ __all__ = [
     "TaskResult",
     "TaskSpec",
     "TeamSpec",
+    "ThreadBusyError",
     "ToolRegistry",
     "Usage",
     "Verdict",
@@ -59,6 +61,7 @@ __all__ = [
     "default_registry",
     "draw",
     "draw_plan",
+    "hold_thread",
     "optimize",
     "render_checklist",
 ]

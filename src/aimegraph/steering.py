@@ -1,26 +1,51 @@
-"""Starting and answering runs the same way from every front end (the CLI, the
-dashboard): one graph per stored run settings, one demo set-up, and one
-translation of a human's answer into ``Command(resume=...)``, so that a run
-paused in one front end can be answered in another."""
+"""Starting, answering, carrying on and cancelling runs the same way from every
+entry point (the CLI, the dashboard, the distributed workers, a Python program):
+one graph per stored run settings, one demo set-up, one translation of a human's
+answer into ``Command(resume=...)``, one rule for what can be resumed, and runs
+held under the thread's lease (:mod:`aimegraph.checkpoints.lease`), so that a run
+paused in one front end can be answered, carried on or cancelled in another and
+two of them never run one thread at once.
+
+For a Python program, :func:`run_thread` is ``graph.invoke`` under the thread's
+lease (``ThreadBusyError`` when another runner holds it) and :func:`cancel_run`
+ends a live or paused run as ``cancelled``.
+"""
 
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
 
+from langchain_core.messages import AIMessage
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.constants import END
+from langgraph.errors import GraphDrained
+from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Command, Interrupt
+from langgraph.types import Command, Interrupt, StateSnapshot, StateUpdate
 
-from aimegraph.checkpoints import RunSettings
+from aimegraph.checkpoints import RunSettings, ThreadNotFoundError, latest_settings, run_config
+from aimegraph.checkpoints.delta import finished_outputs, finished_tasks
+from aimegraph.checkpoints.lease import (
+    ThreadBusyError,
+    ThreadLease,
+    cancel_pending,
+    clear_cancel,
+    hold_thread,
+    request_cancel,
+)
+from aimegraph.checkpoints.runs import has_ended
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.models.response_format import load_response_format
+from aimegraph.state import Usage
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
@@ -30,7 +55,12 @@ from aimegraph.tools.registry import (
 )
 
 DEMO_SCENARIO = "scripted:demo"
+CANCELLED_REPLY = "The run was cancelled before it finished ({reason})."
 WORKSPACES = Path(".aimegraph/workspace")
+
+
+ThreadGraph = CompiledStateGraph[Any, Any, Any, Any]
+"""An aime graph (``build_aime_graph``'s, or a worker's ``--graph`` builder's)."""
 
 
 class AnswerError(ValueError):
@@ -44,6 +74,14 @@ class AnswerError(ValueError):
 
 class NoSuchInterruptError(LookupError):
     """The thread has no pending interrupt with the given id."""
+
+
+class NothingToResumeError(LookupError):
+    """The thread's run has ended (CLI exit 6): a new goal starts a new run."""
+
+
+class AnswerNeededError(ValueError):
+    """The run waits for a human: resuming it needs an answer (CLI exit 5)."""
 
 
 def run_knowledge(settings: RunSettings) -> KnowledgeBase | None:
@@ -83,6 +121,11 @@ def run_graph(
     agent units (``settings.agents``), knowledge base (``settings.knowledge``), typed
     answer (``settings.response_format``) and MCP servers (``settings.mcp``, with
     those of its config)."""
+    if settings.model is None:
+        raise ValueError(
+            "the run's settings name no model (it was started from Python with a chat "
+            "model object): give a model spec to carry it on"
+        )
     knowledge = run_knowledge(settings)
     agents = None
     if settings.agents:
@@ -149,3 +192,200 @@ def resume_command(
     if not chosen:
         raise NoSuchInterruptError(f"no pending interrupt {interrupt_id!r}")
     return Command(resume={i.id: answer_for(i.value, answer) for i in chosen})
+
+
+def reader_graph(saver: BaseCheckpointSaver[Any], thread_id: str | None = None) -> AimeGraph:
+    """A graph to read (and cancel) any aime thread with. The top-level graph is
+    the same for every model and config (a store adds only the run's last,
+    bookkeeping node), so this needs no run settings: threads started from Python
+    read like the CLI's own, and no real model is built (no API key, no weights).
+    Its tools' workspace is an existing directory, so building it creates nothing.
+    With ``thread_id``, the thread's stored typed answer class is allowed back in
+    (see ``build_aime_graph``) when it can be imported here; else the answer reads
+    as plain data."""
+    typed = None
+    if thread_id is not None:
+        try:
+            spec = latest_settings(saver, thread_id).response_format
+            typed = load_response_format(spec) if spec else None
+        except (ThreadNotFoundError, ValueError):  # started from Python; not importable here
+            typed = None
+    return build_aime_graph(
+        DEMO_SCENARIO,
+        config=AimeConfig(workspace=Path(tempfile.gettempdir())),
+        checkpointer=saver,
+        response_format=typed,
+    )
+
+
+def resume_inputs(
+    snapshot: StateSnapshot,
+    answer: dict[str, Any] | None = None,
+    interrupt_id: str | None = None,
+) -> Command[Any] | None:
+    """What carries a thread on: ``Command(resume=...)`` answering its pending
+    interrupts (see :func:`resume_command`), or None for a run that stopped before
+    it ended (a crash, a kill, Ctrl-C; also with its last step's writes saved and
+    an empty ``next``).
+
+    Raises:
+        NothingToResumeError: no checkpoint, or the run has ended.
+        AnswerNeededError: an interrupt waits and ``answer`` is None.
+    """
+    if not snapshot.created_at:
+        raise NothingToResumeError("the thread has no checkpoint yet")
+    if snapshot.interrupts:
+        if answer is None:
+            raise AnswerNeededError("the run waits for a human: give an answer")
+        return resume_command(snapshot.interrupts, answer, interrupt_id)
+    if has_ended(snapshot):
+        status = snapshot.values.get("status")
+        raise NothingToResumeError(f"nothing to resume: the run has ended ({status})")
+    return None
+
+
+def stream_held(
+    graph: ThreadGraph, inputs: Any, config: RunnableConfig, lease: ThreadLease, **kwargs: Any
+) -> Iterator[Any]:
+    """``graph.stream`` under ``lease``: the run drains with the lease's control,
+    and a cancel request ends it ``cancelled`` (the stream then just ends). Any
+    other drain (a signal, a lost lease) raises ``GraphDrained``."""
+    try:
+        yield from graph.stream(inputs, config, control=lease.control, **kwargs)
+    except GraphDrained:
+        if not lease.cancelled:
+            raise
+        end_cancelled(graph, lease.thread_id)
+
+
+def invoke_held(
+    graph: ThreadGraph, inputs: Any, config: RunnableConfig, lease: ThreadLease, **kwargs: Any
+) -> dict[str, Any]:
+    """``graph.invoke`` under ``lease``, as :func:`stream_held`; returns the state."""
+    for _ in stream_held(graph, inputs, config, lease, stream_mode="updates", **kwargs):
+        pass
+    return dict(graph.get_state(run_config(lease.thread_id)).values)
+
+
+def run_thread(
+    graph: ThreadGraph,
+    inputs: Any,
+    config: RunnableConfig,
+    *,
+    wait: bool | float = False,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """Run (start or carry on) the thread of ``config`` holding its lease, so that
+    no other runner (the CLI, the dashboard, a worker, another call of this) runs
+    it meanwhile; returns the thread's state afterwards. A cancel
+    (:func:`cancel_run`, ``aimegraph cancel``) stops it at the next step, with
+    status ``cancelled``. ``kwargs`` go to ``graph.stream`` (``context``,
+    ``durability``...).
+
+    Raises:
+        ThreadBusyError: another runner holds the thread (after ``wait``: False
+            refuses at once, True waits, a number waits that many seconds).
+    """
+    thread_id = str(config["configurable"]["thread_id"])
+    with hold_thread(_saver(graph), thread_id, wait=wait) as lease:
+        settle_pending_cancel(graph, thread_id)
+        return invoke_held(graph, inputs, config, lease, **kwargs)
+
+
+CancelOutcome = Literal["cancelled", "requested"]
+
+
+def cancel_run(
+    graph: ThreadGraph,
+    thread_id: str,
+    *,
+    wait: bool | float = False,
+    reason: str | None = None,
+) -> CancelOutcome:
+    """End the thread's run with status ``cancelled``: it is not resumable, and a
+    new goal on the thread starts a new run. Its usage so far is kept.
+
+    A paused or stopped run is cancelled at once (``"cancelled"``). A live one
+    (another runner holds the lease) gets a cancel request: it stops at its next
+    step boundary, after the calls in flight, and records the cancel itself
+    (``"requested"``; with ``wait``, this waits for it and returns
+    ``"cancelled"``; a runner that dies first leaves the request to the next
+    one that takes the thread).
+
+    Raises:
+        ThreadNotFoundError: the thread has no checkpoint and no runner.
+        NothingToResumeError: the run has already ended.
+        ThreadBusyError: ``wait`` was a number and the runner had not stopped by then.
+    """
+    saver = _saver(graph)
+    requested = False
+    try:
+        lease = hold_thread(saver, thread_id)
+    except ThreadBusyError:
+        request_cancel(saver, thread_id, reason)
+        if wait is False:
+            return "requested"
+        requested = True
+        lease = hold_thread(saver, thread_id, wait=wait)
+    with lease:
+        snapshot = graph.get_state(run_config(thread_id))
+        if not snapshot.created_at:
+            clear_cancel(saver, thread_id)
+            raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
+        if requested and snapshot.values.get("status") == "cancelled":
+            clear_cancel(saver, thread_id)  # the runner carried the request out
+            return "cancelled"
+        if has_ended(snapshot) or snapshot.values.get("status") not in (None, "running"):
+            clear_cancel(saver, thread_id)
+            status = snapshot.values.get("status")
+            raise NothingToResumeError(f"nothing to cancel: the run has ended ({status})")
+        end_cancelled(graph, thread_id, reason)
+    return "cancelled"
+
+
+def settle_pending_cancel(graph: ThreadGraph, thread_id: str) -> bool:
+    """Under the thread's lease, before running it: carry out a cancel requested
+    while its last runner was alive (it died first). True when the run is now
+    ``cancelled``."""
+    saver = _saver(graph)
+    if not cancel_pending(saver, thread_id):
+        return False
+    snapshot = graph.get_state(run_config(thread_id))
+    if snapshot.created_at and not has_ended(snapshot):
+        end_cancelled(graph, thread_id)
+        return True
+    clear_cancel(saver, thread_id)  # stale: it asked to cancel a run that has ended
+    return False
+
+
+def end_cancelled(graph: ThreadGraph, thread_id: str, reason: str | None = None) -> None:
+    """Record the thread's run as ``cancelled`` (under its lease), with ``reason``
+    or the cancel request's: its pending steps and interrupts are cleared, the tasks
+    and usage of the work finished in the stopped step are kept, and the cancel
+    request is cleared."""
+    saver = _saver(graph)
+    config = run_config(thread_id)
+    item = saver.get_tuple(config)
+    why = reason or cancel_pending(saver, thread_id) or "cancelled"
+    values: dict[str, Any] = {
+        "status": "cancelled",
+        "reason": why,
+        "tasks": finished_tasks(item),
+        # The run's reply in the conversation, as a finished run's answer is: a new
+        # request on the thread is then the last human message, not this run's.
+        "messages": [AIMessage(CANCELLED_REPLY.format(reason=why))],
+    }
+    spent = [o["usage"] for o in finished_outputs(item) if isinstance(o.get("usage"), Usage)]
+    if spent:
+        values["usage"] = sum(spent, Usage())
+    # First clear the step left to run (its finished tasks' writes are applied),
+    # then write the outcome as the intake node, which has no edge of its own to
+    # follow: nothing is left to run, and a new goal starts a new run.
+    graph.bulk_update_state(config, [[StateUpdate(None, END)], [StateUpdate(values, "intake")]])
+    clear_cancel(saver, thread_id)
+
+
+def _saver(graph: ThreadGraph) -> BaseCheckpointSaver[Any]:
+    if not isinstance(graph.checkpointer, BaseCheckpointSaver):
+        raise ValueError("running a thread under its lease needs a graph with a checkpointer")
+    return graph.checkpointer

@@ -14,11 +14,12 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.testclient import TestClient
 from tests.dashboard.conftest import HOSTILE, LiveServer
 
+from aimegraph.checkpoints import hold_thread, run_config
 from aimegraph.cli import main
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.dashboard.server import serve, serve_in_background
-from aimegraph.steering import resume_command
+from aimegraph.steering import prepare_demo, resume_command, run_graph
 
 LOCAL = "http://127.0.0.1"
 
@@ -123,7 +124,8 @@ def test_replans_carry_their_reasons(client: TestClient, hostile_thread: str) ->
     first, second = run["plans"]
     assert first["reason"] is None and second["rationale"] == "second plan: try another way"
     assert "t1" in second["reason"] and "failed" in second["reason"]
-    assert run["settings"] is None  # run through the Python API: still readable
+    # Run through the Python API with a model object: its config is stored, no model spec.
+    assert run["settings"]["model"] is None and run["settings"]["config"]["task_retries"] == 0
 
 
 def test_plan_drawing_escapes_markup(client: TestClient, hostile_thread: str) -> None:
@@ -241,15 +243,51 @@ def test_a_run_paused_in_the_cli_is_answered_on_the_dashboard_and_back(
     assert view(client, paused_here)["status"] == "succeeded"
 
 
+def _stopped_demo(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
+    """A demo run stopped after its planner (as a crash or a Ctrl-C leaves one)."""
+    settings, goal = prepare_demo(thread_id)
+    graph = run_graph(settings, saver)
+    graph.invoke({"goal": goal}, run_config(thread_id, settings), interrupt_after=["planner"])
+
+
+def test_live_and_stopped_runs_resume_and_cancel_buttons(
+    client: TestClient, runs: RunManager, saver: BaseCheckpointSaver[Any]
+) -> None:
+    _stopped_demo(saver, "stopped")
+    run = view(client, "stopped")
+    assert run["status"] == "stopped" and run["holder"] is None  # the Resume button shows
+
+    with hold_thread(saver, "stopped"):  # another process runs it now
+        run = view(client, "stopped")
+        assert run["status"] == "running" and "pid " in run["holder"]
+        rows = {r["thread_id"]: r["status"] for r in client.get("/api/threads").json()["threads"]}
+        assert rows["stopped"] == "running"
+        busy = post(client, "/api/threads/stopped/resume", {})
+        assert busy.status_code == 409 and "is being run by another process" in busy.text
+
+    resumed = post(client, "/api/threads/stopped/resume", {})  # the Resume button
+    assert resumed.status_code == 202
+    runs.wait("stopped", timeout=60)
+    assert view(client, "stopped")["status"] == "succeeded"
+
+    _stopped_demo(saver, "doomed")
+    cancelled = post(client, "/api/threads/doomed/cancel", {})  # the Cancel button
+    assert cancelled.status_code == 202 and cancelled.json()["status"] == "cancelled"
+    assert view(client, "doomed")["status"] == "cancelled"
+    assert post(client, "/api/threads/doomed/resume", {}).status_code == 404
+    assert post(client, "/api/threads/doomed/cancel", {}).status_code == 404
+    assert post(client, "/api/threads/ghost/cancel", {}).status_code == 404
+
+
 def test_bad_starts_are_refused(client: TestClient, runs: RunManager) -> None:
     assert post(client, "/api/runs", {"goal": ""}).status_code == 400
     bad_config = post(client, "/api/runs", {"goal": "g", "config": {"max_parallel": 0}})
     assert bad_config.status_code == 400 and "max_parallel" in bad_config.text
     bad_model = post(client, "/api/runs", {"goal": "g", "model": "nope:thing"})
     assert bad_model.status_code == 400
-    thread_id = demo(client, runs)
-    again = post(client, "/api/demo", {"thread_id": thread_id})
-    assert again.status_code == 409 and "exists" in again.text
+    paused = demo(client, runs, approve_plan=True)
+    again = post(client, "/api/demo", {"thread_id": paused})
+    assert again.status_code == 409 and "has not ended: resume or cancel it" in again.text
     assert client.get("/api/threads/unknown").status_code == 404
     assert post(client, "/api/threads/unknown/resume", {"action": "approve"}).status_code == 404
 

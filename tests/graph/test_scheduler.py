@@ -12,6 +12,8 @@ import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.errors import GraphDrained
+from langgraph.runtime import get_runtime
 from langgraph.types import Command
 from tests.conftest import GraphFactory, steps_of
 from tests.scripted import call, spec, submit
@@ -352,3 +354,50 @@ def test_actor_durability_exit_leaves_no_actor_checkpoints_and_still_resumes_que
         # Every step of every actor: its input and start, then a's react (the question),
         # tools (answered) and react (its result); b's and c's one react each.
         assert sum(actor_checkpoints.values()) == (2 + 3) + (2 + 1) * 2
+
+
+@pytest.mark.parametrize("driver", ["invoke", "ainvoke"])
+def test_eager_starts_nothing_once_a_drain_is_asked_and_hands_back_what_finished(
+    scripted_graph: GraphFactory, driver: str
+) -> None:
+    # a's last reply runs its tool and submits in one step: the drain its tool asks
+    # for comes while a is finishing, so a completes; c, ready then, must not start.
+    started: list[str] = []
+
+    @tool
+    def stop_here(task: str) -> str:
+        """Ask the run to stop (as Ctrl-C would), then finish."""
+        started.append(task)
+        if task == "a":
+            control = get_runtime().control
+            assert control is not None
+            control.request_drain("test")
+        return f"{task} done"
+
+    graph, _ = scripted_graph(
+        {
+            "planner": [{"rationale": "r", "tasks": [custom("a"), custom("c", "a")]}],
+            "actors": {
+                t: [{"calls": [call("stop_here", task=t), submit(f"{t} ok")]}] for t in ("a", "c")
+            },
+        },
+        tools=[stop_here],
+        checkpointer=InMemorySaver(serde=make_serializer()),
+    )
+    config = {"configurable": {"thread_id": "drained"}}
+    with pytest.raises(GraphDrained):
+        if driver == "invoke":
+            graph.invoke({"goal": "g"}, config)
+        else:
+            asyncio.run(graph.ainvoke({"goal": "g"}, config))
+    assert started == ["a"]
+    # The executor handed a back as a finished step: the run stops before the
+    # orchestrator, with a completed in the state and c still to start.
+    state = graph.get_state(config)
+    assert state.next == ("orchestrator",)
+    assert {t: task.status for t, task in state.values["tasks"].items()} == {
+        "a": "completed",
+        "c": "pending",
+    }
+    assert graph.invoke(None, config)["status"] == "succeeded"
+    assert started == ["a", "c"]

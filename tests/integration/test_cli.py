@@ -3,7 +3,8 @@
 ``main([...])`` is called in-process (each call opens the SQLite file itself,
 as a separate ``aimegraph`` invocation would); exit codes are the contract:
 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, 5 paused,
-6 unknown thread or nothing to resume.
+6 unknown thread or nothing to resume (the run-control codes, 8, 9, 130 and 143, are
+tested in ``test_run_control.py``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from tests.conftest import SCENARIOS, TWO_TASKS, Cli
+from tests.conftest import SCENARIOS, Cli
 
 ASK_TWICE = f"scripted:{SCENARIOS / 'ask_twice.yaml'}"
 
@@ -172,8 +173,6 @@ def test_unknown_thread_is_a_clear_error(cli: Cli) -> None:
         code, text = cli(*command)
         assert code == 6, command
         assert "no thread 'ghost' in this checkpoint store" in text, command
-    code, text = cli("run", "again", "--model", TWO_TASKS, "--thread", "exists")
-    assert code == 2 and "thread 'exists' exists" in text
 
 
 def test_empty_store_lists_no_threads(cli: Cli) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
+from langchain_core.tools import tool
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
@@ -68,10 +69,19 @@ def app(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
     return {"url": f"sqlite:///{tmp_path / 'cp.db'}", "model": f"scripted:{scenario}"}
 
 
-def _start_from_python(url: str, workspace: Path) -> None:
-    """Start a run from Python with a custom tool; it pauses for plan approval."""
+def _start_from_python(url: str, workspace: Path, *, importable: bool = True) -> None:
+    """Start a run from Python with a custom tool (one another process can import,
+    or one it cannot: defined in a function); it pauses for plan approval."""
     from shop_tools_for_cli import lookup_price  # type: ignore[import-not-found]
 
+    if not importable:
+
+        @tool("lookup_price")
+        def local_lookup(item: str) -> str:
+            """The price of an item."""
+            return str(lookup_price.invoke({"item": item}))
+
+        lookup_price = local_lookup
     config = AimeConfig(workspace=workspace, approve_plan=True)
     with open_checkpointer(url) as saver:
         graph = build_aime_graph(
@@ -100,24 +110,42 @@ def test_show_history_and_resume_of_a_python_thread(
     code, out, _ = _cli(capsys, "--checkpoints", url, "history", "py", "--json")
     assert code == 0 and json.loads(out)[0]["status"] == "paused"
 
-    # No settings stored: the error says which flags to give.
+    # The model was an object: no spec stored, so the error says which flags to give.
     code, _, err = _cli(capsys, "--checkpoints", url, "resume", "py", "--approve")
     assert code == 2 and "--model" in err and "--tools" in err
+    # The tool (importable as shop_tools_for_cli:lookup_price) and the workspace
+    # were stored with the thread: --model is all the resume needs.
+    code, out, err = _cli(
+        capsys, "--checkpoints", url, "resume", "py", "--approve", "--model", app["model"],
+        "--json",
+    )  # fmt: skip
+    summary = json.loads(out)
+    assert code == 0 and summary["status"] == "succeeded", err
+    assert (workspace / "price.txt").read_text() == "4.20"
+
+
+def test_a_python_thread_whose_tools_cannot_be_imported_needs_tools(
+    app: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    workspace = tmp_path / "ws"
+    _start_from_python(app["url"], workspace, importable=False)
+    url = app["url"]
     # The plan needs the "custom" bundle: without --tools the resume is refused,
     # instead of every actor failing on "tool 'lookup_price' is not available".
     code, _, err = _cli(
         capsys, "--checkpoints", url, "resume", "py", "--approve", "--model", app["model"],
-        "--workspace", str(workspace),
     )  # fmt: skip
     assert code == 2 and "'custom' (tasks price)" in err and "--tools" in err
 
-    code, out, _ = _cli(
+    code, out, err = _cli(
         capsys, "--checkpoints", url, "resume", "py", "--approve", "--model", app["model"],
-        "--workspace", str(workspace), "--tools", "shop_tools_for_cli:TOOLS", "--json",
+        "--tools", "shop_tools_for_cli:TOOLS", "--json",
     )  # fmt: skip
     summary = json.loads(out)
     assert code == 0 and summary["status"] == "succeeded"
     assert (workspace / "price.txt").read_text() == "4.20"
+    # The flag changed a stored setting: said in one line.
+    assert err.count("\n") == 1 and err.startswith("overrides: tools: [] -> ")
 
 
 def test_run_with_tools_resumes_from_another_directory(

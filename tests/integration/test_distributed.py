@@ -33,6 +33,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_core.tools import tool
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
+from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
 
 from aimegraph import AimeConfig, build_aime_graph, distributed
@@ -51,6 +52,8 @@ pytestmark = [pytest.mark.postgres, pytest.mark.slow]
 REPO = Path(__file__).resolve().parents[2]
 SUPPORT = "tests.integration.test_distributed"  # as the workers import this module
 SIDE_EFFECTS_ENV = "AIMEGRAPH_TEST_SIDE_EFFECTS"
+HOLD_ENV = "AIMEGRAPH_TEST_HOLD"
+THREAD_LOCK_SQL = "SELECT pg_advisory_lock(hashtextextended('aimegraph-thread:' || %s, 0))"
 PLANNER_PROMPTS_ENV = "AIMEGRAPH_TEST_PLANNER_PROMPTS"
 LATENCY_S = 0.2
 RUNS = 30
@@ -74,7 +77,23 @@ def record_side_effect(key: str, config: RunnableConfig) -> str:
     return f"recorded {key}"
 
 
-def _scenario() -> dict[str, Any]:
+@tool
+def held_side_effect(key: str, config: RunnableConfig) -> str:
+    """Record the work item ``key``, once the test lets it go (it stays in flight
+    until its run is asked to stop, or a ``go-<key>`` file appears)."""
+    hold = Path(os.environ[HOLD_ENV])
+    thread_id = config["configurable"]["thread_id"]
+    (hold / f"started-{thread_id}-{key}").touch()
+    control = get_runtime().control
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (
+        (control is not None and control.drain_requested) or (hold / f"go-{key}").exists()
+    ):
+        time.sleep(0.02)
+    return str(record_side_effect.invoke({"key": key}, config))
+
+
+def _scenario(held: str | None = None) -> dict[str, Any]:
     tasks = [
         {
             "id": t,
@@ -88,7 +107,15 @@ def _scenario() -> dict[str, Any]:
     return {
         "goal": "Do the three work items.",
         "planner": [{"rationale": "One item after the other.", "tasks": tasks}],
-        "actors": {t: [{"tool": "record_side_effect", "args": {"key": t}}] for t in TASKS},
+        "actors": {
+            t: [
+                {
+                    "tool": "held_side_effect" if t == held else "record_side_effect",
+                    "args": {"key": t},
+                }
+            ]
+            for t in TASKS
+        },  # fmt: skip
         "reporter": [{"text": "Done: {all_results}"}],
     }
 
@@ -135,6 +162,16 @@ def build_prompt_logging_graph(
     )
 
 
+def build_held_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """As build_latency_graph, with t2 held in flight (``held_side_effect``)."""
+    model = LatencyChatModel.from_dict(_scenario(held="t2"), latency_s=0.0)
+    return build_aime_graph(
+        model, tools=run_tools(settings), config=settings.config, checkpointer=saver, store=store
+    )
+
+
 def build_without_store(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
     """A builder written before workers had a memory store (two arguments)."""
     return build_latency_graph(settings, saver)
@@ -164,6 +201,8 @@ class Cluster:
         self.broker, self.checkpoints, self.tmp = broker, checkpoints, tmp
         self.queue = f"pytest-{uuid.uuid4().hex[:8]}"
         self.side_effects = tmp / "side-effects.log"
+        self.hold = tmp / "hold"
+        self.hold.mkdir(exist_ok=True)
         self.planner_prompts = tmp / "planner-prompts.jsonl"
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.env = {
@@ -171,6 +210,7 @@ class Cluster:
             "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
             SIDE_EFFECTS_ENV: str(self.side_effects),
             PLANNER_PROMPTS_ENV: str(self.planner_prompts),
+            HOLD_ENV: str(self.hold),
         }
 
     def start_worker(self, name: str, graph: str = "build_latency_graph") -> None:
@@ -196,7 +236,7 @@ class Cluster:
             model="scripted:demo",
             # Memories scoped to the queue, which the fixture deletes afterwards.
             config={"workspace": self.tmp / "workspace", "user_id": self.queue, **config},
-            tools=[f"{SUPPORT}:record_side_effect"],
+            tools=[f"{SUPPORT}:record_side_effect", f"{SUPPORT}:held_side_effect"],
             thread_id=f"{self.queue}-{uuid.uuid4().hex[:8]}",
             queue=self.queue,
         )
@@ -235,6 +275,12 @@ def cluster(
     redis_url: str, postgres_url: str, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Cluster]:
     yield from _cluster(redis_url, postgres_url, tmp_path_factory.mktemp("distributed"))
+
+
+@pytest.fixture
+def own_cluster(redis_url: str, postgres_url: str, tmp_path: Path) -> Iterator[Cluster]:
+    """A cluster of its own (its own queue and workers)."""
+    yield from _cluster(redis_url, postgres_url, tmp_path)
 
 
 @pytest.fixture
@@ -360,6 +406,52 @@ def test_the_dashboard_queues_a_distributed_resume_for_the_workers(cluster: Clus
     assert _side_effects(cluster)[paused] == Counter({key: 1 for key in TASKS})
 
 
+def test_sigterm_drains_a_worker_and_its_run_carries_on_elsewhere(own_cluster: Cluster) -> None:
+    """SIGTERM to a worker mid-run: the call in flight finishes, the run stops at
+    the next step, it is queued again, the worker exits; another worker finishes
+    it, every tool call done once."""
+    cluster = own_cluster
+    cluster.start_worker("d1", graph="build_held_graph")
+    thread_id = cluster.submit()
+    _wait_for_file(cluster.hold / f"started-{thread_id}-t2")
+    worker = cluster.workers["d1"]
+    worker.send_signal(signal.SIGTERM)
+    assert worker.wait(timeout=30) == 0  # the bound: the calls in flight, then out
+    with records.connect(cluster.checkpoints) as conn:
+        record = records.get(conn, thread_id)
+    assert record is not None and record.state == "queued" and record.deliveries == 1
+    assert _side_effects(cluster)[thread_id] == Counter({"t1": 1, "t2": 1})  # t2 finished
+
+    cluster.start_worker("d2", graph="build_held_graph")
+    ended = wait_for_run(thread_id, checkpoints=cluster.checkpoints, timeout=90)
+    assert ended.outcome == "succeeded" and ended.worker is not None
+    assert ended.worker.startswith("d2")
+    assert _side_effects(cluster)[thread_id] == Counter({key: 1 for key in TASKS})
+
+
+def test_cancel_a_queued_and_a_running_distributed_run(own_cluster: Cluster) -> None:
+    cluster = own_cluster
+    queued = cluster.submit()  # no worker yet: it waits in the broker
+    code, out = cluster.cli("cancel", queued, "--broker", cluster.broker)
+    assert (code, out) == (0, {"thread_id": queued, "status": "cancelled"})
+
+    cluster.start_worker("c1", graph="build_held_graph")
+    running = cluster.submit()
+    _wait_for_file(cluster.hold / f"started-{running}-t2")
+    code, out = cluster.cli("cancel", running, "--broker", cluster.broker)
+    assert (code, out) == (0, {"thread_id": running, "status": "requested"})
+    code, shown = cluster.cli("wait", running, "--timeout", "60")
+    assert code == 8 and shown["status"] == "cancelled"  # stopped at the next step
+    assert _side_effects(cluster)[running] == Counter({"t1": 1, "t2": 1})  # t3 never started
+    assert shown["usage"]["llm_calls"] > 0  # its usage kept
+
+    # The revoked run's delivery was dropped by the worker: it never ran.
+    ended = wait_for_run(queued, checkpoints=cluster.checkpoints, timeout=5)
+    assert ended.outcome == "cancelled" and queued not in _side_effects(cluster)
+    assert cluster.cli("resume", running, "--broker", cluster.broker)[0] == 6
+    assert cluster.cli("cancel", running, "--broker", cluster.broker)[0] == 6
+
+
 def test_one_worker_at_a_time_and_repeated_deliveries_do_nothing(
     cluster: Cluster, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -379,8 +471,8 @@ def test_one_worker_at_a_time_and_repeated_deliveries_do_nothing(
         def deliver() -> records.RunRecord | None:
             return execute_run(cluster.checkpoints, thread_id, "w9", build_latency_graph)
 
-        with records.connect(cluster.checkpoints) as other_worker:
-            other_worker.execute(runner._LOCK_SQL, (thread_id,))
+        with records.connect(cluster.checkpoints) as other_worker:  # the thread's lease
+            other_worker.execute(THREAD_LOCK_SQL, (thread_id,))
             with pytest.raises(ThreadBusyError):
                 deliver()
             assert records.get(conn, thread_id).state == "queued"
@@ -577,6 +669,13 @@ def _wait_for_a_run_midway(cluster: Cluster) -> tuple[str, str, set[str]]:
                     return worker.split("@")[0], thread_id, done
             time.sleep(0.02)
     raise AssertionError("no run was seen half-way within 90 s")
+
+
+def _wait_for_file(path: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < deadline, f"{path.name} never appeared"
+        time.sleep(0.02)
 
 
 def _side_effects(cluster: Cluster) -> defaultdict[str, Counter[str]]:

@@ -136,15 +136,16 @@ def test_sigkill_mid_run_then_resume_runs_no_completed_task_twice(
             # b's was in flight and is all that is left to run.
             assert [t.name for t in snapshot.tasks] == ["executor", "executor"]
             assert sum(t.result is not None for t in snapshot.tasks) == 1
+        # Not ended, and no live process holds it (the lease died with the runner).
         assert {t.thread_id: t.as_dict()["status"] for t in list_threads(saver)} == {
-            "killed": "running"
+            "killed": "stopped"
         }
 
     monkeypatch.setenv("COLUMNS", "200")
     capsys.readouterr()
     assert main(["--checkpoints", url, "show", "killed"]) == 0
     shown = capsys.readouterr().out
-    assert "status: running" in shown and "- [x] t0: First step" in shown
+    assert "status: stopped" in shown and "- [x] t0: First step" in shown
     assert "carry on with: aimegraph resume killed" in shown
 
     code, summary = finish(aimegraph("--checkpoints", url, "resume", "killed", "--json",

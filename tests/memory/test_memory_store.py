@@ -105,3 +105,26 @@ def test_postgres_without_pgvector_is_key_value_with_a_warning(postgres_url: str
                 store.delete(NS, key)
     missing = [w for w in caught if issubclass(w.category, VectorIndexMissingWarning)]
     assert bool(missing) == (has_pgvector == (0,))
+
+
+@pytest.mark.postgres
+def test_a_postgres_store_reconnects_after_its_connections_drop(postgres_url: str) -> None:
+    """As after a server restart (issue 29 point 8): the store's sessions are ended
+    by the server; the next reads and writes reconnect instead of failing."""
+    import psycopg
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", VectorIndexMissingWarning)
+        with open_store(postgres_url) as store:
+            store.put(NS, "reconnect", {"text": "before"})
+            pool = store.conn  # type: ignore[attr-defined]
+            with pool.connection() as first, pool.connection() as second:
+                pids = [first.info.backend_pid, second.info.backend_pid]
+            with psycopg.connect(postgres_url, autocommit=True) as admin:
+                for pid in pids:
+                    admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+            item = store.get(NS, "reconnect")
+            assert item is not None and item.value == {"text": "before"}
+            store.put(NS, "reconnect", {"text": "after"})
+            assert store.get(NS, "reconnect").value == {"text": "after"}  # type: ignore[union-attr]
+            store.delete(NS, "reconnect")

@@ -42,11 +42,18 @@ __all__ = [
     "thread_config",
 ]
 
+from aimegraph.checkpoints.lease import (  # noqa: E402
+    ThreadBusyError,
+    ThreadLease,
+    hold_thread,
+    live_threads,
+)
 from aimegraph.checkpoints.runs import (  # noqa: E402
     RunSettings,
     SettingsNotStoredError,
     ThreadNotFoundError,
     ThreadSummary,
+    has_ended,
     latest_settings,
     list_threads,
     run_config,
@@ -56,10 +63,15 @@ from aimegraph.checkpoints.runs import (  # noqa: E402
 __all__ += [
     "RunSettings",
     "SettingsNotStoredError",
+    "ThreadBusyError",
+    "ThreadLease",
     "ThreadNotFoundError",
     "ThreadSummary",
+    "has_ended",
+    "hold_thread",
     "latest_settings",
     "list_threads",
+    "live_threads",
     "run_config",
     "run_state",
 ]

@@ -34,6 +34,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.base import SerializerProtocol
 
+from aimegraph.checkpoints.lease import remember_location
 from aimegraph.checkpoints.serde import make_serializer
 from aimegraph.checkpoints.setup_lock import SetupLockTimeout, asetup_lock, setup_lock
 
@@ -155,6 +156,11 @@ def _open_sqlite_connection(path: str) -> sqlite3.Connection:
     return sqlite3.connect(path, check_same_thread=False)
 
 
+def _sqlite_url(location: str) -> str:
+    """The URL of an opened SQLite file, absolute (the working directory may change)."""
+    return f"sqlite:///{location if location == ':memory:' else Path(location).absolute()}"
+
+
 def _missing_postgres(exc: ImportError) -> MissingCheckpointBackendError:
     return MissingCheckpointBackendError(
         "postgresql:// checkpoints need langgraph-checkpoint-postgres and psycopg "
@@ -199,9 +205,11 @@ def open_checkpointer(
         with closing(_open_sqlite_connection(target.location)) as conn:
             sqlite_saver = SqliteSaver(conn, serde=serde)
             sqlite_saver.setup()
+            remember_location(sqlite_saver, _sqlite_url(target.location))
             yield sqlite_saver
     else:
         with _postgres_saver(target.location, serde) as pg_saver:
+            remember_location(pg_saver, target.location)
             yield pg_saver
 
 
@@ -229,9 +237,11 @@ async def aopen_checkpointer(
         async with aiosqlite.connect(target.location) as conn:
             sqlite_saver = AsyncSqliteSaver(conn, serde=serde)
             await sqlite_saver.setup()
+            remember_location(sqlite_saver, _sqlite_url(target.location))
             yield sqlite_saver
     else:
         async with _apostgres_saver(target.location, serde) as pg_saver:
+            remember_location(pg_saver, target.location)
             yield pg_saver
 
 

@@ -15,7 +15,9 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import StateSnapshot
 
 from aimegraph.checkpoints.factory import thread_config
+from aimegraph.checkpoints.lease import live_threads
 from aimegraph.config import AimeConfig
+from aimegraph.state import ENDED_STATUSES
 
 SETTINGS_KEY = "aimegraph"
 """Checkpoint metadata key holding the run's model spec and config (a JSON string:
@@ -27,7 +29,8 @@ class ThreadNotFoundError(LookupError):
 
 
 class SettingsNotStoredError(ThreadNotFoundError):
-    """The thread exists but stores no run settings (it was started from Python).
+    """The thread exists but stores no run settings (an older version, or a graph
+    aimegraph did not build, started it).
     A ThreadNotFoundError, so that callers that need the settings treat it alike."""
 
 
@@ -35,6 +38,8 @@ class SettingsNotStoredError(ThreadNotFoundError):
 class RunSettings:
     """What is needed to rebuild a run's graph in another process.
 
+    ``model`` is the model spec, None for a run started from Python with a chat
+    model object (resuming it elsewhere needs the spec given again).
     ``tools`` are ``module:attr`` references to the application's own tools.
     ``prompts`` is a prompt-set file or a prompt store (``.jsonl``) the graph is
     built with (``build_aime_graph(prompts=...)``); ``agents`` the agent units (a
@@ -48,7 +53,7 @@ class RunSettings:
     them.
     """
 
-    model: str
+    model: str | None
     config: AimeConfig
     tools: tuple[str, ...] = field(default=())
     prompts: str | None = None
@@ -100,8 +105,9 @@ class RunSettings:
                 return None
         if not isinstance(stored, Mapping) or "model" not in stored:
             return None
+        model = stored["model"]
         return cls(
-            model=str(stored["model"]),
+            model=str(model) if model is not None else None,
             config=_known_config(stored.get("config", {})),
             tools=tuple(str(spec) for spec in stored.get("tools", ())),
             prompts=str(stored["prompts"]) if stored.get("prompts") else None,
@@ -137,25 +143,38 @@ def latest_settings(checkpointer: BaseCheckpointSaver[Any], thread_id: str) -> R
         if settings is not None:
             return settings
     raise SettingsNotStoredError(
-        f"thread {thread_id!r} stores no run settings (it was started from Python, "
-        "not by aimegraph's CLI or dashboard)"
+        f"thread {thread_id!r} stores no run settings (it was started by an older "
+        "version, or by a graph aimegraph did not build)"
     )
 
 
 @dataclass(frozen=True)
 class ThreadSummary:
+    """A thread's newest state. ``holder`` is who runs it now (see
+    :func:`aimegraph.checkpoints.lease.live_threads`), None when no process does."""
+
     thread_id: str
     goal: str
     status: str
     updated: str
     paused: bool
+    holder: str | None = None
+
+    @property
+    def shown_status(self) -> str:
+        """``paused``, ``running`` (a live process holds it), ``stopped`` (it has not
+        ended and nobody runs it: resumable), or the ended run's status."""
+        if self.paused:
+            return "paused"
+        return phase(self.status, live=self.holder is not None)
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "thread_id": self.thread_id,
             "goal": self.goal,
-            "status": "paused" if self.paused else self.status,
+            "status": self.shown_status,
             "updated": self.updated,
+            "holder": self.holder,
         }
 
 
@@ -168,7 +187,8 @@ def list_threads(
 
     ``active`` are runs a queue knows to be queued or running (distributed runs):
     their status replaces the checkpointed one, and those with no checkpoint yet
-    are listed too."""
+    are listed too. Threads a live process holds (its lease) are ``running``,
+    the others that have not ended ``stopped``."""
     newest: dict[str, Any] = {}
     for item in checkpointer.list(None):
         configurable = item.config["configurable"]
@@ -178,6 +198,8 @@ def list_threads(
         if thread_id not in newest or item.checkpoint["ts"] > newest[thread_id].checkpoint["ts"]:
             newest[thread_id] = item
     summaries = []
+    active = list(active)
+    holders = live_threads(checkpointer, list(newest) + [run.thread_id for run in active])
     for thread_id, item in newest.items():
         values = item.checkpoint.get("channel_values", {})
         paused = any(write[1] == "__interrupt__" for write in item.pending_writes or [])
@@ -188,23 +210,49 @@ def list_threads(
                 status=str(values.get("status", "running")),
                 updated=str(item.checkpoint["ts"]),
                 paused=paused,
+                holder=holders.get(thread_id),
             )
         )
     by_id = {s.thread_id: s for s in summaries}
     for run in active:
         stored = by_id.get(run.thread_id)
-        queued = replace(stored, status=run.status, paused=False) if stored else run
-        by_id[run.thread_id] = queued
+        holder = holders.get(run.thread_id)  # a worker running it holds its lease
+        by_id[run.thread_id] = replace(
+            stored or run, status=run.status, paused=False, holder=holder
+        )
     ordered = sorted(by_id.values(), key=lambda s: s.updated, reverse=True)
     return ordered[:limit]
 
 
-def run_state(snapshot: StateSnapshot) -> str:
-    """``paused`` when the run waits on an interrupt, else the stored status
-    (``running`` means it stopped mid-way and can be resumed)."""
+def run_state(snapshot: StateSnapshot, *, live: bool = False) -> str:
+    """``paused`` when the run waits on an interrupt; ``running`` while a live
+    process runs it (``live``: it holds the thread's lease); ``stopped`` when it has
+    not ended and nobody runs it (a crash, a kill, Ctrl-C: resumable); else the
+    ended run's status."""
     if snapshot.interrupts:
         return "paused"
-    return str(snapshot.values.get("status", "running"))
+    if not has_ended(snapshot):
+        return "running" if live else "stopped"
+    return str(snapshot.values.get("status"))
+
+
+def phase(status: str, *, live: bool) -> str:
+    """A run status as shown: ``running`` (not ended) becomes ``running`` or
+    ``stopped`` by whether a live process holds the thread; the others (ended, or
+    a queue's ``queued``) are shown as they are."""
+    if status != "running":
+        return status
+    return "running" if live else "stopped"
+
+
+def has_ended(snapshot: StateSnapshot) -> bool:
+    """Whether the thread's run has ended: an ended status (see ``ENDED_STATUSES``),
+    no interrupt waiting and no step left to run. Anything else can be resumed,
+    including a run stopped with its last step's writes saved and an empty ``next``
+    (those writes are applied when it carries on)."""
+    if snapshot.interrupts or snapshot.next:
+        return False
+    return snapshot.values.get("status") in ENDED_STATUSES
 
 
 def _known_config(fields: Mapping[str, Any]) -> AimeConfig:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
@@ -39,7 +40,7 @@ from aimegraph.cli import (
 )
 from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.runlog import log_directory, run_logging
-from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
+from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError, Handler
 from aimegraph.mcp_servers import McpServerError
 from aimegraph.sandbox import SandboxUnavailable
 
@@ -47,7 +48,9 @@ __all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
 
 EXIT_HELP = (
     "exit codes: 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, "
-    "5 paused, 6 unknown thread or nothing to resume, 7 wait timed out"
+    "5 paused, 6 unknown thread or nothing to resume, 7 wait timed out, 8 cancelled, "
+    "9 thread busy (another process runs it), 130 / 143 stopped by SIGINT / SIGTERM "
+    "(resumable)"
 )
 
 
@@ -90,6 +93,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"[red]error:[/red] {escape(stores.named())}: {escape(reason)}", soft_wrap=True
         )
         return EXIT_USAGE
+    except KeyboardInterrupt:  # Ctrl-C before (or after) a run: nothing to stop
+        errors.print("interrupted")
+        return EXIT_SIGNALLED + signal.SIGINT
 
 
 READING_COMMANDS = frozenset({"threads", "show", "history", "wait", "draw", "memory"})

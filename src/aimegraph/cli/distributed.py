@@ -20,6 +20,7 @@ from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_
 from aimegraph.cli.options import broker_options, run_options
 from aimegraph.cli.support import (
     EXIT_NOT_FOUND,
+    EXIT_TIMEOUT,
     EXIT_USAGE,
     AddCommand,
     CliError,
@@ -34,9 +35,7 @@ from aimegraph.mcp_servers import load_mcp_servers
 if TYPE_CHECKING:
     from celery import Celery
 
-__all__ = ["register", "resume_distributed", "show_record", "wait_record"]
-
-EXIT_TIMEOUT = 7
+__all__ = ["cancel_distributed", "register", "resume_distributed", "show_record", "wait_record"]
 
 
 def register(command: AddCommand) -> None:
@@ -105,7 +104,8 @@ def _cli_errors() -> Iterator[None]:
 
 
 def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    """Serve runs until stopped (Ctrl+C or SIGTERM: the runs in hand finish first)."""
+    """Serve runs until stopped (Ctrl+C or SIGTERM: no new delivery; the runs in hand
+    stop at their next step boundary and are queued again)."""
     with _cli_errors():
         app = _worker_app(args, console)
     # Threads, not processes: a run mostly waits on its models and Postgres, and one
@@ -243,6 +243,32 @@ def resume_distributed(
         console.print(
             f"queued the resume of {record.thread_id}; follow it with: "
             f"aimegraph wait {record.thread_id}"
+        )
+    return 0
+
+
+def cancel_distributed(
+    args: argparse.Namespace, record: RunRecord, saver: BaseCheckpointSaver[Any], console: Console
+) -> int:
+    """``aimegraph cancel`` of a distributed run: revoked while queued, ended at once
+    when paused or stopped, stopped at its next step on the worker running it."""
+    from aimegraph.distributed import runner
+
+    try:
+        outcome = runner.cancel_distributed(
+            _postgres_url(args), record, wait=args.wait, reason=args.reason
+        )
+    except LookupError as exc:
+        raise CliError(f"thread {record.thread_id!r}: {exc}", EXIT_NOT_FOUND) from exc
+    if args.json:
+        print(json.dumps({"thread_id": record.thread_id, "status": outcome}))
+    elif outcome == "cancelled":
+        console.print(f"cancelled {record.thread_id}", markup=False)
+    else:
+        console.print(
+            f"cancel requested: the worker running {record.thread_id} stops it at its next "
+            f"step (follow it with: aimegraph wait {record.thread_id})",
+            markup=False,
         )
     return 0
 

@@ -19,6 +19,7 @@ __all__ = [
     "run_options",
     "stream_option",
     "tools_option",
+    "wait_option",
 ]
 
 DURABILITY_HELP = (
@@ -83,13 +84,29 @@ def mcp_option(parser: argparse.ArgumentParser) -> None:
 
 
 def rebuild_options(parser: argparse.ArgumentParser) -> None:
-    """Settings for carrying on a thread: needed for threads started from Python
-    (which store none); for the CLI's own threads they replace the stored ones."""
-    parser.add_argument("--model", help="model spec (default: the one the run started with)")
+    """Settings for carrying on a thread. Every thread stores its own (whichever
+    entry point started it); these flags override them, explicitly: the changes are
+    printed. ``--model`` is needed only where none was stored (a run started from
+    Python with a chat model object)."""
+    parser.add_argument(
+        "--model", help="model spec (default: the one the run started with, when stored)"
+    )
     parser.add_argument("--workspace", help="workspace directory (default: the run's)")
-    parser.add_argument("--config", help="AimeConfig fields as a JSON object")
+    parser.add_argument(
+        "--config", help="AimeConfig fields as a JSON object, over the run's stored ones"
+    )
     tools_option(parser)
     mcp_option(parser)
+
+
+def wait_option(parser: argparse.ArgumentParser) -> None:
+    """``--wait``: queue behind a live runner of the thread instead of exit 9."""
+    parser.add_argument(
+        "--wait",
+        action="store_true",
+        help="when another process runs the thread, wait for it to stop instead of "
+        "refusing (exit 9)",
+    )
 
 
 def run_options(parser: argparse.ArgumentParser) -> None:

@@ -26,13 +26,17 @@ def report(
     args: argparse.Namespace,
     console: Console,
     *,
+    holder: str | None = None,
     streamed: str = "",
 ) -> str:
     """Print a thread's state (as JSON with --json) and what to do next; returns its
-    status. A final answer ``streamed`` as it was written is not printed again."""
-    state = run_state(snapshot)
+    status. ``holder`` is the live process running it, if one does: then it is
+    ``running`` and nothing suggests resuming it. A final answer ``streamed`` as it
+    was written is not printed again."""
+    state = run_state(snapshot, live=holder is not None)
     data = summary(snapshot.values, thread_id, state)
     data["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
+    data["holder"] = holder
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return state
@@ -43,10 +47,18 @@ def report(
             f"resume with: aimegraph resume {thread_id} --approve "
             "(or --reject REASON, --answer TEXT)"
         )
-    elif snapshot.next:
+    elif state == "running":
         console.print(
-            f"stopped before finishing (next: {', '.join(snapshot.next)}); "
-            f"carry on with: aimegraph resume {thread_id}"
+            f"running now ({holder}); stop it with: aimegraph cancel {thread_id}", markup=False
+        )
+    elif state == "stopped":
+        left = (
+            f"next: {', '.join(snapshot.next)}"
+            if snapshot.next
+            else "its last step's results saved"
+        )
+        console.print(
+            f"stopped before finishing ({left}); carry on with: aimegraph resume {thread_id}"
         )
     return state
 

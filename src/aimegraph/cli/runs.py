@@ -1,15 +1,27 @@
-"""``aimegraph run | demo | resume | fork``: start a run, or carry a thread on, and
-follow it live until it ends or pauses."""
+"""``aimegraph run | demo | resume | fork | cancel``: start a run, carry a thread on
+or end it, following a run live until it ends, pauses or is stopped.
+
+Every command that runs a thread holds the thread's lease
+(:mod:`aimegraph.checkpoints.lease`) from before it reads the state until the run
+stops: a second runner is refused (exit 9) or waits (``--wait``). SIGINT or SIGTERM
+stops the run at the next step boundary (exit 130 / 143, resumable); a second
+signal abandons the calls in flight at once.
+"""
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
+import sys
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.errors import GraphDrained
 from langgraph.types import StateSnapshot, StreamMode
 from rich.console import Console
 from rich.markup import escape
@@ -17,7 +29,11 @@ from rich.markup import escape
 from aimegraph.checkpoints import (
     RunSettings,
     SettingsNotStoredError,
+    ThreadBusyError,
+    ThreadLease,
     ThreadNotFoundError,
+    has_ended,
+    hold_thread,
     latest_settings,
     new_thread_id,
     run_config,
@@ -31,11 +47,14 @@ from aimegraph.cli.options import (
     rebuild_options,
     run_options,
     stream_option,
+    wait_option,
 )
 from aimegraph.cli.report import report, show_interrupts
 from aimegraph.cli.support import (
+    EXIT_BUSY,
     EXIT_CODES,
     EXIT_NOT_FOUND,
+    EXIT_SIGNALLED,
     EXIT_USAGE,
     AddCommand,
     CliError,
@@ -43,22 +62,28 @@ from aimegraph.cli.support import (
     config_from_args,
     config_json,
     run_prompts,
-    taken_thread,
+    unfinished_run,
 )
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
+from aimegraph.graphs.stopping import SignalDrain
 from aimegraph.nodes.planner import resolve_goal
 from aimegraph.sandbox import SandboxUnavailable, open_sandbox
 from aimegraph.state import PlanUpdate, Task
 from aimegraph.steering import (
-    DEMO_SCENARIO,
     AnswerError,
+    AnswerNeededError,
     NoSuchInterruptError,
+    NothingToResumeError,
+    cancel_run,
     prepare_demo,
-    resume_command,
+    reader_graph,
+    resume_inputs,
     run_graph,
     run_servers,
     run_tools,
+    settle_pending_cancel,
+    stream_held,
 )
 
 __all__ = ["execute", "register"]
@@ -80,6 +105,7 @@ def register(command: AddCommand) -> None:
     durability_option(run)
     add_knowledge_option(run)
     stream_option(run)
+    wait_option(run)
 
     demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
     demo.add_argument("--thread", help="thread id (default: a new one)")
@@ -91,8 +117,11 @@ def register(command: AddCommand) -> None:
     )
     durability_option(demo)
     stream_option(demo)
+    wait_option(demo)
 
-    resume = command("resume", cmd_resume, "Resume a paused or interrupted thread.")
+    resume = command(
+        "resume", cmd_resume, "Carry on a thread whose run has not ended (paused or stopped)."
+    )
     resume.add_argument("thread")
     answer = resume.add_mutually_exclusive_group()
     answer.add_argument("--approve", action="store_true", help="approve the plan or tool call")
@@ -106,6 +135,7 @@ def register(command: AddCommand) -> None:
     )
     rebuild_options(resume)
     durability_option(resume)
+    wait_option(resume)
     broker_options(resume, "of a distributed run")
 
     fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
@@ -113,12 +143,24 @@ def register(command: AddCommand) -> None:
     fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
     rebuild_options(fork)
     durability_option(fork)
+    wait_option(fork)
+
+    cancel = command(
+        "cancel",
+        cmd_cancel,
+        "End a live, paused or stopped run as cancelled (not resumable; a new goal on the "
+        "thread starts afresh). A live run stops at its next step, then exits 8.",
+    )
+    cancel.add_argument("thread")
+    cancel.add_argument(
+        "--wait", action="store_true", help="wait until the live process running it has stopped"
+    )
+    cancel.add_argument("--reason", help="why (shown as the run's reason)")
+    broker_options(cancel, "of a distributed run")
 
 
 def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     thread_id = args.thread or new_thread_id()
-    if (stored := saver.get_tuple(run_config(thread_id))) is not None:
-        raise CliError(taken_thread(thread_id, stored), EXIT_USAGE)
     config = config_from_args(args, thread_id)
     # A goal the run would refuse is refused before it is stored in a checkpoint.
     resolve_goal({"goal": args.goal}, max_chars=config.max_goal_chars)
@@ -133,7 +175,9 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         mcp=args.mcp,
     )
     graph = run_graph(settings, saver, args.memory_store())
-    return execute(graph, {"goal": args.goal}, thread_id, settings, args, console)
+    with _hold(saver, thread_id, args) as lease:
+        _check_new_run(graph, thread_id)
+        return execute(graph, {"goal": args.goal}, lease, settings, args, console)
 
 
 def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -145,12 +189,14 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         sandbox = open_sandbox(settings.config.sandbox).check()
     except SandboxUnavailable as exc:
         raise CliError(f"{exc} (here: aimegraph demo --sandbox none)", EXIT_USAGE) from exc
-    if not args.json:
-        console.print(f"[bold]goal:[/bold] {escape(goal)}")
-        console.print(f"workspace: {workspace} (sales.csv copied in)", markup=False)
-        console.print(f"sandbox: {sandbox}\n", markup=False)
     graph = run_graph(settings, saver, args.memory_store())
-    code = execute(graph, {"goal": goal}, thread_id, settings, args, console)
+    with _hold(saver, thread_id, args) as lease:
+        _check_new_run(graph, thread_id)
+        if not args.json:
+            console.print(f"[bold]goal:[/bold] {escape(goal)}")
+            console.print(f"workspace: {workspace} (sales.csv copied in)", markup=False)
+            console.print(f"sandbox: {sandbox}\n", markup=False)
+        code = execute(graph, {"goal": goal}, lease, settings, args, console)
     if not args.json:
         written = workspace / "report.md"
         if written.exists():
@@ -159,80 +205,115 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 
 def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _run_settings(saver, args)
+    settings = _run_settings(saver, args, console)
     graph = run_graph(settings, saver, args.memory_store())
-    snapshot = graph.get_state(run_config(args.thread))
-    if not snapshot.next and not snapshot.interrupts:
-        raise CliError(
-            f"thread {args.thread!r} has nothing to resume (status: {run_state(snapshot)})",
-            EXIT_NOT_FOUND,
-        )
-    _check_tools(snapshot, settings)
-    answer = _answer(args)
-    if snapshot.interrupts:
-        if answer is None:
-            show_interrupts(snapshot.interrupts, console)
-            raise CliError("the run waits for a human: pass --approve, --reject or --answer", 5)
-        try:
-            inputs: Any = resume_command(snapshot.interrupts, answer, args.interrupt)
-        except NoSuchInterruptError as exc:
-            raise CliError(str(exc), EXIT_NOT_FOUND) from exc
-        except AnswerError as exc:
-            raise CliError(f"{exc}: {ANSWER_HINTS[exc.needs]}", EXIT_USAGE) from exc
-    else:
-        inputs = None  # stopped mid-way (crash, kill): carry on from the last checkpoint
     from aimegraph.distributed.records import find_run
 
     if (record := find_run(args.checkpoints, args.thread)) is not None:  # workers carry on
         from aimegraph.cli.distributed import resume_distributed
 
-        return resume_distributed(args, record, inputs, console)
-    return execute(graph, inputs, args.thread, settings, args, console)
+        snapshot = graph.get_state(run_config(args.thread))
+        return resume_distributed(args, record, _inputs(snapshot, args, console), console)
+    with _hold(saver, args.thread, args) as lease:
+        if settle_pending_cancel(graph, args.thread):
+            raise CliError(f"thread {args.thread!r} was cancelled: nothing to resume", 6)
+        snapshot = graph.get_state(run_config(args.thread))
+        inputs = _inputs(snapshot, args, console)
+        _check_tools(snapshot, settings)
+        return execute(graph, inputs, lease, settings, args, console)
 
 
 def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _run_settings(saver, args)
+    settings = _run_settings(saver, args, console)
     graph = run_graph(settings, saver, args.memory_store())
     config = run_config(args.thread, checkpoint_id=args.checkpoint)
     if saver.get_tuple(config) is None:
         raise CliError(f"no checkpoint {args.checkpoint!r} in thread {args.thread!r}", 6)
-    _check_tools(graph.get_state(config), settings)
-    if not args.json:
-        console.print(f"forking {args.thread} from checkpoint {args.checkpoint}", markup=False)
-    return execute(graph, None, args.thread, settings, args, console, checkpoint_id=args.checkpoint)
+    with _hold(saver, args.thread, args) as lease:
+        _check_tools(graph.get_state(config), settings)
+        if not args.json:
+            console.print(f"forking {args.thread} from checkpoint {args.checkpoint}", markup=False)
+        return execute(graph, None, lease, settings, args, console, checkpoint_id=args.checkpoint)
+
+
+def cmd_cancel(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    from aimegraph.distributed.records import find_run
+
+    if (record := find_run(args.checkpoints, args.thread)) is not None:
+        from aimegraph.cli.distributed import cancel_distributed
+
+        return cancel_distributed(args, record, saver, console)
+    try:
+        outcome = cancel_run(reader_graph(saver), args.thread, wait=args.wait, reason=args.reason)
+    except ThreadNotFoundError as exc:
+        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+    except NothingToResumeError as exc:
+        raise CliError(f"thread {args.thread!r}: {exc}", EXIT_NOT_FOUND) from exc
+    if args.json:
+        print(json.dumps({"thread_id": args.thread, "status": outcome}))
+    elif outcome == "cancelled":
+        console.print(f"cancelled {args.thread}", markup=False)
+    else:
+        console.print(
+            f"cancel requested: the process running {args.thread} stops it at its next step "
+            f"(follow it with: aimegraph show {args.thread})",
+            markup=False,
+        )
+    return 0
 
 
 def execute(
     graph: AimeGraph,
     inputs: Any,
-    thread_id: str,
+    lease: ThreadLease,
     settings: RunSettings,
     args: argparse.Namespace,
     console: Console,
     checkpoint_id: str | None = None,
 ) -> int:
-    """Run ``graph`` on the thread, live (or quietly with ``--json``), then print where
-    it ended; returns the exit code of its status."""
+    """Run ``graph`` on the leased thread, live (or quietly with ``--json``), then
+    print where it ended; returns the exit code of its status. SIGINT / SIGTERM
+    drain the run: it stops at the next step boundary with one line (exit 130 /
+    143); a second signal abandons the calls in flight."""
+    thread_id = lease.thread_id
     config = run_config(thread_id, settings, checkpoint_id)
     modes: list[StreamMode] = ["updates", "custom"]
     if getattr(args, "stream", False) and not args.json:
         modes.append("messages")  # the answer as it is written
-    chunks: Iterator[Any] = graph.stream(
-        inputs,
-        config,
-        stream_mode=modes,
-        subgraphs=True,
-        durability=getattr(args, "durability", "async"),
-    )
     streamed = ""
-    if args.json:
-        for _ in chunks:
-            pass
-    else:
-        console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
-        with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
-            live.follow(chunks)
-        streamed = live.answer
+    stops = SignalDrain(
+        lease.control,
+        (signal.SIGINT, signal.SIGTERM),
+        on_first=_say_stopping,
+        on_repeat=partial(_abandon, thread_id),
+    )
+    with stops:
+        chunks: Iterator[Any] = stream_held(
+            graph,
+            inputs,
+            config,
+            lease,
+            stream_mode=modes,
+            subgraphs=True,
+            durability=getattr(args, "durability", "async"),
+        )
+        try:
+            if args.json:
+                for _ in chunks:
+                    pass
+            else:
+                console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
+                with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
+                    live.follow(chunks)
+                streamed = live.answer
+        except GraphDrained as exc:
+            if stops.received is None:  # the lease's Postgres session ended
+                raise CliError(
+                    f"stopped: {exc.reason} (the database connection holding the thread's "
+                    f"lease ended); carry on with: aimegraph resume {thread_id}"
+                ) from exc
+            print(_carry_on(thread_id), file=sys.stderr)
+            return EXIT_SIGNALLED + stops.received
     snapshot = graph.get_state(run_config(thread_id))
     if isinstance(graph.checkpointer, BaseCheckpointSaver):  # paused: its step so far
         snapshot = with_finished_tasks(snapshot, graph.checkpointer)
@@ -242,6 +323,70 @@ def execute(
             f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
         )
     return EXIT_CODES.get(state, 1)
+
+
+def _carry_on(thread_id: str) -> str:
+    return f"interrupted; carry on with: aimegraph resume {thread_id}"
+
+
+def _say_stopping(signum: int) -> None:
+    """On a terminal, say what the first Ctrl-C does (the run may take a while)."""
+    if sys.stderr.isatty():
+        os.write(2, b"\nstopping after the calls in flight (again to abandon them)\n")
+
+
+def _abandon(thread_id: str, signum: int) -> None:
+    """A second signal: exit now, leaving the calls in flight; they are redone on
+    resume. Written straight to the descriptor: this runs in a signal handler."""
+    cursor = "\x1b[?25h" if sys.stderr.isatty() else ""  # the live view hid it
+    os.write(2, f"{cursor}\n{_carry_on(thread_id)}\n".encode())
+    os._exit(EXIT_SIGNALLED + signum)
+
+
+def _hold(saver: BaseCheckpointSaver[Any], thread_id: str, args: argparse.Namespace) -> ThreadLease:
+    """The thread's lease: exit 9 naming the process that holds it, or with
+    ``--wait`` a line saying whom it waits for, then the lease once it is free."""
+    try:
+        return hold_thread(saver, thread_id)
+    except ThreadBusyError as exc:
+        if not getattr(args, "wait", False):
+            raise CliError(
+                f"{exc}; wait for it with --wait, or stop it with: aimegraph cancel {thread_id}",
+                EXIT_BUSY,
+            ) from exc
+        print(f"waiting: {exc}", file=sys.stderr, flush=True)
+    return hold_thread(saver, thread_id, wait=True)
+
+
+def _check_new_run(graph: AimeGraph, thread_id: str) -> None:
+    """A new goal goes to a new thread, or to one whose run has ended (it starts a
+    new run there); a run that has not ended is carried on or cancelled first."""
+    settle_pending_cancel(graph, thread_id)
+    snapshot = graph.get_state(run_config(thread_id))
+    if snapshot.created_at and not has_ended(snapshot):
+        raise CliError(unfinished_run(thread_id, snapshot), EXIT_USAGE)
+
+
+def _inputs(snapshot: StateSnapshot, args: argparse.Namespace, console: Console) -> Any:
+    """What carries the thread on (see :func:`aimegraph.steering.resume_inputs`), or
+    the CLI's exit: 6 when the run has ended, 5 (interrupts shown) when it waits for
+    an answer that was not given."""
+    try:
+        return resume_inputs(snapshot, _answer(args), args.interrupt)
+    except NothingToResumeError as exc:
+        raise CliError(
+            f"thread {args.thread!r} has nothing to resume (status: {run_state(snapshot)})",
+            EXIT_NOT_FOUND,
+        ) from exc
+    except AnswerNeededError as exc:
+        show_interrupts(snapshot.interrupts, console)
+        raise CliError(
+            "the run waits for a human: pass --approve, --reject or --answer", EXIT_CODES["paused"]
+        ) from exc
+    except NoSuchInterruptError as exc:
+        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+    except AnswerError as exc:
+        raise CliError(f"{exc}: {ANSWER_HINTS[exc.needs]}", EXIT_USAGE) from exc
 
 
 def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
@@ -262,26 +407,37 @@ def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
     return None
 
 
-def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> RunSettings:
-    """The settings to carry on a thread with: the stored ones, with the flags given
-    on the command line in their place; a thread started from Python stores none, so
-    there the flags are required."""
+def _run_settings(
+    saver: BaseCheckpointSaver[Any], args: argparse.Namespace, console: Console
+) -> RunSettings:
+    """The settings to carry on a thread with: the stored ones (whichever entry point
+    started it, Python included), with the flags given on the command line as
+    explicit overrides, printed as one line; ``--model`` is required only where no
+    model spec was stored."""
     try:
         stored: RunSettings | None = latest_settings(saver, args.thread)
-    except SettingsNotStoredError as exc:
+    except SettingsNotStoredError:
         stored = None
-        if args.model is None:
-            raise CliError(
-                f"{exc}: give the settings it runs with: {RESUME_FLAGS}", EXIT_USAGE
-            ) from exc
     except ThreadNotFoundError as exc:
         raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+    model = args.model or (stored.model if stored is not None else None)
+    if model is None:
+        why = (
+            "stores no model spec (started from Python with a chat model object)"
+            if stored is not None
+            else "stores no run settings (started by an older version, or by a graph "
+            "aimegraph did not build)"
+        )
+        raise CliError(
+            f"thread {args.thread!r} {why}: give the settings it runs with: {RESUME_FLAGS}",
+            EXIT_USAGE,
+        )
     fields = stored.config.model_dump() if stored is not None else {}
     fields.update(config_json(args.config))
     if args.workspace:
         fields["workspace"] = args.workspace
-    return RunSettings(
-        model=args.model or (stored.model if stored else DEMO_SCENARIO),
+    settings = RunSettings(
+        model=model,
         config=checked_config(fields),
         tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
         prompts=stored.prompts if stored else None,
@@ -290,6 +446,25 @@ def _run_settings(saver: BaseCheckpointSaver[Any], args: argparse.Namespace) -> 
         response_format=stored.response_format if stored else None,
         mcp=args.mcp or (stored.mcp if stored else None),
     )
+    if stored is not None and (changes := _overrides(stored, settings)):
+        Console(stderr=True, highlight=False).print(
+            f"overrides: {'; '.join(changes)}", markup=False, soft_wrap=True
+        )
+    return settings
+
+
+def _overrides(stored: RunSettings, given: RunSettings) -> list[str]:
+    """``name: stored -> given`` for each setting the flags change."""
+    changes = []
+    if stored.model is not None and given.model != stored.model:  # None: given, not changed
+        changes.append(f"model: {stored.model} -> {given.model}")
+    if given.tools != stored.tools:
+        changes.append(f"tools: {list(stored.tools)} -> {list(given.tools)}")
+    before, after = stored.config.model_dump(mode="json"), given.config.model_dump(mode="json")
+    changes += [
+        f"{name}: {before[name]} -> {after[name]}" for name in after if after[name] != before[name]
+    ]
+    return changes
 
 
 def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:

@@ -10,15 +10,20 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import StateSnapshot
 from rich.console import Console
 
+from aimegraph.checkpoints import run_state
 from aimegraph.config import AimeConfig
 from aimegraph.steering import WORKSPACES
 
 __all__ = [
+    "EXIT_BUSY",
     "EXIT_CODES",
     "EXIT_NOT_FOUND",
+    "EXIT_SIGNALLED",
+    "EXIT_TIMEOUT",
     "EXIT_USAGE",
     "AddCommand",
     "CliError",
@@ -27,11 +32,20 @@ __all__ = [
     "config_from_args",
     "config_json",
     "run_prompts",
-    "taken_thread",
+    "unfinished_run",
 ]
 
-EXIT_CODES = {"succeeded": 0, "failed": 1, "rejected": 3, "budget_exhausted": 4, "paused": 5}
-EXIT_USAGE, EXIT_NOT_FOUND = 2, 6
+EXIT_CODES = {
+    "succeeded": 0,
+    "failed": 1,
+    "rejected": 3,
+    "budget_exhausted": 4,
+    "paused": 5,
+    "cancelled": 8,
+}
+EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_BUSY = 2, 6, 7, 9
+EXIT_SIGNALLED = 128
+"""Stopped by a signal: 128 + its number (130 for SIGINT, 143 for SIGTERM)."""
 
 RUN_FLAGS = (
     "max_parallel",
@@ -125,14 +139,18 @@ def run_prompts(args: argparse.Namespace, console: Console, *, online: bool = Fa
     return str(path)
 
 
-def taken_thread(thread_id: str, newest: CheckpointTuple) -> str:
-    """Why a new goal cannot start on the existing thread ``thread_id`` (its newest
-    checkpoint ``newest``), and what to do instead."""
-    values = newest.checkpoint.get("channel_values", {})
-    if values.get("status") == "running" and values.get("proposal") is not None:
+def unfinished_run(thread_id: str, snapshot: StateSnapshot) -> str:
+    """Why a new goal cannot start on ``thread_id``, whose run has not ended
+    (``snapshot``), and what to do instead."""
+    if snapshot.values.get("proposal") is not None:
         return (
             f"thread {thread_id!r} waits for the approval of its plan, so it takes no new "
             f"goal: answer it with: aimegraph resume {thread_id} --approve (or --plan-file "
-            "PLAN.json to edit it, --reject REASON to drop it)"
+            f"PLAN.json to edit it, --reject REASON to drop it), or end it with: "
+            f"aimegraph cancel {thread_id}"
         )
-    return f"thread {thread_id!r} exists; resume it or pick a new id"
+    return (
+        f"thread {thread_id!r} has a run that has not ended ({run_state(snapshot)}): "
+        f"carry it on with: aimegraph resume {thread_id}, or end it with: "
+        f"aimegraph cancel {thread_id}"
+    )

@@ -13,25 +13,14 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 
-from aimegraph.checkpoints import (
-    ThreadNotFoundError,
-    latest_settings,
-    list_threads,
-    run_config,
-    run_state,
-)
+from aimegraph.checkpoints import list_threads, live_threads, run_config
 from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.cli.report import report
 from aimegraph.cli.support import EXIT_CODES, EXIT_NOT_FOUND, EXIT_USAGE, AddCommand, CliError
 from aimegraph.config import AimeConfig
 from aimegraph.drawing import GraphvizNotFoundError
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
-from aimegraph.models.response_format import load_response_format
-from aimegraph.steering import DEMO_SCENARIO
-
-# The graphs built here are drawn or read, never run, so their tools' workspace is an
-# existing directory: building them creates nothing under the current one.
-_UNUSED_WORKSPACE = Path(tempfile.gettempdir())
+from aimegraph.steering import DEMO_SCENARIO, reader_graph
 
 __all__ = ["register"]
 
@@ -91,8 +80,9 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
         return show_record(record, args, console)
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
+    holder = live_threads(saver, [args.thread]).get(args.thread)
     # A run stopped mid-step shows the tasks that step had already finished.
-    report(with_finished_tasks(snapshot, saver), args.thread, args, console)
+    report(with_finished_tasks(snapshot, saver), args.thread, args, console, holder=holder)
     return 0
 
 
@@ -114,7 +104,7 @@ def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
                 "checkpoint_id": snap.config["configurable"]["checkpoint_id"],
                 "step": snap.metadata.get("step") if snap.metadata else None,
                 "next": list(snap.next),
-                "status": run_state(snap),
+                "status": "paused" if snap.interrupts else snap.values.get("status", "running"),
                 "tasks_done": f"{done}/{len(tasks)}",
                 "created_at": snap.created_at,
             }
@@ -140,7 +130,9 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
             snapshot = _reader(saver, args.plan).get_state(run_config(args.plan))
             drawing = draw_plan(snapshot.values, args.output, format=args.format)
         else:
-            graph = build_aime_graph(args.model, config=AimeConfig(workspace=_UNUSED_WORKSPACE))
+            graph = build_aime_graph(
+                args.model, config=AimeConfig(workspace=Path(tempfile.gettempdir()))
+            )
             drawing = draw(graph, args.output, format=args.format, xray=args.xray)
     except GraphvizNotFoundError as exc:
         raise CliError(f"{exc} (or pass --format mermaid)", EXIT_USAGE) from exc
@@ -153,21 +145,7 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 
 def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
-    """A graph to read a thread's state with. The graph's shape is the same for every
-    model and config, so reading needs no run settings: threads started from Python
-    read like the CLI's own, and no real model is built (no API key, no weights).
-    A stored typed answer's class is allowed back in (see ``build_aime_graph``) when
-    it can be imported here; else the answer reads as plain data."""
+    """A graph to read an existing thread's state with (see ``reader_graph``)."""
     if saver.get_tuple(run_config(thread_id)) is None:
         raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
-    try:
-        spec = latest_settings(saver, thread_id).response_format
-        typed = load_response_format(spec) if spec else None
-    except (ThreadNotFoundError, ValueError):  # started from Python; not importable here
-        typed = None
-    return build_aime_graph(
-        DEMO_SCENARIO,
-        config=AimeConfig(workspace=_UNUSED_WORKSPACE),
-        checkpointer=saver,
-        response_format=typed,
-    )
+    return reader_graph(saver, thread_id)

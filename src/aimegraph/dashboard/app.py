@@ -36,6 +36,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from aimegraph.checkpoints import ThreadNotFoundError
+from aimegraph.checkpoints.runs import phase
 from aimegraph.dashboard.panes import MemoryPane, PromptsPane, json_body
 from aimegraph.dashboard.runs import (
     NothingToResumeError,
@@ -99,6 +100,7 @@ def create_app(
             Route("/api/threads/{thread_id}/plan.svg", api.plan_svg),
             Route("/api/threads/{thread_id}/events", api.run_events),
             Route("/api/threads/{thread_id}/resume", api.resume, methods=["POST"]),
+            Route("/api/threads/{thread_id}/cancel", api.cancel, methods=["POST"]),
             Route("/api/runs", api.start, methods=["POST"]),
             Route("/api/demo", api.start_demo, methods=["POST"]),
             Route("/api/memory", memory.items),
@@ -210,11 +212,20 @@ class _Api:
         view = await run_in_threadpool(self.reader.run, thread_id, version)
         if view is None:
             return None
+        holder = await self._holder(thread_id)
+        status = view["status"]
         return {
             **view,
+            # A run that has not ended is live only while a process holds its lease.
+            "status": phase(status, live=holder is not None) if status == "running" else status,
+            "holder": holder,
             "active": thread_id in self.runs.active(),
             "error": self.runs.errors.get(thread_id),
         }
+
+    async def _holder(self, thread_id: str) -> str | None:
+        holders = await run_in_threadpool(self.reader.holders, [thread_id])
+        return holders.get(thread_id)
 
     async def plan_svg(self, request: Request) -> Response:
         tasks = await run_in_threadpool(self.reader.tasks, request.path_params["thread_id"])
@@ -247,10 +258,10 @@ class _Api:
         thread_id = request.path_params["thread_id"]
 
         async def stream() -> AsyncIterator[dict[str, str]]:
-            last: tuple[str | None, bool, str | None] | None = None
+            last: tuple[str | None, str | None, str | None] | None = None
             while not self.closing.is_set():
                 version = await run_in_threadpool(self.reader.version, thread_id)
-                state = (version, thread_id in self.runs.active(), self.runs.errors.get(thread_id))
+                state = (version, await self._holder(thread_id), self.runs.errors.get(thread_id))
                 if state != last and version is not None:
                     view = await self._run(thread_id, version)
                     if view is not None:
@@ -292,6 +303,16 @@ class _Api:
         return await self._launch(
             self.runs.resume, thread_id, answer or None, interrupt_id, thread=thread_id
         )
+
+    async def cancel(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        try:
+            outcome = await run_in_threadpool(self.runs.cancel, thread_id)
+        except (ThreadNotFoundError, NothingToResumeError) as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        except QueueUnavailableError as exc:
+            return JSONResponse({"error": str(exc)}, 503)
+        return JSONResponse({"thread_id": thread_id, "status": outcome}, 202)
 
     async def _launch(
         self, call: Callable[..., Any], *args: Any, thread: str | None = None, **kwargs: Any

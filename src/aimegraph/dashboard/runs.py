@@ -1,8 +1,11 @@
-"""Runs the dashboard starts or answers, each in a worker thread of its own.
+"""Runs the dashboard starts, answers, carries on or cancels, each in a worker
+thread of its own.
 
-Starting, resuming and answering go through :mod:`aimegraph.steering`, the same
-code the CLI uses, and every step lands in the checkpointer, which the pages
-read; so a run paused by the CLI can be answered here and the other way round.
+Starting, resuming, answering and cancelling go through :mod:`aimegraph.steering`,
+the same code the CLI uses, under the thread's lease: a thread another process
+runs is refused here (409), and the other way round. Every step lands in the
+checkpointer, which the pages read; so a run paused by the CLI can be answered
+here and the other way round.
 Graphs are built with the dashboard's memory store, as the CLI builds them with
 its own: a thread started with memory keeps its memory nodes when resumed here.
 A distributed run (one with a row in the queue's runs table) is never run here:
@@ -23,7 +26,11 @@ from langgraph.store.memory import InMemoryStore
 
 from aimegraph.checkpoints import (
     RunSettings,
+    ThreadBusyError,
+    ThreadLease,
     ThreadSummary,
+    has_ended,
+    hold_thread,
     latest_settings,
     new_thread_id,
     run_config,
@@ -31,15 +38,31 @@ from aimegraph.checkpoints import (
 from aimegraph.config import AimeConfig
 from aimegraph.distributed.records import RunRecord, active_runs, find_run
 from aimegraph.optimizer.store import PromptStore, starting_prompts
-from aimegraph.steering import WORKSPACES, prepare_demo, resume_command, run_graph
+from aimegraph.steering import (
+    WORKSPACES,
+    AnswerNeededError,
+    NothingToResumeError,
+    cancel_run,
+    invoke_held,
+    prepare_demo,
+    reader_graph,
+    resume_inputs,
+    run_graph,
+    settle_pending_cancel,
+)
+
+__all__ = [
+    "DistributedQueue",
+    "NothingToResumeError",
+    "QueueUnavailableError",
+    "RunConflictError",
+    "RunManager",
+]
 
 
 class RunConflictError(RuntimeError):
-    """The thread is already being run by this dashboard, or already exists."""
-
-
-class NothingToResumeError(LookupError):
-    """The thread has no pending interrupt and no unfinished step."""
+    """The thread is being run (here or by another process), or has a run that has
+    not ended and so cannot take a new goal."""
 
 
 class QueueUnavailableError(RuntimeError):
@@ -60,10 +83,11 @@ class RunManager:
     """Starts and resumes runs in the background; remembers which are in flight
     here and how any of them failed (as a message for the page).
 
-    Each run has a daemon thread, so stopping the dashboard never waits for a
-    model: a run stops where it is, and as every step is checkpointed before the
-    next one starts (``durability="sync"``), ``aimegraph resume`` carries it on
-    without losing a finished step."""
+    Each run has a daemon thread holding the thread's lease, so stopping the
+    dashboard never waits for a model: a run stops where it is (its lease goes
+    with the process), and as every step is checkpointed before the next one
+    starts (``durability="sync"``), ``aimegraph resume`` carries it on without
+    losing a finished step."""
 
     def __init__(
         self,
@@ -109,7 +133,7 @@ class RunManager:
             model=model, config=checked, prompts=prompts, response_format=response_format
         )
         Path(settings.config.workspace).mkdir(parents=True, exist_ok=True)
-        self._launch(thread_id, settings, {"goal": goal}, new=True)
+        self._start(thread_id, settings, goal)
         return thread_id
 
     def start_demo(self, *, approve_plan: bool = False, thread_id: str | None = None) -> str:
@@ -117,14 +141,14 @@ class RunManager:
         plan approval; returns its thread id."""
         thread_id = thread_id or new_thread_id("demo-")
         settings, goal = prepare_demo(thread_id, approve_plan=approve_plan)
-        self._launch(thread_id, settings, {"goal": goal}, new=True)
+        self._start(thread_id, settings, goal)
         return thread_id
 
     def resume(
         self, thread_id: str, answer: Mapping[str, Any] | None, interrupt_id: str | None = None
     ) -> bool:
         """Answer the thread's pending interrupts (``answer`` as in
-        :func:`aimegraph.steering.answer_for`), or carry on a run stopped mid-way.
+        :func:`aimegraph.steering.answer_for`), or carry on a run that has not ended.
         True when the thread is a distributed run and its resume was queued for the
         workers, False when it carries on here."""
         record = self._distributed_record(thread_id)
@@ -133,20 +157,51 @@ class RunManager:
         # --store`): read it with one too, so its memory nodes are there (a
         # read writes nothing to it).
         store = self.store if self.store is not None or record is None else InMemoryStore()
-        snapshot = run_graph(settings, self.saver, store).get_state(run_config(thread_id))
-        if snapshot.interrupts:
-            if answer is None:
-                raise ValueError("the run waits for a human: send an answer")
-            inputs: Any = resume_command(snapshot.interrupts, dict(answer), interrupt_id)
-        elif snapshot.next:
-            inputs = None
-        else:
-            raise NothingToResumeError(f"thread {thread_id!r} has nothing to resume")
+        graph = run_graph(settings, self.saver, store)
         if record is not None:
+            inputs = self._inputs(graph, thread_id, answer, interrupt_id)
             self._enqueue(thread_id, inputs.resume if inputs is not None else None)
             return True
-        self._launch(thread_id, settings, inputs, new=False)
+        lease = self._hold(thread_id)
+        try:
+            if settle_pending_cancel(graph, thread_id):
+                raise NothingToResumeError(f"thread {thread_id!r} was cancelled")
+            inputs = self._inputs(graph, thread_id, answer, interrupt_id)
+            self._launch(lease, graph, settings, inputs)
+        except BaseException:
+            lease.release()
+            raise
         return False
+
+    def cancel(self, thread_id: str) -> str:
+        """End the thread's run as ``cancelled`` (see :func:`aimegraph.steering.cancel_run`):
+        ``"cancelled"``, or ``"requested"`` when a live process (or worker) runs it
+        and stops it at its next step."""
+        record = self._distributed_record(thread_id)
+        if record is not None:
+            from aimegraph.distributed.runner import cancel_distributed
+
+            assert self.distributed is not None
+            try:
+                return cancel_distributed(self.distributed.checkpoints, record)
+            except LookupError as exc:
+                raise NothingToResumeError(str(exc)) from exc
+        return cancel_run(reader_graph(self.saver), thread_id)
+
+    def _inputs(
+        self,
+        graph: Any,
+        thread_id: str,
+        answer: Mapping[str, Any] | None,
+        interrupt_id: str | None,
+    ) -> Any:
+        snapshot = graph.get_state(run_config(thread_id))
+        try:
+            return resume_inputs(snapshot, dict(answer) if answer else None, interrupt_id)
+        except AnswerNeededError as exc:
+            raise ValueError("the run waits for a human: send an answer") from exc
+        except NothingToResumeError as exc:
+            raise NothingToResumeError(f"thread {thread_id!r}: {exc}") from exc
 
     def _distributed_record(self, thread_id: str) -> RunRecord | None:
         """The thread's row in the distributed runs table (read with psycopg alone),
@@ -196,28 +251,50 @@ class RunManager:
         if run is not None:
             run.join(timeout)
 
-    def _launch(self, thread_id: str, settings: RunSettings, inputs: Any, *, new: bool) -> None:
+    def _hold(self, thread_id: str) -> ThreadLease:
+        """The thread's lease; RunConflictError when someone runs it."""
+        try:
+            return hold_thread(self.saver, thread_id)
+        except ThreadBusyError as exc:
+            raise RunConflictError(str(exc)) from exc
+
+    def _start(self, thread_id: str, settings: RunSettings, goal: str) -> None:
+        """A new goal on the thread: a new thread, or one whose run has ended."""
+        graph = run_graph(settings, self.saver, self.store)
+        lease = self._hold(thread_id)
+        try:
+            settle_pending_cancel(graph, thread_id)
+            snapshot = graph.get_state(run_config(thread_id))
+            if snapshot.created_at and not has_ended(snapshot):
+                raise RunConflictError(
+                    f"thread {thread_id!r} has a run that has not ended: resume or cancel it"
+                )
+            self._launch(lease, graph, settings, {"goal": goal})
+        except BaseException:
+            lease.release()
+            raise
+
+    def _launch(self, lease: ThreadLease, graph: Any, settings: RunSettings, inputs: Any) -> None:
+        thread_id = lease.thread_id
         with self._lock:
             running = {t for t, run in self._active.items() if run.is_alive()}
-            if thread_id in running:
-                raise RunConflictError(f"thread {thread_id!r} is already running here")
             if len(running) >= self.max_runs:
                 raise RunConflictError(f"{len(running)} runs are in flight here; wait for one")
-            if new and self.saver.get_tuple(run_config(thread_id)) is not None:
-                raise RunConflictError(f"thread {thread_id!r} exists; pick a new id")
-            graph = run_graph(settings, self.saver, self.store)
             self.errors.pop(thread_id, None)
             run = threading.Thread(
                 target=self._run,
-                args=(graph, inputs, thread_id, settings),
+                args=(graph, inputs, lease, settings),
                 name=f"aimegraph-run-{thread_id}",
                 daemon=True,
             )
             self._active[thread_id] = run
             run.start()
 
-    def _run(self, graph: Any, inputs: Any, thread_id: str, settings: RunSettings) -> None:
+    def _run(self, graph: Any, inputs: Any, lease: ThreadLease, settings: RunSettings) -> None:
+        thread_id = lease.thread_id
         try:
-            graph.invoke(inputs, run_config(thread_id, settings), durability="sync")
+            invoke_held(graph, inputs, run_config(thread_id, settings), lease, durability="sync")
         except Exception as exc:  # noqa: BLE001 - shown on the run page, never lost
             self.errors[thread_id] = f"{type(exc).__name__}: {exc}"
+        finally:
+            lease.release()

@@ -19,8 +19,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Interrupt
 
-from aimegraph.checkpoints import RunSettings, ThreadSummary, thread_config
+from aimegraph.checkpoints import RunSettings, ThreadSummary, live_threads, thread_config
 from aimegraph.checkpoints.delta import checkpoint_values
+from aimegraph.checkpoints.runs import phase
 from aimegraph.dashboard.feed import CheckpointFeed, Head
 from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import ProgressUpdate, Task, Usage, Verdict, render_checklist
@@ -84,6 +85,8 @@ class ThreadReader:
             else:
                 row = cached[1]
             rows.append(row)
+        holders = self.holders([row["thread_id"] for row in rows if row["status"] == "running"])
+        rows = [_shown(row, row["thread_id"] in holders) for row in rows]
         if active:
             rows = _with_queue_states(rows, active)
         rows = [row for row in rows if status in (None, "", row["status"])]
@@ -95,7 +98,7 @@ class ThreadReader:
         if item is None:
             return None
         values = item.checkpoint.get("channel_values", {})
-        settings = RunSettings.from_metadata(item.metadata)
+        settings = _settings(item)
         return {
             "thread_id": thread_id,
             "status": "paused" if pending_interrupts(item) else values.get("status", "running"),
@@ -104,6 +107,10 @@ class ThreadReader:
             "model": settings.model if settings else None,
             "usage": usage_dict(values.get("usage")),
         }
+
+    def holders(self, thread_ids: list[str]) -> dict[str, str]:
+        """Who runs each of these threads now, for those a live process runs."""
+        return live_threads(self.saver, thread_ids)
 
     # -- run page
 
@@ -192,6 +199,14 @@ class ThreadReader:
         return tasks
 
 
+def _shown(row: dict[str, Any], live: bool) -> dict[str, Any]:
+    """A row whose run has not ended, as ``running`` (a live process holds it) or
+    ``stopped`` (resumable)."""
+    if row["status"] != "running":
+        return row
+    return {**row, "status": phase(row["status"], live=live)}
+
+
 def _with_queue_states(
     rows: list[dict[str, Any]], active: Sequence[ThreadSummary]
 ) -> list[dict[str, Any]]:
@@ -232,7 +247,7 @@ class _History:
         """Take in the next top-level checkpoint, oldest first. ``replan_reason`` is
         set before the planner runs again and cleared when it commits a plan."""
         self.last = _cid(item)
-        self.settings = RunSettings.from_metadata(item.metadata) or self.settings
+        self.settings = _settings(item) or self.settings
         values = item.checkpoint.get("channel_values", {})
         if reason := values.get("replan_reason"):
             self._asked = reason
@@ -248,6 +263,15 @@ class _History:
                 }
             )
             self._rationale, self._asked = rationale, None
+
+
+def _settings(item: CheckpointTuple) -> RunSettings | None:
+    """The checkpoint's run settings; None when it has none, or none this version
+    reads (a field it does not know): the pages show the run all the same."""
+    try:
+        return RunSettings.from_metadata(item.metadata)
+    except ValueError:
+        return None
 
 
 def _task(task: Task) -> dict[str, Any]:

@@ -12,6 +12,12 @@ Delivery settings (why each):
   again. That is how a dead worker's run reaches another worker; a run still
   going after the timeout gets a second delivery too, which waits on the thread's
   lock and then finds nothing left to do.
+
+Shutting down (SIGTERM or Ctrl+C: Celery's warm shutdown, which takes no new
+delivery and waits for the tasks in hand): the worker drains its runs, each stops
+at its next step boundary once the calls in flight return (a hung call waits at
+most its timeout), and its delivery is retried, so another worker (or this one,
+restarted) carries it on from its checkpoint.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from celery import Celery, Task
+from celery.signals import worker_shutting_down
 from langgraph.store.base import BaseStore
 from psycopg import OperationalError
 from psycopg_pool import PoolTimeout
@@ -28,7 +35,9 @@ from psycopg_pool import PoolTimeout
 from aimegraph.checkpoints import CheckpointConnectionError, redact_url
 from aimegraph.distributed.runner import (
     DEFAULT_GRAPH_BUILDER,
+    RunDrainedError,
     ThreadBusyError,
+    drain_runs,
     execute_run,
     load_graph_builder,
 )
@@ -125,10 +134,21 @@ def make_app(
                 )
             except ThreadBusyError as exc:
                 raise self.retry(countdown=LOCK_RETRY_S, exc=exc) from exc
+            except RunDrainedError as exc:  # stopped at a step boundary: carry on later
+                log.info("%s; queued again", exc)
+                raise self.retry(countdown=0, exc=exc) from exc
             if record is not None:
                 log.info("thread %s: %s", thread_id, record.outcome)
 
+        worker_shutting_down.connect(_drain, weak=False, dispatch_uid="aimegraph-drain")
+
     return app
+
+
+def _drain(sender: Any = None, **_: Any) -> None:
+    """Celery's warm shutdown began (in its signal handler): stop the runs in hand
+    at their next step boundary."""
+    drain_runs("worker shutdown")
 
 
 def check_broker(app: Celery, timeout: float = _BROKER_CHECK_TIMEOUT_S) -> None:

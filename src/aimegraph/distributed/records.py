@@ -168,16 +168,27 @@ def delete(conn: Connection[Any], thread_id: str) -> None:
 
 
 def requeue(conn: Connection[Any], thread_id: str) -> bool:
-    """Mark a paused (or stopped) run queued again; False if it is queued or running."""
+    """Mark a paused (or stopped) run queued again; False if it is queued or
+    running, or was cancelled."""
     row = conn.execute(
         "UPDATE aimegraph_runs SET state = 'queued', status = NULL, reason = NULL, "
         "updated_at = now() WHERE thread_id = %s AND state IN ('paused', 'finished') "
-        "RETURNING 1",
+        "AND status IS DISTINCT FROM 'cancelled' RETURNING 1",
         (thread_id,),
     ).fetchone()
     if row is not None:
         _notify(conn, thread_id)
     return row is not None
+
+
+def mark_queued(conn: Connection[Any], thread_id: str) -> None:
+    """A run a worker stopped before it ended (a drain): queued for its retry."""
+    conn.execute(
+        "UPDATE aimegraph_runs SET state = 'queued', worker = NULL, updated_at = now() "
+        "WHERE thread_id = %s",
+        (thread_id,),
+    )
+    _notify(conn, thread_id)
 
 
 def mark_running(conn: Connection[Any], thread_id: str, worker: str) -> None:

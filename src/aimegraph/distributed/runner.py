@@ -1,13 +1,20 @@
-"""What a worker does with one delivery of a run: take the thread's lock, work out
-from the checkpoints what is left to do, do it, record how it ended.
+"""What a worker does with one delivery of a run: take the thread's lease, work
+out from the checkpoints what is left to do, do it, record how it ended; and how a
+distributed run is cancelled.
 
 Celery delivers at least once (late acks, redelivery after a worker dies or after
 the visibility timeout), so a delivery must be safe to repeat. The checkpoints
-decide: a thread with no checkpoint starts, one stopped mid-way continues from its
-last checkpoint, a paused one continues only with an answer to a pending
+decide: a thread with no checkpoint starts, one that has not ended continues from
+its last checkpoint, a paused one continues only with an answer to a pending
 interrupt, an ended one is left alone. Runs use ``durability="sync"``: a step's
 checkpoint and every finished task's writes are in Postgres before the next step
 starts, so a redelivery never repeats finished work.
+
+The lease is the one every entry point takes (``aimegraph.checkpoints.lease``: a
+Postgres advisory lock per thread, held by a session of its own), so a worker,
+``aimegraph resume`` and the dashboard never run one thread at once. A worker
+shutting down drains its runs (:func:`drain_runs`): each stops at its next step
+boundary and its delivery is retried, on another worker or after the restart.
 """
 
 from __future__ import annotations
@@ -18,11 +25,18 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
 from langgraph.types import Command, StateSnapshot
 
-from aimegraph.checkpoints import open_checkpointer, run_config, run_state
+from aimegraph.checkpoints import has_ended, open_checkpointer, run_config, run_state
+from aimegraph.checkpoints.lease import (
+    ThreadBusyError,
+    ThreadLease,
+    hold_thread,
+    request_cancel,
+)
 from aimegraph.distributed import records
 from aimegraph.distributed.records import RunRecord
 from aimegraph.imports import import_object
@@ -33,7 +47,10 @@ if TYPE_CHECKING:
 __all__ = [
     "DEFAULT_GRAPH_BUILDER",
     "GraphBuilder",
+    "RunDrainedError",
     "ThreadBusyError",
+    "cancel_distributed",
+    "drain_runs",
     "execute_run",
     "load_graph_builder",
     "takes_store",
@@ -49,13 +66,25 @@ your tools). It gets the worker's memory store as ``store=`` when it has a ``sto
 parameter (or ``**kwargs``); a builder without one is called as
 ``(settings, checkpointer)`` and its runs have no long-term memory."""
 
-# Session-level advisory lock per thread, in its own key space (the text is hashed
-# to the 64-bit key by Postgres itself).
-_LOCK_SQL = "SELECT pg_try_advisory_lock(hashtextextended('aimegraph-thread:' || %s, 0))"
+
+class RunDrainedError(RuntimeError):
+    """The run stopped at a step boundary before it ended (the worker is shutting
+    down, or its lease's session ended): it is queued again, to be retried."""
 
 
-class ThreadBusyError(RuntimeError):
-    """Another worker holds the thread's lock (it is running the thread now)."""
+# The leases of the runs in hand. No lock: drain_runs runs in a signal handler, and
+# set.add, set.discard and tuple(set) are each atomic under the GIL.
+_ACTIVE: set[ThreadLease] = set()
+
+
+def drain_runs(reason: str = "worker shutdown") -> int:
+    """Ask every run this process is executing to stop at its next step boundary
+    (``RunControl.request_drain``); returns how many were asked. Safe to call
+    from a signal handler."""
+    leases = tuple(_ACTIVE)
+    for lease in leases:
+        lease.control.request_drain(reason)
+    return len(leases)
 
 
 def load_graph_builder(path: str) -> GraphBuilder:
@@ -90,7 +119,7 @@ def execute_run(
     resume: Mapping[str, Any] | None = None,
     store: BaseStore | None = None,
 ) -> RunRecord | None:
-    """Run (or continue) ``thread_id`` while holding its lock; returns its record
+    """Run (or continue) ``thread_id`` while holding its lease; returns its record
     afterwards, None when no run was submitted under that id.
 
     ``resume`` maps interrupt ids to answers; ids no longer pending (the answer was
@@ -100,26 +129,32 @@ def execute_run(
     unless its config says ``memory="off"``.
 
     Raises:
-        ThreadBusyError: another worker holds the thread (retry later).
+        ThreadBusyError: another runner holds the thread (retry later).
+        RunDrainedError: the run was stopped before it ended (it is queued again).
     """
-    with records.connect(checkpoints) as conn:
-        locked = conn.execute(_LOCK_SQL, (thread_id,)).fetchone()
-        if locked is None or not locked[0]:
-            raise ThreadBusyError(f"thread {thread_id!r} is held by another worker")
+    with hold_thread(checkpoints, thread_id) as lease, records.connect(checkpoints) as conn:
         record = records.get(conn, thread_id)
         if record is None:
             log.warning("no distributed run %r: message dropped", thread_id)
             return None
-        with open_checkpointer(checkpoints) as saver:
-            try:
-                _run(saver, conn, record, worker, build_graph, resume, store)
-            except Exception as exc:  # a bad model spec, tool import, a graph error...
-                reason = f"worker error: {type(exc).__name__}: {exc}"
-                records.mark_ended(conn, thread_id, "finished", "failed", reason)
-                raise
+        if record.status == "cancelled":  # cancelled while queued: revoked
+            return record
+        _ACTIVE.add(lease)
+        try:
+            with open_checkpointer(checkpoints) as saver:
+                _run(saver, conn, record, worker, build_graph, resume, store, lease)
+        except GraphDrained as exc:
+            records.mark_queued(conn, thread_id)
+            raise RunDrainedError(f"run {thread_id!r} stopped: {exc.reason}") from exc
+        except Exception as exc:  # a bad model spec, tool import, a graph error...
+            reason = f"worker error: {type(exc).__name__}: {exc}"
+            records.mark_ended(conn, thread_id, "finished", "failed", reason)
+            raise
+        finally:
+            _ACTIVE.discard(lease)
         return records.get(conn, thread_id)
-    # The lock goes with the connection: released here, or by Postgres when the
-    # worker dies and its session ends.
+    # The lease goes with its session: released here, or by Postgres when the
+    # worker dies and its connection ends.
 
 
 def _run(
@@ -130,22 +165,60 @@ def _run(
     build_graph: GraphBuilder,
     resume: Mapping[str, Any] | None,
     store: BaseStore | None,
+    lease: ThreadLease,
 ) -> None:
+    from aimegraph.steering import invoke_held, settle_pending_cancel
+
     thread_id = record.thread_id
     if store is not None and takes_store(build_graph):
         graph = build_graph(record.settings, saver, store=store)
     else:
         graph = build_graph(record.settings, saver)
+    settle_pending_cancel(graph, thread_id)
     snapshot = graph.get_state(run_config(thread_id))
     inputs = _next_inputs(snapshot, record.goal, resume)
     if inputs is _NOTHING_TO_DO:
-        if record.state == "running":  # a dead worker's run that had ended
+        if record.state in ("running", "queued"):  # a dead worker's run that had ended
             _record_end(conn, thread_id, snapshot)
         return
     records.mark_running(conn, thread_id, worker)
     record.settings.config.workspace.mkdir(parents=True, exist_ok=True)
-    graph.invoke(inputs, run_config(thread_id, record.settings), durability="sync")
+    invoke_held(graph, inputs, run_config(thread_id, record.settings), lease, durability="sync")
     _record_end(conn, thread_id, graph.get_state(run_config(thread_id)))
+
+
+def cancel_distributed(
+    checkpoints: str, record: RunRecord, *, wait: bool = False, reason: str | None = None
+) -> str:
+    """Cancel a distributed run: a queued one is revoked (its delivery finds it
+    cancelled and drops it), a paused or stopped one ends ``cancelled`` at once, one
+    a worker is running stops at its next step (``"requested"``; ``wait`` waits
+    until it has). Returns ``"cancelled"`` or ``"requested"``.
+
+    Raises:
+        LookupError: the run has ended already.
+    """
+    from aimegraph.steering import end_cancelled, reader_graph
+
+    thread_id = record.thread_id
+    if record.state == "finished":
+        raise LookupError(f"nothing to cancel: the run has ended ({record.outcome})")
+    try:
+        lease = hold_thread(checkpoints, thread_id)
+    except ThreadBusyError:
+        request_cancel(checkpoints, thread_id, reason)
+        if not wait:
+            return "requested"
+        with records.connect(checkpoints) as conn:
+            records.wait_until_ended(conn, thread_id, None)
+        return "cancelled"
+    with lease, open_checkpointer(checkpoints) as saver, records.connect(checkpoints) as conn:
+        graph = reader_graph(saver)
+        snapshot = graph.get_state(run_config(thread_id))
+        if snapshot.created_at and not has_ended(snapshot):
+            end_cancelled(graph, thread_id, reason)
+        records.mark_ended(conn, thread_id, "finished", "cancelled", reason or "cancelled")
+    return "cancelled"
 
 
 _NOTHING_TO_DO = object()
@@ -158,7 +231,7 @@ def _next_inputs(snapshot: StateSnapshot, goal: str, resume: Mapping[str, Any] |
         pending = {i.id for i in snapshot.interrupts}
         answers = {k: v for k, v in (resume or {}).items() if k in pending}
         return Command(resume=answers) if answers else _NOTHING_TO_DO
-    return None if snapshot.next else _NOTHING_TO_DO
+    return _NOTHING_TO_DO if has_ended(snapshot) else None
 
 
 def _record_end(conn: Connection[Any], thread_id: str, snapshot: StateSnapshot) -> None:

@@ -10,14 +10,14 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
+from aimegraph.checkpoints.runs import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
-from aimegraph.graphs.compiled import AimeCompiledGraph
+from aimegraph.graphs.compiled import AimeGraph
 from aimegraph.graphs.planner import build_planner_graph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
@@ -39,12 +39,10 @@ from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
-from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for
+from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
-
-AimeGraph = CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput]
 
 
 def build_aime_graph(
@@ -116,9 +114,10 @@ def build_aime_graph(
         name: The compiled graph's name.
 
     Returns:
-        A compiled graph (an :class:`~aimegraph.graphs.compiled.AimeCompiledGraph`: each
-        run holds its MCP sessions and async tool calls, released when it ends, and a
-        ``update_state`` never drops actors waiting on a human). Input
+        A compiled graph (an :class:`~aimegraph.graphs.compiled.AimeGraph`: each run
+        holds its MCP sessions and async tool calls, released when it ends; its
+        settings go into its checkpoints; Ctrl-C drains it; an ``update_state`` never
+        drops actors waiting on a human). Input
         ``{"goal": ...}`` or ``{"messages": [...]}``; output ``final_answer``,
         ``status``, ``reason``, ``tasks``, ``verdict``, ``usage``,
         ``structured_response`` and the rest of ``AimeOutput``. A run on a thread with
@@ -140,6 +139,8 @@ def build_aime_graph(
         timeout=config.model_timeout_s,
         max_retries=config.model_retries,
     )
+    if tools is not None and not isinstance(tools, ToolRegistry):
+        tools = list(tools)  # read twice: registered, and recorded in the run settings
     registry = (
         tools
         if isinstance(tools, ToolRegistry)
@@ -276,12 +277,26 @@ def build_aime_graph(
         route_after_verifier(config),
         {"planner": "planner", "orchestrator": "orchestrator", END: end},
     )
-    compiled = AimeCompiledGraph.of(
-        builder.compile(checkpointer=checkpointer, store=store, name=name)
+    settings = RunSettings(
+        model=model if isinstance(model, str) else None,
+        config=config,
+        tools=_tool_specs(tools),
+        prompts=str(prompts) if isinstance(prompts, str | Path) else None,
+    )
+    graph = AimeGraph.of(
+        builder.compile(checkpointer=checkpointer, store=store, name=name), run_settings=settings
     )
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
-    return compiled.with_config(max_concurrency=max(config.max_parallel + 4, 8))
+    return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
+
+
+def _tool_specs(tools: ToolRegistry | Iterable[ToolLike] | None) -> tuple[str, ...]:
+    """The ``module:attr`` of each application tool another process can import (a
+    whole registry, or a tool defined in ``__main__``, must be given again there)."""
+    if tools is None or isinstance(tools, ToolRegistry):
+        return ()
+    return tuple(spec for spec in map(tool_spec, tools) if spec is not None)
 
 
 def route_after_planner(state: AimeState) -> str:

@@ -26,17 +26,9 @@ class RunScopedGraph(
     CompiledStateGraph[StateT, ContextT, InputT, OutputT],
     Generic[StateT, ContextT, InputT, OutputT],
 ):
-    """A :class:`CompiledStateGraph` opening one run scope per run. ``copy`` and
-    ``with_config`` keep the class."""
-
-    @classmethod
-    def of(
-        cls, graph: CompiledStateGraph[StateT, ContextT, InputT, OutputT]
-    ) -> RunScopedGraph[StateT, ContextT, InputT, OutputT]:
-        """``graph`` as a run-scoped graph (the same nodes, channels and config)."""
-        # As Pregel.copy builds its copies: the constructor takes the attributes.
-        attrs = {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
-        return cls(**attrs)
+    """A :class:`CompiledStateGraph` opening one run scope per run (the base of
+    :class:`aimegraph.graphs.compiled.AimeGraph`). ``copy`` and ``with_config`` keep
+    the class."""
 
     def stream(  # type: ignore[override]
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any

@@ -158,14 +158,23 @@ def open_store(
             yield from _swept(store)
     else:
         try:
-            from langgraph.store.postgres import PostgresStore
+            from langgraph.store.postgres import PoolConfig, PostgresStore
         except ImportError as exc:
             raise ImportError(f"postgresql:// stores need {POSTGRES_INSTALL_HINT} ({exc})") from exc
+        from psycopg_pool import ConnectionPool
+
+        # A pool that checks each connection before lending it, so the store
+        # reconnects after the server restarts (a single connection stays broken).
+        # (PoolConfig's other keys go to psycopg_pool's ConnectionPool as they are.)
+        pool = cast(
+            PoolConfig,
+            {"min_size": 1, "max_size": 2, "timeout": 10, "check": ConnectionPool.check_connection},
+        )
         where = redact_url(location)
         with _pg_guard(location) as guard:
             has_vector = guard.execute(_HAS_PGVECTOR).fetchone()
             with PostgresStore.from_conn_string(
-                location, index=_pg_index(where, index, has_vector), ttl=ttl
+                location, index=_pg_index(where, index, has_vector), ttl=ttl, pool_config=pool
             ) as pg_store:
                 with setup_lock(guard, where, _PG_TABLES):
                     pg_store.setup()

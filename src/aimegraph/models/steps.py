@@ -14,6 +14,8 @@ from collections.abc import Generator
 from typing import Any, TypeVar
 
 from langchain_core.runnables import Runnable, RunnableConfig
+from langgraph.errors import GraphDrained
+from langgraph.runtime import RunControl
 
 ModelCall = tuple[Runnable[Any, Any], Any]
 """A call the steps yield: the runnable and its input."""
@@ -22,9 +24,13 @@ R = TypeVar("R")
 Steps = Generator[ModelCall, Any, R]
 
 
-def run_steps(steps: Steps[R], config: RunnableConfig | None = None) -> R:
+def run_steps(
+    steps: Steps[R], config: RunnableConfig | None = None, control: RunControl | None = None
+) -> R:
     """Run ``steps`` to their result, each call made with ``invoke`` (with ``config``:
-    e.g. the ``metadata`` its model runs carry into callbacks and token streams)."""
+    e.g. the ``metadata`` its model runs carry into callbacks and token streams). Once
+    ``control`` (the run's) is asked to drain, no further call starts: the steps are
+    closed and ``GraphDrained`` raised (the node runs again on resume)."""
     try:
         call = next(steps)
         while True:
@@ -35,12 +41,16 @@ def run_steps(steps: Steps[R], config: RunnableConfig | None = None) -> R:
                 call = steps.throw(exc)
             else:
                 call = steps.send(reply)
+            _stop_if_drained(steps, control)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
 
 
-async def arun_steps(steps: Steps[R], config: RunnableConfig | None = None) -> R:
-    """Run ``steps`` to their result, each call awaited with ``ainvoke`` (with ``config``)."""
+async def arun_steps(
+    steps: Steps[R], config: RunnableConfig | None = None, control: RunControl | None = None
+) -> R:
+    """Run ``steps`` to their result, each call awaited with ``ainvoke`` (with ``config``
+    and ``control`` as for :func:`run_steps`)."""
     try:
         call = next(steps)
         while True:
@@ -51,5 +61,13 @@ async def arun_steps(steps: Steps[R], config: RunnableConfig | None = None) -> R
                 call = steps.throw(exc)
             else:
                 call = steps.send(reply)
+            _stop_if_drained(steps, control)
     except StopIteration as stop:
         return stop.value  # type: ignore[no-any-return]
+
+
+def _stop_if_drained(steps: Steps[Any], control: RunControl | None) -> None:
+    """Between two calls: raise ``GraphDrained`` if the run is asked to stop."""
+    if control is not None and control.drain_requested:
+        steps.close()
+        raise GraphDrained(control.drain_reason or "shutdown")

@@ -5,7 +5,8 @@ it yields each call it needs as ``(runnable, input)`` and receives the reply (or
 the call's exception, thrown in). :func:`model_node` drives it with ``invoke``
 under ``graph.invoke`` and with ``await ainvoke`` under ``graph.ainvoke``, so an
 async run never blocks its event loop on a model, parallel actors wait on their
-models together, and a model with only an async API works. The node is a
+models together, and a model with only an async API works. Once the run is
+asked to drain, a node makes no further call (its first is the step's own). The node is a
 runnable with both functions, the way to give a
 LangGraph node a sync and an async body: see :func:`dual_node`. Node
 ``RetryPolicy`` applies as to any node.
@@ -88,10 +89,10 @@ def model_node(
         return {**node, "metadata": {**(node.get("metadata") or {}), **metadata(state)}}
 
     def run(state: S, runtime: Runtime[Any]) -> R:
-        return run_steps(steps(state, runtime), config(state))
+        return run_steps(steps(state, runtime), config(state), runtime.control)
 
     async def arun(state: S, runtime: Runtime[Any]) -> R:
-        return await arun_steps(steps(state, runtime), config(state))
+        return await arun_steps(steps(state, runtime), config(state), runtime.control)
 
     return dual_node(run, arun, name=name)
 

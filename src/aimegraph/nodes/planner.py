@@ -18,6 +18,7 @@ from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import (
+    ENDED_STATUSES,
     PlanError,
     PlannerState,
     PlanUpdate,
@@ -31,7 +32,7 @@ from aimegraph.streaming import call_metadata
 
 PlannerNode = Node[PlannerState]
 
-FINISHED: tuple[str, ...] = ("succeeded", "failed", "budget_exhausted", "rejected")
+FINISHED: tuple[str, ...] = ENDED_STATUSES
 """Run statuses after which new input starts a new run."""
 
 RUN_START: Mapping[str, Any] = {
@@ -147,9 +148,7 @@ def make_draft_node(
             )
         reply = yield from ask_structured(
             model,
-            plan_update_schema(
-                cfg.max_tasks, teams=teams, min_tasks=0 if state.get("tasks") else 1
-            ),
+            plan_update_schema(cfg.max_tasks, teams=teams, first=not state.get("tasks")),
             messages,
             role="planner",
             config=cfg,

@@ -23,6 +23,15 @@ in flight has only one outcome and is not recorded). Once an interrupt or
 an error stops the run, the runner makes no more calls (it only waits for the
 tasks in flight), because a resumed task may end differently the next time.
 
+Stopping. Once the run is asked to drain (LangGraph's ``RunControl.request_drain()``:
+Ctrl-C, SIGTERM, a cancel), the runner starts nothing more either: the actors in
+flight stop at their own next step (they share the run's control), and when all
+of them have finished it hands back what they did, so the run stops at the next
+step boundary with no finished task lost. An actor that stopped mid-way raises
+``GraphDrained`` out of the node, as an interrupt would: the step's finished
+tasks are saved, and on resume the node replays them and the actor carries on
+from its own checkpoint.
+
 What stays as in the batch scheduler: the orchestrator decides the first batch,
 retries, replans, budgets and routing; the runner hands back to it when a task
 has failed for good (a replan point), when a budget is spent, or when nothing
@@ -39,7 +48,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from langchain_core.runnables import Runnable
-from langgraph.errors import GraphInterrupt
+from langgraph.errors import GraphDrained, GraphInterrupt
 from langgraph.func import task
 from langgraph.pregel import Pregel
 from langgraph.runtime import Runtime, get_runtime
@@ -262,7 +271,7 @@ def make_executor_node(
                 running[inp["task"].id] = actor(inp)
 
         launch(schedule.first_batch())
-        stopped = _Stop()
+        stopped = _Stop(runtime)
         while running and not stopped:
             concurrent.futures.wait(
                 running.values(), return_when=concurrent.futures.FIRST_COMPLETED
@@ -274,9 +283,10 @@ def make_executor_node(
             )
             for task_id in finished:
                 stopped.collect(schedule, task_id, running.pop(task_id))
-            launch(schedule.next_batch())
+            if not stopped:
+                launch(schedule.next_batch())
             schedule.publish()
-        # Stopped by an interrupt or an error: no more @task calls, only the wait.
+        # Stopped by an interrupt, an error or a drain: no more @task calls, only the wait.
         concurrent.futures.wait(running.values())
         for task_id in list(running):
             stopped.collect(schedule, task_id, running.pop(task_id))
@@ -293,7 +303,7 @@ def make_executor_node(
                 running[inp["task"].id] = cast(asyncio.Future[ActorOutput], aactor(inp))
 
         launch(schedule.first_batch())
-        stopped = _Stop()
+        stopped = _Stop(runtime)
         while running and not stopped:
             await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
             finished = (
@@ -305,7 +315,8 @@ def make_executor_node(
                 fut = running.pop(task_id)
                 await asyncio.wait([fut])
                 stopped.collect(schedule, task_id, fut)
-            launch(schedule.next_batch())
+            if not stopped:
+                launch(schedule.next_batch())
             schedule.publish()
         if running:
             await asyncio.wait(running.values())
@@ -318,14 +329,18 @@ def make_executor_node(
 
 
 class _Stop:
-    """Interrupts and errors of finished actors; truthy once there is one."""
+    """Interrupts, drains and errors of finished actors; truthy once there is one,
+    or once the run is asked to drain."""
 
-    def __init__(self) -> None:
+    def __init__(self, runtime: Runtime[Any]) -> None:
+        self.control = runtime.control
         self.interrupts: list[Interrupt] = []
+        self.drained: GraphDrained | None = None
         self.error: BaseException | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.interrupts) or self.error is not None
+        draining = self.control is not None and self.control.drain_requested
+        return draining or bool(self.interrupts) or self.error is not None
 
     def collect(
         self,
@@ -339,6 +354,9 @@ class _Stop:
         except GraphInterrupt as exc:
             self.interrupts += list(exc.args[0]) if exc.args else []
             schedule.halted = True
+        except GraphDrained as exc:  # the actor stopped mid-way; it resumes from there
+            self.drained = exc
+            schedule.halted = True
         except BaseException as exc:  # noqa: BLE001 - re-raised once the others are done
             self.error = self.error or exc
             schedule.halted = True
@@ -350,3 +368,5 @@ class _Stop:
             raise self.error
         if self.interrupts:
             raise GraphInterrupt(tuple(self.interrupts))
+        if self.drained is not None:
+            raise self.drained

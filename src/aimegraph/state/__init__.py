@@ -9,6 +9,7 @@ from aimegraph.state.aime_state import (
     thread_usage,
 )
 from aimegraph.state.models import (
+    ENDED_STATUSES,
     TERMINAL_TASK_STATUSES,
     MemberResult,
     PlanUpdate,
@@ -70,6 +71,7 @@ __all__ = [
     "ProgressUpdate",
     "ResultStatus",
     "RoleUsage",
+    "ENDED_STATUSES",
     "RunStatus",
     "Task",
     "TaskResult",

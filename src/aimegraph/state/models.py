@@ -16,7 +16,15 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 ResultStatus = Literal["completed", "failed"]
-RunStatus = Literal["running", "succeeded", "failed", "budget_exhausted", "rejected"]
+RunStatus = Literal["running", "succeeded", "failed", "budget_exhausted", "rejected", "cancelled"]
+ENDED_STATUSES: tuple[RunStatus, ...] = (
+    "succeeded",
+    "failed",
+    "budget_exhausted",
+    "rejected",
+    "cancelled",
+)
+"""A run with one of these has ended: nothing to resume; new input starts a new run."""
 
 TERMINAL_TASK_STATUSES: frozenset[str] = frozenset({"completed", "failed", "skipped"})
 
@@ -314,14 +322,16 @@ _TEAM_FIELDS = ("agent", "team")
 
 @cache
 def plan_update_schema(
-    max_tasks: int, *, teams: bool = False, min_tasks: int = 0
+    max_tasks: int, *, teams: bool = False, first: bool = False
 ) -> type[PlanUpdate]:
-    """``PlanUpdate`` with ``min_tasks`` to ``max_tasks`` tasks, the schema the planner
-    model fills in (a list bound in the schema lets constrained decoding end the list;
-    the planner asks for at least one task while the progress list is empty, since an
-    empty first plan does nothing). Without ``teams`` (no agent units configured) the
-    tasks have no ``agent`` and ``team`` fields: a field the model cannot use is one
-    more way to go wrong."""
+    """``PlanUpdate`` with at most ``max_tasks`` tasks, the schema the planner model
+    fills in (a list bound in the schema lets constrained decoding end the list). A
+    ``first`` plan (the progress list is empty) must send its task list: with a
+    default, a grammar built from the schema lets a model send ``{}``. An empty list
+    is still valid there, for a goal that needs no work (``no_work_needed``); the
+    plan's validation refuses it otherwise. Without ``teams`` (no agent units
+    configured) the tasks have no ``agent`` and ``team`` fields: a field the model
+    cannot use is one more way to go wrong."""
     spec: type[TaskSpec] = TaskSpec
     if not teams:
         spec = create_model(  # type: ignore[call-overload]
@@ -340,15 +350,12 @@ def plan_update_schema(
         __doc__=PlanUpdate.__doc__,
         tasks=(
             list[spec],  # type: ignore[valid-type]
-            # Required when the plan must hold a task: a default would let the model
-            # (and a grammar built from the schema) leave the list out.
             Field(
                 ...,
-                min_length=min_tasks,
                 max_length=max_tasks,
                 description="New tasks, or revisions of existing ids.",
             )
-            if min_tasks
+            if first
             else Field(
                 default_factory=list,
                 max_length=max_tasks,

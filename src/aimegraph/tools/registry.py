@@ -7,6 +7,7 @@ that kind of work, and to no other.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,3 +214,19 @@ def import_tools(spec: str) -> ToolRegistry | list[ToolLike]:
             f"got {', '.join(wrong)}"
         )
     return items
+
+
+def tool_spec(tool: ToolLike) -> str | None:
+    """The ``module:attr`` that :func:`import_tools` finds ``tool`` under in another
+    process, or None: a tool defined in ``__main__``, inside a function, or not
+    bound to a module-level name (it must be given again where the run resumes)."""
+    func = getattr(tool, "func", None) or getattr(tool, "coroutine", None) or tool
+    module_name = getattr(func, "__module__", None)
+    name = getattr(func, "__qualname__", None)
+    if not module_name or not name or module_name == "__main__" or "<locals>" in name:
+        return None
+    module = sys.modules.get(module_name)
+    found: Any = module
+    for part in name.split("."):
+        found = getattr(found, part, None)
+    return f"{module_name}:{name}" if found is tool else None

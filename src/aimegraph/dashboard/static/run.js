@@ -10,8 +10,11 @@ document.title = `aimegraph · ${threadId}`;
 $("thread-id").textContent = threadId;
 
 function render(view) {
-  const status = view.active && view.status === "running" ? "running" : view.status;
+  const status = view.status;
   $("status").replaceWith(Object.assign(badge(status), { id: "status" }));
+  $("holder").textContent = view.holder ? `run by ${view.holder}` : "";
+  $("resume-run").hidden = status !== "stopped";
+  $("cancel-run").hidden = !["running", "stopped", "paused", "queued"].includes(status);
   $("goal").textContent = view.goal;
   $("reason").textContent = view.reason || "";
   $("error").textContent = view.error ? `the run stopped with an error: ${view.error}` : "";
@@ -58,6 +61,18 @@ function renderInterrupts(interrupts) {
   $("answer-error").textContent = "";
   $("interrupts").replaceChildren(...interrupts.map(interruptForm));
 }
+
+async function control(action) {
+  $("control-error").textContent = "";
+  try {
+    await post(`${api}/${action}`, {});
+  } catch (error) {
+    $("control-error").textContent = error.message;
+  }
+}
+
+$("resume-run").addEventListener("click", () => control("resume"));
+$("cancel-run").addEventListener("click", () => control("cancel"));
 
 async function answer(interruptId, body) {
   $("answer-error").textContent = "";

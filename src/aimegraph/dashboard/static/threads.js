@@ -5,7 +5,6 @@ const body = document.querySelector("#threads tbody");
 const count = document.getElementById("count");
 const startError = document.getElementById("start-error");
 let rows = [];
-let active = new Set();
 
 filter.value = new URLSearchParams(location.search).get("status") || "";
 
@@ -18,7 +17,7 @@ function render() {
   const shown = wanted ? rows.filter((row) => row.status === wanted) : rows;
   const fragment = document.createDocumentFragment();
   for (const row of shown) {
-    const status = active.has(row.thread_id) && row.status === "running" ? "running" : row.status;
+    const status = row.status;
     fragment.append(
       el("tr", { "data-thread": row.thread_id, onclick: () => open(row.thread_id) },
         el("td", {}, el("a", { href: `/threads/${encodeURIComponent(row.thread_id)}` }, row.thread_id)),
@@ -81,6 +80,5 @@ document.getElementById("run-form").addEventListener("submit", (event) => {
 
 follow("/api/events", "threads", (data) => {
   rows = data.threads;
-  active = new Set(data.active);
   render();
 });
