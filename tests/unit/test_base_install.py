@@ -145,9 +145,7 @@ def test_drawing_in_the_base_install_names_the_extra(base_python: Path, tmp_path
 
 
 @pytest.mark.slow
-def test_without_the_mcp_extra_only_mcp_servers_name_it(
-    base_python: Path, tmp_path: Path
-) -> None:
+def test_without_the_mcp_extra_only_mcp_servers_name_it(base_python: Path, tmp_path: Path) -> None:
     # Issue 25: the engine, the async-only tools and the MCP servers file's checks need
     # no [mcp]; reaching a server names the extra in one line (CLI exit 2).
     (tmp_path / "servers.json").write_text('{"mcpServers": {"x": {"command": "x"}}}')
