@@ -1,7 +1,7 @@
 """Memory that outlives a run, on LangGraph's own parts (DESIGN.md section 7).
 
 * working memory: the state key ``facts`` and the ``remember`` / ``recall`` tools
-  (bundle ``memory``), see :mod:`aimegraph.memory.working`;
+  (bundle ``memory``), see :mod:`aimegraph.tools.whiteboard`;
 * the conversation budget: ``AimeConfig.max_context_tokens``, part of the
   actor's own loop in the core, :mod:`aimegraph.nodes.context` (re-exported here);
 * long-term experience: episodes and lessons in a LangGraph ``BaseStore``
@@ -31,8 +31,8 @@ from aimegraph.memory.store import (
     index_config,
     open_store,
 )
-from aimegraph.memory.working import MEMORY_BUNDLE, memory_tools, recall, remember
 from aimegraph.nodes.context import ContextView, fit_context, within_budget
+from aimegraph.tools.whiteboard import MEMORY_BUNDLE, memory_tools, recall, remember
 
 __all__ = [
     "DEFAULT_SCOPE",

@@ -153,7 +153,7 @@ def default_registry(
     registry.add_bundle(
         "human", "Ask the human user a question and wait for the answer.", [ask_human]
     )
-    from aimegraph.memory.working import MEMORY_BUNDLE, MEMORY_BUNDLE_DESCRIPTION, memory_tools
+    from aimegraph.tools.whiteboard import MEMORY_BUNDLE, MEMORY_BUNDLE_DESCRIPTION, memory_tools
 
     registry.add_bundle(MEMORY_BUNDLE, MEMORY_BUNDLE_DESCRIPTION, memory_tools())
     if knowledge is not None:
