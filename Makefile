@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,dashboard,tracing,distributed,semantic,optimize,web,docs]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,dashboard,tracing,distributed,semantic,optimize,web,docs,eval]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python
