@@ -4,10 +4,12 @@ from aimegraph import build_aime_graph, AimeConfig
 graph = build_aime_graph("scripted:demo", config=AimeConfig(max_parallel=4))
 out = graph.invoke({"goal": "..."}, {"configurable": {"thread_id": "t1"}})
 out["final_answer"], out["status"], out["tasks"], out["verdict"]
+aimegraph.eval("bundled", model="openai:gpt-4o-mini", systems=["aimegraph", "create_agent"])
 """
 
 from aimegraph.config import AimeConfig, WebConfig
 from aimegraph.drawing import draw, draw_plan
+from aimegraph.eval import evaluate as eval  # noqa: A001 - the public name (DESIGN.md s. 17)
 from aimegraph.graphs import (
     build_actor_graph,
     build_aime_graph,
@@ -59,6 +61,7 @@ __all__ = [
     "default_registry",
     "draw",
     "draw_plan",
+    "eval",
     "optimize",
     "render_checklist",
 ]

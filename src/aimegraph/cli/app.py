@@ -32,6 +32,7 @@ from aimegraph.cli import (
     runs,
     threads,
 )
+from aimegraph.cli import eval as evaluation
 from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.support import EXIT_USAGE, CliError, Handler
 
@@ -205,4 +206,5 @@ def build_parser() -> argparse.ArgumentParser:
     knowledge.register(command)
     optimize.register(command)
     prompts.register(command)
+    evaluation.register(command)
     return parser

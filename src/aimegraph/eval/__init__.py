@@ -14,7 +14,7 @@ from aimegraph.eval.oracle import OracleModels
 from aimegraph.eval.runner import DEFAULT_EVALS, EvalResult, evaluate
 from aimegraph.eval.suite import BUNDLED_SUITE, Check, Suite, SuiteError, Task, load_suite
 from aimegraph.eval.summary import compare, read_records
-from aimegraph.eval.systems import SystemSpec, SystemsError, load_systems
+from aimegraph.eval.systems import SystemsError, SystemSpec, load_systems
 
 __all__ = [
     "BUNDLED_SUITE",

@@ -93,7 +93,7 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
             setup.model,
             baseline_tools(registry),
             system_prompt=prompt,
-            response_format=setup.task.schema,
+            response_format=setup.task.answer_schema,
             middleware=[budget],
             checkpointer=InMemorySaver(),
         )
@@ -123,7 +123,7 @@ def _deep_agent(
         model=setup.model,
         tools=baseline_tools(registry, without=DEEPAGENTS_FILE_TOOLS),
         system_prompt=prompt,
-        response_format=setup.task.schema,
+        response_format=setup.task.answer_schema,
         middleware=[budget],
         backend=FilesystemBackend(root_dir=str(setup.workspace.resolve()), virtual_mode=True),
         checkpointer=InMemorySaver(),

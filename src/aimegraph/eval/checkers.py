@@ -290,7 +290,10 @@ def _file(check: Check, workspace: Path, suite: Suite) -> tuple[bool, str]:
     )
     if _normalised(content) == _normalised(expected or ""):
         return True, f"{name} has the expected content"
-    return False, f"{name} differs from the expected content: {_first_difference(content, expected or '')}"
+    return (
+        False,
+        f"{name} differs from the expected content: {_first_difference(content, expected or '')}",
+    )
 
 
 def _first_difference(got: str, expected: str) -> str:

@@ -68,9 +68,7 @@ def scatter_svg(systems: Sequence[Mapping[str, Any]]) -> str:
     for i in range(5):
         value = x_max * i / 4
         shown = f"${value:.4f}" if priced else f"{value:,.0f}"
-        parts.append(
-            f'<text x="{px(value)}" y="{py(0) + 16}" text-anchor="middle">{shown}</text>'
-        )
+        parts.append(f'<text x="{px(value)}" y="{py(0) + 16}" text-anchor="middle">{shown}</text>')
     parts.append(
         f'<text x="{left + plot_w / 2}" y="{height - 6}" text-anchor="middle">'
         f"{escape(label)}</text>"
@@ -121,7 +119,9 @@ def matrix_svg(summary: Mapping[str, Any]) -> str:
         parts.append(f'<text x="{x}" y="18" text-anchor="middle">{escape(name)}</text>')
     for row, task in enumerate(tasks):
         y = head + row * cell_h
-        parts.append(f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{escape(task["id"])}</text>')
+        parts.append(
+            f'<text x="{label_w - 8}" y="{y + 14}" text-anchor="end">{escape(task["id"])}</text>'
+        )
         for col, name in enumerate(names):
             result = task["results"].get(name)
             x = label_w + col * cell_w
@@ -143,7 +143,9 @@ def _rows(columns: Sequence[str], rows: Sequence[Sequence[str]], numeric_from: i
     body = "".join(
         "<tr>"
         + "".join(
-            f'<td class="num">{escape(cell)}</td>' if i >= numeric_from else f"<td>{escape(cell)}</td>"
+            f'<td class="num">{escape(cell)}</td>'
+            if i >= numeric_from
+            else f"<td>{escape(cell)}</td>"
             for i, cell in enumerate(row)
         )
         + "</tr>"
@@ -168,9 +170,24 @@ def html_report(summary: Mapping[str, Any]) -> str:
     body.append("<h2>Systems</h2>")
     body.append(
         _rows(
-            ["system", "kind (model)", "tasks", "rollouts", "pass@1", f"pass@{k}", f"pass^{k}",
-             "calls", "input", "cached", "output", "reasoning", "cost", "wall s",
-             "tokens / solved", "cost / solved"],
+            [
+                "system",
+                "kind (model)",
+                "tasks",
+                "rollouts",
+                "pass@1",
+                f"pass@{k}",
+                f"pass^{k}",
+                "calls",
+                "input",
+                "cached",
+                "output",
+                "reasoning",
+                "cost",
+                "wall s",
+                "tokens / solved",
+                "cost / solved",
+            ],
             [
                 [
                     s["name"],
@@ -204,8 +221,14 @@ def html_report(summary: Mapping[str, Any]) -> str:
         body.append("<h2>Success against cost</h2>" + scatter_svg(systems))
         body.append("<h2>Per task</h2>" + matrix_svg(summary))
     tag_rows = [
-        [tag, s["name"], str(f["tasks"]), fmt_rate(f["pass_at_1"]),
-         fmt_number(f["input_tokens_per_rollout"]), fmt_number(f["input_tokens_per_solved"])]
+        [
+            tag,
+            s["name"],
+            str(f["tasks"]),
+            fmt_rate(f["pass_at_1"]),
+            fmt_number(f["input_tokens_per_rollout"]),
+            fmt_number(f["input_tokens_per_solved"]),
+        ]
         for s in systems
         for tag, f in s["by_tag"].items()
     ]
@@ -213,8 +236,18 @@ def html_report(summary: Mapping[str, Any]) -> str:
         tag_rows.sort(key=lambda row: (row[0], row[1]))
         body.append("<h2>By tag</h2>")
         body.append(
-            _rows(["tag", "system", "tasks", "pass@1", "input tokens / rollout",
-                   "input tokens / solved"], tag_rows, numeric_from=2)
+            _rows(
+                [
+                    "tag",
+                    "system",
+                    "tasks",
+                    "pass@1",
+                    "input tokens / rollout",
+                    "input tokens / solved",
+                ],
+                tag_rows,
+                numeric_from=2,
+            )
         )
     failure_rows = [
         [task["id"], name, f"{f['reason']}" + (f" (x{f['count']})" if f["count"] > 1 else "")]

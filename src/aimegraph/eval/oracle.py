@@ -79,7 +79,7 @@ def _usage(
 ) -> UsageMetadata:
     if fixed is not None:
         return fixed
-    prompt = count_tokens_approximately(messages, tools=tools or None)
+    prompt = count_tokens_approximately(messages, tools=list(tools) or None)
     answer = count_tokens_approximately([reply])
     return UsageMetadata(input_tokens=prompt, output_tokens=answer, total_tokens=prompt + answer)
 
@@ -254,7 +254,9 @@ def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
                 for call in stage.calls
             ]
             summary = _actor_text(stage.result)
-            steps.append({"tool": "submit_result", "args": {"status": "completed", "summary": summary}})
+            steps.append(
+                {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
+            )
             actors[stage.id] = steps
         if not solve:
             reporter.append({"text": UNSOLVED_ANSWER})
@@ -313,7 +315,7 @@ class OracleModels:
             scenario = Scenario.model_validate(aime_scenario(task, solve=solve))
             return AimeOracle(scenario=scenario, usage=self.usage)
         if kind == "create_agent":
-            schema = task.schema
+            schema = task.answer_schema
             return ReactOracle(
                 turns=list(task.oracle.turns),
                 answer_tool=str(schema["title"]) if schema is not None else None,
@@ -321,4 +323,3 @@ class OracleModels:
                 usage=self.usage,
             )
         raise OracleError(f"no oracle replies for {kind} systems (only aimegraph, create_agent)")
-

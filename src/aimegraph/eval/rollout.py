@@ -92,8 +92,9 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def _fresh_workspace(path: Path, task: Task, suite: Suite) -> None:
-    # A rollout cut short by a crash may have left files: every rollout starts clean.
+def fresh_workspace(path: Path, task: Task, suite: Suite) -> None:
+    """``path`` emptied and filled with ``task``'s files. A rollout cut short by a crash
+    may have left files there: every rollout starts clean."""
     shutil.rmtree(path, ignore_errors=True)
     path.mkdir(parents=True)
     for target, source in task.files.items():
@@ -102,7 +103,7 @@ def _fresh_workspace(path: Path, task: Task, suite: Suite) -> None:
         shutil.copyfile(suite.file_path(source), destination)
 
 
-def _program_runner(workspace: Path, code: str) -> str:
+def program_runner(workspace: Path, code: str) -> str:
     """Runs a checked program through the python tool the rollout's systems used."""
     try:
         return str(make_python_tool(workspace).invoke({"code": code}))
@@ -129,7 +130,7 @@ def run_rollout(
     seed_used: int | None = None
     error: str | None = None
     try:
-        _fresh_workspace(workspace, task, suite)
+        fresh_workspace(workspace, task, suite)
         model, applied = seeded(models.model_for(rollout), rollout.seed)
         seed_used = rollout.seed if applied else None
         setup = RolloutSetup(
@@ -158,7 +159,7 @@ def run_rollout(
         ),
         suite,
         judge=judge,
-        run_program=_program_runner,
+        run_program=program_runner,
     )
     passed = error is None and all(c.passed for c in checks)
     if keep_workspaces == "none" or (keep_workspaces == "failed" and passed):
@@ -183,9 +184,7 @@ def run_rollout(
         "answer": outcome.answer[:_ANSWER_CHARS],
         "structured_response": outcome.structured_response,
         "usage": usage.record(),
-        "judge_usage": (
-            judge.usage.model_dump(exclude={"by_role"}) if judge is not None else None
-        ),
+        "judge_usage": (judge.usage.model_dump(exclude={"by_role"}) if judge is not None else None),
         "wall_s": round(wall_s, 4),
         "started_at": started_at,
         "finished_at": _now(),
@@ -204,4 +203,3 @@ def _failure(outcome: Outcome, error: str | None, checks: list[Any]) -> str:
         because = f" ({outcome.reason})" if outcome.reason else ""
         return f"{outcome.status}{because}; {said}"
     return said
-

@@ -138,23 +138,21 @@ def evaluate(
     folder.mkdir(parents=True, exist_ok=True)
     source = ModelSource(OracleModels() if model == ORACLE else model)
     skipped = {
-        spec.name: reason
-        for spec in specs
-        if (reason := _unavailable(spec, model)) is not None
+        spec.name: reason for spec in specs if (reason := _unavailable(spec, model)) is not None
     }
     running = [spec for spec in specs if spec.name not in skipped]
     plan = _plan(loaded, running, source, k, seed)
     manifest = _manifest(loaded, specs, source, k, seed, concurrency)
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
-    known, _torn = read_records(folder / RESULTS)
+    known, _ = read_records(folder / RESULTS)
     valid = {r.key: r for r in plan}
     current: dict[tuple[str, str, int], dict[str, Any]] = {}
-    for record in known:
-        key = (record["system"], record["task"], int(record["rollout"]))
+    for earlier in known:
+        key = (earlier["system"], earlier["task"], int(earlier["rollout"]))
         wanted = valid.get(key)
-        if wanted is not None and _matches(record, wanted):
-            current[key] = record
+        if wanted is not None and _matches(earlier, wanted):
+            current[key] = earlier
     pending = [r for r in plan if r.key not in current]
     resumed = len(current)
     judge = resolve_model(judge_model) if isinstance(judge_model, str) else judge_model

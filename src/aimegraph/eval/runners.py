@@ -60,10 +60,13 @@ class Outcome:
     state: Mapping[str, Any]
 
 
-def run_system(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
-    """Run ``setup.task`` on the system ``spec`` describes."""
+def run_system(
+    spec: SystemSpec, setup: RolloutSetup, *, prompts: Mapping[str, str] | None = None
+) -> Outcome:
+    """Run ``setup.task`` on the system ``spec`` describes (an aimegraph system with
+    ``prompts``, a full prompt set, instead of its own: the prompt optimiser's)."""
     if spec.kind == "aimegraph":
-        return _run_aimegraph(spec, setup)
+        return _run_aimegraph(spec, setup, prompts)
     from aimegraph.eval.baselines import run_baseline  # LangChain v1: the [eval] extra
 
     return run_baseline(spec, setup)
@@ -77,7 +80,9 @@ def thread_config(setup: RolloutSetup) -> RunnableConfig:
 # --- aimegraph
 
 
-def _run_aimegraph(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
+def _run_aimegraph(
+    spec: SystemSpec, setup: RolloutSetup, prompts: Mapping[str, str] | None
+) -> Outcome:
     from aimegraph.graphs.aime import build_aime_graph
 
     budget = setup.budget
@@ -94,16 +99,16 @@ def _run_aimegraph(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
         }
     )
     extra: dict[str, Any] = {}
-    if setup.task.schema is not None:
+    if setup.task.answer_schema is not None:
         # The typed answer (DESIGN.md s. 15): the reporter fills it in, the state's
         # ``structured_response`` holds it, as with create_agent.
-        extra["response_format"] = setup.task.schema
+        extra["response_format"] = setup.task.answer_schema
     graph = build_aime_graph(
         setup.model,
         tools=default_registry(setup.workspace, extra_tools=setup.tools),
         config=config,
         models=dict(spec.models) or None,
-        prompts=_prompts(spec),
+        prompts=dict(prompts) if prompts is not None else _prompts(spec),
         agents=_agents(spec),
         checkpointer=InMemorySaver(serde=make_serializer()),
         **extra,

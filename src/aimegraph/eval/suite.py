@@ -44,6 +44,7 @@ __all__ = [
     "Suite",
     "SuiteError",
     "Task",
+    "is_suite_file",
     "load_suite",
 ]
 
@@ -204,7 +205,9 @@ class Check(_Strict):
         target = f"{self.field}: " if self.field else ""
         kind = self.kind
         if kind == "number":
-            margin = f"±{self.relative:.0%}" if self.relative is not None else f"±{self.tolerance:g}"
+            margin = (
+                f"±{self.relative:.0%}" if self.relative is not None else f"±{self.tolerance:g}"
+            )
             return f"number {target}{self.number:g} {margin}"
         if kind == "file":
             mode = next((m for m in FILE_MODES if self._mode_value(m) is not None), "exists")
@@ -373,9 +376,7 @@ class Task(_Strict):
         for target in self.files:
             path = PurePosixPath(target)
             if path.is_absolute() or ".." in path.parts or not path.parts:
-                raise ValueError(
-                    f"files: {target!r} must be a relative path inside the workspace"
-                )
+                raise ValueError(f"files: {target!r} must be a relative path inside the workspace")
         if self.response_format is not None:
             _check_schema(self.response_format)
         uses_field = [c.describe() for c in self.check if c.field is not None]
@@ -404,7 +405,7 @@ class Task(_Strict):
         return list(self.turns) if self.turns is not None else [self.goal or ""]
 
     @property
-    def schema(self) -> dict[str, Any] | None:
+    def answer_schema(self) -> dict[str, Any] | None:
         """The typed answer's JSON schema, titled (the name its answer tool gets)."""
         if self.response_format is None:
             return None
@@ -486,6 +487,27 @@ class Suite(_Strict):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def is_suite_file(source: str | Path) -> bool:
+    """Whether ``source`` is a suite rather than a file of plain optimiser examples
+    (JSON Lines of ``{"goal": ..., "answer": ...}``): ``bundled``, a YAML or JSON
+    file, or JSON Lines whose records carry a ``check``."""
+    path = Path(source)
+    if str(source) == BUNDLED_SUITE or path.suffix in (".yaml", ".yml", ".json"):
+        return True
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(record, dict) and ("check" in record or "checks" in record):
+            return True
+    return False
+
+
 def load_suite(source: str | Path) -> Suite:
     """The suite in ``source``: a ``.yaml``/``.yml``/``.json`` file (a mapping with
     ``tasks``, or a list of tasks), a ``.jsonl`` file (one task per line), or
@@ -558,7 +580,8 @@ def _validated(data: dict[str, Any], path: Path, shown: str) -> Suite:
 
 def _describe(exc: ValidationError, data: Mapping[str, Any]) -> str:
     """Pydantic's errors, each located by task id (and line, in JSON Lines)."""
-    tasks = data.get("tasks") if isinstance(data.get("tasks"), list) else []
+    listed = data.get("tasks")
+    tasks: list[Any] = listed if isinstance(listed, list) else []
     problems = []
     for error in exc.errors():
         loc = list(error["loc"])
@@ -578,4 +601,3 @@ def _describe(exc: ValidationError, data: Mapping[str, Any]) -> str:
 def _is_union_tag(part: Any) -> bool:
     # pydantic names the union member it tried (``list[str]``, ``str``) in the location.
     return isinstance(part, str) and ("[" in part or part in ("str", "int", "float"))
-

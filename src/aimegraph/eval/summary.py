@@ -34,7 +34,8 @@ Record = Mapping[str, Any]
 def read_records(path: Path) -> tuple[list[dict[str, Any]], int]:
     """The records of a results file, and how many lines were unreadable (a line
     torn by a crash mid-write is skipped; its rollout runs again)."""
-    records, torn = [], 0
+    records: list[dict[str, Any]] = []
+    torn = 0
     if not path.is_file():
         return records, 0
     for line in path.read_text(encoding="utf-8").splitlines():
@@ -137,7 +138,9 @@ def _task_row(records: Sequence[Record]) -> dict[str, Any]:
         "mean_tokens": (_total(records, "input_tokens") + _total(records, "output_tokens")) / n,
         "mean_cost_usd": _total(records, "cost_usd") / n,
         "mean_wall_s": mean([float(r["wall_s"]) for r in records]),
-        "failures": [{"reason": reason, "count": count} for reason, count in failures.most_common(3)],
+        "failures": [
+            {"reason": reason, "count": count} for reason, count in failures.most_common(3)
+        ],
     }
 
 

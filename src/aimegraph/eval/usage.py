@@ -80,7 +80,9 @@ def cost_of(usage: UsageMetadata, price: Price | None) -> float:
     cached = int(usage.get("input_token_details", {}).get("cache_read", 0) or 0)
     cached_rate = price[2] if len(price) == 3 else price[0]
     fresh = int(usage.get("input_tokens", 0)) - cached
-    return (fresh * price[0] + cached * cached_rate + int(usage.get("output_tokens", 0)) * price[1]) / 1e6
+    return (
+        fresh * price[0] + cached * cached_rate + int(usage.get("output_tokens", 0)) * price[1]
+    ) / 1e6
 
 
 class UsageCounter(UsageMetadataCallbackHandler):
