@@ -9,7 +9,7 @@ aimegraph.eval("bundled", model="openai:gpt-4o-mini", systems=["aimegraph", "cre
 
 from aimegraph.config import AimeConfig, WebConfig
 from aimegraph.drawing import draw, draw_plan
-from aimegraph.eval import evaluate as eval  # noqa: A001 - the public name (DESIGN.md s. 17)
+from aimegraph import eval  # the package; aimegraph.eval(...) runs an eval (DESIGN.md s. 17)
 from aimegraph.graphs import (
     build_actor_graph,
     build_aime_graph,

@@ -306,6 +306,8 @@ class OracleModels:
 
     solve: Callable[[str, int], bool] = lambda task_id, rollout: True
     usage: UsageMetadata | None = None
+    name: str = ORACLE_MODEL_NAME
+    """How records and reports name the model (part of the system's digest)."""
 
     def __call__(self, task: Task, kind: str, rollout: int) -> BaseChatModel:
         if task.oracle is None:
