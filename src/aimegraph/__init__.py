@@ -7,9 +7,9 @@ out["final_answer"], out["status"], out["tasks"], out["verdict"]
 aimegraph.eval("bundled", model="openai:gpt-4o-mini", systems=["aimegraph", "create_agent"])
 """
 
+from aimegraph import eval  # the package; aimegraph.eval(...) runs an eval (DESIGN.md s. 17)
 from aimegraph.config import AimeConfig, WebConfig
 from aimegraph.drawing import draw, draw_plan
-from aimegraph import eval  # the package; aimegraph.eval(...) runs an eval (DESIGN.md s. 17)
 from aimegraph.graphs import (
     build_actor_graph,
     build_aime_graph,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from aimegraph.eval.stats import pass_at_k, pass_hat_k, paired, sign_test, wilson
+from aimegraph.eval.stats import paired, pass_at_k, pass_hat_k, sign_test, wilson
 from aimegraph.eval.summary import compare
 
 
