@@ -5,6 +5,7 @@ every kind end as records."""
 
 from __future__ import annotations
 
+import inspect
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import pytest
 from langchain_core.messages.ai import UsageMetadata
 
+from aimegraph import build_aime_graph
 from aimegraph.eval import OracleModels, SystemSpec, evaluate, load_suite
 from aimegraph.eval.oracle import UNSOLVED_ANSWER
 from aimegraph.eval.runner import RESULTS
@@ -268,3 +270,19 @@ def test_html_report_is_self_contained_and_escapes_run_text(tmp_path: Path) -> N
     assert "<script" not in html and "&lt;script&gt;" in html
     assert "<svg" in html and "success against cost" in html and "per-task results" in html
     assert "http" not in html.replace("http://www.w3.org/2000/svg", "")  # nothing external
+
+
+TYPED_ANSWERS = "response_format" in inspect.signature(build_aime_graph).parameters
+
+
+@pytest.mark.skipif(not TYPED_ANSWERS, reason="build_aime_graph has no response_format (issue 24)")
+def test_typed_answers_on_aimegraph(tmp_path: Path) -> None:
+    """The same typed tasks through aimegraph's reporter (``response_format``, the
+    state's ``structured_response``), one with a field named like a scripted step."""
+    suite = load_suite("bundled").select(tags=["typed"])
+    result = evaluate(suite, model="oracle", systems=["aimegraph"], out=tmp_path / "out")
+    assert len(result.records) == 3
+    for record in result.records:
+        assert record["passed"], record["failure"]
+    levels = next(r for r in result.records if r["task"] == "typed-log-levels")
+    assert levels["structured_response"] == {"info": 119, "warn": 24, "error": 17}

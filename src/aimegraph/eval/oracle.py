@@ -260,8 +260,12 @@ def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
             actors[stage.id] = steps
         if not solve:
             reporter.append({"text": UNSOLVED_ANSWER})
-        elif turn.structured is not None:
-            reporter.append(_rename(turn.structured, "result"))
+        elif turn.structured is not None and task.answer_schema is not None:
+            # A call of the answer's tool, as native structured output binds it: an
+            # entry that is the object itself would be read as a step when a field
+            # is named like one (error, text, tool).
+            answer = _rename(turn.structured, "result")
+            reporter.append({"tool": task.answer_schema["title"], "args": answer})
         else:
             reporter.append({"text": _rename(turn.answer or "", "result")})
     return {
