@@ -184,7 +184,7 @@ def run_rollout(
         "answer": outcome.answer[:_ANSWER_CHARS],
         "structured_response": outcome.structured_response,
         "usage": usage.record(),
-        "judge_usage": (judge.usage.model_dump(exclude={"by_role"}) if judge is not None else None),
+        "judge_usage": _judge_usage(judge),
         "wall_s": round(wall_s, 4),
         "started_at": started_at,
         "finished_at": _now(),
@@ -203,3 +203,16 @@ def _failure(outcome: Outcome, error: str | None, checks: list[Any]) -> str:
         because = f" ({outcome.reason})" if outcome.reason else ""
         return f"{outcome.status}{because}; {said}"
     return said
+
+
+def _judge_usage(judge: Judge | None) -> dict[str, float] | None:
+    """What the rubric judge spent on this rollout (apart from the system's usage)."""
+    if judge is None:
+        return None
+    used = judge.usage
+    return {
+        "llm_calls": used.llm_calls,
+        "input_tokens": used.input_tokens,
+        "output_tokens": used.output_tokens,
+        "cost_usd": used.cost_usd,
+    }
