@@ -8,6 +8,7 @@
     python -m bench --only distributed   # [distributed] extra, Redis and Postgres on 127.0.0.1
     python -m bench --only optimize      # [optimize] extra (GEPA)
     python -m bench --only web_docs      # [web], [docs] and [dev] extras
+    python -m bench --only eval          # [eval] extra: aimegraph against create_agent
     python -m bench --output results.md  # where to write the report
 
 The full run writes ``bench/results.md``; ``--quick`` and ``--only`` write nothing unless
@@ -29,6 +30,7 @@ from bench import (
     dashboard,
     distributed,
     economy,
+    eval_tokens,
     jsonparse,
     local_plans,
     memory,
@@ -63,6 +65,7 @@ ON_DEMAND: dict[str, Callable[[bool], SectionResult]] = {
     "distributed": distributed.run,
     "optimize": optimize.run,
     "web_docs": web_docs.run,
+    "eval": eval_tokens.run,
 }
 """Sections that need an optional extra or service: run only when named in ``--only``."""
 
