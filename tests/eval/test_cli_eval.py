@@ -96,7 +96,8 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert err.startswith("error:") and message in " ".join(err.split())
 
 
-SLOW = "import time\ntime.sleep(0.4)\nprint(7)"
+SLOW = "import time\ntime.sleep(0.3)\nopen('progress.txt', 'a').write('x')\nprint(7)"
+"""A slow step that leaves a mark in the rollout's workspace."""
 
 
 def _slow_suite(folder: Path) -> Path:
@@ -110,7 +111,7 @@ def _slow_suite(folder: Path) -> Path:
                     {
                         "id": "s1",
                         "title": "Wait",
-                        "calls": [{"tool": "python", "args": {"code": SLOW}}],
+                        "calls": [{"tool": "python", "args": {"code": SLOW}}] * 4,
                     }
                 ],
                 "answer": "{stage:s1}",
@@ -183,6 +184,14 @@ def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
         assert proc.returncode == 130
         assert "stopped: the finished rollouts are recorded" in stderr
         assert "Incomplete" in (out / REPORT_MD).read_text()
+        # The rollout in flight was drained: it stopped before its four steps were done.
+        recorded = {(r["system"], r["task"]) for r in before}
+        marks = [
+            len(p.read_text())
+            for p in (out / "workspaces").glob("*/*/0/progress.txt")
+            if (p.parts[-4], p.parts[-3]) not in recorded
+        ]
+        assert marks and all(count < 4 for count in marks)
     else:
         assert proc.returncode == -signal.SIGKILL
 

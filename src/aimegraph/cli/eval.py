@@ -17,7 +17,7 @@ from rich.table import Table
 from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError, application_tools
 from aimegraph.eval.report import comparison_markdown, fmt_ci, fmt_cost, fmt_number
 from aimegraph.eval.runner import DEFAULT_EVALS, RESULTS, evaluate
-from aimegraph.eval.suite import SuiteError
+from aimegraph.eval.suite import Budget, SuiteError
 from aimegraph.eval.summary import compare, read_records
 from aimegraph.eval.systems import BUILTIN_SYSTEMS, SystemsError
 
@@ -90,6 +90,13 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="the application's tools for every system (a tool, a function or a list); repeatable",
     )
     parser.add_argument(
+        "--max-llm-calls", type=int, help="at most this many model calls per rollout"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, help="at most this many tokens (input + output) per rollout"
+    )
+    parser.add_argument("--timeout", type=float, help="at most this many seconds per rollout")
+    parser.add_argument(
         "--keep-workspaces",
         choices=["failed", "all", "none"],
         default="failed",
@@ -123,6 +130,18 @@ def _prices(text: str | None) -> dict[str, tuple[float, ...]] | None:
     return prices
 
 
+def _budget(args: argparse.Namespace) -> Budget | None:
+    """The ceiling the budget flags put on every task's own budget."""
+    limits = {"max_llm_calls": args.max_llm_calls, "max_tokens": args.max_tokens}
+    limits["timeout_s"] = args.timeout
+    if all(value is None for value in limits.values()):
+        return None
+    try:
+        return Budget(**limits)
+    except ValueError as exc:
+        raise CliError(f"budget flags must be positive: {exc}", EXIT_USAGE) from exc
+
+
 def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     """Run an eval (exit 0 when every rollout is recorded, whatever the scores; 130 when
     stopped by Ctrl-C, resumable), or compare two results."""
@@ -149,6 +168,7 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
             tools=application_tools(args.tools),
             tasks=_names(args.tasks),
             tags=_names(args.tags),
+            budget=_budget(args),
             keep_workspaces=args.keep_workspaces,
             progress=False if args.json else Console(stderr=True),
         )

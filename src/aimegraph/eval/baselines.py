@@ -99,7 +99,9 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
         )
     state: Mapping[str, Any] = {}
     for goal in setup.task.goals:
-        state = graph.invoke({"messages": [HumanMessage(goal)]}, thread_config(setup))
+        state = graph.invoke(
+            {"messages": [HumanMessage(goal)]}, thread_config(setup), control=setup.control
+        )
     messages = state.get("messages") or []
     last = next((m for m in reversed(messages) if isinstance(m, AIMessage)), None)
     answer = visible_text(last) if last is not None else ""

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.tools import ToolException
+from langgraph.runtime import RunControl
 
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
 from aimegraph.eval.runners import Outcome, RolloutSetup, run_system
@@ -121,8 +122,10 @@ def run_rollout(
     prices: Prices | None = None,
     judge_model: BaseChatModel | None = None,
     keep_workspaces: KeepWorkspaces = "failed",
+    control: RunControl | None = None,
 ) -> dict[str, Any]:
-    """Run, judge and record one rollout (see the module docstring)."""
+    """Run, judge and record one rollout (see the module docstring). ``control``
+    drains the system's graph when the eval is stopped."""
     task = rollout.task
     workspace = workdir / rollout.system.name / task.id / str(rollout.index)
     counter = UsageCounter()
@@ -141,6 +144,7 @@ def run_rollout(
             counter=counter,
             tools=tools,
             thread_id=f"eval-{rollout.system.name}-{task.id}-{rollout.index}",
+            control=control or RunControl(),
         )
         outcome = run_system(rollout.system, setup)
     except Exception as exc:  # noqa: BLE001 - whatever a system raises is the rollout's data

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import RunControl
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -36,7 +37,7 @@ from aimegraph.eval.html import html_report
 from aimegraph.eval.oracle import OracleModels
 from aimegraph.eval.report import markdown_report
 from aimegraph.eval.rollout import KeepWorkspaces, ModelFactory, ModelSource, Rollout, run_rollout
-from aimegraph.eval.suite import Suite, load_suite
+from aimegraph.eval.suite import Budget, Suite, load_suite
 from aimegraph.eval.summary import read_records, summarise
 from aimegraph.eval.systems import SystemSpec, load_systems, unavailable_reason
 from aimegraph.eval.usage import Prices
@@ -91,6 +92,7 @@ def evaluate(
     tools: Sequence[ToolLike] = (),
     tasks: Sequence[str] | None = None,
     tags: Sequence[str] | None = None,
+    budget: Budget | None = None,
     keep_workspaces: KeepWorkspaces = "failed",
     progress: Console | bool = False,
     on_rollout: Callable[[Mapping[str, Any]], None] | None = None,
@@ -119,6 +121,7 @@ def evaluate(
             ``(input, output, cached input)``; the cost of every system.
         tools: The application's tools, given to every system.
         tasks, tags: Only the tasks with these ids / with one of these tags.
+        budget: A ceiling on every task's budget (calls, tokens, seconds per rollout).
         keep_workspaces: Keep the workspaces of ``"failed"`` rollouts (default),
             ``"all"`` or ``"none"``.
         progress: Show a progress bar (on this console, or stderr when True).
@@ -133,6 +136,8 @@ def evaluate(
     loaded = suite if isinstance(suite, Suite) else load_suite(suite)
     if tasks or tags:
         loaded = loaded.select(ids=tasks, tags=tags)
+    if budget is not None:
+        loaded = loaded.capped(budget)
     specs = load_systems(systems)
     folder = Path(out) if out is not None else DEFAULT_EVALS / loaded.name
     folder.mkdir(parents=True, exist_ok=True)
@@ -174,7 +179,7 @@ def evaluate(
         _write_reports(folder, result.summary)
         return result
 
-    def work(rollout: Rollout) -> dict[str, Any]:
+    def work(rollout: Rollout, control: RunControl) -> dict[str, Any]:
         return run_rollout(
             rollout,
             loaded,
@@ -184,6 +189,7 @@ def evaluate(
             prices=prices,
             judge_model=judge,
             keep_workspaces=keep_workspaces,
+            control=control,
         )
 
     def record(item: dict[str, Any]) -> None:
@@ -326,19 +332,22 @@ _DONE = object()
 
 def _run_all(
     pending: Sequence[Rollout],
-    work: Callable[[Rollout], dict[str, Any]],
+    work: Callable[[Rollout, RunControl], dict[str, Any]],
     record: Callable[[dict[str, Any]], None],
     concurrency: int,
     bar: _Bar | None,
 ) -> None:
     """Run ``pending`` in daemon worker threads; the calling thread writes each
     record as it arrives (the only writer), so Ctrl-C there stops at once and
-    leaves every written line whole."""
+    leaves every written line whole. On Ctrl-C every rollout in flight is drained
+    (its graph stops at its next step) and not recorded: it runs again on resume."""
     todo: queue.SimpleQueue[Rollout] = queue.SimpleQueue()
     for rollout in pending:
         todo.put(rollout)
     done: queue.SimpleQueue[Any] = queue.SimpleQueue()
     stop = threading.Event()
+    in_flight: set[RunControl] = set()
+    lock = threading.Lock()
 
     def worker() -> None:
         while not stop.is_set():
@@ -346,10 +355,16 @@ def _run_all(
                 rollout = todo.get_nowait()
             except queue.Empty:
                 break
+            control = RunControl()
+            with lock:
+                in_flight.add(control)
             try:
-                done.put(work(rollout))
+                done.put(work(rollout, control))
             except BaseException as exc:  # noqa: BLE001 - a bug must not hang the eval
                 done.put(exc)
+            finally:
+                with lock:
+                    in_flight.discard(control)
         done.put(_DONE)
 
     workers = [
@@ -375,3 +390,6 @@ def _run_all(
                     bar.advance(item)
     finally:
         stop.set()
+        with lock:
+            for control in in_flight:
+                control.request_drain("the eval was stopped")

@@ -21,6 +21,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.runtime import RunControl
 
 from aimegraph.checkpoints import make_serializer
 from aimegraph.config import AimeConfig
@@ -35,7 +36,8 @@ __all__ = ["Outcome", "RolloutSetup", "run_system", "thread_config"]
 
 @dataclass(frozen=True)
 class RolloutSetup:
-    """What a runner gets for one rollout."""
+    """What a runner gets for one rollout. ``control`` stops its graph at the next
+    step when the eval is stopped (LangGraph's cooperative drain)."""
 
     task: Task
     workspace: Path
@@ -44,6 +46,7 @@ class RolloutSetup:
     counter: UsageCounter
     tools: tuple[ToolLike, ...]
     thread_id: str
+    control: RunControl
 
 
 @dataclass(frozen=True)
@@ -115,7 +118,7 @@ def _run_aimegraph(
     )
     state: Mapping[str, Any] = {}
     for goal in setup.task.goals:
-        state = graph.invoke({"goal": goal}, thread_config(setup))
+        state = graph.invoke({"goal": goal}, thread_config(setup), control=setup.control)
         if graph.get_state(thread_config(setup)).interrupts:
             return Outcome(
                 answer=str(state.get("final_answer") or ""),

@@ -69,6 +69,17 @@ class Budget(_Strict):
     max_tokens: PositiveInt | None = None
     timeout_s: PositiveFloat | None = None
 
+    def capped(self, cap: Budget) -> Budget:
+        """These limits, lowered to ``cap``'s where it sets one."""
+        return Budget(
+            **{
+                name: min(v for v in (getattr(self, name), getattr(cap, name)) if v is not None)
+                if getattr(cap, name) is not None
+                else getattr(self, name)
+                for name in Budget.model_fields
+            }
+        )
+
     def over(self, defaults: Budget) -> Budget:
         """These limits, falling back to ``defaults`` where unset."""
         return Budget(
@@ -452,6 +463,11 @@ class Suite(_Strict):
     def budget_of(self, task: Task) -> Budget:
         """The task's budget over the suite's defaults."""
         return task.budget.over(self.budget)
+
+    def capped(self, cap: Budget) -> Suite:
+        """This suite with every limit lowered to ``cap``'s (a ceiling for an eval)."""
+        tasks = [t.model_copy(update={"budget": t.budget.capped(cap)}) for t in self.tasks]
+        return self.model_copy(update={"budget": self.budget.capped(cap), "tasks": tasks})
 
     def file_path(self, source: str) -> Path:
         return self.root / source

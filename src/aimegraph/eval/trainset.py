@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
+from langgraph.runtime import RunControl
 
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
@@ -62,6 +63,7 @@ class SuiteExamples:
                 counter=UsageCounter(),
                 tools=self.tools,
                 thread_id=f"optimize-{uuid.uuid4().hex}",
+                control=RunControl(),
             )
             outcome = run_system(self.spec, setup, prompts=prompts)
             checks = run_checks(
