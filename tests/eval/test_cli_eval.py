@@ -167,7 +167,7 @@ def _keys(records: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL])
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
 def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
     tmp_path: Path, stop: signal.Signals
 ) -> None:

@@ -16,6 +16,7 @@ from langchain_core.messages.ai import UsageMetadata
 from aimegraph import build_aime_graph
 from aimegraph.eval import OracleModels, SystemSpec, evaluate, load_suite
 from aimegraph.eval.oracle import UNSOLVED_ANSWER
+from aimegraph.eval.suite import Budget
 from aimegraph.eval.runner import RESULTS
 from aimegraph.models.scripted import ScriptedChatModel
 from tests.eval.helpers import AIME_CALLS, REACT_CALLS, THREE_TASKS, write_suite
@@ -203,9 +204,13 @@ def test_typed_answer_missing_fails_its_field_checks(tmp_path: Path) -> None:
     assert "no field 'skus'" in record["failure"]
 
 
-def test_the_budget_stops_both_systems_alike(tmp_path: Path) -> None:
-    path = write_suite(tmp_path / "suite", THREE_TASKS, budget={"max_llm_calls": 2})
-    result = evaluate(path, model="oracle", out=tmp_path / "out", tasks=["two"])
+@pytest.mark.parametrize("where", ["suite", "ceiling"])
+def test_the_budget_stops_both_systems_alike(tmp_path: Path, where: str) -> None:
+    """The suite's budget, or the eval's ceiling over a looser one (``--max-llm-calls``)."""
+    suite_budget = {"max_llm_calls": 2 if where == "suite" else 30}
+    path = write_suite(tmp_path / "suite", THREE_TASKS, budget=suite_budget)
+    ceiling = Budget(max_llm_calls=2) if where == "ceiling" else None
+    result = evaluate(path, model="oracle", out=tmp_path / "out", tasks=["two"], budget=ceiling)
     by_system = {r["system"]: r for r in result.records}
     react = by_system["create_agent"]
     assert react["status"] == "budget_exhausted" and "max_llm_calls (2)" in react["reason"]
