@@ -16,8 +16,8 @@ from langchain_core.messages.ai import UsageMetadata
 from aimegraph import build_aime_graph
 from aimegraph.eval import OracleModels, SystemSpec, evaluate, load_suite
 from aimegraph.eval.oracle import UNSOLVED_ANSWER
-from aimegraph.eval.suite import Budget
 from aimegraph.eval.runner import RESULTS
+from aimegraph.eval.suite import Budget
 from aimegraph.models.scripted import ScriptedChatModel
 from tests.eval.helpers import AIME_CALLS, REACT_CALLS, THREE_TASKS, write_suite
 
