@@ -139,6 +139,8 @@ def _start(suite: Path, out: Path) -> subprocess.Popen[str]:
             str(out),
             "--concurrency",
             "1",
+            "--keep-workspaces",
+            "all",
             "--json",
         ],
         cwd=out.parent,
@@ -162,6 +164,19 @@ def _wait_for_records(out: Path, proc: subprocess.Popen[str], count: int) -> Non
         time.sleep(0.05)
 
 
+def _wait_for_a_step_in_flight(out: Path, proc: subprocess.Popen[str]) -> Path:
+    """The mark file of a rollout not yet recorded, once its first step has run."""
+    deadline = time.monotonic() + 120
+    while True:
+        recorded = {(r["system"], r["task"]) for r in _records(out)}
+        for path in (out / "workspaces").glob("*/*/0/progress.txt"):
+            if (path.parts[-4], path.parts[-3]) not in recorded:
+                return path
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no step ran"
+        time.sleep(0.02)
+
+
 def _keys(records: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
     return [(r["system"], r["task"], r["rollout"]) for r in records]
 
@@ -176,6 +191,7 @@ def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
     out.mkdir()
     proc = _start(suite, out)
     _wait_for_records(out, proc, 2)
+    in_flight = _wait_for_a_step_in_flight(out, proc)
     proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=60)
     before = _records(out)  # every line whole: a record is written in one flushed line
@@ -185,13 +201,7 @@ def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
         assert "stopped: the finished rollouts are recorded" in stderr
         assert "Incomplete" in (out / REPORT_MD).read_text()
         # The rollout in flight was drained: it stopped before its four steps were done.
-        recorded = {(r["system"], r["task"]) for r in before}
-        marks = [
-            len(p.read_text())
-            for p in (out / "workspaces").glob("*/*/0/progress.txt")
-            if (p.parts[-4], p.parts[-3]) not in recorded
-        ]
-        assert marks and all(count < 4 for count in marks)
+        assert len(in_flight.read_text()) < 4
     else:
         assert proc.returncode == -signal.SIGKILL
 
