@@ -96,8 +96,7 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert err.startswith("error:") and message in " ".join(err.split())
 
 
-SLOW = "import time\ntime.sleep(0.3)\nopen('progress.txt', 'a').write('x')\nprint(7)"
-"""A slow step that leaves a mark in the rollout's workspace."""
+SLOW = "import time\ntime.sleep(0.1)\nprint(7)"
 
 
 def _slow_suite(folder: Path) -> Path:
@@ -139,8 +138,6 @@ def _start(suite: Path, out: Path) -> subprocess.Popen[str]:
             str(out),
             "--concurrency",
             "1",
-            "--keep-workspaces",
-            "all",
             "--json",
         ],
         cwd=out.parent,
@@ -164,19 +161,6 @@ def _wait_for_records(out: Path, proc: subprocess.Popen[str], count: int) -> Non
         time.sleep(0.05)
 
 
-def _wait_for_a_step_in_flight(out: Path, proc: subprocess.Popen[str]) -> Path:
-    """The mark file of a rollout not yet recorded, once its first step has run."""
-    deadline = time.monotonic() + 120
-    while True:
-        recorded = {(r["system"], r["task"]) for r in _records(out)}
-        for path in (out / "workspaces").glob("*/*/0/progress.txt"):
-            if (path.parts[-4], path.parts[-3]) not in recorded:
-                return path
-        assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no step ran"
-        time.sleep(0.02)
-
-
 def _keys(records: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
     return [(r["system"], r["task"], r["rollout"]) for r in records]
 
@@ -191,7 +175,6 @@ def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
     out.mkdir()
     proc = _start(suite, out)
     _wait_for_records(out, proc, 2)
-    in_flight = _wait_for_a_step_in_flight(out, proc)
     proc.send_signal(stop)
     _, stderr = proc.communicate(timeout=60)
     before = _records(out)  # every line whole: a record is written in one flushed line
@@ -200,8 +183,6 @@ def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
         assert proc.returncode == 130
         assert "stopped: the finished rollouts are recorded" in stderr
         assert "Incomplete" in (out / REPORT_MD).read_text()
-        # The rollout in flight was drained: it stopped before its four steps were done.
-        assert len(in_flight.read_text()) < 4
     else:
         assert proc.returncode == -signal.SIGKILL
 

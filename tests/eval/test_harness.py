@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -291,3 +292,53 @@ def test_typed_answers_on_aimegraph(tmp_path: Path) -> None:
         assert record["passed"], record["failure"]
     levels = next(r for r in result.records if r["task"] == "typed-log-levels")
     assert levels["structured_response"] == {"info": 119, "warn": 24, "error": 17}
+
+
+def test_ctrl_c_keeps_the_records_and_drains_the_rollouts_in_flight(tmp_path: Path) -> None:
+    """Interrupted in Python (a notebook, a REPL), the eval writes its reports and
+    raises; the rollouts still running stop at their next step instead of running
+    on in the background, and are not recorded."""
+    mark = "import time\ntime.sleep(0.2)\nopen('progress.txt', 'a').write('x')\nprint(1)"
+    steps = [{"tool": "python", "args": {"code": mark}}] * 6
+    tasks = [
+        {
+            "id": f"slow{i}",
+            "goal": "Work.",
+            "check": {"number": 1},
+            # slow0 is done first (one step), while the others have five more to go.
+            "oracle": {
+                "stages": [{"id": "s", "title": "Work", "calls": steps[: 1 if i == 0 else 6]}],
+                "answer": "1",
+            },
+        }
+        for i in range(3)
+    ]
+    path = write_suite(tmp_path / "suite", tasks)
+    out = tmp_path / "out"
+
+    def interrupt(record: Any) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        evaluate(
+            path,
+            model="oracle",
+            systems=["create_agent"],
+            out=out,
+            concurrency=2,
+            keep_workspaces="all",
+            on_rollout=interrupt,
+        )
+    for thread in threading.enumerate():
+        if thread.name.startswith("eval-"):
+            thread.join(timeout=60)
+    (recorded,) = [json.loads(line) for line in (out / RESULTS).read_text().splitlines()]
+    assert recorded["task"] == "slow0"
+    assert "Incomplete: 1 of 3" in (out / "report.md").read_text().replace("**", "")
+    stopped = [
+        len((out / "workspaces" / "create_agent" / task / "0" / "progress.txt").read_text())
+        for task in ("slow0", "slow1", "slow2")
+        if task != recorded["task"]
+        and (out / "workspaces" / "create_agent" / task / "0" / "progress.txt").exists()
+    ]
+    assert stopped and all(count < 6 for count in stopped)
