@@ -232,11 +232,11 @@ def _number(check: Check, value: Any) -> tuple[bool, str]:
         margin = max(margin, abs(expected) * check.relative)
     for number in candidates:
         if math.isfinite(number) and abs(number - expected) <= margin:
-            return True, f"found {number:g} (expected {expected:g} ±{margin:g})"
+            return True, f"found {number:.12g} (expected {expected:.12g} ±{margin:g})"
     if not candidates:
-        return False, f"no number in {_clip(str(value))!r} (expected {expected:g})"
-    shown = ", ".join(f"{n:g}" for n in candidates[:8])
-    return False, f"expected {expected:g} ±{margin:g}; the answer has {shown}"
+        return False, f"no number in {_clip(str(value))!r} (expected {expected:.12g})"
+    shown = ", ".join(f"{n:.12g}" for n in candidates[:8])
+    return False, f"expected {expected:.12g} ±{margin:g}; the answer has {shown}"
 
 
 def field_value(data: Any, path: str) -> tuple[bool, Any]:

@@ -219,7 +219,7 @@ class Check(_Strict):
             margin = (
                 f"±{self.relative:.0%}" if self.relative is not None else f"±{self.tolerance:g}"
             )
-            return f"number {target}{self.number:g} {margin}"
+            return f"number {target}{self.number:.12g} {margin}"
         if kind == "file":
             mode = next((m for m in FILE_MODES if self._mode_value(m) is not None), "exists")
             return f"file {self.file} ({mode})"
