@@ -15,7 +15,13 @@ from rich.markup import escape
 from rich.table import Table
 
 from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError, application_tools
-from aimegraph.eval.report import comparison_markdown, fmt_ci, fmt_cost, fmt_number
+from aimegraph.eval.report import (
+    comparison_markdown,
+    fmt_cost,
+    fmt_number,
+    score_cells,
+    score_columns,
+)
 from aimegraph.eval.runner import DEFAULT_EVALS, RESULTS, evaluate
 from aimegraph.eval.suite import Budget, SuiteError
 from aimegraph.eval.summary import compare, read_records
@@ -197,21 +203,12 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 def _print_summary(summary: dict[str, Any], console: Console) -> None:
     k = summary["k"]
     table = Table(title=f"{summary['suite']}: k = {k}")
-    for column in (
-        "system",
-        "pass@1",
-        f"pass@{k}",
-        f"pass^{k}",
-        "tokens / solved",
-        "cost / solved",
-    ):
+    for column in ("system", *score_columns(k), "tokens / solved", "cost / solved"):
         table.add_column(column)
     for s in summary["systems"]:
         table.add_row(
             escape(s["name"]),
-            fmt_ci(s["pass_at_1"], s["pass_at_1_ci"]),
-            fmt_ci(s["pass_at_k"], s["pass_at_k_ci"]),
-            fmt_ci(s["pass_hat_k"], s["pass_hat_k_ci"]),
+            *score_cells(s, k),
             fmt_number(s["tokens_per_solved"]),
             fmt_cost(s["cost_per_solved"]),
         )

@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from aimegraph.eval.report import fmt_ci, fmt_cost, fmt_number, fmt_rate
+from aimegraph.eval.report import (
+    PASS_AT_K_NOTE,
+    PER_SOLVED_NOTE,
+    SCORES_NOTE,
+    fmt_number,
+    fmt_rate,
+    systems_table,
+)
 
 __all__ = ["html_report", "matrix_svg", "scatter_svg"]
 
@@ -167,55 +174,12 @@ def html_report(summary: Mapping[str, Any]) -> str:
         )
     for name, reason in summary["skipped"].items():
         body.append(f'<p class="note">{escape(name)} skipped: {escape(reason)}</p>')
-    body.append("<h2>Systems</h2>")
+    columns, rows = systems_table(systems, k)
+    body.append("<h2>Systems</h2>" + _rows(columns, rows, numeric_from=2))
     body.append(
-        _rows(
-            [
-                "system",
-                "kind (model)",
-                "tasks",
-                "rollouts",
-                "pass@1",
-                f"pass@{k}",
-                f"pass^{k}",
-                "calls",
-                "input",
-                "cached",
-                "output",
-                "reasoning",
-                "cost",
-                "wall s",
-                "tokens / solved",
-                "cost / solved",
-            ],
-            [
-                [
-                    s["name"],
-                    f"{s['kind']} ({s['model']})",
-                    str(s["tasks"]),
-                    str(s["rollouts"]),
-                    fmt_ci(s["pass_at_1"], s["pass_at_1_ci"]),
-                    fmt_ci(s["pass_at_k"], s["pass_at_k_ci"]),
-                    fmt_ci(s["pass_hat_k"], s["pass_hat_k_ci"]),
-                    fmt_number(s["per_rollout"]["llm_calls"], 1),
-                    fmt_number(s["per_rollout"]["input_tokens"]),
-                    fmt_number(s["per_rollout"]["cached_input_tokens"]),
-                    fmt_number(s["per_rollout"]["output_tokens"]),
-                    fmt_number(s["per_rollout"]["reasoning_tokens"]),
-                    fmt_cost(s["per_rollout"]["cost_usd"]),
-                    fmt_number(s["per_rollout"]["wall_s"], 2),
-                    fmt_number(s["tokens_per_solved"]),
-                    fmt_cost(s["cost_per_solved"]),
-                ]
-                for s in systems
-            ],
-            numeric_from=2,
-        )
-    )
-    body.append(
-        '<p class="note">Calls, tokens, cost and wall time: means per rollout. Brackets: 95% '
-        "Wilson interval over the tasks. Per solved: all spent divided by the rollouts that "
-        "passed.</p>"
+        '<p class="note">Calls, tokens, cost and wall time: means per rollout. '
+        + escape(SCORES_NOTE + (PASS_AT_K_NOTE.format(k=k) if k > 1 else "") + PER_SOLVED_NOTE)
+        + "</p>"
     )
     if systems:
         body.append("<h2>Success against cost</h2>" + scatter_svg(systems))

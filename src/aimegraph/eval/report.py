@@ -5,7 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["comparison_markdown", "fmt_ci", "fmt_number", "markdown_report"]
+__all__ = [
+    "comparison_markdown",
+    "fmt_ci",
+    "fmt_cost",
+    "fmt_number",
+    "markdown_report",
+    "score_cells",
+    "score_columns",
+    "systems_table",
+]
+
+SCORES_NOTE = (
+    "pass@1 is the mean over tasks of the share of a task's rollouts that passed. "
+    "Brackets: 95% Wilson interval over the tasks. "
+)
+PASS_AT_K_NOTE = (
+    "pass@{k} is the chance that at least one of {k} rollouts passes, pass^{k} that all {k} "
+    "do (over the tasks with at least {k} rollouts). "
+)
+PER_SOLVED_NOTE = (
+    "Per solved: everything spent (failed rollouts included) divided by the rollouts that passed."
+)
 
 
 def fmt_number(value: float | None, digits: int = 0) -> str:
@@ -47,15 +68,10 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
             "rollouts recorded; run the same command again to finish.",
             "",
         ]
-    lines += _systems_table(summary["systems"], k)
-    lines += [
-        "",
-        "pass@1 is the mean over tasks of the share of a task's rollouts that passed; "
-        f"pass@{k} the chance that at least one of {k} rollouts passes, pass^{k} that all "
-        f"{k} do (tasks with at least {k} rollouts). Brackets: 95% Wilson interval over the "
-        "tasks. Per solved: everything spent (failed rollouts included) divided by the "
-        "rollouts that passed.",
-    ]
+    columns, rows = systems_table(summary["systems"], k)
+    lines += ["## Systems", "", "Calls, tokens, cost and wall time are means per rollout.", ""]
+    lines += _table(columns, rows)
+    lines += ["", SCORES_NOTE + (PASS_AT_K_NOTE.format(k=k) if k > 1 else "") + PER_SOLVED_NOTE]
     for name, reason in summary["skipped"].items():
         lines += ["", f"- **{name}** skipped: {reason}"]
     tag_rows = [
@@ -90,7 +106,37 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _systems_table(systems: Sequence[Mapping[str, Any]], k: int) -> list[str]:
+def score_columns(k: int) -> list[str]:
+    """pass@1, and with more than one rollout per task pass@k and pass^k."""
+    return ["pass@1"] if k == 1 else ["pass@1", f"pass@{k}", f"pass^{k}"]
+
+
+def score_cells(system: Mapping[str, Any], k: int) -> list[str]:
+    names = ["pass_at_1"] if k == 1 else ["pass_at_1", "pass_at_k", "pass_hat_k"]
+    return [fmt_ci(system[name], system[f"{name}_ci"]) for name in names]
+
+
+def systems_table(
+    systems: Sequence[Mapping[str, Any]], k: int
+) -> tuple[list[str], list[list[str]]]:
+    """The per-system table of both reports: columns and rows."""
+    columns = [
+        "system",
+        "kind (model)",
+        "tasks",
+        "rollouts",
+        *score_columns(k),
+        "calls",
+        "input",
+        "cached",
+        "output",
+        "reasoning",
+        "cost",
+        "wall s",
+        "tokens / solved",
+        "input / solved",
+        "cost / solved",
+    ]
     rows = []
     for s in systems:
         per = s["per_rollout"]
@@ -100,9 +146,7 @@ def _systems_table(systems: Sequence[Mapping[str, Any]], k: int) -> list[str]:
                 f"{s['kind']} ({s['model']})",
                 str(s["tasks"]),
                 str(s["rollouts"]),
-                fmt_ci(s["pass_at_1"], s["pass_at_1_ci"]),
-                fmt_ci(s["pass_at_k"], s["pass_at_k_ci"]),
-                fmt_ci(s["pass_hat_k"], s["pass_hat_k_ci"]),
+                *score_cells(s, k),
                 fmt_number(per["llm_calls"], 1),
                 fmt_number(per["input_tokens"]),
                 fmt_number(per["cached_input_tokens"]),
@@ -115,32 +159,7 @@ def _systems_table(systems: Sequence[Mapping[str, Any]], k: int) -> list[str]:
                 fmt_cost(s["cost_per_solved"]),
             ]
         )
-    columns = [
-        "system",
-        "kind (model)",
-        "tasks",
-        "rollouts",
-        "pass@1",
-        f"pass@{k}",
-        f"pass^{k}",
-        "calls",
-        "input",
-        "cached",
-        "output",
-        "reasoning",
-        "cost",
-        "wall s",
-        "tokens / solved",
-        "input / solved",
-        "cost / solved",
-    ]
-    return [
-        "## Systems",
-        "",
-        "Calls, tokens, cost and wall time are means per rollout.",
-        "",
-        *_table(columns, rows),
-    ]
+    return columns, rows
 
 
 def _tasks_table(summary: Mapping[str, Any]) -> list[str]:
