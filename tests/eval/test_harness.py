@@ -98,6 +98,7 @@ def test_failed_rollouts_say_why(suite_path: Path, tmp_path: Path) -> None:
         assert UNSOLVED_ANSWER in failures[0]["reason"]
     markdown = result.report_md.read_text()
     assert "number 43" in markdown and "(x3)" in markdown
+    assert "| pass@1 | pass@3 | pass^3 |" in markdown and "pass@3 is the chance" in markdown
 
 
 def test_usage_is_counted_alike_for_aimegraph_as_its_own_usage(
@@ -275,6 +276,7 @@ def test_html_report_is_self_contained_and_escapes_run_text(tmp_path: Path) -> N
     html = result.report_html.read_text()
     assert "<script" not in html and "&lt;script&gt;" in html
     assert "<svg" in html and "success against cost" in html and "per-task results" in html
+    assert "pass^1" not in html and "pass@1" in html  # k = 1: pass@k and pass^k say nothing more
     assert "http" not in html.replace("http://www.w3.org/2000/svg", "")  # nothing external
 
 
