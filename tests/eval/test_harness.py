@@ -6,6 +6,7 @@ every kind end as records."""
 from __future__ import annotations
 
 import inspect
+import io
 import json
 import threading
 from pathlib import Path
@@ -13,6 +14,7 @@ from typing import Any
 
 import pytest
 from langchain_core.messages.ai import UsageMetadata
+from rich.console import Console
 
 from aimegraph import build_aime_graph
 from aimegraph.eval import OracleModels, SystemSpec, evaluate, load_suite
@@ -344,3 +346,46 @@ def test_ctrl_c_keeps_the_records_and_drains_the_rollouts_in_flight(tmp_path: Pa
         and (out / "workspaces" / "create_agent" / task / "0" / "progress.txt").exists()
     ]
     assert stopped and all(count < 6 for count in stopped)
+
+
+def test_create_agent_without_langchain_v1_is_skipped_with_the_reason(
+    suite_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.metadata
+
+    version = importlib.metadata.version
+    monkeypatch.setattr(
+        importlib.metadata,
+        "version",
+        lambda name: "0.3.27" if name == "langchain" else version(name),
+    )
+    result = evaluate(suite_path, model="oracle", out=tmp_path / "out", tasks=["one"])
+    assert result.skipped == {
+        "create_agent": "create_agent needs LangChain v1: pip install 'aimegraph[eval]'"
+    }
+    assert [r["system"] for r in result.records] == ["aimegraph"]
+
+
+def test_progress_bar_counts_rollouts_and_passes(suite_path: Path, tmp_path: Path) -> None:
+    console = Console(file=io.StringIO(), width=120)
+    evaluate(
+        suite_path,
+        model=OracleModels(solve=_solves),
+        systems=["create_agent"],
+        out=tmp_path / "out",
+        k=3,
+        progress=console,
+    )
+    shown = console.file.getvalue()  # type: ignore[attr-defined]
+    assert "9/9" in shown and "5 passed" in shown
+    # Passed rollouts leave no workspace; failed ones keep theirs for a look.
+    kept = sorted(
+        p.relative_to(tmp_path / "out" / "workspaces")
+        for p in (tmp_path / "out" / "workspaces").glob("*/*/*")
+    )
+    assert kept == [
+        Path("create_agent/three/0"),
+        Path("create_agent/three/1"),
+        Path("create_agent/three/2"),
+        Path("create_agent/two/1"),
+    ]

@@ -104,6 +104,18 @@ def fresh_workspace(path: Path, task: Task, suite: Suite) -> None:
         shutil.copyfile(suite.file_path(source), destination)
 
 
+def _remove(workspace: Path, *, up_to: Path) -> None:
+    """Delete a rollout's workspace, and the task and system folders it leaves empty."""
+    shutil.rmtree(workspace, ignore_errors=True)
+    for folder in (workspace.parent, workspace.parent.parent):
+        if folder == up_to or not folder.is_relative_to(up_to):
+            break
+        try:
+            folder.rmdir()  # only when empty: another rollout may still use it
+        except OSError:
+            break
+
+
 def program_runner(workspace: Path, code: str) -> str:
     """Runs a checked program through the python tool the rollout's systems used."""
     try:
@@ -167,7 +179,7 @@ def run_rollout(
     )
     passed = error is None and all(c.passed for c in checks)
     if keep_workspaces == "none" or (keep_workspaces == "failed" and passed):
-        shutil.rmtree(workspace, ignore_errors=True)
+        _remove(workspace, up_to=workdir)
     usage = counter.totals(prices)
     return {
         "system": rollout.system.name,

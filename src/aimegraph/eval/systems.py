@@ -20,6 +20,7 @@ JSON: a list of specs, or a mapping with ``systems``).
 from __future__ import annotations
 
 import hashlib
+import importlib.metadata
 import importlib.util
 import json
 from collections.abc import Sequence
@@ -99,11 +100,19 @@ BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
 
 def unavailable_reason(kind: SystemKind) -> str | None:
     """Why a kind of system cannot run in this installation (``None``: it can)."""
-    if kind == "create_agent" and importlib.util.find_spec("langchain.agents") is None:
+    if kind == "create_agent" and _major_version("langchain") < 1:
         return "create_agent needs LangChain v1: pip install 'aimegraph[eval]'"
     if kind == "deepagents" and importlib.util.find_spec("deepagents") is None:
         return "deepagents is not installed (pip install deepagents)"
     return None
+
+
+def _major_version(distribution: str) -> int:
+    """The installed major version of a distribution (0 when it is not installed)."""
+    try:
+        return int(importlib.metadata.version(distribution).split(".")[0])
+    except (importlib.metadata.PackageNotFoundError, ValueError):
+        return 0
 
 
 def load_systems(items: Sequence[str | SystemSpec]) -> list[SystemSpec]:
