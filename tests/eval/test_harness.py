@@ -175,7 +175,7 @@ def test_a_changed_task_runs_again_and_a_torn_line_is_skipped(
     changed += THREE_TASKS[1:]
     write_suite(suite_path.parent, changed)
     again = evaluate(suite_path, model="oracle", systems=["create_agent"], out=out)
-    assert again.ran == 1 and again.resumed == 2
+    assert again.ran == 1 and again.resumed == 2 and again.torn == 1
     assert {r["task"] for r in again.records} == {"one", "two", "three"}
 
 

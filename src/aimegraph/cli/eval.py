@@ -192,6 +192,10 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary}))
         return 0
     _print_summary(result.summary, console)
+    if result.torn:
+        console.print(
+            f"{result.torn} unreadable line(s) of {RESULTS} skipped (their rollouts ran again)"
+        )
     console.print(
         f"{result.ran} rollout(s) run, {result.resumed} already recorded; reports: "
         f"{escape(str(result.report_md))}, {escape(str(result.report_html))}",

@@ -59,8 +59,9 @@ ORACLE = "oracle"
 @dataclass
 class EvalResult:
     """A finished (or stopped) eval: its directory, the records that count (current
-    task and system definitions), the summary, the systems skipped and why, and
-    how many rollouts this call ran and how many were already recorded."""
+    task and system definitions), the summary, the systems skipped and why, how
+    many rollouts this call ran and how many were already recorded, and how many
+    lines of the results file could not be read (torn by a crash; run again)."""
 
     out: Path
     records: list[dict[str, Any]]
@@ -68,6 +69,7 @@ class EvalResult:
     skipped: dict[str, str] = field(default_factory=dict)
     ran: int = 0
     resumed: int = 0
+    torn: int = 0
 
     @property
     def report_md(self) -> Path:
@@ -150,7 +152,7 @@ def evaluate(
     manifest = _manifest(loaded, specs, source, k, seed, concurrency)
     (folder / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
 
-    known, _ = read_records(folder / RESULTS)
+    known, torn = read_records(folder / RESULTS)
     valid = {r.key: r for r in plan}
     current: dict[tuple[str, str, int], dict[str, Any]] = {}
     for earlier in known:
@@ -161,7 +163,7 @@ def evaluate(
     pending = [r for r in plan if r.key not in current]
     resumed = len(current)
     judge = resolve_model(judge_model) if isinstance(judge_model, str) else judge_model
-    result = EvalResult(folder, [], {}, skipped, 0, resumed)
+    result = EvalResult(folder, [], {}, skipped, 0, resumed, torn)
 
     def finish() -> EvalResult:
         result.records = [current[r.key] for r in plan if r.key in current]
