@@ -162,3 +162,13 @@ def test_seeds_go_to_clients_that_take_one() -> None:
     assert applied and copy.seed == 7 and client.seed is None  # type: ignore[attr-defined]
     scripted = ScriptedChatModel.from_dict({})
     assert seeded(scripted, 7) == (scripted, False)
+
+
+def test_a_run_that_waits_for_a_human_fails_as_paused(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", THREE_TASKS)
+    asks = SystemSpec(name="asks", config={"approve_plan": True})
+    result = evaluate(suite, model="oracle", systems=[asks], out=tmp_path / "out", tasks=["one"])
+    (record,) = result.records
+    assert record["status"] == "paused" and not record["passed"]
+    assert "evals are unattended" in record["failure"]
+    assert record["usage"]["llm_calls"] == 1  # the planner, then the pause
