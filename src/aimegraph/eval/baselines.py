@@ -15,7 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
 from aimegraph.eval.checkers import structured_json
-from aimegraph.eval.runners import Outcome, RolloutSetup, thread_config
+from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config
 from aimegraph.eval.suite import Budget
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter

@@ -22,7 +22,8 @@ from langchain_core.tools import ToolException
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
-from aimegraph.eval.runners import Outcome, RolloutSetup, run_system
+from aimegraph.eval.outcome import Outcome, RolloutSetup
+from aimegraph.eval.runners import run_system
 from aimegraph.eval.suite import Suite, Task
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import Prices, UsageCounter, seeded

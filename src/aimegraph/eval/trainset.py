@@ -21,8 +21,9 @@ from langgraph.runtime import RunControl
 
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
+from aimegraph.eval.outcome import RolloutSetup
 from aimegraph.eval.rollout import fresh_workspace, program_runner
-from aimegraph.eval.runners import RolloutSetup, run_system
+from aimegraph.eval.runners import run_system
 from aimegraph.eval.suite import Suite
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
