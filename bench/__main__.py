@@ -31,6 +31,7 @@ from bench import (
     dashboard,
     distributed,
     economy,
+    eval_tokens,
     jsonparse,
     local_plans,
     local_runs,
@@ -73,6 +74,7 @@ NEEDING_EXTRAS: dict[str, Callable[[bool], SectionResult]] = {
     "web_docs": web_docs.run,
     "mcp": mcp.run,
     "sandbox": sandbox.run,
+    "eval": eval_tokens.run,
 }
 """Sections that need an optional extra or a service: in the full run, never in
 ``--quick`` (unless named in ``--only``)."""

@@ -4,8 +4,10 @@ from aimegraph import build_aime_graph, AimeConfig
 graph = build_aime_graph("scripted:demo", config=AimeConfig(max_parallel=4))
 out = graph.invoke({"goal": "..."}, {"configurable": {"thread_id": "t1"}})
 out["final_answer"], out["status"], out["tasks"], out["verdict"]
+aimegraph.eval("bundled", model="openai:gpt-4o-mini", systems=["aimegraph", "create_agent"])
 """
 
+from aimegraph import eval  # the package; aimegraph.eval(...) runs an eval (DESIGN.md s. 17)
 from aimegraph.checkpoints.lease import ThreadBusyError, hold_thread
 from aimegraph.config import AimeConfig, WebConfig
 from aimegraph.drawing import draw, draw_plan
@@ -62,6 +64,7 @@ __all__ = [
     "draw",
     "draw_plan",
     "hold_thread",
+    "eval",
     "optimize",
     "render_checklist",
 ]

@@ -38,6 +38,7 @@ from aimegraph.cli import (
     runs,
     threads,
 )
+from aimegraph.cli import eval as evaluation
 from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.runlog import log_directory, run_logging
 from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError, Handler
@@ -282,4 +283,5 @@ def build_parser() -> argparse.ArgumentParser:
     knowledge.register(command)
     optimize.register(command)
     prompts.register(command)
+    evaluation.register(command)
     return parser

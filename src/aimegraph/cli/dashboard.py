@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -11,6 +12,7 @@ from rich.console import Console
 
 from aimegraph.cli.options import broker_options, checkpoints_option
 from aimegraph.cli.support import EXIT_USAGE, CliError
+from aimegraph.eval.runner import DEFAULT_EVALS
 
 __all__ = ["register"]
 
@@ -45,6 +47,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
         metavar="STORE",
         help="prompt store (.jsonl) the prompts pane shows (default: prompts.jsonl beside an "
         "SQLite checkpoint file, else .aimegraph/prompts.jsonl)",
+    )
+    dashboard.add_argument(
+        "--evals",
+        metavar="DIR",
+        default=str(DEFAULT_EVALS),
+        help=f"folder of aimegraph eval's directories the evals pane lists ({DEFAULT_EVALS})",
     )
     broker_options(dashboard, "that distributed runs' resumes go to")
 
@@ -86,6 +94,7 @@ def cmd_dashboard(
             host=args.host,
             port=args.port,
             token=token,
+            evals=Path(args.evals),
         )
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl+C it shut down on
         console.print("dashboard stopped")

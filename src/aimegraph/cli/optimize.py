@@ -1,10 +1,11 @@
-"""``aimegraph optimize``: GEPA over the prompts from JSON Lines example files."""
+"""``aimegraph optimize``: GEPA over the prompts from JSON Lines example files or task suites."""
 
 from __future__ import annotations
 
 import argparse
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,12 @@ from aimegraph.cli.support import (
     EXIT_USAGE,
     AddCommand,
     CliError,
+    application_tools,
     checked_config,
     config_json,
 )
+from aimegraph.config import AimeConfig
+from aimegraph.eval.suite import is_suite_file
 from aimegraph.optimizer.store import PromptStore, default_prompt_store
 from aimegraph.prompts import DEFAULT_PROMPTS
 from aimegraph.steering import run_tools
@@ -27,6 +31,7 @@ from aimegraph.steering import run_tools
 __all__ = ["read_examples", "register"]
 
 DEFAULT_WORKSPACE = Path(".aimegraph/workspace/optimize")
+MIXED_SETS = "--trainset and --valset must both be suites or both example files"
 
 
 def register(command: AddCommand) -> None:
@@ -43,10 +48,17 @@ def register(command: AddCommand) -> None:
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--trainset", required=True, metavar="FILE", help='JSON Lines: {"goal": ...} per line'
+        "--trainset",
+        required=True,
+        metavar="FILE",
+        help='JSON Lines: {"goal": ...} per line; or a task suite (as aimegraph eval takes: '
+        "YAML/JSON, or JSON Lines of tasks with checks), each task run in a workspace of "
+        "its own and scored by the share of its checks that pass",
     )
     parser.add_argument(
-        "--valset", metavar="FILE", help="JSON Lines examples to score on (default: trainset)"
+        "--valset",
+        metavar="FILE",
+        help="examples (or a suite) to score on (default: trainset)",
     )
     parser.add_argument(
         "--model", required=True, help="the workflow's model: openai:<model>, local, scripted:..."
@@ -123,19 +135,65 @@ def read_examples(path: str) -> list[dict[str, Any]]:
     return examples
 
 
+@dataclass(frozen=True)
+class OptimizerInputs:
+    """What the example files give ``optimize``: the sets, the metric, the tools, and
+    for suites how each task runs."""
+
+    trainset: list[dict[str, Any]]
+    valset: list[dict[str, Any]] | None
+    metric: Any
+    tools: Any = None
+    run_example: Any = None
+
+
+def _suite_inputs(args: argparse.Namespace, config: AimeConfig) -> OptimizerInputs:
+    """Suites as training and validation sets, scored by their own checks."""
+    from aimegraph.eval.suite import SuiteError, load_suite
+    from aimegraph.eval.trainset import suite_for_optimizer
+
+    if args.metric:
+        raise CliError(
+            "a suite is scored by its own checks: --metric is for example files", EXIT_USAGE
+        )
+    if args.valset and not is_suite_file(args.valset):
+        raise CliError(MIXED_SETS, EXIT_USAGE)
+    try:
+        suites = [load_suite(path) for path in (args.trainset, args.valset) if path]
+    except SuiteError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    inputs = suite_for_optimizer(
+        suites, model=args.model, config=config, tools=application_tools(args.tools)
+    )
+    return OptimizerInputs(
+        trainset=inputs.examples[0],
+        valset=inputs.examples[1] if len(suites) > 1 else None,
+        metric=inputs.metric,
+        run_example=inputs.run_example,
+    )
+
+
 def cmd_optimize(
     args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
 ) -> int:
     """Run ``aimegraph.optimize``; print each iteration and the outcome (or JSON)."""
     from aimegraph.optimizer.optimize import optimize
 
-    trainset = read_examples(args.trainset)
-    valset = read_examples(args.valset) if args.valset else None
     fields = config_json(args.config)
     fields.setdefault("workspace", str(DEFAULT_WORKSPACE))
     config = checked_config(fields)
-    # The same tool registry a CLI run would build from these --tools.
-    tools = run_tools(RunSettings(args.model, config, tools=tuple(args.tools)))
+    if is_suite_file(args.trainset):
+        inputs = _suite_inputs(args, config)
+    else:
+        if args.valset and is_suite_file(args.valset):
+            raise CliError(MIXED_SETS, EXIT_USAGE)
+        inputs = OptimizerInputs(
+            trainset=read_examples(args.trainset),
+            valset=read_examples(args.valset) if args.valset else None,
+            metric=args.metric,
+            # The same tool registry a CLI run would build from these --tools.
+            tools=run_tools(RunSettings(args.model, config, tools=tuple(args.tools))),
+        )
     store = PromptStore(args.prompts or default_prompt_store(args.checkpoints))
     components = tuple(c.strip() for c in args.components.split(",") if c.strip())
 
@@ -152,14 +210,15 @@ def cmd_optimize(
     try:
         result = optimize(
             args.model,
-            trainset,
+            inputs.trainset,
             reflection_model=args.reflection_model,
-            valset=valset,
-            metric=args.metric,
+            valset=inputs.valset,
+            metric=inputs.metric,
             components=components,
             max_metric_calls=args.max_metric_calls,
             config=config,
-            tools=tools,
+            tools=inputs.tools,
+            run_example=inputs.run_example,
             run_dir=args.run_dir,
             store=store,
             minibatch_size=args.minibatch_size,

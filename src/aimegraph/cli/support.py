@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +17,7 @@ from rich.console import Console
 from aimegraph.checkpoints import run_state
 from aimegraph.config import AimeConfig
 from aimegraph.steering import WORKSPACES
+from aimegraph.tools.registry import ToolLike, ToolRegistry, import_tools
 
 __all__ = [
     "EXIT_BUSY",
@@ -28,6 +29,7 @@ __all__ = [
     "AddCommand",
     "CliError",
     "Handler",
+    "application_tools",
     "checked_config",
     "config_from_args",
     "config_json",
@@ -117,6 +119,22 @@ def checked_config(fields: dict[str, Any]) -> AimeConfig:
             f"cannot create the workspace {workspace}: {exc.strerror}", EXIT_USAGE
         ) from exc
     return config.model_copy(update={"workspace": workspace})
+
+
+def application_tools(specs: Sequence[str], flag: str = "--tools") -> list[ToolLike]:
+    """The tools ``module:attr`` specs name, to add to the built-in bundles (a whole
+    ToolRegistry, which would replace them, is refused)."""
+    tools: list[ToolLike] = []
+    for spec in specs:
+        found = import_tools(spec)
+        if isinstance(found, ToolRegistry):
+            raise CliError(
+                f"{flag} {spec}: a ToolRegistry replaces the built-in tools; here tools are "
+                "added to them: name a tool, a function or a list",
+                EXIT_USAGE,
+            )
+        tools += found
+    return tools
 
 
 def run_prompts(args: argparse.Namespace, console: Console, *, online: bool = False) -> str | None:

@@ -37,7 +37,7 @@ from starlette.types import ASGIApp
 
 from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.checkpoints.runs import phase
-from aimegraph.dashboard.panes import MemoryPane, PromptsPane, json_body
+from aimegraph.dashboard.panes import EvalsPane, MemoryPane, PromptsPane, json_body
 from aimegraph.dashboard.runs import (
     NothingToResumeError,
     QueueUnavailableError,
@@ -45,6 +45,7 @@ from aimegraph.dashboard.runs import (
     RunManager,
 )
 from aimegraph.dashboard.views import ThreadReader
+from aimegraph.eval.runner import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.steering import AnswerError, NoSuchInterruptError
 
@@ -74,12 +75,14 @@ def create_app(
     allowed_hosts: tuple[str, ...] = LOOPBACK_HOSTS,
     runs: RunManager | None = None,
     poll_seconds: float = POLL_SECONDS,
+    evals: Path = DEFAULT_EVALS,
 ) -> Starlette:
     """The dashboard over ``saver`` and the long-term memory ``store`` (the memory
     pane shows it, and runs started or resumed here use it, as the CLI's do); the
-    prompts pane shows the ``prompts`` store's versions. ``allowed_hosts`` are the
-    host names requests may be addressed to (``("*",)`` to accept any, which needs
-    a ``token``)."""
+    prompts pane shows the ``prompts`` store's versions; the evals pane the evals
+    under ``evals`` (``aimegraph eval``'s directories) and opens their reports.
+    ``allowed_hosts`` are the host names requests may be addressed to (``("*",)`` to
+    accept any, which needs a ``token``)."""
     if "*" in allowed_hosts and not token:
         raise ValueError("serving every host name needs a token")
     reader = ThreadReader(saver)
@@ -88,11 +91,14 @@ def create_app(
     api = _Api(reader, runs, poll_seconds, closing)
     memory = MemoryPane(store if store is not None else runs.store)
     prompt_pane = PromptsPane(prompts)
+    eval_pane = EvalsPane(evals)
     app = Starlette(
         routes=[
             Route("/", _page("threads.html")),
             Route("/memory", _page("memory.html")),
             Route("/prompts", _page("prompts.html")),
+            Route("/evals", _page("evals.html")),
+            Route("/evals/{name}", eval_pane.report),
             Route("/threads/{thread_id:path}", _page("run.html")),
             Route("/api/threads", api.threads),
             Route("/api/events", api.threads_events),
@@ -108,6 +114,7 @@ def create_app(
             Route("/api/prompts", prompt_pane.versions),
             Route("/api/prompts/use", prompt_pane.use, methods=["POST"]),
             Route("/api/prompts/{version}", prompt_pane.version),
+            Route("/api/evals", eval_pane.evals),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=[

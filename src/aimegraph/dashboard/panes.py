@@ -1,6 +1,7 @@
 """The panes beside the runs: long-term memory (episodes and lessons per scope)
 from the memory store, through the same functions as ``aimegraph memory``; prompt
-versions and their scores from the prompt store (``aimegraph prompts``).
+versions and their scores from the prompt store (``aimegraph prompts``); the evals
+``aimegraph eval`` wrote, and their reports.
 
 Values go to the page as JSON and are put in it as text, like everything else
 the dashboard shows.
@@ -8,13 +9,15 @@ the dashboard shows.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from langgraph.store.base import BaseStore, Item
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, Response
 
+from aimegraph.eval.runs import eval_report, list_evals
 from aimegraph.memory.browse import (
     KINDS,
     forget_memory,
@@ -146,6 +149,34 @@ class PromptsPane:
         except UnknownPromptVersionError as exc:
             return JSONResponse({"error": str(exc)}, 404)
         return JSONResponse({"active": active})
+
+
+REPORT_POLICY = (
+    "default-src 'none'; style-src 'unsafe-inline'; img-src data:; frame-ancestors 'none'; "
+    "base-uri 'none'; form-action 'none'"
+)
+"""An eval report is self-contained HTML with inline styles and SVG and no script:
+its page may style itself, and load and run nothing."""
+
+
+class EvalsPane:
+    """``GET /api/evals`` lists the evals in the evals folder (newest first, with each
+    system's pass@1 and cost per solved task); ``GET /evals/{name}`` serves an eval's
+    HTML report."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    async def evals(self, request: Request) -> Response:
+        items = await run_in_threadpool(list_evals, self.folder)
+        return JSONResponse({"folder": str(self.folder), "evals": items})
+
+    async def report(self, request: Request) -> Response:
+        path = eval_report(self.folder, request.path_params["name"])
+        if path is None:
+            return JSONResponse({"error": "no such eval report"}, 404)
+        text = await run_in_threadpool(path.read_text, "utf-8")
+        return HTMLResponse(text, headers={"Content-Security-Policy": REPORT_POLICY})
 
 
 def _summary(version: PromptVersion, active: str | None) -> dict[str, Any]:

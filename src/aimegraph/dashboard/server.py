@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from types import FrameType
 from typing import Any
 
@@ -17,6 +18,7 @@ from starlette.applications import Starlette
 
 from aimegraph.dashboard.app import LOOPBACK_HOSTS, create_app
 from aimegraph.dashboard.runs import DistributedQueue, RunManager
+from aimegraph.eval.runner import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
 
 TOKEN_ENV = "AIMEGRAPH_DASHBOARD_TOKEN"
@@ -50,10 +52,12 @@ def serve(
     host: str = DEFAULT_HOST,
     port: int = DEFAULT_PORT,
     token: str | None = None,
+    evals: Path = DEFAULT_EVALS,
 ) -> None:
     """Serve the dashboard until interrupted. Runs started or resumed here use the
-    memory ``store``; the prompts pane shows the ``prompts`` store; the resumes of
-    distributed runs go to the ``distributed`` queue. Any host but a loopback
+    memory ``store``; the prompts pane shows the ``prompts`` store; the evals pane
+    the evals under ``evals``; the resumes of distributed runs go to the
+    ``distributed`` queue. Any host but a loopback
     address needs a ``token``, which every request must then carry."""
     import uvicorn
 
@@ -67,6 +71,7 @@ def serve(
         runs=runs,
         token=token,
         allowed_hosts=(*allowed, host),
+        evals=evals,
     )
 
     class Server(uvicorn.Server):

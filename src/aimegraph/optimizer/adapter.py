@@ -13,6 +13,7 @@ import threading
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -43,6 +44,11 @@ log = logging.getLogger("aimegraph.optimizer")
 
 #: Builds the workflow with a full prompt set (``build_aime_graph(prompts=...)``).
 GraphBuilder = Callable[[Mapping[str, str]], Any]
+
+#: Runs one example with a full prompt set and returns the run's output state, for
+#: examples that need more than a goal on a graph (files in a workspace of their
+#: own, several turns): ``aimegraph.eval`` suites.
+RunExample = Callable[[Mapping[str, str], Example], Mapping[str, Any]]
 
 # Records per component handed to the reflection model: failures first; more
 # would only lengthen its prompt.
@@ -164,6 +170,8 @@ class AimeAdapter(GEPAAdapter[Example, Trace, Trace]):
         scorer: ``(example, output_state) -> (score, feedback)``.
         base: The prompts the candidate's components are laid over.
         max_workers: Examples run at once.
+        run_example: Runs an example itself (``(prompts, example) -> output state``)
+            instead of ``{"goal": ...}`` on the built graph.
     """
 
     #: GEPA's reflective proposer (with the reflection LM) writes the new texts.
@@ -176,8 +184,10 @@ class AimeAdapter(GEPAAdapter[Example, Trace, Trace]):
         *,
         base: Mapping[str, str] | None = None,
         max_workers: int = 1,
+        run_example: RunExample | None = None,
     ) -> None:
         self.build = build
+        self.run_example = run_example
         self.scorer = scorer
         self.base = dict(base or {})
         self.max_workers = max_workers
@@ -195,13 +205,11 @@ class AimeAdapter(GEPAAdapter[Example, Trace, Trace]):
         those scores."""
         self._known = (dict(candidate), list(batch), list(scores))
 
-    def rollout(self, graph: Any, example: Example) -> Trace:
-        """Run ``graph`` on one example; a run that raises is a failed run (data)."""
+    def rollout(self, run: Callable[[Example], Mapping[str, Any]], example: Example) -> Trace:
+        """Run one example with ``run``; a run that raises is a failed run (data)."""
         goal = str(example["goal"])
         try:
-            state = graph.invoke(
-                {"goal": goal}, {"configurable": {"thread_id": f"optimize-{uuid.uuid4().hex}"}}
-            )
+            state = run(example)
         except Exception as exc:  # noqa: BLE001 - every failure a run can cause is data
             log.warning("rollout on %r raised %s: %s", goal[:60], type(exc).__name__, exc)
             state = failed_run_state(goal, exc)
@@ -239,14 +247,25 @@ class AimeAdapter(GEPAAdapter[Example, Trace, Trace]):
                 trajectories=traces if capture_traces else None,
                 num_metric_calls=0,
             )
-        graph = self.build(chosen)
         with ThreadPoolExecutor(max_workers=self.max_workers) as pool:
-            traces = list(pool.map(lambda example: self.rollout(graph, example), batch))
+            traces = list(pool.map(partial(self.rollout, self._runner(chosen)), batch))
         return EvaluationBatch(
             outputs=traces,
             scores=[trace["score"] for trace in traces],
             trajectories=traces if capture_traces else None,
         )
+
+    def _runner(self, prompts: Mapping[str, str]) -> Callable[[Example], Mapping[str, Any]]:
+        """How each example of a batch runs with ``prompts``."""
+        if self.run_example is not None:
+            return partial(self.run_example, prompts)
+        graph = self.build(prompts)
+
+        def on_graph(example: Example) -> Mapping[str, Any]:
+            thread = {"configurable": {"thread_id": f"optimize-{uuid.uuid4().hex}"}}
+            return graph.invoke({"goal": str(example["goal"])}, thread)  # type: ignore[no-any-return]
+
+        return on_graph
 
     def make_reflective_dataset(
         self,

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from gepa.core.callbacks import GEPACallback
     from gepa.core.result import GEPAResult
 
+    from aimegraph.optimizer.adapter import RunExample
     from aimegraph.optimizer.trace import Trace
 
 __all__ = ["OptimizeResult", "optimize"]
@@ -173,6 +174,7 @@ def optimize(
     max_workers: int = 1,
     seed: int = 0,
     on_progress: Callable[[dict[str, Any]], None] | None = None,
+    run_example: RunExample | None = None,
 ) -> OptimizeResult:
     """Optimise the workflow's prompt components with GEPA on a trainset.
 
@@ -211,6 +213,10 @@ def optimize(
         max_workers: Examples run at once.
         seed: GEPA's random seed.
         on_progress: Called with each history record as it is made.
+        run_example: Runs one example itself, ``(prompts, example) -> output state``
+            (the candidate's full prompt set), instead of ``{"goal": ...}`` on a graph
+            built from ``model``, ``tools`` and ``config``: how task suites with files
+            and several turns are run (``aimegraph.eval.suite_for_optimizer``).
 
     Returns:
         :class:`OptimizeResult`.
@@ -257,6 +263,7 @@ def optimize(
         scorer,
         base=base,
         max_workers=max_workers,
+        run_example=run_example,
     )
     seed_candidate = {name: base[name] for name in components}
     if run_path is not None and (run_path / "gepa_state.bin").is_file():

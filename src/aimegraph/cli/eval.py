@@ -1,0 +1,260 @@
+"""``aimegraph eval SUITE`` (k rollouts per task and system, resumable, reports) and
+``aimegraph eval compare A B`` (a paired comparison of two systems' results)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError, application_tools
+from aimegraph.eval.report import (
+    comparison_markdown,
+    fmt_cost,
+    fmt_number,
+    score_cells,
+    score_columns,
+)
+from aimegraph.eval.runner import DEFAULT_EVALS, RESULTS, evaluate
+from aimegraph.eval.suite import Budget, SuiteError
+from aimegraph.eval.summary import compare, read_records
+from aimegraph.eval.systems import BUILTIN_SYSTEMS, SystemsError
+
+__all__ = ["register"]
+
+EXIT_STOPPED = 130
+USAGE = "aimegraph eval SUITE [options] | aimegraph eval compare A B"
+
+
+def register(command: AddCommand) -> None:
+    """Add ``eval``."""
+    _add_arguments(
+        command(
+            "eval",
+            cmd_eval,
+            "Run a task suite on aimegraph configurations and ReAct baselines (k rollouts "
+            "each, resumable) and write JSONL, Markdown and HTML reports; or compare two "
+            "systems' results: eval compare A B.",
+        )
+    )
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.usage = USAGE
+    parser.add_argument(
+        "target",
+        nargs="+",
+        metavar="SUITE | compare A B",
+        help="a suite file (.yaml, .yml, .json, .jsonl) or 'bundled'; or 'compare A B', "
+        "where A and B are eval directories or results.jsonl files, each optionally "
+        "followed by :SYSTEM",
+    )
+    parser.add_argument(
+        "--systems",
+        default="aimegraph,create_agent",
+        help=f"comma-separated: built-in systems ({', '.join(BUILTIN_SYSTEMS)}) and systems "
+        "files (YAML/JSON list of {name, kind, model, models, config, prompts, "
+        "prompt_version, agents, system_prompt}); default aimegraph,create_agent",
+    )
+    parser.add_argument("-k", type=int, default=1, help="rollouts per task and system (1)")
+    parser.add_argument(
+        "--model",
+        default="openai:gpt-4o-mini",
+        help="the systems' model unless a system names its own: openai:<model>, local, ... "
+        "or 'oracle' for the suite's scripted oracle replies (offline)",
+    )
+    parser.add_argument("--judge-model", help="the separate model that judges rubric checks")
+    parser.add_argument("--concurrency", type=int, default=4, help="rollouts at once (4)")
+    parser.add_argument(
+        "--out",
+        metavar="DIR",
+        help=f"the eval's directory; an eval there is resumed (default {DEFAULT_EVALS}/<suite>)",
+    )
+    parser.add_argument(
+        "--seed", type=int, default=0, help="rollout i sends seed SEED+i where the model takes one"
+    )
+    parser.add_argument("--tasks", help="comma-separated task ids: only these")
+    parser.add_argument("--tags", help="comma-separated tags: only tasks with one of them")
+    parser.add_argument(
+        "--prices",
+        metavar="JSON_OR_FILE",
+        help='USD per million tokens by model name: {"gpt-4o-mini": [0.15, 0.6]} '
+        "([input, output] or [input, output, cached input]), or a JSON/YAML file of it",
+    )
+    parser.add_argument(
+        "--tools",
+        metavar="MODULE:ATTR",
+        action="append",
+        default=[],
+        help="the application's tools for every system (a tool, a function or a list); repeatable",
+    )
+    parser.add_argument(
+        "--max-llm-calls", type=int, help="at most this many model calls per rollout"
+    )
+    parser.add_argument(
+        "--max-tokens", type=int, help="at most this many tokens (input + output) per rollout"
+    )
+    parser.add_argument("--timeout", type=float, help="at most this many seconds per rollout")
+    parser.add_argument(
+        "--keep-workspaces",
+        choices=["failed", "all", "none"],
+        default="failed",
+        help="which rollouts' workspaces to keep (failed)",
+    )
+
+
+def _names(text: str | None) -> list[str] | None:
+    return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+def _prices(text: str | None) -> dict[str, tuple[float, ...]] | None:
+    if not text:
+        return None
+    try:
+        source = Path(text).read_text(encoding="utf-8") if Path(text).is_file() else text
+        data = yaml.safe_load(source)
+    except (OSError, yaml.YAMLError) as exc:
+        raise CliError(f"--prices: {exc}", EXIT_USAGE) from exc
+    shape = "a mapping of model name to [input, output] or [input, output, cached input]"
+    if not isinstance(data, dict):
+        raise CliError(f"--prices must be {shape}", EXIT_USAGE)
+    prices = {}
+    for name, price in data.items():
+        if not isinstance(price, list) or len(price) not in (2, 3):
+            raise CliError(f"--prices {name!r}: expected {shape}", EXIT_USAGE)
+        try:
+            prices[str(name)] = tuple(float(p) for p in price)
+        except (TypeError, ValueError) as exc:
+            raise CliError(f"--prices {name!r}: {exc}", EXIT_USAGE) from exc
+    return prices
+
+
+def _budget(args: argparse.Namespace) -> Budget | None:
+    """The ceiling the budget flags put on every task's own budget."""
+    limits = {"max_llm_calls": args.max_llm_calls, "max_tokens": args.max_tokens}
+    limits["timeout_s"] = args.timeout
+    if all(value is None for value in limits.values()):
+        return None
+    try:
+        return Budget(**limits)
+    except ValueError as exc:
+        raise CliError(f"budget flags must be positive: {exc}", EXIT_USAGE) from exc
+
+
+def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    """Run an eval (exit 0 when every rollout is recorded, whatever the scores; 130 when
+    stopped by Ctrl-C, resumable), or compare two results."""
+    target = args.target
+    if target[0] == "compare":
+        if len(target) != 3:
+            raise CliError("usage: aimegraph eval compare A B", EXIT_USAGE)
+        return _compare(target[1], target[2], args, console)
+    if len(target) != 1:
+        raise CliError(f"usage: {USAGE}", EXIT_USAGE)
+    if args.k < 1 or args.concurrency < 1:
+        raise CliError("-k and --concurrency must be at least 1", EXIT_USAGE)
+    try:
+        result = evaluate(
+            target[0],
+            model=args.model,
+            systems=_names(args.systems) or [],
+            k=args.k,
+            out=args.out,
+            concurrency=args.concurrency,
+            seed=args.seed,
+            judge_model=args.judge_model,
+            prices=_prices(args.prices),  # type: ignore[arg-type]
+            tools=application_tools(args.tools),
+            tasks=_names(args.tasks),
+            tags=_names(args.tags),
+            budget=_budget(args),
+            keep_workspaces=args.keep_workspaces,
+            progress=False if args.json else Console(stderr=True),
+        )
+    except (SuiteError, SystemsError) as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    except KeyboardInterrupt:
+        where = args.out or f"{DEFAULT_EVALS}/<suite>"
+        Console(stderr=True).print(
+            f"stopped: the finished rollouts are recorded in {escape(str(where))}; run the "
+            "same command again to resume",
+            soft_wrap=True,
+        )
+        return EXIT_STOPPED
+    if args.json:
+        print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary}))
+        return 0
+    _print_summary(result.summary, console)
+    if result.torn:
+        console.print(
+            f"{result.torn} unreadable line(s) of {RESULTS} skipped (their rollouts ran again)"
+        )
+    console.print(
+        f"{result.ran} rollout(s) run, {result.resumed} already recorded; reports: "
+        f"{escape(str(result.report_md))}, {escape(str(result.report_html))}",
+        soft_wrap=True,
+    )
+    return 0
+
+
+def _print_summary(summary: dict[str, Any], console: Console) -> None:
+    k = summary["k"]
+    table = Table(title=f"{summary['suite']}: k = {k}")
+    for column in ("system", *score_columns(k), "tokens / solved", "cost / solved"):
+        table.add_column(column)
+    for s in summary["systems"]:
+        table.add_row(
+            escape(s["name"]),
+            *score_cells(s, k),
+            fmt_number(s["tokens_per_solved"]),
+            fmt_cost(s["cost_per_solved"]),
+        )
+    console.print(table)
+    for name, reason in summary["skipped"].items():
+        console.print(f"{escape(name)} skipped: {escape(reason)}", soft_wrap=True)
+
+
+def _side(text: str) -> tuple[list[dict[str, Any]], str]:
+    """The records of one side of ``compare``: ``PATH[:SYSTEM]``."""
+    path, system = Path(text), None
+    if not path.exists() and ":" in text:
+        head, _, system = text.rpartition(":")
+        path = Path(head)
+    results = path / RESULTS if path.is_dir() else path
+    if not results.is_file():
+        raise CliError(f"{text}: no results ({results} does not exist)", EXIT_USAGE)
+    records, _ = read_records(results)
+    latest = {(r["system"], r["task"], r["rollout"]): r for r in records}  # a rerun wins
+    systems = sorted({system for system, _, _ in latest})
+    if system is None:
+        if len(systems) != 1:
+            raise CliError(
+                f"{text} holds several systems ({', '.join(systems)}): name one as {text}:SYSTEM",
+                EXIT_USAGE,
+            )
+        system = systems[0]
+    chosen = [r for r in latest.values() if r["system"] == system]
+    if not chosen:
+        raise CliError(f"{text}: no system {system!r} (has {', '.join(systems)})", EXIT_USAGE)
+    return chosen, f"{system} ({path})"
+
+
+def _compare(a: str, b: str, args: argparse.Namespace, console: Console) -> int:
+    records_a, label_a = _side(a)
+    records_b, label_b = _side(b)
+    try:
+        result = compare(records_a, records_b, label_a=label_a, label_b=label_b)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    if args.json:
+        print(json.dumps(result))
+    else:
+        console.print(comparison_markdown(result), markup=False, soft_wrap=True)
+    return 0

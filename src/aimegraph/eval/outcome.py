@@ -1,0 +1,53 @@
+"""What a runner gets for one rollout and what it hands back, shared by the runners
+of every kind of system (:mod:`aimegraph.eval.runners`, :mod:`aimegraph.eval.baselines`)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.runtime import RunControl
+
+from aimegraph.eval.suite import Budget, Task
+from aimegraph.eval.usage import UsageCounter
+from aimegraph.tools.registry import ToolLike
+
+__all__ = ["Outcome", "RolloutSetup", "thread_config"]
+
+
+@dataclass(frozen=True)
+class RolloutSetup:
+    """What a runner gets for one rollout. ``control`` stops its graph at the next
+    step when the eval is stopped (LangGraph's cooperative drain)."""
+
+    task: Task
+    workspace: Path
+    model: BaseChatModel
+    budget: Budget
+    counter: UsageCounter
+    tools: tuple[ToolLike, ...]
+    thread_id: str
+    control: RunControl
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a system produced: the last turn's answer (text) and typed answer (JSON
+    data), its status (aimegraph's; a baseline ``succeeded`` when it answered,
+    ``budget_exhausted`` when stopped by the budget), why it ended that way, and the
+    output state the checkers may read."""
+
+    answer: str
+    structured_response: Any
+    status: str
+    reason: str | None
+    state: Mapping[str, Any]
+
+
+def thread_config(setup: RolloutSetup) -> RunnableConfig:
+    """The rollout's thread, with its usage counter as the callback."""
+    return {"configurable": {"thread_id": setup.thread_id}, "callbacks": [setup.counter]}

@@ -1,0 +1,235 @@
+"""One rollout: a task run once on one system, judged, as one JSON record.
+
+The rollout gets a fresh workspace with the task's files, its own model (seeded
+where the client takes a seed), its own usage counter and the task's budget.
+Whatever the system does, the rollout ends as a record: an exception is the
+record's ``error`` and a failed rollout, never an escaped exception.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import ToolException
+from langgraph.runtime import RunControl
+
+from aimegraph.eval.checkers import CheckInput, Judge, run_checks
+from aimegraph.eval.outcome import Outcome, RolloutSetup
+from aimegraph.eval.runners import run_system
+from aimegraph.eval.suite import Suite, Task
+from aimegraph.eval.systems import SystemSpec
+from aimegraph.eval.usage import Prices, UsageCounter, seeded
+from aimegraph.models.resolve import resolve_model
+from aimegraph.tools.python import make_python_tool
+from aimegraph.tools.registry import ToolLike
+
+__all__ = ["ModelFactory", "ModelSource", "Rollout", "run_rollout"]
+
+ModelFactory = Callable[[Task, str, int], BaseChatModel]
+"""A model per rollout: ``factory(task, system_kind, rollout_index)`` (the oracle models)."""
+
+KeepWorkspaces = Literal["all", "failed", "none"]
+
+_ANSWER_CHARS = 4000
+
+
+@dataclass(frozen=True)
+class Rollout:
+    """Which rollout: the system, the task, its index among the task's k, its seed,
+    and the digests its record is valid for."""
+
+    system: SystemSpec
+    task: Task
+    index: int
+    seed: int
+    task_digest: str
+    system_digest: str
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.system.name, self.task.id, self.index)
+
+
+@dataclass
+class ModelSource:
+    """The model a rollout runs with: the system's own spec, else the eval's model (a
+    spec, a chat model, or a :data:`ModelFactory`). Specs are resolved once each and
+    the model shared by the rollouts that use it."""
+
+    default: str | BaseChatModel | ModelFactory
+    _resolved: dict[str, BaseChatModel] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def describe(self, spec: SystemSpec) -> str:
+        """The model as text, for the records and the system's digest."""
+        chosen = spec.model or self.default
+        if isinstance(chosen, str):
+            return chosen
+        if isinstance(chosen, BaseChatModel):
+            name = getattr(chosen, "model_name", None) or getattr(chosen, "model", None)
+            return f"{type(chosen).__name__}" + (f":{name}" if isinstance(name, str) else "")
+        return getattr(chosen, "name", None) or type(chosen).__name__
+
+    def model_for(self, rollout: Rollout) -> BaseChatModel:
+        chosen = rollout.system.model or self.default
+        if isinstance(chosen, BaseChatModel):
+            return chosen
+        if isinstance(chosen, str):
+            with self._lock:
+                if chosen not in self._resolved:
+                    self._resolved[chosen] = resolve_model(chosen)
+                return self._resolved[chosen]
+        return chosen(rollout.task, rollout.system.kind, rollout.index)
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def fresh_workspace(path: Path, task: Task, suite: Suite) -> None:
+    """``path`` emptied and filled with ``task``'s files. A rollout cut short by a crash
+    may have left files there: every rollout starts clean."""
+    shutil.rmtree(path, ignore_errors=True)
+    path.mkdir(parents=True)
+    for target, source in task.files.items():
+        destination = path / target
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(suite.file_path(source), destination)
+
+
+def _remove(workspace: Path, *, up_to: Path) -> None:
+    """Delete a rollout's workspace, and the task and system folders it leaves empty."""
+    shutil.rmtree(workspace, ignore_errors=True)
+    for folder in (workspace.parent, workspace.parent.parent):
+        if folder == up_to or not folder.is_relative_to(up_to):
+            break
+        try:
+            folder.rmdir()  # only when empty: another rollout may still use it
+        except OSError:
+            break
+
+
+def program_runner(workspace: Path, code: str) -> str:
+    """Runs a checked program through the python tool the rollout's systems used."""
+    try:
+        return str(make_python_tool(workspace).invoke({"code": code}))
+    except ToolException as exc:
+        return str(exc)
+
+
+def run_rollout(
+    rollout: Rollout,
+    suite: Suite,
+    models: ModelSource,
+    *,
+    workdir: Path,
+    tools: tuple[ToolLike, ...] = (),
+    prices: Prices | None = None,
+    judge_model: BaseChatModel | None = None,
+    keep_workspaces: KeepWorkspaces = "failed",
+    control: RunControl | None = None,
+) -> dict[str, Any]:
+    """Run, judge and record one rollout (see the module docstring). ``control``
+    drains the system's graph when the eval is stopped."""
+    task = rollout.task
+    workspace = workdir / rollout.system.name / task.id / str(rollout.index)
+    counter = UsageCounter()
+    started_at, started = _now(), time.monotonic()
+    seed_used: int | None = None
+    error: str | None = None
+    try:
+        fresh_workspace(workspace, task, suite)
+        model, applied = seeded(models.model_for(rollout), rollout.seed)
+        seed_used = rollout.seed if applied else None
+        setup = RolloutSetup(
+            task=task,
+            workspace=workspace,
+            model=model,
+            budget=suite.budget_of(task),
+            counter=counter,
+            tools=tools,
+            thread_id=f"eval-{rollout.system.name}-{task.id}-{rollout.index}",
+            control=control or RunControl(),
+        )
+        outcome = run_system(rollout.system, setup)
+    except Exception as exc:  # noqa: BLE001 - whatever a system raises is the rollout's data
+        error = f"{type(exc).__name__}: {exc}"
+        outcome = Outcome("", None, "error", error, {})
+    wall_s = time.monotonic() - started
+    judge = Judge(judge_model) if judge_model is not None else None
+    checks = run_checks(
+        task,
+        CheckInput(
+            answer=outcome.answer,
+            structured_response=outcome.structured_response,
+            workspace=workspace,
+            state=outcome.state,
+            task=task,
+        ),
+        suite,
+        judge=judge,
+        run_program=program_runner,
+    )
+    passed = error is None and all(c.passed for c in checks)
+    if keep_workspaces == "none" or (keep_workspaces == "failed" and passed):
+        _remove(workspace, up_to=workdir)
+    usage = counter.totals(prices)
+    return {
+        "system": rollout.system.name,
+        "kind": rollout.system.kind,
+        "task": task.id,
+        "rollout": rollout.index,
+        "seed": seed_used,
+        "task_digest": rollout.task_digest,
+        "system_digest": rollout.system_digest,
+        "model": models.describe(rollout.system),
+        "tags": list(task.tags),
+        "passed": passed,
+        "failure": None if passed else _failure(outcome, error, checks),
+        "status": outcome.status,
+        "reason": outcome.reason,
+        "error": error,
+        "checks": [c.record() for c in checks],
+        "answer": outcome.answer[:_ANSWER_CHARS],
+        "structured_response": outcome.structured_response,
+        "usage": usage.record(),
+        "judge_usage": _judge_usage(judge),
+        "wall_s": round(wall_s, 4),
+        "started_at": started_at,
+        "finished_at": _now(),
+        "workspace": str(workspace) if workspace.exists() else None,
+    }
+
+
+def _failure(outcome: Outcome, error: str | None, checks: list[Any]) -> str:
+    """Why a rollout failed, in one line: the error, else the first failed check
+    (with the run's status when it did not succeed)."""
+    if error is not None:
+        return f"error: {error}"
+    failed = next(c for c in checks if not c.passed)
+    said = f"{failed.check}: {failed.reason}"
+    if outcome.status != "succeeded":
+        because = f" ({outcome.reason})" if outcome.reason else ""
+        return f"{outcome.status}{because}; {said}"
+    return said
+
+
+def _judge_usage(judge: Judge | None) -> dict[str, float] | None:
+    """What the rubric judge spent on this rollout (apart from the system's usage)."""
+    if judge is None:
+        return None
+    used = judge.usage
+    return {
+        "llm_calls": used.llm_calls,
+        "input_tokens": used.input_tokens,
+        "output_tokens": used.output_tokens,
+        "cost_usd": used.cost_usd,
+    }

@@ -1,0 +1,196 @@
+"""``aimegraph eval``: runs, usage errors, ``compare``, and stopping it (Ctrl-C, a
+kill) without losing a finished rollout."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aimegraph.cli import main
+from aimegraph.eval.runner import REPORT_HTML, REPORT_MD, RESULTS
+from tests.eval.helpers import THREE_TASKS, write_suite
+
+pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(["--checkpoints", "memory", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_eval_with_oracle_replies_writes_every_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    suite = write_suite(tmp_path / "s", THREE_TASKS)
+    out = tmp_path / "out"
+    code, stdout, _ = _run(
+        ["eval", str(suite), "--model", "oracle", "-k", "2", "--out", str(out), "--json"], capsys
+    )
+    assert code == 0
+    summary = json.loads(stdout)
+    assert summary["ran"] == 12 and summary["complete"]
+    assert [s["name"] for s in summary["systems"]] == ["aimegraph", "create_agent"]
+    assert all(s["pass_at_1"] == 1.0 for s in summary["systems"])
+    for name in (RESULTS, REPORT_MD, REPORT_HTML, "summary.json", "eval.json"):
+        assert (out / name).is_file(), name
+    assert len((out / RESULTS).read_text().splitlines()) == 12
+
+    code, stdout, _ = _run(
+        ["eval", str(suite), "--model", "oracle", "-k", "2", "--out", str(out)], capsys
+    )
+    assert code == 0
+    assert "0 rollout(s) run, 12 already recorded" in stdout
+
+
+def test_compare_two_systems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    suite = write_suite(tmp_path / "s", THREE_TASKS)
+    out = tmp_path / "out"
+    assert (
+        _run(["eval", str(suite), "--model", "oracle", "--out", str(out), "--json"], capsys)[0] == 0
+    )
+    code, stdout, _ = _run(["eval", "compare", f"{out}:aimegraph", f"{out}:create_agent"], capsys)
+    assert code == 0
+    assert "3 tasks in common" in stdout and "sign test p = 1" in stdout
+    code, stdout, _ = _run(
+        ["eval", "compare", f"{out}:aimegraph", str(out / RESULTS) + ":create_agent", "--json"],
+        capsys,
+    )
+    assert code == 0 and json.loads(stdout)["tasks"] == 3
+    code, _, err = _run(["eval", "compare", str(out), f"{out}:create_agent"], capsys)
+    assert code == 2 and "holds several systems (aimegraph, create_agent)" in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["eval", "nope.yaml", "--model", "oracle"], "cannot read suite nope.yaml"),
+        (["eval", "bundled", "--systems", "reactish"], "unknown system 'reactish'"),
+        (["eval", "bundled", "--tasks", "nope"], "no task nope"),
+        (["eval", "bundled", "-k", "0"], "-k and --concurrency must be at least 1"),
+        (["eval", "compare", "a"], "usage: aimegraph eval compare A B"),
+        (["eval", "a.yaml", "b.yaml"], "usage: aimegraph eval SUITE"),
+        (["eval", "compare", "nowhere", "x"], "nowhere: no results"),
+        (["eval", "bundled", "--prices", "[1, 2]"], "--prices must be a mapping"),
+        (
+            ["eval", "bundled", "--tools", "tests.eval.helpers:REGISTRY"],
+            "a ToolRegistry replaces the built-in tools",
+        ),
+    ],
+)
+def test_usage_errors_are_one_line_and_exit_2(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = _run([*argv, "--out", str(tmp_path / "o")], capsys)
+    assert code == 2
+    assert err.startswith("error:") and message in " ".join(err.split())
+
+
+SLOW = "import time\ntime.sleep(0.1)\nprint(7)"
+
+
+def _slow_suite(folder: Path) -> Path:
+    tasks: list[dict[str, Any]] = [
+        {
+            "id": f"slow{i}",
+            "goal": "What is seven?",
+            "check": {"number": 7},
+            "oracle": {
+                "stages": [
+                    {
+                        "id": "s1",
+                        "title": "Wait",
+                        "calls": [{"tool": "python", "args": {"code": SLOW}}] * 4,
+                    }
+                ],
+                "answer": "{stage:s1}",
+            },
+        }
+        for i in range(4)
+    ]
+    return write_suite(folder, tasks)
+
+
+def _start(suite: Path, out: Path) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "aimegraph.cli",
+            "--checkpoints",
+            "memory",
+            "eval",
+            str(suite),
+            "--model",
+            "oracle",
+            "--out",
+            str(out),
+            "--concurrency",
+            "1",
+            "--json",
+        ],
+        cwd=out.parent,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    path = out / RESULTS
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _wait_for_records(out: Path, proc: subprocess.Popen[str], count: int) -> None:
+    deadline = time.monotonic() + 120
+    while len(_records(out)) < count:
+        assert proc.poll() is None, proc.communicate()
+        assert time.monotonic() < deadline, "no rollout finished"
+        time.sleep(0.05)
+
+
+def _keys(records: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
+    return [(r["system"], r["task"], r["rollout"]) for r in records]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stop", [signal.SIGINT, signal.SIGKILL], ids=["SIGINT", "SIGKILL"])
+def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
+    tmp_path: Path, stop: signal.Signals
+) -> None:
+    suite = _slow_suite(tmp_path / "s")
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = _start(suite, out)
+    _wait_for_records(out, proc, 2)
+    proc.send_signal(stop)
+    _, stderr = proc.communicate(timeout=60)
+    before = _records(out)  # every line whole: a record is written in one flushed line
+    assert 2 <= len(before) < 8
+    if stop == signal.SIGINT:
+        assert proc.returncode == 130
+        assert "stopped: the finished rollouts are recorded" in stderr
+        assert "Incomplete" in (out / REPORT_MD).read_text()
+    else:
+        assert proc.returncode == -signal.SIGKILL
+
+    proc = _start(suite, out)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    summary = json.loads(stdout)
+    assert summary["ran"] == 8 - len(before) and summary["complete"]
+    after = _records(out)
+    assert len(after) == 8 and len(set(_keys(after))) == 8
+    assert after[: len(before)] == before  # finished rollouts kept as they were

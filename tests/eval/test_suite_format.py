@@ -1,0 +1,193 @@
+"""The suite format: what loads, and the one clear error for each kind of mistake."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from aimegraph.eval import SuiteError, load_suite
+from aimegraph.eval.suite import BUNDLED_SUITE, Check, is_suite_file
+
+
+def _load(tmp_path: Path, tasks: Any, name: str = "suite.yaml", **top: Any) -> Any:
+    path = tmp_path / name
+    (tmp_path / "data.csv").write_text("a,b\n1,2\n")
+    if name.endswith(".jsonl"):
+        path.write_text("".join(json.dumps(t) + "\n" for t in tasks))
+    else:
+        path.write_text(yaml.safe_dump({"tasks": tasks, **top}))
+    return load_suite(path)
+
+
+def _error(tmp_path: Path, tasks: Any, **top: Any) -> str:
+    with pytest.raises(SuiteError) as caught:
+        _load(tmp_path, tasks, **top)
+    return str(caught.value)
+
+
+GOOD = {"id": "t1", "goal": "Sum b.", "files": ["data.csv"], "check": {"number": 2}}
+
+
+def test_yaml_and_jsonl_load_the_same_task(tmp_path: Path) -> None:
+    from_yaml = _load(tmp_path, [GOOD]).tasks[0]
+    from_jsonl = _load(tmp_path, [GOOD], name="suite.jsonl").tasks[0]
+    assert from_yaml == from_jsonl
+    assert from_yaml.files == {"data.csv": "data.csv"}
+    assert from_yaml.goals == ["Sum b."] and from_yaml.check[0].kind == "number"
+
+
+def test_bundled_suite_has_thirty_tasks_of_every_kind() -> None:
+    suite = load_suite(BUNDLED_SUITE)
+    assert len(suite.tasks) >= 30
+    tags = {tag for task in suite.tasks for tag in task.tags}
+    assert {"csv", "arithmetic", "text", "transform", "program", "multi-turn", "typed"} <= tags
+    assert all(task.oracle is not None for task in suite.tasks)
+    kinds = {check.kind for task in suite.tasks for check in task.check}
+    assert {"exact", "contains", "regex", "number", "file", "program"} <= kinds
+    assert sum(task.turns is not None for task in suite.tasks) >= 3
+    assert sum(task.response_format is not None for task in suite.tasks) >= 3
+
+
+def test_bundled_size_tags_match_the_oracle_calls() -> None:
+    """one-step: the oracle makes one tool call; long: five or more (the bench's groups)."""
+    for task in load_suite(BUNDLED_SUITE).tasks:
+        assert task.oracle is not None
+        calls = sum(turn.tool_calls for turn in task.oracle.turns)
+        assert ("one-step" in task.tags) == (calls == 1), task.id
+        assert ("long" in task.tags) == (calls >= 5), task.id
+
+
+@pytest.mark.parametrize(
+    ("task", "message"),
+    [
+        ({"id": "t1", "check": {"number": 2}}, "task 't1' a task needs exactly one of goal, turns"),
+        ({**GOOD, "turns": ["a"]}, "exactly one of goal, turns"),
+        ({**GOOD, "check": {"nummber": 2}}, "a check needs exactly one of exact, contains"),
+        ({**GOOD, "check": {"exact": "2", "contains": "2"}}, "got exact, contains"),
+        (
+            {**GOOD, "check": {"exact": "2", "tolerance": 1}},
+            "tolerance cannot modify a 'exact' check",
+        ),
+        ({**GOOD, "check": {"regex": "("}}, "does not compile"),
+        ({**GOOD, "check": {"python": "not a spec"}}, "python takes module:attr"),
+        ({**GOOD, "check": {"program": "p.py", "args": ["1"]}}, "exactly one of stdout, contains"),
+        ({**GOOD, "check": {"field": "x", "exact": "2"}}, "has no response_format"),
+        ({**GOOD, "check": []}, "check"),
+        (
+            {**GOOD, "files": {"../out.csv": "data.csv"}},
+            "must be a relative path inside the workspace",
+        ),
+        ({**GOOD, "response_format": {"type": "array"}}, "must describe an object"),
+        ({**GOOD, "budget": {"max_llm_calls": 0}}, "budget.max_llm_calls"),
+        ({**GOOD, "colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({**GOOD, "id": "has space"}, "id: String should match pattern"),
+    ],
+)
+def test_mistakes_are_one_clear_error(tmp_path: Path, task: dict[str, Any], message: str) -> None:
+    error = _error(tmp_path, [task])
+    assert error.startswith(str(tmp_path / "suite.yaml"))
+    assert message in error
+
+
+def test_a_missing_file_names_the_task_and_the_folder(tmp_path: Path) -> None:
+    error = _error(tmp_path, [{**GOOD, "files": ["nope.csv"]}])
+    assert "task 't1': files: nope.csv does not exist" in error and str(tmp_path) in error
+
+
+def test_repeated_ids_and_unknown_suite_fields(tmp_path: Path) -> None:
+    assert "task ids repeat: t1" in _error(tmp_path, [GOOD, GOOD])
+    assert "unknown suite field(s) defaults" in _error(tmp_path, [GOOD], defaults={})
+
+
+def test_jsonl_errors_name_the_line(tmp_path: Path) -> None:
+    path = tmp_path / "suite.jsonl"
+    path.write_text(json.dumps(GOOD) + "\n{not json\n")
+    with pytest.raises(SuiteError, match="suite.jsonl line 2 is not JSON"):
+        load_suite(path)
+
+
+def test_unreadable_and_unknown_files(tmp_path: Path) -> None:
+    with pytest.raises(SuiteError, match="cannot read suite"):
+        load_suite(tmp_path / "absent.yaml")
+    (tmp_path / "suite.txt").write_text("tasks: []")
+    with pytest.raises(SuiteError, match="a suite is a .yaml, .yml, .json or .jsonl file"):
+        load_suite(tmp_path / "suite.txt")
+
+
+ORACLE_STAGE = {"id": "s1", "title": "Do it", "calls": [{"tool": "python", "args": {"code": "1"}}]}
+
+
+@pytest.mark.parametrize(
+    ("oracle", "message"),
+    [
+        ({"stages": [ORACLE_STAGE]}, "exactly one of answer, structured"),
+        (
+            {
+                "stages": [ORACLE_STAGE, {**ORACLE_STAGE, "id": "s2", "after": []}],
+                "answer": "x",
+                "turns": None,
+            },
+            "turns",
+        ),
+        (
+            {
+                "stages": [
+                    ORACLE_STAGE,
+                    {**ORACLE_STAGE, "id": "s2"},
+                    {**ORACLE_STAGE, "id": "s3", "result": "{stage:s1}"},
+                ],
+                "answer": "x",
+            },
+            "uses {stage:s1} but does not come after it",
+        ),
+        ({"stages": [ORACLE_STAGE], "answer": "{stage:s9}"}, "unknown stages ['s9']"),
+        (
+            {"stages": [{**ORACLE_STAGE, "calls": [{"tool": "python", "arg": {}}]}], "answer": "x"},
+            "a call is {tool: name, args: {...}}",
+        ),
+    ],
+)
+def test_oracle_mistakes(tmp_path: Path, oracle: dict[str, Any], message: str) -> None:
+    assert message in _error(tmp_path, [{**GOOD, "oracle": oracle}])
+
+
+def test_an_oracle_scripts_every_turn(tmp_path: Path) -> None:
+    task = {**GOOD, "goal": None, "turns": ["a", "b"]}
+    task.pop("goal")
+    error = _error(tmp_path, [{**task, "oracle": {"stages": [ORACLE_STAGE], "answer": "x"}}])
+    assert "the oracle scripts 1 turn(s); the task has 2" in error
+
+
+def test_digest_follows_the_files_content(tmp_path: Path) -> None:
+    suite = _load(tmp_path, [GOOD])
+    before = suite.digest(suite.tasks[0])
+    assert suite.digest(suite.tasks[0]) == before
+    (tmp_path / "data.csv").write_text("a,b\n1,3\n")
+    assert suite.digest(suite.tasks[0]) != before
+
+
+def test_select_by_id_and_tag(tmp_path: Path) -> None:
+    suite = load_suite(BUNDLED_SUITE)
+    assert [t.id for t in suite.select(ids=["loan-payment"]).tasks] == ["loan-payment"]
+    assert all("typed" in t.tags for t in suite.select(tags=["typed"]).tasks)
+    with pytest.raises(SuiteError, match="no task nope"):
+        suite.select(ids=["nope"])
+
+
+def test_check_labels() -> None:
+    assert Check(number=3, tolerance=0.5).describe() == "number 3 ±0.5"
+    assert Check(file="out.csv", expected="e.csv").describe() == "file out.csv (expected)"
+    assert Check.model_validate({"file": "x.json", "json": [1]}).file_mode == "json"
+
+
+def test_suite_files_are_told_from_example_files(tmp_path: Path) -> None:
+    examples = tmp_path / "train.jsonl"
+    examples.write_text('{"goal": "g", "answer": "a"}\n')
+    tasks = tmp_path / "tasks.jsonl"
+    tasks.write_text(json.dumps(GOOD) + "\n")
+    assert not is_suite_file(examples)
+    assert is_suite_file(tasks) and is_suite_file(tmp_path / "s.yaml") and is_suite_file("bundled")

@@ -1,0 +1,174 @@
+"""Systems under test: aimegraph configurations from a systems file (config, models per
+role, prompts pinned to a version, agent units), the baselines' budgets, seeds."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages.ai import UsageMetadata
+
+from aimegraph.eval import OracleModels, SystemsError, SystemSpec, evaluate, load_systems
+from aimegraph.eval.suite import Budget
+from aimegraph.eval.usage import seeded
+from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.optimizer.store import PromptStore
+from aimegraph.prompts import DEFAULT_PROMPTS
+from tests.eval.helpers import AIME_CALLS, THREE_TASKS, write_suite
+
+pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
+
+MARK = "Always answer in full sentences (eval marker)."
+
+
+class Recording(OracleModels):
+    """The oracle, keeping every model it hands out (to read their prompts)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        object.__setattr__(self, "models", [])
+
+    def __call__(self, task: Any, kind: str, rollout: int) -> BaseChatModel:
+        model = super().__call__(task, kind, rollout)
+        self.models.append(model)  # type: ignore[attr-defined]
+        return model
+
+
+def test_a_systems_file_configures_aimegraph(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", THREE_TASKS)
+    store = PromptStore(tmp_path / "systems" / "prompts.jsonl")
+    version = store.add({"reporter": DEFAULT_PROMPTS["reporter"] + MARK + "\n"}, source="manual")
+    store.add({"reporter": DEFAULT_PROMPTS["reporter"]}, source="manual")  # not the pinned one
+    (tmp_path / "systems" / "verifier.yaml").write_text(
+        yaml.safe_dump({"verifier": [{"passed": True, "reasoning": "Fine.", "issues": []}]})
+    )
+    (tmp_path / "systems" / "agents.yaml").write_text(
+        yaml.safe_dump(
+            [{"name": "analyst", "description": "Sums columns.", "tool_bundles": ["compute"]}]
+        )
+    )
+    (tmp_path / "systems" / "systems.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "systems": [
+                    {"name": "lean", "kind": "aimegraph", "config": {"verify": "off"}},
+                    {
+                        "name": "pinned",
+                        "kind": "aimegraph",
+                        "prompts": "prompts.jsonl",
+                        "prompt_version": version[:8],
+                        "models": {
+                            "verifier": f"scripted:{tmp_path / 'systems' / 'verifier.yaml'}"
+                        },
+                        "agents": "agents.yaml",
+                    },
+                ]
+            }
+        )
+    )
+    specs = load_systems([str(tmp_path / "systems" / "systems.yaml")])
+    assert specs[1].prompts == str(tmp_path / "systems" / "prompts.jsonl")  # beside the file
+    model = Recording()
+    result = evaluate(
+        suite, model=model, systems=specs, out=tmp_path / "out", tasks=["one"], concurrency=1
+    )
+    by_system = {r["system"]: r for r in result.records}
+    assert all(r["passed"] for r in result.records), [r["failure"] for r in result.records]
+    # verify off: no verifier call.
+    assert by_system["lean"]["usage"]["llm_calls"] == AIME_CALLS["one"] - 1
+    # The verifier's own model, counted under its own name; the rest is the oracle's.
+    models = by_system["pinned"]["usage"]["by_model"]
+    assert models["scripted:verifier"]["llm_calls"] == 1
+    assert models["oracle"]["llm_calls"] == AIME_CALLS["one"] - 1
+    lean, pinned = model.models  # one rollout each, in the systems' order
+    assert any(MARK in p for p in pinned.prompts("reporter"))
+    assert not any(MARK in p for p in lean.prompts("reporter"))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        (
+            {"name": "r", "kind": "create_agent", "config": {"verify": "off"}},
+            "config apply to aimegraph",
+        ),
+        ({"name": "a", "config": {"max_paralel": 2}}, "max_paralel"),
+        ({"name": "a", "config": {"workspace": "/tmp"}}, "config.workspace is the eval's"),
+        ({"name": "a", "models": {"coder": "local"}}, "unknown model role"),
+        ({"name": "a", "prompt_version": "3f2a"}, "prompt_version needs prompts"),
+        ({"name": "a", "kind": "langgraph"}, "kind"),
+    ],
+)
+def test_systems_file_mistakes(tmp_path: Path, spec: dict[str, Any], message: str) -> None:
+    path = tmp_path / "systems.yaml"
+    path.write_text(yaml.safe_dump([spec]))
+    with pytest.raises(SystemsError) as caught:
+        load_systems([str(path)])
+    assert str(caught.value).startswith(f"{path}: system") and message in str(caught.value)
+
+
+def test_system_names_are_unique_and_known() -> None:
+    with pytest.raises(SystemsError, match="system names repeat: aimegraph"):
+        load_systems(["aimegraph", SystemSpec(name="aimegraph", config={"verify": "off"})])
+    with pytest.raises(SystemsError, match="unknown system 'react'"):
+        load_systems(["react"])
+
+
+FIXED = UsageMetadata(input_tokens=100, output_tokens=10, total_tokens=110)
+
+
+@pytest.mark.parametrize(
+    ("budget", "reason"),
+    [
+        (Budget(max_tokens=150), "max_tokens (150) reached"),
+        (Budget(timeout_s=0.001), "timeout_s (0.001) reached"),
+    ],
+)
+def test_token_and_time_budgets_stop_the_react_loop(
+    tmp_path: Path, budget: Budget, reason: str
+) -> None:
+    suite = write_suite(tmp_path / "suite", THREE_TASKS)
+    result = evaluate(
+        suite,
+        model=OracleModels(usage=FIXED),
+        systems=["create_agent"],
+        out=tmp_path / "out",
+        tasks=["two"],
+        budget=budget,
+    )
+    (record,) = result.records
+    assert record["status"] == "budget_exhausted" and reason in record["reason"]
+    assert record["usage"]["llm_calls"] < 3 and not record["passed"]
+
+
+def test_a_changed_system_runs_again(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", THREE_TASKS)
+    out = tmp_path / "out"
+    evaluate(suite, model="oracle", systems=["aimegraph"], out=out, tasks=["one"])
+    lean = SystemSpec(name="aimegraph", config={"verify": "off"})
+    again = evaluate(suite, model="oracle", systems=[lean], out=out, tasks=["one"])
+    assert (again.ran, again.resumed) == (1, 0)
+    assert again.records[0]["usage"]["llm_calls"] == AIME_CALLS["one"] - 1
+
+
+def test_seeds_go_to_clients_that_take_one() -> None:
+    from langchain_openai import ChatOpenAI
+
+    client = ChatOpenAI(model="gpt-4o-mini", api_key="not-needed", base_url="http://127.0.0.1:9")
+    copy, applied = seeded(client, 7)
+    assert applied and copy.seed == 7 and client.seed is None  # type: ignore[attr-defined]
+    scripted = ScriptedChatModel.from_dict({})
+    assert seeded(scripted, 7) == (scripted, False)
+
+
+def test_a_run_that_waits_for_a_human_fails_as_paused(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", THREE_TASKS)
+    asks = SystemSpec(name="asks", config={"approve_plan": True})
+    result = evaluate(suite, model="oracle", systems=[asks], out=tmp_path / "out", tasks=["one"])
+    (record,) = result.records
+    assert record["status"] == "paused" and not record["passed"]
+    assert "evals are unattended" in record["failure"]
+    assert record["usage"]["llm_calls"] == 1  # the planner, then the pause
