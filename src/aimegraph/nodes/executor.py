@@ -5,16 +5,20 @@ tools, knowledge, environment, output format); the loop then runs the actor
 (``react`` <-> ``tools``) until it submits a result, answers without a tool
 call, or hits its step cap. The step where that happens settles the task: the
 ``react`` step that got the result, the answer, the model failure or no steps
-left, or the tools step that ran ``submit_result`` beside other tools. A reply
-that only reports (``update_progress``, ``submit_result``) is run in its react
-step; only other tools take a tools step.
+left, or the tools step that ran ``submit_result`` beside other tools (the next
+``react`` then ends the loop without a model call). A reply that only reports
+(``update_progress``, ``submit_result``) is run in its react step; only other
+tools take a tools step, each call a task of its own (``Send``), as LangChain's
+``create_agent`` runs them: a call paused for a human (tool approval,
+``ask_human``) is resumed alone, and the reply's other calls, already run and
+saved, never run again.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
@@ -32,7 +36,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
@@ -322,9 +326,11 @@ def make_react_node(
     """One ReAct step: the model picks the next tool call (or answers). The model
     call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
 
-    Routes with ``Command``: to ``tools`` for the reply's tool calls, back to
-    ``react`` to ask again after an unusable reply, and to ``done`` once the step
-    settled the task (a final answer, a failed model call, or no steps left).
+    Routes with ``Command``: to ``tools`` for the reply's tool calls, one
+    ``Send`` per call (see the module docstring), back to ``react`` to ask again
+    after an unusable reply, and to ``done`` once the task is settled (a final
+    answer, a failed model call, no steps left, or ``submit_result`` run in the
+    tools step before).
 
     With ``assemble`` (:func:`make_assemble_node`), the first step, finding no
     conversation yet, runs it to open one: the actor's first super-step is its
@@ -386,6 +392,8 @@ def make_react_node(
     )
 
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
+        if state.get("result") is not None:  # settled by submit_result in the tools step
+            return Command(goto=done)
         cfg = config.for_run(runtime)
         opened = (yield opening, state) if opening and not state.get("messages") else {}
         state = cast(ActorState, {**state, **opened})
@@ -419,13 +427,16 @@ def _merged(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]
     return merged
 
 
-def _next_after_react(update: Mapping[str, Any], done: str) -> str:
-    """Where a react step's update leads: ``done`` once it settled the task, ``tools``
-    for its tool calls, else ``react`` (after a re-ask, or reports run in the step)."""
+def _next_after_react(update: Mapping[str, Any], done: str) -> str | list[Send]:
+    """Where a react step's update leads: ``done`` once it settled the task, one
+    ``tools`` task per tool call, else ``react`` (after a re-ask, or reports run in
+    the step)."""
     if update.get("result") is not None:
         return done
     last = update["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else "react"
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return [Send("tools", [call]) for call in last.tool_calls]
+    return "react"
 
 
 def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
@@ -470,16 +481,6 @@ def _why_unusable(reply: AIMessage) -> str | None:
 def _re_ask(template: str, problem: str) -> HumanMessage:
     """The turn asking the model again, saying what was wrong with its reply."""
     return HumanMessage(template.format(error=problem), response_metadata={_RE_ASK: problem})
-
-
-def route_after_tools(done: str = END) -> Callable[[ActorState], str]:
-    """``done`` once ``submit_result`` settled the task, else ``react`` (which settles
-    it when the steps are used up)."""
-
-    def route(state: ActorState) -> str:
-        return done if state.get("result") is not None else "react"
-
-    return route
 
 
 def _steps_left(state: ActorState, cfg: AimeConfig) -> bool:
