@@ -15,9 +15,17 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
+from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.state import Usage
 
 ReplanPolicy = Literal["on_failure", "every_step"]
@@ -113,7 +121,18 @@ class AimeConfig(BaseModel):
     )
     verify: VerifyPolicy = "final"
     approve_plan: bool = False
-    approve_tools: tuple[str, ...] = ()
+    approve_tools: tuple[str | ToolRule, ...] = Field(
+        (),
+        description="Tool calls a human approves, approves with edited arguments, or rejects: "
+        "tool names (every call asked) and rules ({tool, args, decision, reason}: the first "
+        "matching rule allows, asks or denies the call); a call no entry matches runs.",
+    )
+    tool_policy: PolicySpec | None = Field(
+        None,
+        description="A callable (or its 'module:attr') deciding each tool call before the "
+        "approve_tools rules: policy(call, task) -> 'allow' | 'ask' | 'deny' | None (None: "
+        "the rules decide).",
+    )
     tool_calling: ToolCallingMode = "auto"
     max_output_retries: int = Field(
         2, ge=0, description="Re-asks when a model reply does not parse or validate."
@@ -189,6 +208,22 @@ class AimeConfig(BaseModel):
         description="The online loop's trace file (JSON Lines); default: "
         "<prompt store>.traces.jsonl beside the store.",
     )
+
+    @field_validator("tool_policy")
+    @classmethod
+    def _policy_imports(cls, policy: PolicySpec | None) -> PolicySpec | None:
+        if policy is not None:
+            resolve_policy(policy)  # a 'module:attr' that does not import fails here
+        return policy
+
+    @field_serializer("tool_policy", when_used="json")
+    def _policy_by_name(self, policy: PolicySpec | None) -> str | None:
+        return None if policy is None else policy_name(policy)
+
+    @property
+    def gates_tools(self) -> bool:
+        """Whether some tool call may have to wait for a human (or be refused)."""
+        return bool(self.approve_tools) or self.tool_policy is not None
 
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> AimeConfig:

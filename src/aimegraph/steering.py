@@ -28,6 +28,8 @@ from aimegraph.tools.registry import (
 )
 
 DEMO_SCENARIO = "scripted:demo"
+ANSWER_KEYS = ("action", "reason", "answer", "plan", "args", "decisions")
+"""The keys of a front end's answer (see :func:`answer_for`)."""
 WORKSPACES = Path(".aimegraph/workspace")
 
 
@@ -112,20 +114,34 @@ def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:
 
 def answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
     """Adapt a front end's answer (``{"action": "approve" | "reject" | "edit", ...}``
-    or ``{"answer": text}``) to the interrupt kind: a rejection denies a tool call."""
+    or ``{"answer": text}``) to the interrupt kind: a tool approval gets LangChain's
+    HITL decisions (``{"decisions": [...]}``, which it may also be sent as is; an
+    edit there carries the call's new ``args``)."""
     kind = interrupt_value.get("kind")
-    if kind == "approve_tool" and answer.get("action") == "reject":
-        return {"action": "deny", "reason": answer.get("reason") or "no reason given"}
     if kind == "ask_human" and "answer" not in answer:
         raise AnswerError("this interrupt asks a question", needs="answer")
+    if kind == "approve_tool" and "decisions" in answer:
+        return answer
     if kind in ("approve_plan", "approve_tool") and "action" not in answer:
         # A bare {"answer": ...} would read as an approval: refuse it instead.
         raise AnswerError(f"this interrupt ({kind}) needs a decision", needs="decision")
-    if kind == "approve_tool" and answer.get("action") == "edit":
-        raise AnswerError(
-            "an edited plan answers a plan approval, not a tool approval", needs="decision"
-        )
+    if kind == "approve_tool":
+        return {"decisions": [_tool_decision(str(interrupt_value.get("tool")), answer)]}
     return answer
+
+
+def _tool_decision(tool: str, answer: dict[str, Any]) -> dict[str, Any]:
+    action = answer.get("action")
+    if action == "edit":
+        if not isinstance(answer.get("args"), dict):
+            raise AnswerError(
+                "a tool call is edited with its new arguments (args), not a plan",
+                needs="decision",
+            )
+        return {"type": "edit", "edited_action": {"name": tool, "args": answer["args"]}}
+    if action in ("reject", "deny"):
+        return {"type": "reject", "message": answer.get("reason") or "no reason given"}
+    return {"type": str(action)}
 
 
 def resume_command(

@@ -34,7 +34,7 @@ def report(
         show_interrupts(snapshot.interrupts, console)
         console.print(
             f"resume with: aimegraph resume {thread_id} --approve "
-            "(or --reject REASON, --answer TEXT)"
+            "(or --reject REASON, --answer TEXT, --edit-args JSON)"
         )
     elif snapshot.next:
         console.print(
@@ -91,10 +91,17 @@ def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
     for item in interrupts:
         value = dict(item.value)
         kind = value.pop("kind", "interrupt")
+        error = value.pop("error", None)
         console.print(f"\n[yellow]waiting ({kind})[/yellow] id={item.id}")
         if kind == "approve_plan":
             console.print(value.get("checklist", ""), markup=False)
-            if value.get("error"):
-                console.print(f"[red]{escape(value['error'])}[/red]")
+        elif kind == "approve_tool":
+            console.print(
+                f"task {value.get('task_id')} calls {value.get('tool')} with "
+                + json.dumps(value.get("args"), default=str),
+                markup=False,
+            )
         else:
             console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)
+        if error:
+            console.print(f"[red]{escape(error)}[/red]")

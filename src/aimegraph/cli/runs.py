@@ -62,7 +62,8 @@ __all__ = ["execute", "register"]
 
 ANSWER_HINTS = {
     "answer": "answer it with --answer TEXT",
-    "decision": "--approve or --reject REASON",
+    "decision": "--approve or --reject REASON (or --edit-args JSON for a tool call, "
+    "--plan-file JSON for a plan)",
 }
 
 RESUME_FLAGS = "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --config JSON as needed)"
@@ -87,6 +88,12 @@ def register(command: AddCommand) -> None:
     answer.add_argument("--answer", metavar="TEXT", help="answer an ask_human question")
     answer.add_argument(
         "--plan-file", metavar="JSON", help="approve an edited plan (PlanUpdate JSON)"
+    )
+    answer.add_argument(
+        "--edit-args",
+        metavar="JSON",
+        help="run the tool call waiting for approval with these arguments instead (a JSON "
+        "object, checked against the tool's schema)",
     )
     resume.add_argument(
         "--interrupt", metavar="ID", help="answer only this interrupt (default: all)"
@@ -233,6 +240,14 @@ def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
         except ValueError as exc:
             raise CliError(f"--plan-file {args.plan_file} is not JSON: {exc}", EXIT_USAGE) from exc
         return {"action": "edit", "plan": plan}
+    if args.edit_args is not None:
+        try:
+            edited = json.loads(args.edit_args)
+        except ValueError as exc:
+            raise CliError(f"--edit-args is not JSON: {exc}", EXIT_USAGE) from exc
+        if not isinstance(edited, dict):
+            raise CliError("--edit-args must be a JSON object of arguments", EXIT_USAGE)
+        return {"action": "edit", "args": edited}
     return None
 
 

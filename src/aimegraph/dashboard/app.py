@@ -45,7 +45,7 @@ from aimegraph.dashboard.runs import (
 )
 from aimegraph.dashboard.views import ThreadReader
 from aimegraph.optimizer.store import PromptStore
-from aimegraph.steering import AnswerError, NoSuchInterruptError
+from aimegraph.steering import ANSWER_KEYS, AnswerError, NoSuchInterruptError
 
 STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
 TOKEN_COOKIE = "aimegraph_token"
@@ -286,7 +286,7 @@ class _Api:
     async def resume(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
         body = await json_body(request)
-        answer = {k: body[k] for k in ("action", "reason", "answer", "plan") if k in body}
+        answer = {k: body[k] for k in ANSWER_KEYS if k in body}
         interrupt_id = body.get("interrupt_id") or None
         return await self._launch(
             self.runs.resume, thread_id, answer or None, interrupt_id, thread=thread_id

@@ -25,7 +25,7 @@ from aimegraph.nodes.executor import (
     make_hand_back_node,
     make_react_node,
 )
-from aimegraph.nodes.human import make_tool_approval
+from aimegraph.nodes.tool_approval import make_tool_approval
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
@@ -117,7 +117,7 @@ def build_actor_graph(
             timeout_s=config.tool_timeout_s,
             max_observation_chars=config.max_observation_chars,
             available=lambda state: [*state.get("tool_names", []), *always],
-            before_call=make_tool_approval(config),
+            before_call=make_tool_approval(config, exempt=always),
             untimed=always,
             once_per_reply=[SUBMIT_RESULT],
         ),

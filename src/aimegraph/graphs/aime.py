@@ -24,15 +24,12 @@ from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
 from aimegraph.nodes.executor import ActorFactory
-from aimegraph.nodes.human import (
-    check_approve_tools,
-    make_approve_plan_node,
-    route_after_approval,
-)
+from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
+from aimegraph.policy import check_rules
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
@@ -116,7 +113,7 @@ def build_aime_graph(
             Path(config.workspace), knowledge=knowledge, web=config.web, extra_tools=tools or ()
         )
     )
-    check_approve_tools(config.approve_tools, registry.tools)
+    check_rules(config.approve_tools, registry.tools)
 
     units = None
     if agents:

@@ -102,10 +102,33 @@ function interruptForm(item) {
     );
   }
   if (item.kind === "approve_tool") {
+    const edited = el("textarea", { rows: 6, spellcheck: "false", class: "args-edit" });
+    edited.value = JSON.stringify(item.args ?? {}, null, 2);
+    const editError = el("span", { class: "error" });
+    const description = item.action_requests?.[0]?.description;
     return el("div", { class: "interrupt", "data-kind": item.kind },
       el("h3", {}, `Allow ${item.tool}?`, item.task_id ? ` (task ${item.task_id})` : ""),
+      description ? el("p", { class: "hint" }, description) : null,
       el("pre", {}, JSON.stringify(item.args ?? {}, null, 2)),
+      item.error ? el("p", { class: "error" }, item.error) : null,
       decide("Allow call", "Deny call"),
+      el("details", {},
+        el("summary", {}, "Edit the arguments (JSON)"),
+        edited,
+        el("div", { class: "row" },
+          el("button", {
+            class: "run-edited",
+            onclick: () => {
+              try {
+                answer(item.id, { action: "edit", args: JSON.parse(edited.value) });
+              } catch (error) {
+                editError.textContent = `not JSON: ${error.message}`;
+              }
+            },
+          }, "Run with these arguments"),
+          editError,
+        ),
+      ),
     );
   }
   if (item.kind === "ask_human") {

@@ -1,0 +1,94 @@
+"""Human control from the dashboard (issue 27): a tool policy given in a run's config,
+a tool call's arguments edited on the page's API."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from starlette.testclient import TestClient
+
+from aimegraph.dashboard import create_app
+from aimegraph.dashboard.runs import RunManager
+
+LOCAL = "http://127.0.0.1"
+
+
+@pytest.fixture
+def client(saver: BaseCheckpointSaver[Any], runs: RunManager) -> TestClient:
+    return TestClient(create_app(saver, runs=runs), base_url=LOCAL)
+
+
+def view(client: TestClient, thread_id: str) -> dict[str, Any]:
+    response = client.get(f"/api/threads/{thread_id}")
+    assert response.status_code == 200, response.text
+    data: dict[str, Any] = response.json()
+    return data
+
+
+def start(
+    client: TestClient, runs: RunManager, tmp_path: Path, scenario: dict[str, Any], **body: Any
+) -> str:
+    path = tmp_path / "scenario.json"
+    path.write_text(json.dumps(scenario))
+    response = client.post("/api/runs", json={"goal": "g", "model": f"scripted:{path}", **body})
+    assert response.status_code == 202, response.text
+    thread_id: str = response.json()["thread_id"]
+    runs.wait(thread_id, timeout=60)
+    return thread_id
+
+
+def answer(client: TestClient, runs: RunManager, thread_id: str, **body: Any) -> None:
+    response = client.post(f"/api/threads/{thread_id}/resume", json=body)
+    assert response.status_code == 202, response.text
+    runs.wait(thread_id, timeout=60)
+
+
+READS = {
+    "planner": [
+        {"rationale": "r", "tasks": [{"id": "t1", "title": "Read", "tool_bundles": ["files"]}]}
+    ],
+    "actors": {
+        "t1": [
+            {"tool": "read_file", "args": {"path": "data/a.txt"}},
+            {"tool": "read_file", "args": {"path": "b.txt"}},
+            {
+                "tool": "submit_result",
+                "args": {"status": "completed", "summary": "{last_tool_output}"},
+            },
+        ]
+    },
+    "reporter": [{"text": "{all_results}"}],
+}
+
+
+def test_a_policy_from_the_run_config_and_an_edited_call_answered_here(
+    client: TestClient, runs: RunManager, tmp_path: Path
+) -> None:
+    workspace = tmp_path / "ws"
+    (workspace / "data").mkdir(parents=True)
+    (workspace / "data" / "a.txt").write_text("alpha")
+    (workspace / "b.txt").write_text("beta")
+    rules = [
+        {"tool": "read_file", "args": {"path": "data/*"}, "decision": "allow"},
+        {"tool": "read_file", "reason": "outside data/"},
+    ]
+    thread_id = start(
+        client, runs, tmp_path, READS, config={"approve_tools": rules, "workspace": str(workspace)}
+    )
+    (waiting,) = view(client, thread_id)["interrupts"]
+    assert waiting["kind"] == "approve_tool" and waiting["args"] == {"path": "b.txt"}
+    assert "outside data/" in waiting["action_requests"][0]["description"]
+
+    # An edit that does not fit the tool is asked again; a fitting one runs.
+    answer(client, runs, thread_id, interrupt_id=waiting["id"], action="edit", args={"file": "x"})
+    (again,) = view(client, thread_id)["interrupts"]
+    assert "path" in again["error"]
+    answer(client, runs, thread_id, action="edit", args={"path": "data/a.txt"})
+    run = view(client, thread_id)
+    assert run["status"] == "succeeded"
+    summary = run["tasks"][0]["result"]["summary"]
+    assert "alpha" in summary and "a human edited this call" in summary

@@ -1,0 +1,65 @@
+"""Human control from the CLI (issue 27): a tool call edited with ``--edit-args``, a
+tool policy given in ``--config``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+from tests.conftest import Cli
+
+
+def scenario(tmp_path: Path, data: dict[str, Any], name: str = "scenario") -> str:
+    path = tmp_path / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return f"scripted:{path}"
+
+
+def test_a_tool_call_edited_from_the_cli_runs_with_the_edited_arguments(cli: Cli) -> None:
+    code, summary = cli.run("edit", "--approve-tools", "calculator")
+    assert code == 5 and summary["interrupts"][0]["args"] == {"expression": "6*7"}
+    code, text = cli("resume", "edit", "--edit-args", "[1, 2]")
+    assert code == 2 and "--edit-args must be a JSON object" in text
+    # An edit that does not fit the tool's schema is asked again, saying why.
+    code, summary = cli.json("resume", "edit", "--edit-args", '{"expr": "6*8"}')
+    assert code == 5 and "expression" in summary["interrupts"][0]["error"]
+    code, summary = cli.json("resume", "edit", "--edit-args", '{"expression": "6*8"}')
+    assert code == 0 and summary["status"] == "succeeded"
+    t1 = summary["tasks"]["t1"]["result"]["summary"]
+    assert "48" in t1 and "a human edited this call" in t1
+
+
+def test_a_policy_in_config_allows_one_path_and_asks_for_another(cli: Cli, tmp_path: Path) -> None:
+    reads = {
+        "planner": [
+            {"rationale": "r", "tasks": [{"id": "t1", "title": "Read", "tool_bundles": ["files"]}]}
+        ],
+        "actors": {
+            "t1": [
+                {"tool": "read_file", "args": {"path": "data/a.txt"}},
+                {"tool": "read_file", "args": {"path": "b.txt"}},
+                {
+                    "tool": "submit_result",
+                    "args": {"status": "completed", "summary": "{last_tool_output}"},
+                },
+            ]
+        },
+    }
+    (cli.workspace / "data").mkdir(parents=True)
+    (cli.workspace / "data" / "a.txt").write_text("alpha")
+    (cli.workspace / "b.txt").write_text("beta")
+    rules = [
+        {"tool": "read_file", "args": {"path": "data/*"}, "decision": "allow"},
+        {"tool": "read_file", "reason": "outside data/"},
+    ]
+    model = scenario(tmp_path, reads)
+    config = json.dumps({"approve_tools": rules})
+    code, summary = cli.run("policy", "--config", config, model=model)
+    assert code == 5
+    (waiting,) = summary["interrupts"]
+    assert waiting["args"] == {"path": "b.txt"}
+    # The rules are stored with the thread: a resume with no flags keeps them.
+    code, summary = cli.json("resume", "policy", "--approve")
+    assert code == 0 and summary["tasks"]["t1"]["result"]["summary"] == "beta"
