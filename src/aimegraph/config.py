@@ -30,6 +30,7 @@ from aimegraph.state import Usage
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
+InspectPolicy = Literal["auto", "always", "never"]
 ToolCallingMode = Literal["auto", "native", "json"]
 MemoryPolicy = Literal["on", "off"]
 SchedulerPolicy = Literal["eager", "batch"]
@@ -120,6 +121,16 @@ class AimeConfig(BaseModel):
         "redoes the actors in flight from their start; cheapest with a database checkpointer.",
     )
     verify: VerifyPolicy = "final"
+    verifier_inspects: InspectPolicy = Field(
+        "auto",
+        description="The verifier (and the per-task check) as a small agent inspecting the "
+        "workspace with read-only tools (list_dir, read_lines, python to recompute a figure): "
+        "'auto' when the run wrote or changed files there, 'always', or 'never' (one call "
+        "judging the answer's text).",
+    )
+    verifier_max_steps: int = Field(
+        6, ge=1, description="Tool steps the inspecting verifier may take per verdict."
+    )
     approve_plan: bool = False
     approve_tools: tuple[str | ToolRule, ...] = Field(
         (),

@@ -42,6 +42,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.models.calls import (
+    Mode,
     reraise_if_retryable,
     resolve_mode,
     usage_of,
@@ -361,8 +362,7 @@ def make_react_node(
             failed = TaskResult(status="failed", summary=error)
             return {"steps": steps, "error": error, **settled(state, failed, runtime.stream_writer)}
         usage = usage_of(reply, "actor", cfg.prices)
-        step = _json_step if mode == "json" else _native_step
-        messages = step(reply, [t.name for t in bound])
+        messages = reply_messages(reply, [t.name for t in bound], mode)
         calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
         update = {
             "messages": messages,
@@ -437,6 +437,13 @@ def _next_after_react(update: Mapping[str, Any], done: str) -> str | list[Send]:
     if isinstance(last, AIMessage) and last.tool_calls:
         return [Send("tools", [call]) for call in last.tool_calls]
     return "react"
+
+
+def reply_messages(reply: AIMessage, tool_names: list[str], mode: Mode) -> list[AnyMessage]:
+    """A tool loop's model reply as the messages it adds to the conversation: the
+    tool calls it makes (native, written into its text, or in ``json`` mode its
+    JSON), else its text, or a re-ask saying why it could not be used."""
+    return (_json_step if mode == "json" else _native_step)(reply, tool_names)
 
 
 def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:

@@ -119,5 +119,6 @@ def _dispatch(
         used_calls=(state.get("usage") or Usage()).llm_calls,
         cfg=cfg,
         prompt_version=state.get("prompt_version"),
+        run_started_at=state.get("run_started_at"),
     )
     return Command(goto=[Send(EXECUTOR, inp) for inp in inputs], update=update)

@@ -72,6 +72,7 @@ def actor_inputs(
     cfg: AimeConfig,
     sharing: int | None = None,
     prompt_version: str | None = None,
+    run_started_at: float | None = None,
 ) -> list[ActorInput]:
     """What each started task's actor gets: its dependencies' results, the run's
     facts, and its share of the LLM calls left (``sharing`` tasks split them;
@@ -87,6 +88,7 @@ def actor_inputs(
             llm_call_budget=call_budget,
             known_facts=facts,
             prompt_version=prompt_version,
+            run_started_at=run_started_at,
         )
         for t in started
     ]
@@ -170,6 +172,7 @@ class Schedule:
             cfg=self.cfg,
             sharing=len(self.running),
             prompt_version=self.state.get("prompt_version"),
+            run_started_at=self.state.get("run_started_at"),
         )
 
     def finish(self, task_id: str, output: ActorOutput) -> None:

@@ -129,6 +129,9 @@ class ActorInput(TypedDict):
     llm_call_budget: NotRequired[int | None]
     # The run's prompt version (the actor's prompts are looked up by it).
     prompt_version: NotRequired[str | None]
+    # When the run started (``time.time()``): workspace files changed since then are
+    # the run's artifacts (the task check inspects them).
+    run_started_at: NotRequired[float | None]
     # The run's facts when the task was dispatched; the actor's own ``remember``
     # calls go to ``facts``, so it hands back only what it wrote.
     known_facts: NotRequired[dict[str, str]]

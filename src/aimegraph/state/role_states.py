@@ -101,12 +101,14 @@ class ActorState(ActorInput, ActorOutput, total=False):
 
 
 class VerifierInput(TypedDict, total=False):
-    """Only the goal and the answer (and the replan count): never the plan."""
+    """Only the goal and the answer (and the replan count, and when the run started:
+    the files changed since then are the ones it wrote): never the plan."""
 
     goal: str
     final_answer: str | None
     replans: int
     prompt_version: str | None
+    run_started_at: float
 
 
 class VerifierOutput(TypedDict, total=False):

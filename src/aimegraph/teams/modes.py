@@ -429,6 +429,7 @@ def _turn(
             known_facts=state.get("known_facts") or {},
             # The run's prompt version: a member's turn never picks up a newer one.
             prompt_version=state.get("prompt_version"),
+            run_started_at=state.get("run_started_at"),
             member=member,
             turn=number,
             member_role=role,
