@@ -31,6 +31,8 @@ from aimegraph.state import Usage
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
 InspectPolicy = Literal["auto", "always", "never"]
+EscalatePolicy = Literal["off", "exhausted", "failures"]
+EscalationDefault = Literal["give_up", "replan"]
 ToolCallingMode = Literal["auto", "native", "json"]
 MemoryPolicy = Literal["on", "off"]
 SchedulerPolicy = Literal["eager", "batch"]
@@ -143,6 +145,24 @@ class AimeConfig(BaseModel):
         description="A callable (or its 'module:attr') deciding each tool call before the "
         "approve_tools rules: policy(call, task) -> 'allow' | 'ask' | 'deny' | None (None: "
         "the rules decide).",
+    )
+    escalate: EscalatePolicy = Field(
+        "off",
+        description="Pause for a human instead of ending the run: 'exhausted' when plan "
+        "repairs or replans run out (a task failed after them, a stall, the verifier "
+        "rejecting with none left); 'failures' also as soon as a task fails for good (after "
+        "its retries), before any replan. The human edits the plan, answers for the failed "
+        "task, grants a replan or gives up.",
+    )
+    escalation_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds a human has to answer an escalation; then the front end driving "
+        "the run (aimegraph run / resume, the dashboard, aimegraph.steering.await_overdue) "
+        "takes escalation_default, for unattended runs.",
+    )
+    escalation_default: EscalationDefault = Field(
+        "give_up", description="What an unanswered escalation does: 'give_up' or 'replan'."
     )
     tool_calling: ToolCallingMode = "auto"
     max_output_retries: int = Field(

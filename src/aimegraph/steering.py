@@ -6,7 +6,8 @@ paused in one front end can be answered in another."""
 from __future__ import annotations
 
 import shutil
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -28,16 +29,17 @@ from aimegraph.tools.registry import (
 )
 
 DEMO_SCENARIO = "scripted:demo"
-ANSWER_KEYS = ("action", "reason", "answer", "plan", "args", "decisions")
+ANSWER_KEYS = ("action", "reason", "answer", "plan", "args", "decisions", "task_id", "note")
 """The keys of a front end's answer (see :func:`answer_for`)."""
 WORKSPACES = Path(".aimegraph/workspace")
 
 
 class AnswerError(ValueError):
     """A human's answer does not fit the interrupt it is meant for; ``needs`` says
-    what would: ``"answer"`` (text) or ``"decision"`` (approve or reject)."""
+    what would: ``"answer"`` (text), ``"decision"`` (approve or reject) or
+    ``"escalation"`` (edit the plan, answer for the task, replan or give up)."""
 
-    def __init__(self, message: str, needs: Literal["answer", "decision"]) -> None:
+    def __init__(self, message: str, needs: Literal["answer", "decision", "escalation"]) -> None:
         super().__init__(message)
         self.needs = needs
 
@@ -127,6 +129,25 @@ def answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
         raise AnswerError(f"this interrupt ({kind}) needs a decision", needs="decision")
     if kind == "approve_tool":
         return {"decisions": [_tool_decision(str(interrupt_value.get("tool")), answer)]}
+    if kind == "escalation":
+        return _escalation_answer(answer)
+    return answer
+
+
+def _escalation_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """A front end's answer to an escalation: ``{"answer": text, "task_id": ...}``
+    answers for the failed task, a rejection gives up."""
+    action = answer.get("action")
+    if action is None and "answer" in answer:
+        return {"action": "answer", "answer": answer["answer"], "task_id": answer.get("task_id")}
+    if action in ("reject", "deny"):
+        return {**answer, "action": "give_up"}
+    if action == "approve" or action is None:
+        raise AnswerError(
+            "an escalation is answered by editing the plan, answering for the failed task, "
+            "a replan or giving up",
+            needs="escalation",
+        )
     return answer
 
 
@@ -153,3 +174,48 @@ def resume_command(
     if not chosen:
         raise NoSuchInterruptError(f"no pending interrupt {interrupt_id!r}")
     return Command(resume={i.id: answer_for(i.value, answer) for i in chosen})
+
+
+def escalation_deadline(item: Interrupt) -> float | None:
+    """When an escalation waiting for a human takes its default (epoch seconds), if it
+    has a timeout (``AimeConfig.escalation_timeout_s``)."""
+    value = item.value if isinstance(item.value, dict) else {}
+    deadline = value.get("deadline") if value.get("kind") == "escalation" else None
+    return float(deadline) if deadline is not None else None
+
+
+def overdue_answers(interrupts: Sequence[Interrupt], now: float | None = None) -> dict[str, Any]:
+    """The default answers (``AimeConfig.escalation_default``) of the escalations whose
+    deadline has passed, by interrupt id."""
+    now = time.time() if now is None else now
+    answers = {}
+    for item in interrupts:
+        deadline = escalation_deadline(item)
+        if deadline is not None and deadline <= now:
+            why = f"no answer within {item.value.get('timeout_s', 0):g} s"
+            answers[item.id] = {"action": item.value.get("default"), "reason": why, "note": why}
+    return answers
+
+
+def await_overdue(
+    pending: Callable[[], Sequence[Interrupt]],
+    *,
+    poll_s: float = 0.5,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Command[Any] | None:
+    """For the process driving an unattended run: wait until the first deadline of
+    the escalations ``pending()`` returns (the thread's interrupts, read again every
+    ``poll_s``), then the ``Command`` resuming every overdue one with its default.
+    None at once when no escalation has a deadline, and as soon as the one waited
+    for is answered by someone else (its interrupt gone)."""
+    deadlines = {i.id: d for i in pending() if (d := escalation_deadline(i)) is not None}
+    if not deadlines:
+        return None
+    first = min(deadlines, key=deadlines.__getitem__)
+    while (left := deadlines[first] - clock()) > 0:
+        sleep(min(poll_s, left))
+        if first not in {i.id for i in pending()}:
+            return None
+    answers = overdue_answers(pending(), clock())
+    return Command(resume=answers) if answers else None

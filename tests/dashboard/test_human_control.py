@@ -1,9 +1,11 @@
 """Human control from the dashboard (issue 27): a tool policy given in a run's config,
-a tool call's arguments edited on the page's API."""
+a tool call's arguments edited on the page's API, an escalation answered there (or
+taking its default at its deadline)."""
 
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -92,3 +94,58 @@ def test_a_policy_from_the_run_config_and_an_edited_call_answered_here(
     assert run["status"] == "succeeded"
     summary = run["tasks"][0]["result"]["summary"]
     assert "alpha" in summary and "a human edited this call" in summary
+
+
+FAILING = {
+    "planner": [
+        {
+            "rationale": "r",
+            "tasks": [
+                {"id": "a", "title": "Fetch the figure"},
+                {"id": "b", "title": "Report it", "dependencies": ["a"]},
+            ],
+        }
+    ],
+    "actors": {
+        "a": [{"tool": "submit_result", "args": {"status": "failed", "summary": "offline"}}],
+        "b": [{"tool": "submit_result", "args": {"status": "completed", "summary": "b: {dep:a}"}}],
+    },
+    "reporter": [{"text": "{all_results}"}],
+}
+ESCALATE = {"escalate": "exhausted", "max_replans": 0, "task_retries": 0}
+
+
+def test_an_escalation_answered_on_the_dashboard(
+    client: TestClient, runs: RunManager, tmp_path: Path
+) -> None:
+    thread_id = start(client, runs, tmp_path, FAILING, config=ESCALATE)
+    (waiting,) = view(client, thread_id)["interrupts"]
+    assert waiting["kind"] == "escalation" and waiting["choices"] == [
+        "edit",
+        "answer",
+        "replan",
+        "give_up",
+    ]
+    refused = client.post(f"/api/threads/{thread_id}/resume", json={"action": "approve"})
+    assert refused.status_code == 400 and "escalation" in refused.text
+    answer(client, runs, thread_id, answer="1250", task_id="a")
+    run = view(client, thread_id)
+    assert run["status"] == "succeeded"
+    assert {t["id"]: t["result"]["summary"] for t in run["tasks"]}["b"] == (
+        "b: (answered by a human) 1250"
+    )
+
+
+def test_an_unanswered_escalation_takes_its_default_on_the_dashboard(
+    client: TestClient, runs: RunManager, tmp_path: Path
+) -> None:
+    config = {**ESCALATE, "escalation_timeout_s": 0.2}
+    thread_id = start(client, runs, tmp_path, FAILING, config=config)
+    for _ in range(200):  # the timer fires at the deadline and runs the default
+        runs.wait(thread_id, timeout=10)
+        if view(client, thread_id)["status"] != "paused":
+            break
+        time.sleep(0.05)
+    runs.wait(thread_id, timeout=60)
+    run = view(client, thread_id)
+    assert run["status"] == "budget_exhausted" and "no answer within 0.2 s" in run["reason"]

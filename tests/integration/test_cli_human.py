@@ -1,5 +1,6 @@
 """Human control from the CLI (issue 27): a tool call edited with ``--edit-args``, a
-tool policy given in ``--config``."""
+tool policy given in ``--config``, an escalation answered, or taking its default when
+nobody answers in time."""
 
 from __future__ import annotations
 
@@ -63,3 +64,53 @@ def test_a_policy_in_config_allows_one_path_and_asks_for_another(cli: Cli, tmp_p
     # The rules are stored with the thread: a resume with no flags keeps them.
     code, summary = cli.json("resume", "policy", "--approve")
     assert code == 0 and summary["tasks"]["t1"]["result"]["summary"] == "beta"
+
+
+FAILING = {
+    "planner": [
+        {
+            "rationale": "r",
+            "tasks": [
+                {"id": "a", "title": "Fetch the figure"},
+                {"id": "b", "title": "Report it", "dependencies": ["a"]},
+            ],
+        }
+    ],
+    "actors": {
+        "a": [{"tool": "submit_result", "args": {"status": "failed", "summary": "offline"}}],
+        "b": [{"tool": "submit_result", "args": {"status": "completed", "summary": "b: {dep:a}"}}],
+    },
+    "reporter": [{"text": "{all_results}"}],
+}
+ESCALATE = {"escalate": "exhausted", "max_replans": 0, "task_retries": 0}
+
+
+def test_an_escalation_answered_from_the_cli(cli: Cli, tmp_path: Path) -> None:
+    model = scenario(tmp_path, FAILING)
+    code, summary = cli.run("esc", "--config", json.dumps(ESCALATE), model=model)
+    assert code == 5
+    (waiting,) = summary["interrupts"]
+    assert waiting["kind"] == "escalation" and waiting["failed_tasks"][0]["id"] == "a"
+    code, text = cli("show", "esc")
+    assert "needs a human" in text and "failed a: offline" in text and "choices: edit" in text
+    code, text = cli("resume", "esc", "--approve")
+    assert code == 2 and "--answer TEXT [--task ID]" in text
+    code, summary = cli.json("resume", "esc", "--answer", "1250", "--task", "a")
+    assert code == 0 and summary["status"] == "succeeded"
+    assert summary["tasks"]["b"]["result"]["summary"] == "b: (answered by a human) 1250"
+
+
+def test_an_escalation_given_up_from_the_cli(cli: Cli, tmp_path: Path) -> None:
+    model = scenario(tmp_path, FAILING)
+    assert cli.run("esc", "--config", json.dumps(ESCALATE), model=model)[0] == 5
+    code, summary = cli.json("resume", "esc", "--reject", "not today")
+    assert code == 4 and "gave up on it: not today" in summary["reason"]
+
+
+def test_an_unattended_run_takes_the_default_when_nobody_answers(cli: Cli, tmp_path: Path) -> None:
+    model = scenario(tmp_path, FAILING)
+    config = {**ESCALATE, "escalation_timeout_s": 0.2}
+    code, summary = cli.run("late", "--config", json.dumps(config), model=model)
+    # The CLI waited for the answer until the deadline, then gave up as set.
+    assert code == 4 and summary["interrupts"] == []
+    assert "no answer within 0.2 s" in summary["reason"]

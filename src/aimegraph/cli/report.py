@@ -34,7 +34,7 @@ def report(
         show_interrupts(snapshot.interrupts, console)
         console.print(
             f"resume with: aimegraph resume {thread_id} --approve "
-            "(or --reject REASON, --answer TEXT, --edit-args JSON)"
+            "(or --reject REASON, --answer TEXT, --edit-args JSON, --plan-file JSON, --replan)"
         )
     elif snapshot.next:
         console.print(
@@ -101,6 +101,16 @@ def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
                 + json.dumps(value.get("args"), default=str),
                 markup=False,
             )
+        elif kind == "escalation":
+            console.print(f"needs a human: {value.get('reason')}", markup=False)
+            for task in value.get("failed_tasks") or []:
+                console.print(f"  failed {task['id']}: {task['reason']}", markup=False)
+            console.print(value.get("checklist", ""), markup=False)
+            console.print(f"choices: {', '.join(value.get('choices') or [])}", markup=False)
+            if value.get("deadline"):
+                console.print(
+                    f"unanswered, it takes '{value['default']}' after {value['timeout_s']:g} s"
+                )
         else:
             console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)
         if error:

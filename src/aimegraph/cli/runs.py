@@ -9,8 +9,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import StateSnapshot
+from langgraph.types import Command, StateSnapshot
 from rich.console import Console
 from rich.markup import escape
 
@@ -52,6 +53,8 @@ from aimegraph.steering import (
     DEMO_SCENARIO,
     AnswerError,
     NoSuchInterruptError,
+    await_overdue,
+    overdue_answers,
     prepare_demo,
     resume_command,
     run_graph,
@@ -64,6 +67,8 @@ ANSWER_HINTS = {
     "answer": "answer it with --answer TEXT",
     "decision": "--approve or --reject REASON (or --edit-args JSON for a tool call, "
     "--plan-file JSON for a plan)",
+    "escalation": "--answer TEXT [--task ID] for the failed task, --plan-file JSON, "
+    "--replan [NOTE], or --reject REASON to give up",
 }
 
 RESUME_FLAGS = "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --config JSON as needed)"
@@ -85,7 +90,18 @@ def register(command: AddCommand) -> None:
     answer = resume.add_mutually_exclusive_group()
     answer.add_argument("--approve", action="store_true", help="approve the plan or tool call")
     answer.add_argument("--reject", metavar="REASON", help="reject the plan / deny the tool call")
-    answer.add_argument("--answer", metavar="TEXT", help="answer an ask_human question")
+    answer.add_argument(
+        "--answer",
+        metavar="TEXT",
+        help="answer an ask_human question, or answer for the task an escalation is about",
+    )
+    answer.add_argument(
+        "--replan",
+        metavar="NOTE",
+        nargs="?",
+        const="",
+        help="answer an escalation: let the planner revise the plan once more (with a note)",
+    )
     answer.add_argument(
         "--plan-file", metavar="JSON", help="approve an edited plan (PlanUpdate JSON)"
     )
@@ -97,6 +113,9 @@ def register(command: AddCommand) -> None:
     )
     resume.add_argument(
         "--interrupt", metavar="ID", help="answer only this interrupt (default: all)"
+    )
+    resume.add_argument(
+        "--task", metavar="ID", help="with --answer: the failed task an escalation's answer is for"
     )
     rebuild_options(resume)
     durability_option(resume)
@@ -155,12 +174,15 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         )
     _check_tools(snapshot, settings)
     answer = _answer(args)
-    if snapshot.interrupts:
+    overdue = overdue_answers(snapshot.interrupts)
+    if snapshot.interrupts and answer is None and overdue:
+        inputs: Any = Command(resume=overdue)  # unanswered in time: their defaults
+    elif snapshot.interrupts:
         if answer is None:
             show_interrupts(snapshot.interrupts, console)
             raise CliError("the run waits for a human: pass --approve, --reject or --answer", 5)
         try:
-            inputs: Any = resume_command(snapshot.interrupts, answer, args.interrupt)
+            inputs = resume_command(snapshot.interrupts, answer, args.interrupt)
         except NoSuchInterruptError as exc:
             raise CliError(str(exc), EXIT_NOT_FOUND) from exc
         except AnswerError as exc:
@@ -200,20 +222,14 @@ def execute(
     """Run ``graph`` on the thread, live (or quietly with ``--json``), then print where
     it ended; returns the exit code of its status."""
     config = run_config(thread_id, settings, checkpoint_id)
-    chunks: Iterator[Any] = graph.stream(
-        inputs,
-        config,
-        stream_mode=["updates", "custom"],
-        subgraphs=True,
-        durability=getattr(args, "durability", "async"),
-    )
-    if args.json:
-        for _ in chunks:
-            pass
-    else:
+    if not args.json:
         console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
-        with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
-            live.follow(chunks)
+    _follow(graph, inputs, config, thread_id, args, console)
+    # An unattended run: an escalation nobody answers by its deadline takes its default.
+    while overdue := await_overdue(lambda: graph.get_state(run_config(thread_id)).interrupts):
+        if not args.json:
+            console.print("no answer to the escalation in time: taking its default", markup=False)
+        _follow(graph, overdue, run_config(thread_id, settings), thread_id, args, console)
     snapshot = graph.get_state(run_config(thread_id))
     if isinstance(graph.checkpointer, BaseCheckpointSaver):  # paused: its step so far
         snapshot = with_finished_tasks(snapshot, graph.checkpointer)
@@ -225,13 +241,39 @@ def execute(
     return EXIT_CODES.get(state, 1)
 
 
+def _follow(
+    graph: AimeGraph,
+    inputs: Any,
+    config: RunnableConfig,
+    thread_id: str,
+    args: argparse.Namespace,
+    console: Console,
+) -> None:
+    """Run ``graph`` until it ends or pauses, showing its progress live (unless --json)."""
+    chunks: Iterator[Any] = graph.stream(
+        inputs,
+        config,
+        stream_mode=["updates", "custom"],
+        subgraphs=True,
+        durability=getattr(args, "durability", "async"),
+    )
+    if args.json:
+        for _ in chunks:
+            pass
+        return
+    with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
+        live.follow(chunks)
+
+
 def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.approve:
         return {"action": "approve"}
     if args.reject is not None:
         return {"action": "reject", "reason": args.reject}
     if args.answer is not None:
-        return {"answer": args.answer}
+        return {"answer": args.answer, **({"task_id": args.task} if args.task else {})}
+    if args.replan is not None:
+        return {"action": "replan", "note": args.replan}
     if args.plan_file is not None:
         try:
             plan = json.loads(Path(args.plan_file).read_text(encoding="utf-8"))

@@ -11,8 +11,10 @@ its answer is queued for the workers, as ``aimegraph resume`` does.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Interrupt
 
 from aimegraph.checkpoints import (
     RunSettings,
@@ -31,7 +34,15 @@ from aimegraph.checkpoints import (
 from aimegraph.config import AimeConfig
 from aimegraph.distributed.records import RunRecord, active_runs, find_run
 from aimegraph.optimizer.store import PromptStore, starting_prompts
-from aimegraph.steering import WORKSPACES, prepare_demo, resume_command, run_graph
+from aimegraph.steering import (
+    WORKSPACES,
+    NoSuchInterruptError,
+    escalation_deadline,
+    overdue_answers,
+    prepare_demo,
+    resume_command,
+    run_graph,
+)
 
 
 class RunConflictError(RuntimeError):
@@ -215,5 +226,26 @@ class RunManager:
     def _run(self, graph: Any, inputs: Any, thread_id: str, settings: RunSettings) -> None:
         try:
             graph.invoke(inputs, run_config(thread_id, settings), durability="sync")
+            self._default_when_overdue(thread_id, graph.get_state(run_config(thread_id)).interrupts)
         except Exception as exc:  # noqa: BLE001 - shown on the run page, never lost
             self.errors[thread_id] = f"{type(exc).__name__}: {exc}"
+
+    def _default_when_overdue(self, thread_id: str, interrupts: Sequence[Interrupt]) -> None:
+        """For each escalation with a deadline (``escalation_timeout_s``), a timer that
+        answers it with its default then, unless a human has answered it by then."""
+        for item in interrupts:
+            if (deadline := escalation_deadline(item)) is None:
+                continue
+            default = overdue_answers([item], now=deadline)[item.id]
+            timer = threading.Timer(
+                max(0.0, deadline - time.time()),
+                self._take_default,
+                (thread_id, item.id, default),
+            )
+            timer.daemon = True
+            timer.start()
+
+    def _take_default(self, thread_id: str, interrupt_id: str, default: dict[str, Any]) -> None:
+        # Answered, or being run, in the meantime: nothing to do.
+        with contextlib.suppress(NoSuchInterruptError, RunConflictError, NothingToResumeError):
+            self.resume(thread_id, default, interrupt_id)

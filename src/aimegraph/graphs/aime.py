@@ -23,6 +23,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
+from aimegraph.nodes.escalation import make_escalate_node
 from aimegraph.nodes.executor import ActorFactory
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
@@ -140,7 +141,17 @@ def build_aime_graph(
     builder.add_node(
         "orchestrator",
         make_orchestrator_node(config),
-        destinations=("executor", "planner", "reporter"),
+        destinations=("executor", "planner", "reporter", "escalate"),
+    )
+    # Where repairs or replans run out, a human decides instead (AimeConfig.escalate).
+    builder.add_node(
+        "escalate",
+        make_escalate_node(
+            config,
+            bundles=list(registry.bundles),
+            agents=list(units.descriptions()) if units is not None else (),
+        ),
+        destinations=("orchestrator", "planner", "reporter"),
     )
     if units is None:
         actor = build_actor_graph(
@@ -234,7 +245,7 @@ def build_aime_graph(
     builder.add_conditional_edges(
         "verifier",
         route_after_verifier(config),
-        {"planner": "planner", "orchestrator": "orchestrator", END: end},
+        {"planner": "planner", "orchestrator": "orchestrator", "escalate": "escalate", END: end},
     )
     compiled = builder.compile(checkpointer=checkpointer, store=store, name=name)
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
@@ -248,11 +259,15 @@ def route_after_planner(state: AimeState) -> str:
 
 
 def route_after_verifier(config: AimeConfig) -> Callable[[AimeState, Runtime[Any]], str]:
-    """Back to the planner after a rejection with replans left, else the end. When
-    the run's budget is spent, the orchestrator (which stops it cleanly) instead."""
+    """Back to the planner after a rejection with replans left, else the end (or with
+    ``escalate``, a rejection with none left goes to a human). When the run's budget
+    is spent, the orchestrator (which stops it cleanly) instead."""
 
     def route(state: AimeState, runtime: Runtime[Any]) -> str:
-        if state.get("status") != "running":
+        status = state.get("status")
+        if status == "rejected" and config.for_run(runtime).escalate != "off":
+            return "escalate"
+        if status != "running":
             return END
         spent = config.for_run(runtime).budget_spent(
             state.get("usage") or Usage(),

@@ -60,6 +60,8 @@ def make_intake_node(
         check_rules(cfg.approve_tools, tool_names)
         if cfg.approve_plan:
             require_checkpointer("approve_plan")
+        if cfg.escalate != "off":
+            require_checkpointer("escalate")
         if cfg.tool_policy is not None or any(
             r.decision == "ask" for r in as_rules(cfg.approve_tools)
         ):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
@@ -71,6 +71,21 @@ class AimeOutput(TypedDict, total=False):
     prompt_version: str | None
 
 
+EscalationTrigger = Literal["plan", "replans", "task_failed", "verifier"]
+
+
+class Escalation(TypedDict):
+    """Why the run waits for a human instead of ending (``AimeConfig.escalate``): what
+    ran out (``trigger``: ``plan`` repairs, ``replans``, a ``task_failed`` for good,
+    the ``verifier`` rejecting), the ``reason``, the failed tasks' ids, and the
+    ``status`` the run ends with if the human gives up."""
+
+    trigger: EscalationTrigger
+    reason: str
+    failed: list[str]
+    status: RunStatus
+
+
 class AimeState(AimeOutput, total=False):
     """Public keys plus the engine's bookkeeping.
 
@@ -86,7 +101,8 @@ class AimeState(AimeOutput, total=False):
     (``approve_plan``), ``approval_error`` why the human's answer (an edit that is
     no valid plan, an answer that is no decision) or new input was not taken;
     ``run_goal`` is the goal the current run works for (``goal`` is what the last
-    input said: a request sent while a plan awaits approval is not taken).
+    input said: a request sent while a plan awaits approval is not taken);
+    ``escalation`` why the run waits for a human instead of ending.
 
     A thread holds one run at a time. A new request on a thread whose run has
     finished (``graph.invoke({"messages": [HumanMessage(...)]}, same_config)``, the
@@ -110,6 +126,7 @@ class AimeState(AimeOutput, total=False):
     draft: dict[str, Any] | None
     approval_error: str | None
     run_goal: str | None
+    escalation: Escalation | None
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:

@@ -131,6 +131,7 @@ function interruptForm(item) {
       ),
     );
   }
+  if (item.kind === "escalation") return escalationForm(item);
   if (item.kind === "ask_human") {
     const text = el("input", { class: "answer-input", placeholder: "your answer" });
     return el("div", { class: "interrupt", "data-kind": item.kind },
@@ -141,6 +142,53 @@ function interruptForm(item) {
     );
   }
   return el("div", { class: "interrupt" }, el("pre", {}, JSON.stringify(item, null, 2)));
+}
+
+function escalationForm(item) {
+  const note = el("input", { class: "note-input", placeholder: "note or reason" });
+  const failed = item.failed_tasks ?? [];
+  const taskChoice = el("select", { class: "task-choice" },
+    ...failed.map((t) => el("option", { value: t.id }, t.id)));
+  const taskAnswer = el("input", { class: "task-answer", placeholder: "the task's result, in your words" });
+  const edited = el("textarea", { rows: 10, spellcheck: "false", class: "plan-edit" });
+  edited.value = JSON.stringify(item.plan ?? {}, null, 2);
+  const editError = el("span", { class: "error" });
+  const deadline = item.deadline
+    ? el("p", { class: "hint" }, `Unanswered, it takes "${item.default}" at ${new Date(item.deadline * 1000).toLocaleTimeString()}.`)
+    : null;
+  return el("div", { class: "interrupt", "data-kind": item.kind },
+    el("h3", {}, "The run needs a human"),
+    el("p", {}, item.reason ?? ""),
+    el("ul", {}, ...failed.map((t) => el("li", {}, el("b", {}, t.id), ` ${t.title}: ${t.reason}`))),
+    el("pre", { class: "checklist" }, item.checklist || ""),
+    item.error ? el("p", { class: "error" }, item.error) : null,
+    deadline,
+    failed.length
+      ? el("form", { class: "row", onsubmit: (event) => { event.preventDefault(); answer(item.id, { answer: taskAnswer.value, task_id: taskChoice.value }); } },
+        taskChoice, taskAnswer, el("button", { type: "submit", class: "answer-task" }, "Answer for the task"))
+      : null,
+    el("div", { class: "row" },
+      note,
+      el("button", { class: "replan", onclick: () => answer(item.id, { action: "replan", note: note.value }) }, "Replan"),
+      el("button", { class: "reject", onclick: () => answer(item.id, { action: "give_up", reason: note.value || "given up on the dashboard" }) }, "Give up"),
+    ),
+    el("details", {},
+      el("summary", {}, "Edit the plan (PlanUpdate JSON)"),
+      edited,
+      el("div", { class: "row" },
+        el("button", {
+          onclick: () => {
+            try {
+              answer(item.id, { action: "edit", plan: JSON.parse(edited.value) });
+            } catch (error) {
+              editError.textContent = `not JSON: ${error.message}`;
+            }
+          },
+        }, "Run the edited plan"),
+        editError,
+      ),
+    ),
+  );
 }
 
 function renderPlan(view) {
