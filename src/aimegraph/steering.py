@@ -20,6 +20,7 @@ from aimegraph.checkpoints import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.nodes.notes import Note, post_note
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
@@ -219,3 +220,20 @@ def await_overdue(
             return None
     answers = overdue_answers(pending(), clock())
     return Command(resume=answers) if answers else None
+
+
+def send_note(store: BaseStore | None, thread_id: str, text: str) -> Note:
+    """Send a human's note to the thread's run while it runs: each running actor gets
+    it at its next step, as a message in its loop, and the planner at its next call
+    (see :mod:`aimegraph.nodes.notes`). ``store`` is the one the run's graph was
+    built with (the CLI's and the dashboard's, beside the checkpoints).
+
+    Raises:
+        ValueError: no store, or an empty note.
+    """
+    if store is None:
+        raise ValueError(
+            "notes reach a running run through its store: build the graph with "
+            "store=... (aimegraph.memory.open_store; the CLI and the dashboard have one)"
+        )
+    return post_note(store, thread_id, text)

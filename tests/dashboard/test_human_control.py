@@ -1,6 +1,6 @@
 """Human control from the dashboard (issue 27): a tool policy given in a run's config,
 a tool call's arguments edited on the page's API, an escalation answered there (or
-taking its default at its deadline)."""
+taking its default at its deadline), a note sent to a thread's running actors."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.memory import InMemoryStore
 from starlette.testclient import TestClient
 
 from aimegraph.dashboard import create_app
@@ -149,3 +150,32 @@ def test_an_unanswered_escalation_takes_its_default_on_the_dashboard(
     runs.wait(thread_id, timeout=60)
     run = view(client, thread_id)
     assert run["status"] == "budget_exhausted" and "no answer within 0.2 s" in run["reason"]
+
+
+def test_a_note_sent_from_the_dashboard_reaches_the_actor(
+    saver: BaseCheckpointSaver[Any], tmp_path: Path
+) -> None:
+    runs = RunManager(saver, store=InMemoryStore())
+    client = TestClient(create_app(saver, runs=runs), base_url=LOCAL)
+    asking = {
+        "planner": [
+            {"rationale": "r", "tasks": [{"id": "t1", "title": "Ask", "tool_bundles": ["human"]}]}
+        ],
+        "actors": {
+            "t1": [
+                {"tool": "ask_human", "args": {"question": "Which mirror?"}},
+                {"tool": "submit_result", "args": {"status": "completed", "summary": "ok"}},
+            ]
+        },
+        "reporter": [{"text": "{all_results}"}],
+    }
+    thread_id = start(client, runs, tmp_path, asking)
+    assert client.post("/api/threads/ghost/notes", json={"text": "x"}).status_code == 404
+    assert client.post(f"/api/threads/{thread_id}/notes", json={"text": " "}).status_code == 400
+    sent = client.post(f"/api/threads/{thread_id}/notes", json={"text": "Use the EU mirror."})
+    assert sent.status_code == 202, sent.text
+    answer(client, runs, thread_id, answer="EU")
+    run = view(client, thread_id)
+    assert run["status"] == "succeeded"
+    prompts = [e["text"] for e in run["actors"]["t1"][0]["transcript"] if e["kind"] == "prompt"]
+    assert any("Use the EU mirror." in text for text in prompts)

@@ -1,6 +1,6 @@
 """Human control from the CLI (issue 27): a tool call edited with ``--edit-args``, a
 tool policy given in ``--config``, an escalation answered, or taking its default when
-nobody answers in time."""
+nobody answers in time; a note sent to a thread's running actors."""
 
 from __future__ import annotations
 
@@ -114,3 +114,39 @@ def test_an_unattended_run_takes_the_default_when_nobody_answers(cli: Cli, tmp_p
     # The CLI waited for the answer until the deadline, then gave up as set.
     assert code == 4 and summary["interrupts"] == []
     assert "no answer within 0.2 s" in summary["reason"]
+
+
+HEARD = "A note from the human, sent while you work"
+
+
+def test_a_note_sent_from_the_cli_reaches_the_actor_at_its_next_step(
+    cli: Cli, tmp_path: Path
+) -> None:
+    from aimegraph.checkpoints import open_checkpointer
+
+    asking = {
+        "planner": [
+            {"rationale": "r", "tasks": [{"id": "t1", "title": "Ask", "tool_bundles": ["human"]}]}
+        ],
+        "actors": {
+            "t1": [
+                {"tool": "ask_human", "args": {"question": "Which mirror?"}},
+                {"tool": "submit_result", "args": {"status": "completed", "summary": "ok"}},
+            ]
+        },
+    }
+    assert cli.run("noted", model=scenario(tmp_path, asking))[0] == 5
+    code, text = cli("note", "ghost", "hello")
+    assert code == 6 and "no thread 'ghost'" in text
+    code, text = cli("note", "noted", "Use the EU mirror.")
+    assert code == 0 and "note sent to noted" in text
+    code, summary = cli.json("resume", "noted", "--answer", "EU")
+    assert code == 0 and summary["status"] == "succeeded"
+    with open_checkpointer(cli.url) as saver:
+        heard = [
+            m.text
+            for saved in saver.list({"configurable": {"thread_id": "noted"}})
+            for m in saved.checkpoint["channel_values"].get("messages", [])
+            if HEARD in m.text
+        ]
+    assert heard and "Use the EU mirror." in heard[0]

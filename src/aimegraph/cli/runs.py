@@ -1,5 +1,5 @@
-"""``aimegraph run | demo | resume | fork``: start a run, or carry a thread on, and
-follow it live until it ends or pauses."""
+"""``aimegraph run | demo | resume | note | fork``: start a run, or carry a thread on,
+and follow it live until it ends or pauses; send a note to a running one."""
 
 from __future__ import annotations
 
@@ -59,6 +59,7 @@ from aimegraph.steering import (
     resume_command,
     run_graph,
     run_tools,
+    send_note,
 )
 
 __all__ = ["execute", "register"]
@@ -120,6 +121,15 @@ def register(command: AddCommand) -> None:
     rebuild_options(resume)
     durability_option(resume)
     broker_options(resume, "of a distributed run")
+
+    note = command(
+        "note",
+        cmd_note,
+        "Send a note to a thread's run: its running actors read it at their next step, "
+        "its planner at its next call.",
+    )
+    note.add_argument("thread")
+    note.add_argument("text")
 
     fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
     fork.add_argument("thread")
@@ -196,6 +206,20 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
 
         return resume_distributed(args, record, inputs, console)
     return execute(graph, inputs, args.thread, settings, args, console)
+
+
+def cmd_note(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    if saver.get_tuple(run_config(args.thread)) is None:
+        raise CliError(f"no thread {args.thread!r} in this checkpoint store", EXIT_NOT_FOUND)
+    note = send_note(args.memory_store(), args.thread, args.text)
+    if args.json:
+        print(json.dumps({"thread_id": args.thread, "note": note.key, "at": note.at}))
+    else:
+        console.print(
+            f"note sent to {args.thread}: running actors read it at their next step",
+            markup=False,
+        )
+    return 0
 
 
 def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:

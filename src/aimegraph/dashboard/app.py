@@ -99,6 +99,7 @@ def create_app(
             Route("/api/threads/{thread_id}/plan.svg", api.plan_svg),
             Route("/api/threads/{thread_id}/events", api.run_events),
             Route("/api/threads/{thread_id}/resume", api.resume, methods=["POST"]),
+            Route("/api/threads/{thread_id}/notes", api.note, methods=["POST"]),
             Route("/api/runs", api.start, methods=["POST"]),
             Route("/api/demo", api.start_demo, methods=["POST"]),
             Route("/api/memory", memory.items),
@@ -291,6 +292,17 @@ class _Api:
         return await self._launch(
             self.runs.resume, thread_id, answer or None, interrupt_id, thread=thread_id
         )
+
+    async def note(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        body = await json_body(request)
+        try:
+            await run_in_threadpool(self.runs.note, thread_id, str(body.get("text") or ""))
+        except ThreadNotFoundError as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, 400)
+        return JSONResponse({"thread_id": thread_id}, 202)
 
     async def _launch(
         self, call: Callable[..., Any], *args: Any, thread: str | None = None, **kwargs: Any

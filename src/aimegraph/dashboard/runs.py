@@ -26,6 +26,7 @@ from langgraph.types import Interrupt
 
 from aimegraph.checkpoints import (
     RunSettings,
+    ThreadNotFoundError,
     ThreadSummary,
     latest_settings,
     new_thread_id,
@@ -42,6 +43,7 @@ from aimegraph.steering import (
     prepare_demo,
     resume_command,
     run_graph,
+    send_note,
 )
 
 
@@ -154,6 +156,14 @@ class RunManager:
             return True
         self._launch(thread_id, settings, inputs, new=False)
         return False
+
+    def note(self, thread_id: str, text: str) -> str:
+        """Send a note to the thread's run (see :func:`aimegraph.steering.send_note`);
+        returns the thread id."""
+        if self.saver.get_tuple(run_config(thread_id)) is None:
+            raise ThreadNotFoundError(f"no thread {thread_id!r}")
+        send_note(self.store, thread_id, text)
+        return thread_id
 
     def _distributed_record(self, thread_id: str) -> RunRecord | None:
         """The thread's row in the distributed runs table (read with psycopg alone),

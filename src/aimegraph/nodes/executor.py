@@ -58,6 +58,7 @@ from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.models.reasoning import visible_text, without_think_text
 from aimegraph.nodes.context import within_budget
 from aimegraph.nodes.dual import Steps, blocking_call, model_node
+from aimegraph.nodes.notes import unseen_notes
 from aimegraph.nodes.sections import facts_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
@@ -390,6 +391,7 @@ def make_react_node(
     opening: Runnable[ActorState, dict[str, Any]] | None = (
         blocking_call(assemble, name="assemble") if assemble else None
     )
+    reading_notes: Runnable[ActorState, dict[str, Any]] = blocking_call(_new_notes, name="notes")
 
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
         if state.get("result") is not None:  # settled by submit_result in the tools step
@@ -397,6 +399,12 @@ def make_react_node(
         cfg = config.for_run(runtime)
         opened = (yield opening, state) if opening and not state.get("messages") else {}
         state = cast(ActorState, {**state, **opened})
+        if runtime.store is not None:  # a human's notes sent since the last step
+            noted = yield reading_notes, state
+            opened = _merged(opened, noted)
+            state = cast(
+                ActorState, {**state, "messages": [*state["messages"], *noted["messages"]]}
+            )
         if _steps_left(state, cfg):
             update = yield from budgeted(state, runtime)
         else:  # the tools step used the last one
@@ -405,6 +413,12 @@ def make_react_node(
         return Command(update=update, goto=_next_after_react(update, done))
 
     return model_node(step_or_settle, name="react")
+
+
+def _new_notes(state: ActorState, *, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The human's notes the actor has not had yet (see :mod:`aimegraph.nodes.notes`)."""
+    assert runtime.store is not None
+    return {"messages": unseen_notes(state, runtime.store)}
 
 
 def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:

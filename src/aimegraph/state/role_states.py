@@ -38,6 +38,7 @@ class PlannerInput(TypedDict, total=False):
     status: RunStatus
     facts: Annotated[dict[str, str], merge_facts]
     prompt_version: str | None
+    run_started_at: float
 
 
 class PlannerOutput(TypedDict, total=False):

@@ -48,6 +48,19 @@ function render(view) {
   );
 }
 
+$("note-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("note-text").value.trim();
+  if (!text) return;
+  try {
+    await post(`${api}/notes`, { text });
+    $("note-text").value = "";
+    $("note-result").textContent = "sent: running actors read it at their next step";
+  } catch (error) {
+    $("note-result").textContent = error.message;
+  }
+});
+
 function renderInterrupts(interrupts) {
   const key = interrupts.map((i) => `${i.id}:${i.error ?? ""}`).join(",");
   $("waiting").hidden = interrupts.length === 0;
