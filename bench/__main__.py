@@ -39,6 +39,7 @@ from bench import (
     scaling,
     scheduling,
     teams,
+    verifier,
     web_docs,
 )
 from bench.common import SectionResult, machine_info
@@ -54,6 +55,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "jsonparse": jsonparse.run,
     "memory": memory.run,
     "teams": teams.run,
+    "verifier": verifier.run,
 }
 """Section name -> ``run(quick)``, in report order."""
 
