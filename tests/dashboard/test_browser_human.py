@@ -4,7 +4,6 @@ running actors."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +11,8 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.memory import InMemoryStore
 from tests.dashboard.conftest import LiveServer
+from tests.human_scenarios import ASKING, ESCALATE, FAILING, REPORTED, scenario_spec
+from tests.scripted import call, plan, spec, submit
 
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
@@ -21,38 +22,22 @@ expect = pytest.importorskip("playwright.sync_api", reason="playwright is not in
 
 
 def start(runs: RunManager, tmp_path: Path, scenario: dict[str, Any], **config: Any) -> str:
-    path = tmp_path / "scenario.json"
-    path.write_text(json.dumps(scenario))
-    thread_id = runs.start("g", f"scripted:{path}", config)
+    thread_id = runs.start("g", scenario_spec(tmp_path, scenario), config)
     runs.wait(thread_id, timeout=60)
     return thread_id
 
 
-def calc_then_submit() -> dict[str, Any]:
-    return {
-        "planner": [
-            {
-                "rationale": "r",
-                "tasks": [{"id": "t1", "title": "Compute", "tool_bundles": ["compute"]}],
-            }
-        ],
-        "actors": {
-            "t1": [
-                {"tool": "calculator", "args": {"expression": "6*7"}},
-                {
-                    "tool": "submit_result",
-                    "args": {"status": "completed", "summary": "{last_tool_output}"},
-                },
-            ]
-        },
-        "reporter": [{"text": "{all_results}"}],
-    }
+COMPUTING = {
+    "planner": [plan(spec("t1", title="Compute", tool_bundles=["compute"]))],
+    "actors": {"t1": [call("calculator", expression="6*7"), submit("{last_tool_output}")]},
+    **REPORTED,
+}
 
 
 def test_a_tool_call_runs_with_arguments_edited_on_the_page(
     live: LiveServer, page: Any, tmp_path: Path, screenshots: Path
 ) -> None:
-    thread_id = start(live.runs, tmp_path, calc_then_submit(), approve_tools=["calculator"])
+    thread_id = start(live.runs, tmp_path, COMPUTING, approve_tools=["calculator"])
     page.goto(f"{live.url}/threads/{thread_id}")
     expect(page.locator("body")).to_have_attribute("data-status", "paused")
     form = page.locator(".interrupt[data-kind='approve_tool']")
@@ -68,27 +53,7 @@ def test_a_tool_call_runs_with_arguments_edited_on_the_page(
 def test_an_escalation_is_answered_for_the_failed_task_on_the_page(
     live: LiveServer, page: Any, tmp_path: Path, screenshots: Path
 ) -> None:
-    failing = {
-        "planner": [
-            {
-                "rationale": "r",
-                "tasks": [
-                    {"id": "a", "title": "Fetch the figure"},
-                    {"id": "b", "title": "Report it", "dependencies": ["a"]},
-                ],
-            }
-        ],
-        "actors": {
-            "a": [{"tool": "submit_result", "args": {"status": "failed", "summary": "offline"}}],
-            "b": [
-                {"tool": "submit_result", "args": {"status": "completed", "summary": "b: {dep:a}"}}
-            ],
-        },
-        "reporter": [{"text": "{all_results}"}],
-    }
-    thread_id = start(
-        live.runs, tmp_path, failing, escalate="exhausted", max_replans=0, task_retries=0
-    )
+    thread_id = start(live.runs, tmp_path, FAILING, **ESCALATE)
     page.goto(f"{live.url}/threads/{thread_id}")
     form = page.locator(".interrupt[data-kind='escalation']")
     expect(form).to_contain_text("no replans left")
@@ -104,20 +69,8 @@ def test_a_note_sent_from_the_page_reaches_the_actor(
     saver: BaseCheckpointSaver[Any], page: Any, tmp_path: Path
 ) -> None:
     runs = RunManager(saver, store=InMemoryStore())
-    asking = {
-        "planner": [
-            {"rationale": "r", "tasks": [{"id": "t1", "title": "Ask", "tool_bundles": ["human"]}]}
-        ],
-        "actors": {
-            "t1": [
-                {"tool": "ask_human", "args": {"question": "Which mirror?"}},
-                {"tool": "submit_result", "args": {"status": "completed", "summary": "ok"}},
-            ]
-        },
-        "reporter": [{"text": "{all_results}"}],
-    }
     with serve_in_background(create_app(saver, runs=runs, poll_seconds=0.05)) as url:
-        thread_id = start(runs, tmp_path, asking)
+        thread_id = start(runs, tmp_path, ASKING)
         page.goto(f"{url}/threads/{thread_id}")
         expect(page.locator("body")).to_have_attribute("data-status", "paused")
         page.fill("#note-text", "Use the EU mirror.")

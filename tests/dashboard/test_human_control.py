@@ -4,7 +4,6 @@ taking its default at its deadline), a note sent to a thread's running actors.""
 
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.memory import InMemoryStore
 from starlette.testclient import TestClient
+from tests.human_scenarios import ASKING, ESCALATE, FAILING, reading, scenario_spec
 
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
@@ -35,9 +35,8 @@ def view(client: TestClient, thread_id: str) -> dict[str, Any]:
 def start(
     client: TestClient, runs: RunManager, tmp_path: Path, scenario: dict[str, Any], **body: Any
 ) -> str:
-    path = tmp_path / "scenario.json"
-    path.write_text(json.dumps(scenario))
-    response = client.post("/api/runs", json={"goal": "g", "model": f"scripted:{path}", **body})
+    model = scenario_spec(tmp_path, scenario)
+    response = client.post("/api/runs", json={"goal": "g", "model": model, **body})
     assert response.status_code == 202, response.text
     thread_id: str = response.json()["thread_id"]
     runs.wait(thread_id, timeout=60)
@@ -48,24 +47,6 @@ def answer(client: TestClient, runs: RunManager, thread_id: str, **body: Any) ->
     response = client.post(f"/api/threads/{thread_id}/resume", json=body)
     assert response.status_code == 202, response.text
     runs.wait(thread_id, timeout=60)
-
-
-READS = {
-    "planner": [
-        {"rationale": "r", "tasks": [{"id": "t1", "title": "Read", "tool_bundles": ["files"]}]}
-    ],
-    "actors": {
-        "t1": [
-            {"tool": "read_file", "args": {"path": "data/a.txt"}},
-            {"tool": "read_file", "args": {"path": "b.txt"}},
-            {
-                "tool": "submit_result",
-                "args": {"status": "completed", "summary": "{last_tool_output}"},
-            },
-        ]
-    },
-    "reporter": [{"text": "{all_results}"}],
-}
 
 
 def test_a_policy_from_the_run_config_and_an_edited_call_answered_here(
@@ -80,7 +61,11 @@ def test_a_policy_from_the_run_config_and_an_edited_call_answered_here(
         {"tool": "read_file", "reason": "outside data/"},
     ]
     thread_id = start(
-        client, runs, tmp_path, READS, config={"approve_tools": rules, "workspace": str(workspace)}
+        client,
+        runs,
+        tmp_path,
+        reading("data/a.txt", "b.txt"),
+        config={"approve_tools": rules, "workspace": str(workspace)},
     )
     (waiting,) = view(client, thread_id)["interrupts"]
     assert waiting["kind"] == "approve_tool" and waiting["args"] == {"path": "b.txt"}
@@ -95,25 +80,6 @@ def test_a_policy_from_the_run_config_and_an_edited_call_answered_here(
     assert run["status"] == "succeeded"
     summary = run["tasks"][0]["result"]["summary"]
     assert "alpha" in summary and "a human edited this call" in summary
-
-
-FAILING = {
-    "planner": [
-        {
-            "rationale": "r",
-            "tasks": [
-                {"id": "a", "title": "Fetch the figure"},
-                {"id": "b", "title": "Report it", "dependencies": ["a"]},
-            ],
-        }
-    ],
-    "actors": {
-        "a": [{"tool": "submit_result", "args": {"status": "failed", "summary": "offline"}}],
-        "b": [{"tool": "submit_result", "args": {"status": "completed", "summary": "b: {dep:a}"}}],
-    },
-    "reporter": [{"text": "{all_results}"}],
-}
-ESCALATE = {"escalate": "exhausted", "max_replans": 0, "task_retries": 0}
 
 
 def test_an_escalation_answered_on_the_dashboard(
@@ -157,19 +123,7 @@ def test_a_note_sent_from_the_dashboard_reaches_the_actor(
 ) -> None:
     runs = RunManager(saver, store=InMemoryStore())
     client = TestClient(create_app(saver, runs=runs), base_url=LOCAL)
-    asking = {
-        "planner": [
-            {"rationale": "r", "tasks": [{"id": "t1", "title": "Ask", "tool_bundles": ["human"]}]}
-        ],
-        "actors": {
-            "t1": [
-                {"tool": "ask_human", "args": {"question": "Which mirror?"}},
-                {"tool": "submit_result", "args": {"status": "completed", "summary": "ok"}},
-            ]
-        },
-        "reporter": [{"text": "{all_results}"}],
-    }
-    thread_id = start(client, runs, tmp_path, asking)
+    thread_id = start(client, runs, tmp_path, ASKING)
     assert client.post("/api/threads/ghost/notes", json={"text": "x"}).status_code == 404
     assert client.post(f"/api/threads/{thread_id}/notes", json={"text": " "}).status_code == 400
     sent = client.post(f"/api/threads/{thread_id}/notes", json={"text": "Use the EU mirror."})

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
+from tests.graph.test_human import REJECTED_ONCE
 from tests.scripted import call, plan, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
@@ -25,16 +27,38 @@ NOTE = "Use the EU mirror, not the US one."
 HEARD = f"A note from the human, sent while you work (follow it where it applies):\n{NOTE}"
 
 
+def build(
+    scenario: dict[str, Any],
+    workspace: Path,
+    store: InMemoryStore,
+    tools: list[Any] | None = None,
+    **config: Any,
+) -> tuple[Any, ScriptedChatModel]:
+    """The aime graph over ``scenario`` with ``store`` (memory off: only notes use it)."""
+    model = ScriptedChatModel.from_dict(scenario)
+    graph = build_aime_graph(
+        model,
+        tools=tools,
+        config=AimeConfig(workspace=workspace, memory="off", **config),
+        checkpointer=InMemorySaver(serde=make_serializer()),
+        store=store,
+    )
+    return graph, model
+
+
 @pytest.mark.parametrize("scheduler", ["eager", "batch"])
 def test_a_note_sent_while_actors_run_reaches_each_at_its_next_step(
     workspace: Path, scheduler: str
 ) -> None:
     store = InMemoryStore()
-    sent = threading.Event()
+    # Both actors are in their tools step (each made its first model call) when the
+    # human sends the note; then both go on.
+    working, sent = threading.Event(), threading.Event()
 
     @tool
     def fetch(source: str) -> str:
         """Fetch a source. (The human sends a note while this runs.)"""
+        assert working.wait(10)
         send_note(store, THREAD, NOTE)
         sent.set()
         return f"fetched {source}"
@@ -42,6 +66,7 @@ def test_a_note_sent_while_actors_run_reaches_each_at_its_next_step(
     @tool
     def crunch(data: str) -> str:
         """Crunch data. (Returns once the human's note is sent.)"""
+        working.set()
         assert sent.wait(10)
         return f"crunched {data}"
 
@@ -52,14 +77,7 @@ def test_a_note_sent_while_actors_run_reaches_each_at_its_next_step(
             "b": [call("crunch", data="x"), submit("b done")],
         },
     }
-    model = ScriptedChatModel.from_dict(scenario)
-    graph = build_aime_graph(
-        model,
-        tools=[fetch, crunch],
-        config=AimeConfig(workspace=workspace, memory="off", scheduler=scheduler),
-        checkpointer=InMemorySaver(serde=make_serializer()),
-        store=store,
-    )
+    graph, model = build(scenario, workspace, store, tools=[fetch, crunch], scheduler=scheduler)
     out = graph.invoke({"goal": "g"}, CONFIG)
     assert out["status"] == "succeeded"
     for task in ("a", "b"):
@@ -72,25 +90,9 @@ def test_a_note_sent_while_actors_run_reaches_each_at_its_next_step(
         )
 
 
-REJECTED_ONCE = {
-    "planner": [plan(spec("a")), plan(spec("b", "a"))],
-    "actors": {"a": [submit("a ok")], "b": [submit("b ok")]},
-    "verifier": [
-        {"passed": False, "reasoning": "incomplete", "issues": ["b is missing"]},
-        {"passed": True, "reasoning": "ok", "issues": []},
-    ],
-}
-
-
 def test_the_planner_reads_the_notes_at_its_next_call(workspace: Path) -> None:
     store = InMemoryStore()
-    model = ScriptedChatModel.from_dict(REJECTED_ONCE)
-    graph = build_aime_graph(
-        model,
-        config=AimeConfig(workspace=workspace, memory="off"),
-        checkpointer=InMemorySaver(serde=make_serializer()),
-        store=store,
-    )
+    graph, model = build(REJECTED_ONCE, workspace, store)
     graph.invoke({"goal": "g"}, CONFIG, interrupt_before=["orchestrator"])
     send_note(store, THREAD, NOTE)
     assert graph.invoke(None, CONFIG)["status"] == "succeeded"
@@ -101,13 +103,7 @@ def test_the_planner_reads_the_notes_at_its_next_call(workspace: Path) -> None:
 def test_notes_of_an_earlier_run_stay_with_it(workspace: Path) -> None:
     store = InMemoryStore()
     scenario = {"planner": [plan(spec("a"))], "actors": {"a": [call("list_dir"), submit("ok")]}}
-    model = ScriptedChatModel.from_dict(scenario)
-    graph = build_aime_graph(
-        model,
-        config=AimeConfig(workspace=workspace, memory="off"),
-        checkpointer=InMemorySaver(serde=make_serializer()),
-        store=store,
-    )
+    graph, model = build(scenario, workspace, store)
     send_note(store, THREAD, "an old note")
     graph.invoke({"goal": "first"}, CONFIG)
     model.reset()
@@ -132,13 +128,7 @@ def test_a_note_sent_while_an_actor_waits_for_a_human_reaches_it_on_resume(
         "planner": [plan(spec("a", tool_bundles=["human"]))],
         "actors": {"a": [call("ask_human", question="Which mirror?"), submit("a ok")]},
     }
-    model = ScriptedChatModel.from_dict(scenario)
-    graph = build_aime_graph(
-        model,
-        config=AimeConfig(workspace=workspace, memory="off"),
-        checkpointer=InMemorySaver(serde=make_serializer()),
-        store=store,
-    )
+    graph, model = build(scenario, workspace, store)
     graph.invoke({"goal": "g"}, CONFIG)
     send_note(store, THREAD, NOTE)
     assert graph.get_state(CONFIG).interrupts  # still waiting

@@ -184,3 +184,19 @@ def test_inside_a_team_resuming_one_member_reruns_no_sibling_call(
     assert out["status"] == "succeeded"
     assert effects.runs == before | {"publish x": 1}
     assert out["tasks"]["t1"].result.artifacts["agreement"] == "3/3"
+
+
+@pytest.mark.parametrize("pausing", ["approval", "question"])
+def test_actors_checkpointing_only_when_they_pause_rerun_nothing_either(
+    workspace: Path, pausing: str
+) -> None:
+    # actor_durability="exit": an actor saves its steps only when it pauses; the
+    # paused step's finished calls are saved with it.
+    effects = SideEffects()
+    graph = build(three_actors(pausing), effects, workspace, actor_durability="exit")
+    graph.invoke({"goal": "three at once"}, CONFIG)
+    answer = {"action": "approve"} if pausing == "approval" else "the second"
+    assert graph.invoke(Command(resume=answer), CONFIG)["status"] == "succeeded"
+    assert effects.runs == EXPECTED | {"d1": 1} | (
+        {"publish a": 1} if pausing == "approval" else {}
+    )

@@ -6,16 +6,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
-import yaml
 from tests.conftest import Cli
+from tests.human_scenarios import ASKING, ESCALATE, FAILING, HEARD, reading, scenario_spec
 
-
-def scenario(tmp_path: Path, data: dict[str, Any], name: str = "scenario") -> str:
-    path = tmp_path / f"{name}.yaml"
-    path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    return f"scripted:{path}"
+from aimegraph.checkpoints import open_checkpointer
 
 
 def test_a_tool_call_edited_from_the_cli_runs_with_the_edited_arguments(cli: Cli) -> None:
@@ -33,21 +28,6 @@ def test_a_tool_call_edited_from_the_cli_runs_with_the_edited_arguments(cli: Cli
 
 
 def test_a_policy_in_config_allows_one_path_and_asks_for_another(cli: Cli, tmp_path: Path) -> None:
-    reads = {
-        "planner": [
-            {"rationale": "r", "tasks": [{"id": "t1", "title": "Read", "tool_bundles": ["files"]}]}
-        ],
-        "actors": {
-            "t1": [
-                {"tool": "read_file", "args": {"path": "data/a.txt"}},
-                {"tool": "read_file", "args": {"path": "b.txt"}},
-                {
-                    "tool": "submit_result",
-                    "args": {"status": "completed", "summary": "{last_tool_output}"},
-                },
-            ]
-        },
-    }
     (cli.workspace / "data").mkdir(parents=True)
     (cli.workspace / "data" / "a.txt").write_text("alpha")
     (cli.workspace / "b.txt").write_text("beta")
@@ -55,7 +35,7 @@ def test_a_policy_in_config_allows_one_path_and_asks_for_another(cli: Cli, tmp_p
         {"tool": "read_file", "args": {"path": "data/*"}, "decision": "allow"},
         {"tool": "read_file", "reason": "outside data/"},
     ]
-    model = scenario(tmp_path, reads)
+    model = scenario_spec(tmp_path, reading("data/a.txt", "b.txt"))
     config = json.dumps({"approve_tools": rules})
     code, summary = cli.run("policy", "--config", config, model=model)
     assert code == 5
@@ -66,27 +46,8 @@ def test_a_policy_in_config_allows_one_path_and_asks_for_another(cli: Cli, tmp_p
     assert code == 0 and summary["tasks"]["t1"]["result"]["summary"] == "beta"
 
 
-FAILING = {
-    "planner": [
-        {
-            "rationale": "r",
-            "tasks": [
-                {"id": "a", "title": "Fetch the figure"},
-                {"id": "b", "title": "Report it", "dependencies": ["a"]},
-            ],
-        }
-    ],
-    "actors": {
-        "a": [{"tool": "submit_result", "args": {"status": "failed", "summary": "offline"}}],
-        "b": [{"tool": "submit_result", "args": {"status": "completed", "summary": "b: {dep:a}"}}],
-    },
-    "reporter": [{"text": "{all_results}"}],
-}
-ESCALATE = {"escalate": "exhausted", "max_replans": 0, "task_retries": 0}
-
-
 def test_an_escalation_answered_from_the_cli(cli: Cli, tmp_path: Path) -> None:
-    model = scenario(tmp_path, FAILING)
+    model = scenario_spec(tmp_path, FAILING)
     code, summary = cli.run("esc", "--config", json.dumps(ESCALATE), model=model)
     assert code == 5
     (waiting,) = summary["interrupts"]
@@ -101,14 +62,14 @@ def test_an_escalation_answered_from_the_cli(cli: Cli, tmp_path: Path) -> None:
 
 
 def test_an_escalation_given_up_from_the_cli(cli: Cli, tmp_path: Path) -> None:
-    model = scenario(tmp_path, FAILING)
+    model = scenario_spec(tmp_path, FAILING)
     assert cli.run("esc", "--config", json.dumps(ESCALATE), model=model)[0] == 5
     code, summary = cli.json("resume", "esc", "--reject", "not today")
     assert code == 4 and "gave up on it: not today" in summary["reason"]
 
 
 def test_an_unattended_run_takes_the_default_when_nobody_answers(cli: Cli, tmp_path: Path) -> None:
-    model = scenario(tmp_path, FAILING)
+    model = scenario_spec(tmp_path, FAILING)
     config = {**ESCALATE, "escalation_timeout_s": 0.2}
     code, summary = cli.run("late", "--config", json.dumps(config), model=model)
     # The CLI waited for the answer until the deadline, then gave up as set.
@@ -116,26 +77,10 @@ def test_an_unattended_run_takes_the_default_when_nobody_answers(cli: Cli, tmp_p
     assert "no answer within 0.2 s" in summary["reason"]
 
 
-HEARD = "A note from the human, sent while you work"
-
-
 def test_a_note_sent_from_the_cli_reaches_the_actor_at_its_next_step(
     cli: Cli, tmp_path: Path
 ) -> None:
-    from aimegraph.checkpoints import open_checkpointer
-
-    asking = {
-        "planner": [
-            {"rationale": "r", "tasks": [{"id": "t1", "title": "Ask", "tool_bundles": ["human"]}]}
-        ],
-        "actors": {
-            "t1": [
-                {"tool": "ask_human", "args": {"question": "Which mirror?"}},
-                {"tool": "submit_result", "args": {"status": "completed", "summary": "ok"}},
-            ]
-        },
-    }
-    assert cli.run("noted", model=scenario(tmp_path, asking))[0] == 5
+    assert cli.run("noted", model=scenario_spec(tmp_path, ASKING))[0] == 5
     code, text = cli("note", "ghost", "hello")
     assert code == 6 and "no thread 'ghost'" in text
     code, text = cli("note", "noted", "Use the EU mirror.")

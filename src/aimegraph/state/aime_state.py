@@ -93,7 +93,8 @@ class AimeState(AimeOutput, total=False):
     steps append one with ``graph.update_state(config, {"notes": [...]},
     as_node="executor")``; while the run waits on an interrupt, send it with the
     answer: ``Command(resume=..., update={"notes": [...]})`` (an ``update_state``
-    then would replace the pending step). ``replan_reason`` says
+    then would replace the pending step). A note for the running actors too goes
+    to the run's store instead (``aimegraph.steering.send_note``). ``replan_reason`` says
     why the planner is being called again; ``dispatched`` is the last batch the
     orchestrator sent out; ``steps`` counts orchestration steps;
     ``run_started_at`` (``time.time()``) is when the current run began, for

@@ -88,36 +88,16 @@ function interruptForm(item) {
       el("button", { class: "reject", onclick: () => answer(item.id, { action: "reject", reason: reason.value || "rejected on the dashboard" }) }, rejectLabel),
     );
   if (item.kind === "approve_plan") {
-    const edited = el("textarea", { rows: 12, spellcheck: "false", class: "plan-edit" });
-    edited.value = JSON.stringify(item.plan ?? {}, null, 2);
-    const editError = el("span", { class: "error" });
     return el("div", { class: "interrupt", "data-kind": item.kind },
       el("h3", {}, "Approve the plan?"),
       el("pre", { class: "checklist" }, item.checklist || ""),
       item.error ? el("p", { class: "error" }, item.error) : null,
       decide("Approve plan", "Reject plan"),
-      el("details", {},
-        el("summary", {}, "Edit the plan (PlanUpdate JSON)"),
-        edited,
-        el("div", { class: "row" },
-          el("button", {
-            onclick: () => {
-              try {
-                answer(item.id, { action: "edit", plan: JSON.parse(edited.value) });
-              } catch (error) {
-                editError.textContent = `not JSON: ${error.message}`;
-              }
-            },
-          }, "Approve edited plan"),
-          editError,
-        ),
-      ),
+      jsonEditor(item.plan, "plan-edit", 12, "Edit the plan (PlanUpdate JSON)", "Approve edited plan",
+        (plan) => answer(item.id, { action: "edit", plan })),
     );
   }
   if (item.kind === "approve_tool") {
-    const edited = el("textarea", { rows: 6, spellcheck: "false", class: "args-edit" });
-    edited.value = JSON.stringify(item.args ?? {}, null, 2);
-    const editError = el("span", { class: "error" });
     const description = item.action_requests?.[0]?.description;
     return el("div", { class: "interrupt", "data-kind": item.kind },
       el("h3", {}, `Allow ${item.tool}?`, item.task_id ? ` (task ${item.task_id})` : ""),
@@ -125,23 +105,8 @@ function interruptForm(item) {
       el("pre", {}, JSON.stringify(item.args ?? {}, null, 2)),
       item.error ? el("p", { class: "error" }, item.error) : null,
       decide("Allow call", "Deny call"),
-      el("details", {},
-        el("summary", {}, "Edit the arguments (JSON)"),
-        edited,
-        el("div", { class: "row" },
-          el("button", {
-            class: "run-edited",
-            onclick: () => {
-              try {
-                answer(item.id, { action: "edit", args: JSON.parse(edited.value) });
-              } catch (error) {
-                editError.textContent = `not JSON: ${error.message}`;
-              }
-            },
-          }, "Run with these arguments"),
-          editError,
-        ),
-      ),
+      jsonEditor(item.args, "args-edit", 6, "Edit the arguments (JSON)", "Run with these arguments",
+        (args) => answer(item.id, { action: "edit", args })),
     );
   }
   if (item.kind === "escalation") return escalationForm(item);
@@ -163,9 +128,6 @@ function escalationForm(item) {
   const taskChoice = el("select", { class: "task-choice" },
     ...failed.map((t) => el("option", { value: t.id }, t.id)));
   const taskAnswer = el("input", { class: "task-answer", placeholder: "the task's result, in your words" });
-  const edited = el("textarea", { rows: 10, spellcheck: "false", class: "plan-edit" });
-  edited.value = JSON.stringify(item.plan ?? {}, null, 2);
-  const editError = el("span", { class: "error" });
   const deadline = item.deadline
     ? el("p", { class: "hint" }, `Unanswered, it takes "${item.default}" at ${new Date(item.deadline * 1000).toLocaleTimeString()}.`)
     : null;
@@ -185,22 +147,31 @@ function escalationForm(item) {
       el("button", { class: "replan", onclick: () => answer(item.id, { action: "replan", note: note.value }) }, "Replan"),
       el("button", { class: "reject", onclick: () => answer(item.id, { action: "give_up", reason: note.value || "given up on the dashboard" }) }, "Give up"),
     ),
-    el("details", {},
-      el("summary", {}, "Edit the plan (PlanUpdate JSON)"),
-      edited,
-      el("div", { class: "row" },
-        el("button", {
-          onclick: () => {
-            try {
-              answer(item.id, { action: "edit", plan: JSON.parse(edited.value) });
-            } catch (error) {
-              editError.textContent = `not JSON: ${error.message}`;
-            }
-          },
-        }, "Run the edited plan"),
-        editError,
-      ),
-    ),
+    jsonEditor(item.plan, "plan-edit", 10, "Edit the plan (PlanUpdate JSON)", "Run the edited plan",
+      (plan) => answer(item.id, { action: "edit", plan })),
+  );
+}
+
+// A folded JSON editor prefilled with `value`; its button sends the parsed JSON.
+function jsonEditor(value, cls, rows, summary, label, send) {
+  const edited = el("textarea", { rows, spellcheck: "false", class: cls });
+  edited.value = JSON.stringify(value ?? {}, null, 2);
+  const editError = el("span", { class: "error" });
+  const submit = () => {
+    let parsed;
+    try {
+      parsed = JSON.parse(edited.value);
+    } catch (error) {
+      editError.textContent = `not JSON: ${error.message}`;
+      return;
+    }
+    editError.textContent = "";
+    send(parsed);
+  };
+  return el("details", {},
+    el("summary", {}, summary),
+    edited,
+    el("div", { class: "row" }, el("button", { onclick: submit }, label), editError),
   );
 }
 
