@@ -179,3 +179,15 @@ def test_the_verifier_graph_on_its_own_inspects_under_invoke_and_ainvoke(
     model.reset()
     out = asyncio.run(graph.ainvoke(inputs))
     assert out["verdict"].evidence[1] == "recomputed: sum of amount = 1250"
+
+
+async def test_under_ainvoke_nothing_blocks_the_event_loop(
+    scripted_graph: GraphFactory, sales: Path
+) -> None:
+    # LangGraph Server refuses blocking calls on its event loop (blockbuster): listing
+    # the changed files, reading and recomputing run off the loop.
+    blockbuster = pytest.importorskip("blockbuster")
+    graph, _ = scripted_graph({**WRITE_REPORT, "verifier": LOOKS_AND_REJECTS}, max_replans=0)
+    with blockbuster.blockbuster_ctx():
+        out = await graph.ainvoke({"goal": "the total"})
+    assert out["status"] == "rejected" and out["verdict"].evidence

@@ -21,6 +21,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
 from pydantic import ValidationError
@@ -35,7 +36,7 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import describe_tools, plain_conversation
 from aimegraph.models.jsonparse import JsonReplyError, parse_json_reply
-from aimegraph.nodes.dual import Steps, ask_structured
+from aimegraph.nodes.dual import Steps, ask_structured, blocking_call
 from aimegraph.nodes.executor import reply_messages, transcript
 from aimegraph.prompts import json_mode
 from aimegraph.prompts import verifier as prompts
@@ -92,6 +93,18 @@ def changed_files(root: Path, since: float | None) -> list[str]:
             if since is None or modified >= since:
                 found.append((modified, path.relative_to(root).as_posix()))
     return sorted(name for _, name in sorted(found, reverse=True)[:MAX_LISTED_FILES])
+
+
+def run_files(config: AimeConfig) -> Runnable[Mapping[str, Any], list[str]]:
+    """A node step listing the files the run changed (:func:`changed_files` since the
+    state's ``run_started_at``, in the run's workspace): it reads the file system, so
+    under ``ainvoke`` it runs in a worker thread, never on the event loop."""
+
+    def listing(state: Mapping[str, Any], *, runtime: Runtime[Any]) -> list[str]:
+        workspace = Path(config.for_run(runtime).workspace)
+        return changed_files(workspace, state.get("run_started_at"))
+
+    return blocking_call(listing, name="files")
 
 
 def inspects(cfg: AimeConfig, files: Sequence[str]) -> bool:

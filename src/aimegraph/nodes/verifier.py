@@ -11,7 +11,6 @@ inspects them with read-only tools before its verdict
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -23,7 +22,7 @@ from langgraph.runtime import Runtime
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
 from aimegraph.nodes.executor import artifact_lines
-from aimegraph.nodes.inspection import changed_files, inspect, inspects, with_evidence
+from aimegraph.nodes.inspection import inspect, inspects, run_files, with_evidence
 from aimegraph.prompts import verifier as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, TaskResult, Usage, Verdict, VerifierState
@@ -76,12 +75,13 @@ def make_judge_node(
     The model calls are awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
     The system prompt is the run's ``verifier`` component from ``prompt_source``."""
     looking = list(tools) if tools is not None else make_inspection_tools(config.workspace)
+    listing = run_files(config)
 
     def judge(state: VerifierState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         answer = state.get("final_answer") or "(no answer was produced)"
         goal = state.get("goal", "")
-        files = changed_files(Path(cfg.workspace), state.get("run_started_at"))
+        files = yield listing, state
         request = prompts.INSPECT.format(
             goal=goal, answer=answer, files=_files_list(files), steps=cfg.verifier_max_steps
         )
@@ -141,6 +141,7 @@ def make_task_check_node(
     The model calls are awaited under ``ainvoke``. The system prompt is the run's
     ``verifier`` component from ``prompt_source``."""
     looking = list(tools) if tools is not None else make_inspection_tools(config.workspace)
+    listing = run_files(config)
 
     def check(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -155,7 +156,7 @@ def make_task_check_node(
             "summary": result.summary,
             "artifacts": artifact_lines(result.artifacts),
         }
-        files = changed_files(Path(cfg.workspace), state.get("run_started_at"))
+        files = yield listing, state
         request = prompts.INSPECT_TASK.format(
             **fields, files=_files_list(files), steps=cfg.verifier_max_steps
         )
