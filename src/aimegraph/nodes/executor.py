@@ -401,10 +401,10 @@ def make_react_node(
         state = cast(ActorState, {**state, **opened})
         if runtime.store is not None:  # a human's notes sent since the last step
             noted = yield reading_notes, state
-            opened = _merged(opened, noted)
-            state = cast(
-                ActorState, {**state, "messages": [*state["messages"], *noted["messages"]]}
-            )
+            if noted["messages"]:
+                opened = _merged(opened, noted)
+                heard = [*state["messages"], *noted["messages"]]
+                state = cast(ActorState, {**state, "messages": heard})
         if _steps_left(state, cfg):
             update = yield from budgeted(state, runtime)
         else:  # the tools step used the last one
