@@ -45,6 +45,7 @@ from bench import (
     scaling,
     scheduling,
     teams,
+    verifier,
     web_docs,
 )
 from bench.common import SectionResult, commit, machine_info, skipped
@@ -62,6 +63,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "memory": memory.run,
     "teams": teams.run,
     "conversation": conversation.run,
+    "verifier": verifier.run,
 }
 """Section name -> ``run(quick)``: the sections ``--quick`` runs, in report order."""
 

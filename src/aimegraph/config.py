@@ -15,15 +15,26 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 from langgraph.runtime import Runtime
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
 from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
+from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.state import Price, Usage
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
+InspectPolicy = Literal["auto", "always", "never"]
+EscalatePolicy = Literal["off", "exhausted", "failures"]
+EscalationDefault = Literal["give_up", "replan"]
 ToolCallingMode = Literal["auto", "native", "json"]
 MemoryPolicy = Literal["on", "off"]
 SchedulerPolicy = Literal["eager", "batch"]
@@ -116,8 +127,47 @@ class AimeConfig(BaseModel):
         "redoes the actors in flight from their start; cheapest with a database checkpointer.",
     )
     verify: VerifyPolicy = "final"
+    verifier_inspects: InspectPolicy = Field(
+        "auto",
+        description="The verifier (and the per-task check) as a small agent inspecting the "
+        "workspace with read-only tools (list_dir, read_lines, python to recompute a figure): "
+        "'auto' when the run wrote or changed files there, 'always', or 'never' (one call "
+        "judging the answer's text).",
+    )
+    verifier_max_steps: int = Field(
+        6, ge=1, description="Tool steps the inspecting verifier may take per verdict."
+    )
     approve_plan: bool = False
-    approve_tools: tuple[str, ...] = ()
+    approve_tools: tuple[str | ToolRule, ...] = Field(
+        (),
+        description="Tool calls a human approves, approves with edited arguments, or rejects: "
+        "tool names (every call asked) and rules ({tool, args, decision, reason}: the first "
+        "matching rule allows, asks or denies the call); a call no entry matches runs.",
+    )
+    tool_policy: PolicySpec | None = Field(
+        None,
+        description="A callable (or its 'module:attr') deciding each tool call before the "
+        "approve_tools rules: policy(call, task) -> 'allow' | 'ask' | 'deny' | None (None: "
+        "the rules decide).",
+    )
+    escalate: EscalatePolicy = Field(
+        "off",
+        description="Pause for a human instead of ending the run: 'exhausted' when plan "
+        "repairs or replans run out (a task failed after them, a stall, the verifier "
+        "rejecting with none left); 'failures' also as soon as a task fails for good (after "
+        "its retries), before any replan. The human edits the plan, answers for the failed "
+        "task, grants a replan or gives up.",
+    )
+    escalation_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds a human has to answer an escalation; then the front end driving "
+        "the run (aimegraph run / resume, the dashboard, aimegraph.steering.await_overdue) "
+        "takes escalation_default, for unattended runs.",
+    )
+    escalation_default: EscalationDefault = Field(
+        "give_up", description="What an unanswered escalation does: 'give_up' or 'replan'."
+    )
     tool_calling: ToolCallingMode = "auto"
     max_output_retries: int = Field(
         2, ge=0, description="Re-asks when a model reply does not parse or validate."
@@ -233,6 +283,22 @@ class AimeConfig(BaseModel):
                 f"sandbox must be one of {', '.join(SANDBOX_NAMES)} or module:attr; got {value!r}"
             )
         return value
+
+    @field_validator("tool_policy")
+    @classmethod
+    def _policy_imports(cls, policy: PolicySpec | None) -> PolicySpec | None:
+        if policy is not None:
+            resolve_policy(policy)  # a 'module:attr' that does not import fails here
+        return policy
+
+    @field_serializer("tool_policy", when_used="json")
+    def _policy_by_name(self, policy: PolicySpec | None) -> str | None:
+        return None if policy is None else policy_name(policy)
+
+    @property
+    def gates_tools(self) -> bool:
+        """Whether some tool call may have to wait for a human (or be refused)."""
+        return bool(self.approve_tools) or self.tool_policy is not None
 
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> AimeConfig:

@@ -5,6 +5,7 @@ the modes."""
 
 from __future__ import annotations
 
+import json
 from collections import deque
 from collections.abc import Iterator
 from types import TracebackType
@@ -91,6 +92,8 @@ class LiveProgress:
             self._say(f"{event['task_id']} {event['status']}: {_one_line(event['message'])}")
         elif kind == "replan":
             self._say(f"replanning: {_one_line(event['reason'])}")
+        elif kind == "verifier":
+            self._say(f"verifier looks: {event['tool']} {_one_line(json.dumps(event['args']))}")
         elif kind == "verdict":
             verdict = event.get("verdict")
             self._say(

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -45,6 +46,7 @@ from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.models.response_format import load_response_format
+from aimegraph.nodes.notes import Note, post_note
 from aimegraph.state import Usage
 from aimegraph.tools.registry import (
     ToolLike,
@@ -56,6 +58,9 @@ from aimegraph.tools.registry import (
 
 DEMO_SCENARIO = "scripted:demo"
 CANCELLED_REPLY = "The run was cancelled before it finished ({reason})."
+
+ANSWER_KEYS = ("action", "reason", "answer", "plan", "args", "decisions", "task_id", "note")
+"""The keys of a front end's answer (see :func:`answer_for`)."""
 WORKSPACES = Path(".aimegraph/workspace")
 
 
@@ -65,9 +70,10 @@ ThreadGraph = CompiledStateGraph[Any, Any, Any, Any]
 
 class AnswerError(ValueError):
     """A human's answer does not fit the interrupt it is meant for; ``needs`` says
-    what would: ``"answer"`` (text) or ``"decision"`` (approve or reject)."""
+    what would: ``"answer"`` (text), ``"decision"`` (approve or reject) or
+    ``"escalation"`` (edit the plan, answer for the task, replan or give up)."""
 
-    def __init__(self, message: str, needs: Literal["answer", "decision"]) -> None:
+    def __init__(self, message: str, needs: Literal["answer", "decision", "escalation"]) -> None:
         super().__init__(message)
         self.needs = needs
 
@@ -167,20 +173,53 @@ def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:
 
 def answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
     """Adapt a front end's answer (``{"action": "approve" | "reject" | "edit", ...}``
-    or ``{"answer": text}``) to the interrupt kind: a rejection denies a tool call."""
+    or ``{"answer": text}``) to the interrupt kind: a tool approval gets LangChain's
+    HITL decisions (``{"decisions": [...]}``, which it may also be sent as is; an
+    edit there carries the call's new ``args``)."""
     kind = interrupt_value.get("kind")
-    if kind == "approve_tool" and answer.get("action") == "reject":
-        return {"action": "deny", "reason": answer.get("reason") or "no reason given"}
     if kind == "ask_human" and "answer" not in answer:
         raise AnswerError("this interrupt asks a question", needs="answer")
+    if kind == "approve_tool" and "decisions" in answer:
+        return answer
     if kind in ("approve_plan", "approve_tool") and "action" not in answer:
         # A bare {"answer": ...} would read as an approval: refuse it instead.
         raise AnswerError(f"this interrupt ({kind}) needs a decision", needs="decision")
-    if kind == "approve_tool" and answer.get("action") == "edit":
+    if kind == "approve_tool":
+        return {"decisions": [_tool_decision(str(interrupt_value.get("tool")), answer)]}
+    if kind == "escalation":
+        return _escalation_answer(answer)
+    return answer
+
+
+def _escalation_answer(answer: dict[str, Any]) -> dict[str, Any]:
+    """A front end's answer to an escalation: ``{"answer": text, "task_id": ...}``
+    answers for the failed task, a rejection gives up."""
+    action = answer.get("action")
+    if action is None and "answer" in answer:
+        return {"action": "answer", "answer": answer["answer"], "task_id": answer.get("task_id")}
+    if action in ("reject", "deny"):
+        return {**answer, "action": "give_up"}
+    if action == "approve" or action is None:
         raise AnswerError(
-            "an edited plan answers a plan approval, not a tool approval", needs="decision"
+            "an escalation is answered by editing the plan, answering for the failed task, "
+            "a replan or giving up",
+            needs="escalation",
         )
     return answer
+
+
+def _tool_decision(tool: str, answer: dict[str, Any]) -> dict[str, Any]:
+    action = answer.get("action")
+    if action == "edit":
+        if not isinstance(answer.get("args"), dict):
+            raise AnswerError(
+                "a tool call is edited with its new arguments (args), not a plan",
+                needs="decision",
+            )
+        return {"type": "edit", "edited_action": {"name": tool, "args": answer["args"]}}
+    if action in ("reject", "deny"):
+        return {"type": "reject", "message": answer.get("reason") or "no reason given"}
+    return {"type": str(action)}
 
 
 def resume_command(
@@ -389,3 +428,65 @@ def _saver(graph: ThreadGraph) -> BaseCheckpointSaver[Any]:
     if not isinstance(graph.checkpointer, BaseCheckpointSaver):
         raise ValueError("running a thread under its lease needs a graph with a checkpointer")
     return graph.checkpointer
+
+
+def escalation_deadline(item: Interrupt) -> float | None:
+    """When an escalation waiting for a human takes its default (epoch seconds), if it
+    has a timeout (``AimeConfig.escalation_timeout_s``)."""
+    value = item.value if isinstance(item.value, dict) else {}
+    deadline = value.get("deadline") if value.get("kind") == "escalation" else None
+    return float(deadline) if deadline is not None else None
+
+
+def overdue_answers(interrupts: Sequence[Interrupt], now: float | None = None) -> dict[str, Any]:
+    """The default answers (``AimeConfig.escalation_default``) of the escalations whose
+    deadline has passed, by interrupt id."""
+    now = time.time() if now is None else now
+    answers = {}
+    for item in interrupts:
+        deadline = escalation_deadline(item)
+        if deadline is not None and deadline <= now:
+            why = f"no answer within {item.value.get('timeout_s', 0):g} s"
+            answers[item.id] = {"action": item.value.get("default"), "reason": why, "note": why}
+    return answers
+
+
+def await_overdue(
+    pending: Callable[[], Sequence[Interrupt]],
+    *,
+    poll_s: float = 0.5,
+    clock: Callable[[], float] = time.time,
+    sleep: Callable[[float], None] = time.sleep,
+) -> Command[Any] | None:
+    """For the process driving an unattended run: wait until the first deadline of
+    the escalations ``pending()`` returns (the thread's interrupts, read again every
+    ``poll_s``), then the ``Command`` resuming every overdue one with its default.
+    None at once when no escalation has a deadline, and as soon as the one waited
+    for is answered by someone else (its interrupt gone)."""
+    deadlines = {i.id: d for i in pending() if (d := escalation_deadline(i)) is not None}
+    if not deadlines:
+        return None
+    first = min(deadlines, key=deadlines.__getitem__)
+    while (left := deadlines[first] - clock()) > 0:
+        sleep(min(poll_s, left))
+        if first not in {i.id for i in pending()}:
+            return None
+    answers = overdue_answers(pending(), clock())
+    return Command(resume=answers) if answers else None
+
+
+def send_note(store: BaseStore | None, thread_id: str, text: str) -> Note:
+    """Send a human's note to the thread's run while it runs: each running actor gets
+    it at its next step, as a message in its loop, and the planner at its next call
+    (see :mod:`aimegraph.nodes.notes`). ``store`` is the one the run's graph was
+    built with (the CLI's and the dashboard's, beside the checkpoints).
+
+    Raises:
+        ValueError: no store, or an empty note.
+    """
+    if store is None:
+        raise ValueError(
+            "notes reach a running run through its store: build the graph with "
+            "store=... (aimegraph.memory.open_store; the CLI and the dashboard have one)"
+        )
+    return post_note(store, thread_id, text)

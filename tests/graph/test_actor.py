@@ -351,9 +351,10 @@ def test_a_task_settles_in_the_step_where_its_loop_ends(workspace: Path) -> None
     ]
     progress = call("update_progress", status="s", message="m")
     assert actor_steps(workspace, [progress, submit("ok")]) == ["react", "react", "completed: ok"]
-    # Any other tool runs in the tools step, and the result submitted beside it too.
+    # Any other tool runs in the tools step, and the result submitted beside it too,
+    # each call a task of its own; the next react ends the loop without a model call.
     both = {"calls": [call("list_dir"), call("submit_result", status="completed", summary="ls")]}
-    assert actor_steps(workspace, [both]) == ["react", "tools", "completed: ls"]
+    assert actor_steps(workspace, [both]) == ["react", "tools", "tools", "react", "completed: ls"]
     # The step cap is reached in a tools step: the next react settles without a call.
     capped = actor_steps(workspace, [call("list_dir")], max_actor_steps=1)
     assert capped == ["react", "tools", "react", "failed: Stopped after 1 steps (max_actor_steps=1"]

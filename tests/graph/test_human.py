@@ -213,12 +213,19 @@ def test_listed_tool_pauses_with_name_and_arguments_then_runs_when_approved(
     graph, _ = scripted_graph(CALC, checkpointer=saver, approve_tools=["calculator"])
     out = graph.invoke({"goal": "multiply"}, CONFIG)
     (item,) = out["__interrupt__"]
-    assert item.value == {
+    assert {k: item.value[k] for k in ("kind", "task_id", "tool", "args", "error")} == {
         "kind": "approve_tool",
         "task_id": "a",
         "tool": "calculator",
         "args": {"expression": "6*7"},
+        "error": None,
     }
+    # LangChain's HITLRequest, as its HumanInTheLoopMiddleware pauses.
+    (action,) = item.value["action_requests"]
+    assert action["name"] == "calculator" and action["args"] == {"expression": "6*7"}
+    assert item.value["review_configs"] == [
+        {"action_name": "calculator", "allowed_decisions": ["approve", "edit", "reject"]}
+    ]
     out = graph.invoke(Command(resume={"action": "approve"}), CONFIG)
     assert out["status"] == "succeeded"
     assert out["tasks"]["a"].result.summary == "observed: 42"

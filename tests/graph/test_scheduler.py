@@ -19,7 +19,10 @@ from tests.conftest import GraphFactory, steps_of
 from tests.scripted import call, spec, submit
 
 from aimegraph.checkpoints import make_serializer
-from aimegraph.checkpoints.delta import checkpoint_values
+from aimegraph.checkpoints.delta import checkpoint_values, with_finished_tasks
+from aimegraph.config import AimeConfig
+from aimegraph.graphs.aime import build_aime_graph
+from aimegraph.models import ScriptedChatModel
 
 
 def independent_plan(n: int) -> dict[str, Any]:
@@ -356,12 +359,27 @@ def test_actor_durability_exit_leaves_no_actor_checkpoints_and_still_resumes_que
         assert sum(actor_checkpoints.values()) == (2 + 3) + (2 + 1) * 2
 
 
+DRAIN_ASKED = threading.Event()
+
+
+class _BWaitsForTheDrain(ScriptedChatModel):
+    """Task b's model call returns only once the drain has been asked: b then
+    finishes in the step the drain came in, and its dependant becomes ready."""
+
+    def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        if any('<task id="b"' in str(m.content) for m in messages):
+            assert DRAIN_ASKED.wait(10)
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
 @pytest.mark.parametrize("driver", ["invoke", "ainvoke"])
 def test_eager_starts_nothing_once_a_drain_is_asked_and_hands_back_what_finished(
-    scripted_graph: GraphFactory, driver: str
+    workspace: Path, driver: str
 ) -> None:
-    # a's last reply runs its tool and submits in one step: the drain its tool asks
-    # for comes while a is finishing, so a completes; c, ready then, must not start.
+    # a's tool asks for the drain (as Ctrl-C would) while b's last step (its model
+    # call, then submit_result in the same step) is in flight: b finishes, which
+    # makes d ready; d must not start. a stops after its tool step.
+    DRAIN_ASKED.clear()
     started: list[str] = []
 
     @tool
@@ -372,17 +390,25 @@ def test_eager_starts_nothing_once_a_drain_is_asked_and_hands_back_what_finished
             control = get_runtime().control
             assert control is not None
             control.request_drain("test")
+            DRAIN_ASKED.set()
         return f"{task} done"
 
-    graph, _ = scripted_graph(
+    model = _BWaitsForTheDrain.from_dict(
         {
-            "planner": [{"rationale": "r", "tasks": [custom("a"), custom("c", "a")]}],
+            "planner": [{"rationale": "r", "tasks": [custom("a"), custom("b"), custom("d", "b")]}],
             "actors": {
-                t: [{"calls": [call("stop_here", task=t), submit(f"{t} ok")]}] for t in ("a", "c")
+                "a": [call("stop_here", task="a"), submit("a ok")],
+                "b": [submit("b ok")],
+                "d": [{"calls": [call("stop_here", task="d"), submit("d ok")]}],
             },
-        },
+        }
+    )
+    saver = InMemorySaver(serde=make_serializer())
+    graph = build_aime_graph(
+        model,
         tools=[stop_here],
-        checkpointer=InMemorySaver(serde=make_serializer()),
+        config=AimeConfig(workspace=workspace, verify="off"),
+        checkpointer=saver,
     )
     config = {"configurable": {"thread_id": "drained"}}
     with pytest.raises(GraphDrained):
@@ -390,14 +416,14 @@ def test_eager_starts_nothing_once_a_drain_is_asked_and_hands_back_what_finished
             graph.invoke({"goal": "g"}, config)
         else:
             asyncio.run(graph.ainvoke({"goal": "g"}, config))
-    assert started == ["a"]
-    # The executor handed a back as a finished step: the run stops before the
-    # orchestrator, with a completed in the state and c still to start.
-    state = graph.get_state(config)
-    assert state.next == ("orchestrator",)
-    assert {t: task.status for t, task in state.values["tasks"].items()} == {
-        "a": "completed",
-        "c": "pending",
-    }
+    assert started == ["a"]  # d, ready once b finished, never started
+    # The run stops in the executor's step, b's result kept (handed back), a stopped
+    # after its tool step, d still to start.
+    state = with_finished_tasks(graph.get_state(config), saver)
+    assert state.next == ("executor",)
+    tasks = state.values["tasks"]
+    assert tasks["b"].status == "completed" and tasks["d"].status == "pending"
+    assert tasks["a"].status != "completed"
+    # Carrying on finishes a from where it stopped (its tool is not run again), then d.
     assert graph.invoke(None, config)["status"] == "succeeded"
-    assert started == ["a", "c"]
+    assert started == ["a", "d"]

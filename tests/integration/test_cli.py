@@ -151,8 +151,7 @@ def test_tool_approval_denied_from_the_cli(cli: Cli) -> None:
     code, summary = cli.run("tool", "--approve-tools", "calculator")
     assert code == 5
     (waiting,) = summary["interrupts"]
-    assert waiting == {
-        "id": waiting["id"],
+    assert {k: waiting[k] for k in ("kind", "task_id", "tool", "args")} == {
         "kind": "approve_tool",
         "task_id": "t1",
         "tool": "calculator",

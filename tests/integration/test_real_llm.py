@@ -315,6 +315,50 @@ def test_real_reporter_and_verifier_behind_scripted_tasks(openai_env: str, works
     assert out["verdict"] is not None or "verifier gave no verdict" in out["reason"]
 
 
+@pytest.mark.parametrize("tool_calling", ["json", "native"])
+def test_a_real_verifier_inspects_the_file_the_run_wrote(
+    openai_env: str, workspace: Path, tool_calling: str
+) -> None:
+    # Scripted plan and actor write a report with a wrong total; the real verifier is
+    # the inspecting agent (the run wrote a file): its tool loop must end in a verdict,
+    # or in a run failed with the reason, whatever the small model replies.
+    (workspace / "sales.csv").write_text("region,amount\nnorth,500\nsouth,750\n")
+    scripted = ScriptedChatModel.from_dict(
+        {
+            "planner": [
+                {
+                    "rationale": "one step",
+                    "tasks": [{"id": "t1", "title": "Write report.md", "tool_bundles": ["files"]}],
+                    "drop": [],
+                }
+            ],
+            "actors": {
+                "t1": [
+                    {
+                        "tool": "write_file",
+                        "args": {"path": "report.md", "content": "Total: 1300\n"},
+                    },
+                    {"tool": "submit_result", "args": {"status": "completed", "summary": "done"}},
+                ]
+            },
+            "reporter": [{"text": "report.md has the correct total of sales.csv."}],
+        }
+    )
+    cfg = small_budgets(
+        workspace, max_llm_calls=10, max_replans=0, tool_calling=tool_calling, verifier_max_steps=2
+    )
+    graph = build_aime_graph(
+        openai_env,
+        models={"planner": scripted, "actor": scripted, "reporter": scripted},
+        config=cfg,
+    )
+    out, seconds = run(graph)
+    print(summary(out, seconds), out.get("verdict"))
+    assert_well_formed(out, cfg)
+    assert 1 <= out["usage"].by_role["verifier"].llm_calls <= cfg.verifier_max_steps + 3
+    assert out["verdict"] is not None or "verifier gave no verdict" in out["reason"]
+
+
 # --------------------------------------------------------------------------- in-process
 
 

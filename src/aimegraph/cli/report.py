@@ -45,7 +45,7 @@ def report(
         show_interrupts(snapshot.interrupts, console)
         console.print(
             f"resume with: aimegraph resume {thread_id} --approve "
-            "(or --reject REASON, --answer TEXT)"
+            "(or --reject REASON, --answer TEXT, --edit-args JSON, --plan-file JSON, --replan)"
         )
     elif state == "running":
         console.print(
@@ -151,10 +151,27 @@ def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
     for item in interrupts:
         value = dict(item.value)
         kind = value.pop("kind", "interrupt")
+        error = value.pop("error", None)
         console.print(f"\n[yellow]waiting ({kind})[/yellow] id={item.id}")
         if kind == "approve_plan":
             console.print(value.get("checklist", ""), markup=False)
-            if value.get("error"):
-                console.print(f"[red]{escape(value['error'])}[/red]")
+        elif kind == "approve_tool":
+            console.print(
+                f"task {value.get('task_id')} calls {value.get('tool')} with "
+                + json.dumps(value.get("args"), default=str),
+                markup=False,
+            )
+        elif kind == "escalation":
+            console.print(f"needs a human: {value.get('reason')}", markup=False)
+            for task in value.get("failed_tasks") or []:
+                console.print(f"  failed {task['id']}: {task['reason']}", markup=False)
+            console.print(value.get("checklist", ""), markup=False)
+            console.print(f"choices: {', '.join(value.get('choices') or [])}", markup=False)
+            if value.get("deadline"):
+                console.print(
+                    f"unanswered, it takes '{value['default']}' after {value['timeout_s']:g} s"
+                )
         else:
             console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)
+        if error:
+            console.print(f"[red]{escape(error)}[/red]")

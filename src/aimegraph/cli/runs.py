@@ -1,5 +1,6 @@
-"""``aimegraph run | demo | resume | fork | cancel``: start a run, carry a thread on
-or end it, following a run live until it ends, pauses or is stopped.
+"""``aimegraph run | demo | resume | note | fork | cancel``: start a run, carry a
+thread on or end it, following a run live until it ends, pauses or is stopped; send
+a note to a running one.
 
 Every command that runs a thread holds the thread's lease
 (:mod:`aimegraph.checkpoints.lease`) from before it reads the state until the run
@@ -15,14 +16,15 @@ import json
 import os
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphDrained
-from langgraph.types import StateSnapshot, StreamMode
+from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
 from rich.console import Console
 from rich.markup import escape
 
@@ -75,13 +77,16 @@ from aimegraph.steering import (
     AnswerNeededError,
     NoSuchInterruptError,
     NothingToResumeError,
+    await_overdue,
     cancel_run,
+    overdue_answers,
     prepare_demo,
     reader_graph,
     resume_inputs,
     run_graph,
     run_servers,
     run_tools,
+    send_note,
     settle_pending_cancel,
     stream_held,
 )
@@ -90,7 +95,10 @@ __all__ = ["execute", "register"]
 
 ANSWER_HINTS = {
     "answer": "answer it with --answer TEXT",
-    "decision": "--approve or --reject REASON",
+    "decision": "--approve or --reject REASON (or --edit-args JSON for a tool call, "
+    "--plan-file JSON for a plan)",
+    "escalation": "--answer TEXT [--task ID] for the failed task, --plan-file JSON, "
+    "--replan [NOTE], or --reject REASON to give up",
 }
 
 RESUME_FLAGS = (
@@ -126,17 +134,46 @@ def register(command: AddCommand) -> None:
     answer = resume.add_mutually_exclusive_group()
     answer.add_argument("--approve", action="store_true", help="approve the plan or tool call")
     answer.add_argument("--reject", metavar="REASON", help="reject the plan / deny the tool call")
-    answer.add_argument("--answer", metavar="TEXT", help="answer an ask_human question")
+    answer.add_argument(
+        "--answer",
+        metavar="TEXT",
+        help="answer an ask_human question, or answer for the task an escalation is about",
+    )
+    answer.add_argument(
+        "--replan",
+        metavar="NOTE",
+        nargs="?",
+        const="",
+        help="answer an escalation: let the planner revise the plan once more (with a note)",
+    )
     answer.add_argument(
         "--plan-file", metavar="JSON", help="approve an edited plan (PlanUpdate JSON)"
     )
+    answer.add_argument(
+        "--edit-args",
+        metavar="JSON",
+        help="run the tool call waiting for approval with these arguments instead (a JSON "
+        "object, checked against the tool's schema)",
+    )
     resume.add_argument(
         "--interrupt", metavar="ID", help="answer only this interrupt (default: all)"
+    )
+    resume.add_argument(
+        "--task", metavar="ID", help="with --answer: the failed task an escalation's answer is for"
     )
     rebuild_options(resume)
     durability_option(resume)
     wait_option(resume)
     broker_options(resume, "of a distributed run")
+
+    note = command(
+        "note",
+        cmd_note,
+        "Send a note to a thread's run: its running actors read it at their next step, "
+        "its planner at its next call.",
+    )
+    note.add_argument("thread")
+    note.add_argument("text")
 
     fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
     fork.add_argument("thread")
@@ -223,6 +260,20 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         return execute(graph, inputs, lease, settings, args, console)
 
 
+def cmd_note(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
+    if saver.get_tuple(run_config(args.thread)) is None:
+        raise CliError(f"no thread {args.thread!r} in this checkpoint store", EXIT_NOT_FOUND)
+    note = send_note(args.memory_store(), args.thread, args.text)
+    if args.json:
+        print(json.dumps({"thread_id": args.thread, "note": note.key, "at": note.at}))
+    else:
+        console.print(
+            f"note sent to {args.thread}: running actors read it at their next step",
+            markup=False,
+        )
+    return 0
+
+
 def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _run_settings(saver, args, console)
     graph = run_graph(settings, saver, args.memory_store())
@@ -280,32 +331,34 @@ def execute(
     modes: list[StreamMode] = ["updates", "custom"]
     if getattr(args, "stream", False) and not args.json:
         modes.append("messages")  # the answer as it is written
-    streamed = ""
     stops = SignalDrain(
         lease.control,
         (signal.SIGINT, signal.SIGTERM),
         on_first=_say_stopping,
         on_repeat=partial(_abandon, thread_id),
     )
+
+    def waiting() -> Sequence[Interrupt]:
+        """The thread's interrupts, while nothing asks the run to stop (a cancelled
+        run has ended: it has none)."""
+        if lease.control.drain_requested and not lease.cancelled:
+            raise GraphDrained(lease.control.drain_reason or "shutdown")
+        return graph.get_state(run_config(thread_id)).interrupts
+
     with stops:
-        chunks: Iterator[Any] = stream_held(
-            graph,
-            inputs,
-            config,
-            lease,
-            stream_mode=modes,
-            subgraphs=True,
-            durability=getattr(args, "durability", "async"),
-        )
         try:
-            if args.json:
-                for _ in chunks:
-                    pass
-            else:
+            if not args.json:
                 console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
-                with LiveProgress(console, title=f"aimegraph {thread_id}") as live:
-                    live.follow(chunks)
-                streamed = live.answer
+            streamed = _follow(graph, inputs, config, lease, modes, args, console)
+            # An unattended run: an escalation nobody answers by its deadline takes its
+            # default.
+            while overdue := await_overdue(waiting):
+                if not args.json:
+                    console.print(
+                        "no answer to the escalation in time: taking its default", markup=False
+                    )
+                again = run_config(thread_id, settings)
+                streamed = _follow(graph, overdue, again, lease, modes, args, console)
         except GraphDrained as exc:
             if stops.received is None:  # the lease's Postgres session ended
                 raise CliError(
@@ -371,8 +424,11 @@ def _inputs(snapshot: StateSnapshot, args: argparse.Namespace, console: Console)
     """What carries the thread on (see :func:`aimegraph.steering.resume_inputs`), or
     the CLI's exit: 6 when the run has ended, 5 (interrupts shown) when it waits for
     an answer that was not given."""
+    answer = _answer(args)
+    if snapshot.interrupts and answer is None and (overdue := overdue_answers(snapshot.interrupts)):
+        return Command(resume=overdue)  # unanswered in time: their defaults
     try:
-        return resume_inputs(snapshot, _answer(args), args.interrupt)
+        return resume_inputs(snapshot, answer, args.interrupt)
     except NothingToResumeError as exc:
         raise CliError(
             f"thread {args.thread!r} has nothing to resume (status: {run_state(snapshot)})",
@@ -389,13 +445,44 @@ def _inputs(snapshot: StateSnapshot, args: argparse.Namespace, console: Console)
         raise CliError(f"{exc}: {ANSWER_HINTS[exc.needs]}", EXIT_USAGE) from exc
 
 
+def _follow(
+    graph: AimeGraph,
+    inputs: Any,
+    config: RunnableConfig,
+    lease: ThreadLease,
+    modes: list[StreamMode],
+    args: argparse.Namespace,
+    console: Console,
+) -> str:
+    """Run ``graph`` under ``lease`` until it ends or pauses, showing its progress
+    live (unless --json); returns the answer as it was streamed (with ``--stream``)."""
+    chunks: Iterator[Any] = stream_held(
+        graph,
+        inputs,
+        config,
+        lease,
+        stream_mode=modes,
+        subgraphs=True,
+        durability=getattr(args, "durability", "async"),
+    )
+    if args.json:
+        for _ in chunks:
+            pass
+        return ""
+    with LiveProgress(console, title=f"aimegraph {lease.thread_id}") as live:
+        live.follow(chunks)
+    return live.answer
+
+
 def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
     if args.approve:
         return {"action": "approve"}
     if args.reject is not None:
         return {"action": "reject", "reason": args.reject}
     if args.answer is not None:
-        return {"answer": args.answer}
+        return {"answer": args.answer, **({"task_id": args.task} if args.task else {})}
+    if args.replan is not None:
+        return {"action": "replan", "note": args.replan}
     if args.plan_file is not None:
         try:
             plan = json.loads(Path(args.plan_file).read_text(encoding="utf-8"))
@@ -404,6 +491,14 @@ def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
         except ValueError as exc:
             raise CliError(f"--plan-file {args.plan_file} is not JSON: {exc}", EXIT_USAGE) from exc
         return {"action": "edit", "plan": plan}
+    if args.edit_args is not None:
+        try:
+            edited = json.loads(args.edit_args)
+        except ValueError as exc:
+            raise CliError(f"--edit-args is not JSON: {exc}", EXIT_USAGE) from exc
+        if not isinstance(edited, dict):
+            raise CliError("--edit-args must be a JSON object of arguments", EXIT_USAGE)
+        return {"action": "edit", "args": edited}
     return None
 
 

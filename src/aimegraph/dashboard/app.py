@@ -47,7 +47,7 @@ from aimegraph.dashboard.runs import (
 from aimegraph.dashboard.views import ThreadReader
 from aimegraph.eval.runner import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
-from aimegraph.steering import AnswerError, NoSuchInterruptError
+from aimegraph.steering import ANSWER_KEYS, AnswerError, NoSuchInterruptError
 
 STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
 TOKEN_COOKIE = "aimegraph_token"
@@ -107,6 +107,7 @@ def create_app(
             Route("/api/threads/{thread_id}/events", api.run_events),
             Route("/api/threads/{thread_id}/resume", api.resume, methods=["POST"]),
             Route("/api/threads/{thread_id}/cancel", api.cancel, methods=["POST"]),
+            Route("/api/threads/{thread_id}/notes", api.note, methods=["POST"]),
             Route("/api/runs", api.start, methods=["POST"]),
             Route("/api/demo", api.start_demo, methods=["POST"]),
             Route("/api/memory", memory.items),
@@ -305,7 +306,7 @@ class _Api:
     async def resume(self, request: Request) -> Response:
         thread_id = request.path_params["thread_id"]
         body = await json_body(request)
-        answer = {k: body[k] for k in ("action", "reason", "answer", "plan") if k in body}
+        answer = {k: body[k] for k in ANSWER_KEYS if k in body}
         interrupt_id = body.get("interrupt_id") or None
         return await self._launch(
             self.runs.resume, thread_id, answer or None, interrupt_id, thread=thread_id
@@ -320,6 +321,17 @@ class _Api:
         except QueueUnavailableError as exc:
             return JSONResponse({"error": str(exc)}, 503)
         return JSONResponse({"thread_id": thread_id, "status": outcome}, 202)
+
+    async def note(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        body = await json_body(request)
+        try:
+            await run_in_threadpool(self.runs.note, thread_id, str(body.get("text") or ""))
+        except ThreadNotFoundError as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, 400)
+        return JSONResponse({"thread_id": thread_id}, 202)
 
     async def _launch(
         self, call: Callable[..., Any], *args: Any, thread: str | None = None, **kwargs: Any

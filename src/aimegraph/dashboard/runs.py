@@ -14,8 +14,10 @@ its answer is queued for the workers, as ``aimegraph resume`` does.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Mapping
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,11 +25,13 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from langgraph.types import Interrupt
 
 from aimegraph.checkpoints import (
     RunSettings,
     ThreadBusyError,
     ThreadLease,
+    ThreadNotFoundError,
     ThreadSummary,
     has_ended,
     hold_thread,
@@ -41,13 +45,17 @@ from aimegraph.optimizer.store import PromptStore, starting_prompts
 from aimegraph.steering import (
     WORKSPACES,
     AnswerNeededError,
+    NoSuchInterruptError,
     NothingToResumeError,
     cancel_run,
+    escalation_deadline,
     invoke_held,
+    overdue_answers,
     prepare_demo,
     reader_graph,
     resume_inputs,
     run_graph,
+    send_note,
     settle_pending_cancel,
 )
 
@@ -203,6 +211,14 @@ class RunManager:
         except NothingToResumeError as exc:
             raise NothingToResumeError(f"thread {thread_id!r}: {exc}") from exc
 
+    def note(self, thread_id: str, text: str) -> str:
+        """Send a note to the thread's run (see :func:`aimegraph.steering.send_note`);
+        returns the thread id."""
+        if self.saver.get_tuple(run_config(thread_id)) is None:
+            raise ThreadNotFoundError(f"no thread {thread_id!r}")
+        send_note(self.store, thread_id, text)
+        return thread_id
+
     def _distributed_record(self, thread_id: str) -> RunRecord | None:
         """The thread's row in the distributed runs table (read with psycopg alone),
         or None: no queue configured, no runs table, or a thread run in one process."""
@@ -294,7 +310,28 @@ class RunManager:
         thread_id = lease.thread_id
         try:
             invoke_held(graph, inputs, run_config(thread_id, settings), lease, durability="sync")
+            self._default_when_overdue(thread_id, graph.get_state(run_config(thread_id)).interrupts)
         except Exception as exc:  # noqa: BLE001 - shown on the run page, never lost
             self.errors[thread_id] = f"{type(exc).__name__}: {exc}"
         finally:
             lease.release()
+
+    def _default_when_overdue(self, thread_id: str, interrupts: Sequence[Interrupt]) -> None:
+        """For each escalation with a deadline (``escalation_timeout_s``), a timer that
+        answers it with its default then, unless a human has answered it by then."""
+        for item in interrupts:
+            if (deadline := escalation_deadline(item)) is None:
+                continue
+            default = overdue_answers([item], now=deadline)[item.id]
+            timer = threading.Timer(
+                max(0.0, deadline - time.time()),
+                self._take_default,
+                (thread_id, item.id, default),
+            )
+            timer.daemon = True
+            timer.start()
+
+    def _take_default(self, thread_id: str, interrupt_id: str, default: dict[str, Any]) -> None:
+        # Answered, or being run, in the meantime: nothing to do.
+        with contextlib.suppress(NoSuchInterruptError, RunConflictError, NothingToResumeError):
+            self.resume(thread_id, default, interrupt_id)

@@ -1,4 +1,5 @@
-"""The actor subgraph: [recall ->] react <-> tools [-> check] [-> record | hand_back]."""
+"""The actor subgraph: [recall ->] react <-> tools (one task per call) [-> check]
+[-> record | hand_back]."""
 
 from __future__ import annotations
 
@@ -23,9 +24,8 @@ from aimegraph.nodes.executor import (
     make_assemble_node,
     make_hand_back_node,
     make_react_node,
-    route_after_tools,
 )
-from aimegraph.nodes.human import make_tool_approval
+from aimegraph.nodes.tool_approval import make_tool_approval
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
@@ -117,7 +117,7 @@ def build_actor_graph(
             timeout_s=config.tool_timeout_s,
             max_observation_chars=config.max_observation_chars,
             available=lambda state: [*state.get("tool_names", []), *always],
-            before_call=make_tool_approval(config),
+            before_call=make_tool_approval(config, exempt=always),
             untimed=always,
             once_per_reply=[SUBMIT_RESULT],
             # Where the file tools read: they resolve the workspace when built, too.
@@ -135,7 +135,10 @@ def build_actor_graph(
     if member:
         builder.add_node("hand_back", make_hand_back_node())
         builder.add_edge("hand_back", END)
-    builder.add_conditional_edges("tools", route_after_tools(done), ["react", done])
+    # Every tools task (one per call) hands back to react, which ends the loop when a
+    # call settled the task: a route per task could send one call's task to `done`
+    # and its sibling's to `react` in the same step.
+    builder.add_edge("tools", "react")
     if check:
         checker = resolve_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(

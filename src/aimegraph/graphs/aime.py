@@ -27,16 +27,14 @@ from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
+from aimegraph.nodes.escalation import make_escalate_node
 from aimegraph.nodes.executor import ActorFactory
-from aimegraph.nodes.human import (
-    check_approve_tools,
-    make_approve_plan_node,
-    route_after_approval,
-)
+from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
+from aimegraph.policy import check_rules
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
 from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
@@ -152,7 +150,7 @@ def build_aime_graph(
 
         owned = registry.copy() if registry is tools else registry
         registry = add_mcp_bundles(owned, servers)
-    check_approve_tools(config.approve_tools, registry.tools)
+    check_rules(config.approve_tools, registry.tools)
 
     units = None
     if agents:
@@ -179,7 +177,17 @@ def build_aime_graph(
     builder.add_node(
         "orchestrator",
         make_orchestrator_node(config),
-        destinations=("executor", "planner", "reporter"),
+        destinations=("executor", "planner", "reporter", "escalate"),
+    )
+    # Where repairs or replans run out, a human decides instead (AimeConfig.escalate).
+    builder.add_node(
+        "escalate",
+        make_escalate_node(
+            config,
+            bundles=list(registry.bundles),
+            agents=list(units.descriptions()) if units is not None else (),
+        ),
+        destinations=("orchestrator", "planner", "reporter"),
     )
     if units is None:
         actor = build_actor_graph(
@@ -275,7 +283,7 @@ def build_aime_graph(
     builder.add_conditional_edges(
         "verifier",
         route_after_verifier(config),
-        {"planner": "planner", "orchestrator": "orchestrator", END: end},
+        {"planner": "planner", "orchestrator": "orchestrator", "escalate": "escalate", END: end},
     )
     settings = RunSettings(
         model=model if isinstance(model, str) else None,
@@ -305,11 +313,15 @@ def route_after_planner(state: AimeState) -> str:
 
 
 def route_after_verifier(config: AimeConfig) -> Callable[[AimeState, Runtime[Any]], str]:
-    """Back to the planner after a rejection with replans left, else the end. When
-    the run's budget is spent, the orchestrator (which stops it cleanly) instead."""
+    """Back to the planner after a rejection with replans left, else the end (or with
+    ``escalate``, a rejection with none left goes to a human). When the run's budget
+    is spent, the orchestrator (which stops it cleanly) instead."""
 
     def route(state: AimeState, runtime: Runtime[Any]) -> str:
-        if state.get("status") != "running":
+        status = state.get("status")
+        if status == "rejected" and config.for_run(runtime).escalate != "off":
+            return "escalate"
+        if status != "running":
             return END
         spent = config.for_run(runtime).budget_spent(
             state.get("usage") or Usage(),

@@ -1,8 +1,12 @@
-"""The verifier subgraph: one ``judge`` node that sees the goal and the answer only."""
+"""The verifier subgraph: one ``judge`` node that sees the goal and the answer (and the
+files the run wrote), never the plan."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from langchain_core.language_models import BaseChatModel
+from langchain_core.tools import BaseTool
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
@@ -22,8 +26,11 @@ def build_verifier_graph(
     config: AimeConfig | None = None,
     checkpointer: Checkpointer = None,
     prompts: PromptsArg = None,
+    tools: Sequence[BaseTool] | None = None,
 ) -> CompiledStateGraph[VerifierState, AimeConfig, VerifierInput, VerifierOutput]:
-    """Build the verifier: judges a final answer against the goal, without the plan.
+    """Build the verifier: judges a final answer against the goal, without the plan;
+    when the run wrote files in the workspace (``config.verifier_inspects``), a
+    small agent that inspects them first and cites them in its verdict.
 
     Args:
         model: The verifier model (or a spec string for ``resolve_model``).
@@ -33,10 +40,15 @@ def build_verifier_graph(
         checkpointer: Only when used on its own; as a node it inherits the parent's.
         prompts: The ``verifier`` prompt: overrides, a prompt store or any
             ``PromptSource`` (see ``build_aime_graph``); the built-in one by default.
+        tools: What the inspecting verifier may use; by default ``list_dir``,
+            ``read_lines`` and ``python`` over ``config.workspace``
+            (:func:`aimegraph.tools.inspection.make_inspection_tools`).
 
     Returns:
-        A compiled graph. Input: ``goal`` and ``final_answer`` (plus ``replans``,
-        ``steps`` and ``usage`` for the replan decision). Output: ``verdict``,
+        A compiled graph. Input: ``goal`` and ``final_answer`` (plus ``replans``
+        for the replan decision, and ``run_started_at``: files changed since then
+        are the run's, all files without it). Output: ``verdict`` (with its
+        ``evidence``),
         ``status``, ``reason``, ``replans``, ``replan_reason`` and ``usage``.
     """
     config = config or AimeConfig()
@@ -47,7 +59,10 @@ def build_verifier_graph(
         output_schema=VerifierOutput,
     )
     judge = make_judge_node(
-        resolve_model(model), config=config, prompt_source=open_prompt_source(prompts)
+        resolve_model(model),
+        config=config,
+        prompt_source=open_prompt_source(prompts),
+        tools=tools,
     )
     builder.add_node("judge", judge, retry_policy=LLM_RETRY_POLICY)
     builder.add_edge(START, "judge")

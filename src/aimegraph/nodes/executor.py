@@ -5,16 +5,20 @@ tools, knowledge, environment, output format); the loop then runs the actor
 (``react`` <-> ``tools``) until it submits a result, answers without a tool
 call, or hits its step cap. The step where that happens settles the task: the
 ``react`` step that got the result, the answer, the model failure or no steps
-left, or the tools step that ran ``submit_result`` beside other tools. A reply
-that only reports (``update_progress``, ``submit_result``) is run in its react
-step; only other tools take a tools step.
+left, or the tools step that ran ``submit_result`` beside other tools (the next
+``react`` then ends the loop without a model call). A reply that only reports
+(``update_progress``, ``submit_result``) is run in its react step; only other
+tools take a tools step, each call a task of its own (``Send``), as LangChain's
+``create_agent`` runs them: a call paused for a human (tool approval,
+``ask_human``) is resumed alone, and the reply's other calls, already run and
+saved, never run again.
 """
 
 from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
@@ -32,12 +36,13 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langgraph.graph import END
 from langgraph.runtime import Runtime
-from langgraph.types import Command
+from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.models.calls import (
+    Mode,
     reraise_if_retryable,
     resolve_mode,
     usage_of,
@@ -54,6 +59,7 @@ from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.models.reasoning import visible_text, without_think_text
 from aimegraph.nodes.context import within_budget
 from aimegraph.nodes.dual import Steps, blocking_call, model_node
+from aimegraph.nodes.notes import unseen_notes
 from aimegraph.nodes.sections import facts_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
@@ -325,9 +331,11 @@ def make_react_node(
     """One ReAct step: the model picks the next tool call (or answers). The model
     call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
 
-    Routes with ``Command``: to ``tools`` for the reply's tool calls, back to
-    ``react`` to ask again after an unusable reply, and to ``done`` once the step
-    settled the task (a final answer, a failed model call, or no steps left).
+    Routes with ``Command``: to ``tools`` for the reply's tool calls, one
+    ``Send`` per call (see the module docstring), back to ``react`` to ask again
+    after an unusable reply, and to ``done`` once the task is settled (a final
+    answer, a failed model call, no steps left, or ``submit_result`` run in the
+    tools step before).
 
     With ``assemble`` (:func:`make_assemble_node`), the first step, finding no
     conversation yet, runs it to open one: the actor's first super-step is its
@@ -360,8 +368,7 @@ def make_react_node(
             error = f"model call failed: {type(exc).__name__}: {exc}"
             failed = TaskResult(status="failed", summary=error)
             return {"steps": steps, "error": error, **settled(state, failed, runtime.stream_writer)}
-        step = _json_step if mode == "json" else _native_step
-        messages = step(reply, [t.name for t in bound])
+        messages = reply_messages(reply, [t.name for t in bound], mode)
         calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
         usage = usage_of(reply, "actor", cfg.prices, tool_calls=calls)
         update = {"messages": messages, "steps": steps, "usage": usage}
@@ -394,11 +401,20 @@ def make_react_node(
     opening: Runnable[ActorState, dict[str, Any]] | None = (
         blocking_call(assemble, name="assemble") if assemble else None
     )
+    reading_notes: Runnable[ActorState, dict[str, Any]] = blocking_call(_new_notes, name="notes")
 
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
+        if state.get("result") is not None:  # settled by submit_result in the tools step
+            return Command(goto=done)
         cfg = config.for_run(runtime)
         opened = (yield opening, state) if opening and not state.get("messages") else {}
         state = cast(ActorState, {**state, **opened})
+        if runtime.store is not None:  # a human's notes sent since the last step
+            noted = yield reading_notes, state
+            if noted["messages"]:
+                opened = _merged(opened, noted)
+                heard = [*state["messages"], *noted["messages"]]
+                state = cast(ActorState, {**state, "messages": heard})
         if _steps_left(state, cfg):
             update = yield from budgeted(state, runtime)
         else:  # the tools step used the last one
@@ -411,6 +427,12 @@ def make_react_node(
     return model_node(
         step_or_settle, name="react", metadata=lambda state: call_metadata("actor", state)
     )
+
+
+def _new_notes(state: ActorState, *, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The human's notes the actor has not had yet (see :mod:`aimegraph.nodes.notes`)."""
+    assert runtime.store is not None
+    return {"messages": unseen_notes(state, runtime.store)}
 
 
 def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:
@@ -433,13 +455,23 @@ def _merged(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]
     return merged
 
 
-def _next_after_react(update: Mapping[str, Any], done: str) -> str:
-    """Where a react step's update leads: ``done`` once it settled the task, ``tools``
-    for its tool calls, else ``react`` (after a re-ask, or reports run in the step)."""
+def _next_after_react(update: Mapping[str, Any], done: str) -> str | list[Send]:
+    """Where a react step's update leads: ``done`` once it settled the task, one
+    ``tools`` task per tool call, else ``react`` (after a re-ask, or reports run in
+    the step)."""
     if update.get("result") is not None:
         return done
     last = update["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else "react"
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return [Send("tools", [call]) for call in last.tool_calls]
+    return "react"
+
+
+def reply_messages(reply: AIMessage, tool_names: list[str], mode: Mode) -> list[AnyMessage]:
+    """A tool loop's model reply as the messages it adds to the conversation: the
+    tool calls it makes (native, written into its text, or in ``json`` mode its
+    JSON), else its text, or a re-ask saying why it could not be used."""
+    return (_json_step if mode == "json" else _native_step)(reply, tool_names)
 
 
 def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
@@ -484,16 +516,6 @@ def _why_unusable(reply: AIMessage) -> str | None:
 def _re_ask(template: str, problem: str) -> HumanMessage:
     """The turn asking the model again, saying what was wrong with its reply."""
     return HumanMessage(template.format(error=problem), response_metadata={_RE_ASK: problem})
-
-
-def route_after_tools(done: str = END) -> Callable[[ActorState], str]:
-    """``done`` once ``submit_result`` settled the task, else ``react`` (which settles
-    it when the steps are used up)."""
-
-    def route(state: ActorState) -> str:
-        return done if state.get("result") is not None else "react"
-
-    return route
 
 
 def _steps_left(state: ActorState, cfg: AimeConfig) -> bool:

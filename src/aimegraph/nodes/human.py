@@ -1,4 +1,6 @@
-"""Human in the loop, with ``interrupt()``: plan approval, tool approval, ``ask_human``.
+"""Human in the loop, with ``interrupt()``: plan approval, and the decisions every
+approval reads (tool approval is :mod:`aimegraph.nodes.tool_approval`, escalation
+:mod:`aimegraph.nodes.escalation`, ``ask_human`` :mod:`aimegraph.tools.human`).
 
 Every interrupt carries a dict with a ``kind`` and what the human needs to
 decide. Resume with ``Command(resume=...)`` (or ``Command(resume={interrupt_id:
@@ -9,9 +11,9 @@ value, ...})`` when several actors wait at once):
   (validated like any plan; an invalid edit is shown again with the error). An
   answer that is none of these (``{"action": "aprove"}``) is asked again the same
   way: a typo never rejects the run.
-* ``approve_tool``: ``{"action": "approve"}`` or ``{"action": "deny", "reason": ...}``
-  (the actor receives the reason as the tool's observation); any other answer
-  denies the call.
+* ``approve_tool``: approve, edit the arguments or reject (LangChain's HITL
+  decisions, or ``{"action": "approve" | "reject" | "edit", ...}``); see
+  :mod:`aimegraph.nodes.tool_approval`.
 * ``ask_human`` (the tool in ``aimegraph.tools.human``): the answer as a string,
   or ``{"answer": ...}``.
 
@@ -21,13 +23,11 @@ reason.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import Any, Literal
 
-from langchain_core.messages import ToolMessage
 from langgraph.config import get_config
 from langgraph.constants import CONFIG_KEY_CHECKPOINTER
-from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
@@ -60,21 +60,6 @@ def require_checkpointer(setting: str) -> None:
             "from its checkpoint. Pass checkpointer=... to build_aime_graph (e.g. "
             "InMemorySaver(serde=aimegraph.checkpoints.make_serializer())) or compile "
             "the app that embeds the graph with one"
-        )
-
-
-def check_approve_tools(names: Iterable[str], available: Collection[str]) -> None:
-    """Refuse ``approve_tools`` entries that name no tool (a typo would leave the
-    real tool running unapproved).
-
-    Raises:
-        ValueError: listing the unknown names and the tools there are.
-    """
-    unknown = sorted(set(names) - set(available))
-    if unknown:
-        raise ValueError(
-            f"approve_tools names unknown tool(s) {', '.join(map(repr, unknown))}; "
-            f"the tools are: {', '.join(sorted(available))}"
         )
 
 
@@ -161,40 +146,3 @@ def route_after_approval(then: str) -> Callable[[Mapping[str, Any]], str]:
         return "approve_plan" if state.get("approval_error") else then
 
     return route
-
-
-def make_tool_approval(config: AimeConfig) -> Callable[[ToolCallRequest], ToolMessage | None]:
-    """A ToolNode pre-call hook: pauses before tools listed in ``approve_tools``.
-
-    Returns None to let the call run, or the observation that replaces it."""
-
-    def before_call(request: ToolCallRequest) -> ToolMessage | None:
-        cfg = config.override(request.runtime.context if request.runtime else None)
-        call = request.tool_call
-        if call["name"] not in cfg.approve_tools:
-            return None
-        require_checkpointer("approve_tools")
-        state = request.state if isinstance(request.state, dict) else {}
-        task = state.get("task")
-        answer = interrupt(
-            {
-                "kind": "approve_tool",
-                "task_id": task.id if task is not None else None,
-                "tool": call["name"],
-                "args": call["args"],
-            }
-        )
-        action, details = parse_decision(answer)
-        if action == "approve":
-            return None
-        # Anything else denies the call ("edit" has no meaning for a tool call).
-        reason = details.get("reason") or "no reason given"
-        return ToolMessage(
-            content=f"The human denied this call to {call['name']}: {reason}. "
-            "Do not retry it; find another way or report why you cannot.",
-            name=call["name"],
-            tool_call_id=call["id"],
-            status="error",
-        )
-
-    return before_call

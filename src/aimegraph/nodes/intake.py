@@ -15,9 +15,10 @@ from langgraph.types import Command, Overwrite
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.conversation import conversation_view, past_turns
-from aimegraph.nodes.human import check_approve_tools, require_checkpointer
+from aimegraph.nodes.human import require_checkpointer
 from aimegraph.nodes.planner import FINISHED, RUN_START, GoalError, resolve_goal
 from aimegraph.nodes.types import Node
+from aimegraph.policy import as_rules, check_rules
 from aimegraph.prompts import conversation as conversation_prompts
 from aimegraph.prompts.source import PromptSource
 from aimegraph.state import AimeState, PastRun, Usage
@@ -60,10 +61,14 @@ def make_intake_node(
 
     def intake(state: AimeState, runtime: Runtime[Any]) -> Command:
         cfg = config.for_run(runtime)
-        check_approve_tools(cfg.approve_tools, tool_names)
+        check_rules(cfg.approve_tools, tool_names)
         if cfg.approve_plan:
             require_checkpointer("approve_plan")
-        if cfg.approve_tools:
+        if cfg.escalate != "off":
+            require_checkpointer("escalate")
+        if cfg.tool_policy is not None or any(
+            r.decision == "ask" for r in as_rules(cfg.approve_tools)
+        ):
             require_checkpointer("approve_tools")
         status = state.get("status")
         if status == "running":

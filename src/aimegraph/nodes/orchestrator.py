@@ -3,7 +3,9 @@
 Each visit it retries or escalates failed tasks, checks the budgets, and then
 either fans the ready tasks out to executors (one ``Send`` each), or hands the
 run to the planner (failure, stall, or the AIME every-step loop), or to the
-reporter (all tasks settled, budget spent, or the run failed).
+reporter (all tasks settled, budget spent, or the run failed), or, with
+``AimeConfig.escalate``, to a human where the run would end for want of plan
+repairs or replans (``escalate``, :mod:`aimegraph.nodes.escalation`).
 """
 
 from __future__ import annotations
@@ -16,9 +18,18 @@ from langgraph.types import Command, Send
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.scheduler import actor_inputs, start_tasks
 from aimegraph.nodes.types import Node
-from aimegraph.state import AimeState, Task, Usage, ready_tasks, render_checklist
+from aimegraph.state import (
+    AimeState,
+    Escalation,
+    EscalationTrigger,
+    RunStatus,
+    Task,
+    Usage,
+    ready_tasks,
+    render_checklist,
+)
 
-PLANNER, EXECUTOR, REPORTER = "planner", "executor", "reporter"
+PLANNER, EXECUTOR, REPORTER, ESCALATE = "planner", "executor", "reporter", "escalate"
 
 
 def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
@@ -26,7 +37,14 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
 
     def orchestrator(state: AimeState, runtime: Runtime[Any]) -> Command:
         cfg = config.for_run(runtime)
-        if state.get("status", "running") != "running":
+        status = state.get("status", "running")
+        if status == "failed" and cfg.escalate != "off" and state.get("goal"):
+            # Only the planner ends a run "failed" before the orchestrator: it gave up.
+            reason = state.get("reason") or "the planner gave up"
+            return _escalate(
+                runtime, Escalation(trigger="plan", reason=reason, failed=[], status=status)
+            )
+        if status != "running":
             return Command(goto=REPORTER)
         tasks = dict(state.get("tasks") or {})
         steps, replans = state.get("steps", 0), state.get("replans", 0)
@@ -48,9 +66,17 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
                 update={"tasks": retried, "status": "budget_exhausted", "reason": reason},
             )
 
+        def escalate(trigger: EscalationTrigger, reason: str, status: RunStatus) -> Command:
+            failed = [t.id for t in exhausted]
+            pending = Escalation(trigger=trigger, reason=reason, failed=failed, status=status)
+            return _escalate(runtime, pending, retried)
+
         def replan(reason: str, *, counts: bool = True) -> Command:
             if counts and replans >= cfg.max_replans:
-                return stop(f"{reason}; no replans left (max_replans={cfg.max_replans})")
+                why = f"{reason}; no replans left (max_replans={cfg.max_replans})"
+                if cfg.escalate != "off":
+                    return escalate("replans", why, "budget_exhausted")
+                return stop(why)
             runtime.stream_writer({"type": "replan", "reason": reason})
             return Command(
                 goto=PLANNER,
@@ -66,13 +92,13 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
         if spent := cfg.budget_spent(state.get("usage") or Usage(), steps, started_at=started_at):
             return stop(spent)
         if exhausted:
-            return replan(
-                "These tasks failed after their retries:\n"
-                + "\n".join(
-                    f"- {t.id} ({t.title}): {t.result.summary if t.result else 'no result'}"
-                    for t in exhausted
-                )
+            failures = "These tasks failed after their retries:\n" + "\n".join(
+                f"- {t.id} ({t.title}): {t.result.summary if t.result else 'no result'}"
+                for t in exhausted
             )
+            if cfg.escalate == "failures":
+                return escalate("task_failed", failures, "failed")
+            return replan(failures)
         pending = [t for t in tasks.values() if t.status == "pending"]
         if cfg.replan == "every_step" and state.get("dispatched") and pending:
             return replan(
@@ -93,6 +119,15 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
         return Command(goto=REPORTER, update={"tasks": retried, "dispatched": []})
 
     return orchestrator
+
+
+def _escalate(
+    runtime: Runtime[Any], pending: Escalation, retried: dict[str, Task] | None = None
+) -> Command:
+    """To the human, with why the run would otherwise end."""
+    runtime.stream_writer({"type": "escalation", "reason": pending["reason"]})
+    update: dict[str, Any] = {"escalation": pending, "status": "running", "reason": None}
+    return Command(goto=ESCALATE, update=update | {"tasks": retried or {}})
 
 
 def _dispatch(
@@ -120,5 +155,6 @@ def _dispatch(
         cfg=cfg,
         prompt_version=state.get("prompt_version"),
         conversation=state.get("recent_turns", ""),
+        run_started_at=state.get("run_started_at"),
     )
     return Command(goto=[Send(EXECUTOR, inp) for inp in inputs], update=update)

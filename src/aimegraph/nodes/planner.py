@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Collection, Mapping
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
@@ -12,7 +12,8 @@ from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.nodes.dual import Steps, ask_structured, model_node
+from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
+from aimegraph.nodes.notes import run_notes
 from aimegraph.nodes.sections import facts_section, past_runs_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
@@ -95,6 +96,8 @@ def make_draft_node(
     system prompt is the ``planner`` component of the run's prompt version in
     ``prompt_source`` (the built-in one without a source)."""
 
+    reading_notes: Runnable[PlannerState, list[str]] = blocking_call(_run_notes, name="notes")
+
     def draft(state: PlannerState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         new_run = state.get("status") in FINISHED or "status" not in state
@@ -120,6 +123,8 @@ def make_draft_node(
             retries = min(cfg.max_output_retries, calls_left - 1)
             cfg = cfg.model_copy(update={"max_output_retries": retries})
         replans = 0 if new_run else state.get("replans", 0)
+        if runtime.store is not None:  # notes sent to the thread's inbox count too
+            state = cast(PlannerState, {**state, "notes": (yield reading_notes, state)})
         messages = [
             SystemMessage(
                 prompt_text(prompt_source, "planner", state).format(
@@ -174,6 +179,11 @@ def _calls_left(cfg: AimeConfig, used: Usage) -> int | None:
     if cfg.max_llm_calls is None:
         return None
     return max(0, cfg.max_llm_calls - used.llm_calls)
+
+
+def _run_notes(state: PlannerState, *, runtime: Runtime[Any]) -> list[str]:
+    assert runtime.store is not None
+    return run_notes(state, runtime.store)
 
 
 def _feedback_sections(state: PlannerState, new_run: bool) -> str:

@@ -82,6 +82,7 @@ def actor_inputs(
     sharing: int | None = None,
     prompt_version: str | None = None,
     conversation: str = "",
+    run_started_at: float | None = None,
 ) -> list[ActorInput]:
     """What each started task's actor gets: its dependencies' results, the run's
     facts, the newest earlier turns of the conversation, and its share of the LLM
@@ -98,6 +99,7 @@ def actor_inputs(
             known_facts=facts,
             prompt_version=prompt_version,
             conversation=conversation,
+            run_started_at=run_started_at,
         )
         for t in started
     ]
@@ -182,6 +184,7 @@ class Schedule:
             sharing=len(self.running),
             prompt_version=self.state.get("prompt_version"),
             conversation=self.state.get("recent_turns", ""),
+            run_started_at=self.state.get("run_started_at"),
         )
 
     def finish(self, task_id: str, output: ActorOutput) -> None:

@@ -75,3 +75,7 @@ REPEATED_ACTION = (
     "same kind of answer. Change your approach: different arguments, another tool, "
     "or submit_result."
 )
+
+HUMAN_NOTE = """\
+A note from the human, sent while you work (follow it where it applies):
+{note}"""

@@ -5,6 +5,8 @@ from aimegraph.state.aime_state import (
     AimeInput,
     AimeOutput,
     AimeState,
+    Escalation,
+    EscalationTrigger,
     PastRun,
     thread_usage,
 )
@@ -58,6 +60,8 @@ __all__ = [
     "AimeInput",
     "AimeOutput",
     "AimeState",
+    "Escalation",
+    "EscalationTrigger",
     "MemberOutput",
     "MemberResult",
     "PastRun",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping
-from typing import Annotated, Any, NotRequired
+from typing import Annotated, Any, Literal, NotRequired
 
 from langchain_core.messages import AnyMessage
 from langgraph.channels.delta import DeltaChannel
@@ -78,6 +78,21 @@ class AimeOutput(TypedDict, total=False):
     structured_response: Any
 
 
+EscalationTrigger = Literal["plan", "replans", "task_failed", "verifier"]
+
+
+class Escalation(TypedDict):
+    """Why the run waits for a human instead of ending (``AimeConfig.escalate``): what
+    ran out (``trigger``: ``plan`` repairs, ``replans``, a ``task_failed`` for good,
+    the ``verifier`` rejecting), the ``reason``, the failed tasks' ids, and the
+    ``status`` the run ends with if the human gives up."""
+
+    trigger: EscalationTrigger
+    reason: str
+    failed: list[str]
+    status: RunStatus
+
+
 class AimeState(AimeOutput, total=False):
     """Public keys plus the engine's bookkeeping.
 
@@ -86,7 +101,8 @@ class AimeState(AimeOutput, total=False):
     as_node="executor")``; while the run waits on an interrupt, send it with the
     answer: ``Command(resume=..., update={"notes": [...]})`` (an ``update_state``
     without ``as_node`` is refused then: it would drop the waiting actors, see
-    ``aimegraph.graphs.compiled``). ``replan_reason`` says
+    ``aimegraph.graphs.compiled``). A note for the running actors too goes to the
+    run's store instead (``aimegraph.steering.send_note``). ``replan_reason`` says
     why the planner is being called again; ``dispatched`` is the last batch the
     orchestrator sent out; ``steps`` counts orchestration steps;
     ``run_started_at`` (``time.time()``) is when the current run began, for
@@ -94,7 +110,8 @@ class AimeState(AimeOutput, total=False):
     (``approve_plan``), ``approval_error`` why the human's answer (an edit that is
     no valid plan, an answer that is no decision) or new input was not taken;
     ``run_goal`` is the goal the current run works for (``goal`` is what the last
-    input said: a request sent while a plan awaits approval is not taken).
+    input said: a request sent while a plan awaits approval is not taken);
+    ``escalation`` why the run waits for a human instead of ending.
     ``conversation`` is the run's view of the thread's earlier turns (for the
     planner, the reporter and the verifier), ``recent_turns`` the shorter one its
     actors get; both are made by the intake node when the run starts.
@@ -123,6 +140,7 @@ class AimeState(AimeOutput, total=False):
     run_goal: str | None
     conversation: str
     recent_turns: str
+    escalation: Escalation | None
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:
@@ -142,6 +160,9 @@ class ActorInput(TypedDict):
     llm_call_budget: NotRequired[int | None]
     # The run's prompt version (the actor's prompts are looked up by it).
     prompt_version: NotRequired[str | None]
+    # When the run started (``time.time()``): workspace files changed since then are
+    # the run's artifacts (the task check inspects them).
+    run_started_at: NotRequired[float | None]
     # The run's facts when the task was dispatched; the actor's own ``remember``
     # calls go to ``facts``, so it hands back only what it wrote.
     known_facts: NotRequired[dict[str, str]]

@@ -151,6 +151,12 @@ class Verdict(_Record):
         max_length=10,
         description="Concrete problems to fix; empty when passed.",
     )
+    evidence: list[Text] = Field(
+        default_factory=list,
+        max_length=20,
+        description="What the verdict rests on, each a citation: 'file:line: what it says' "
+        "or 'recomputed: expression = value'.",
+    )
 
 
 Price = tuple[float, float] | tuple[float, float, float]

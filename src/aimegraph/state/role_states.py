@@ -41,6 +41,7 @@ class PlannerInput(TypedDict, total=False):
     prompt_version: str | None
     conversation: str
     usage: Usage
+    run_started_at: float
 
 
 class PlannerOutput(TypedDict, total=False):
@@ -107,13 +108,15 @@ class ActorState(ActorInput, ActorOutput, total=False):
 
 class VerifierInput(TypedDict, total=False):
     """Only the goal, the conversation before it and the answer (and the replan
-    count): never the plan."""
+    count, and when the run started: the files changed since then are the ones it
+    wrote): never the plan."""
 
     goal: str
     final_answer: str | None
     replans: int
     prompt_version: str | None
     conversation: str
+    run_started_at: float
 
 
 class VerifierOutput(TypedDict, total=False):

@@ -439,6 +439,7 @@ def _turn(
             conversation=state.get("conversation", ""),
             # The run's prompt version: a member's turn never picks up a newer one.
             prompt_version=state.get("prompt_version"),
+            run_started_at=state.get("run_started_at"),
             member=member,
             turn=number,
             member_role=role,

@@ -58,7 +58,7 @@ def make_tool_node(
     timeout_s: float,
     max_observation_chars: int,
     available: Callable[[Any], Sequence[str]] | None = None,
-    before_call: Callable[[ToolCallRequest], ToolMessage | None] | None = None,
+    before_call: Callable[[ToolCallRequest], ToolCallRequest | ToolMessage] | None = None,
     untimed: Collection[str] = (),
     once_per_reply: Collection[str] = (),
     workspace: Path | None = None,
@@ -66,9 +66,11 @@ def make_tool_node(
     """A ToolNode whose failures all come back as error observations.
 
     ``available`` names the tools the current state's actor was given (default:
-    all ``tools``); a call of any other tool is refused. ``before_call`` may
-    answer a call instead of running it (human denial); it runs after the
-    availability and repeated-action checks. Tools named in ``untimed`` (instant
+    all ``tools``); a call of any other tool is refused. ``before_call`` returns
+    the request to run, or the answer that replaces the call (a human's
+    rejection); a request with other arguments (a human's edit) runs, and its
+    observation says it ran so edited. It runs after the availability and
+    repeated-action checks. Tools named in ``untimed`` (instant
     bookkeeping such as ``submit_result``) skip the timeout's worker thread. A
     reply calling a tool named in ``once_per_reply`` (``submit_result``, which
     ends the task) more than once gets its first call run and the others refused.
@@ -89,8 +91,9 @@ def make_tool_node(
         log.warning("tool raised", exc_info=exc)
         return f"Error: the tool raised {type(exc).__name__}: {str(exc)[:500]}"
 
-    def refusal(request: ToolCallRequest) -> ToolMessage | None:
-        """The answer to a call that must not run, or None to run it."""
+    def checked(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
+        """The request to run (as ``before_call`` left it), or the answer to a call
+        that must not run."""
         call = request.tool_call
         names = names_for(request.state)
         if request.tool is None or call["name"] not in names:
@@ -100,9 +103,7 @@ def make_tool_node(
             )
         if (why := misuse(request.state, call, once_per_reply=once_per_reply)) is not None:
             return _observation(call, why)
-        if before_call is not None:
-            return before_call(request)
-        return None
+        return before_call(request) if before_call is not None else request
 
     def timed_out(call: ToolCall, limit: float, fate: str) -> ToolMessage:
         return _observation(
@@ -126,8 +127,12 @@ def make_tool_node(
         return await asyncio.to_thread(shown, outcome, request)
 
     def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
-        if (answer := refusal(request)) is not None:
-            return answer
+        to_run = checked(request)
+        if isinstance(to_run, ToolMessage):
+            return to_run
+        return _noting_edit(run(to_run, execute), request, to_run)
+
+    def run(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         call = request.tool_call
         if call["name"] in untimed:
             return execute(request)
@@ -151,8 +156,12 @@ def make_tool_node(
         return shown(outcome, request)
 
     async def aguard(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
-        if (answer := refusal(request)) is not None:
-            return answer
+        to_run = checked(request)
+        if isinstance(to_run, ToolMessage):
+            return to_run
+        return _noting_edit(await arun(to_run, execute), request, to_run)
+
+    async def arun(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
         call = request.tool_call
         if call["name"] in untimed:
             return await execute(request)
@@ -351,3 +360,20 @@ def _called_earlier_in_reply(state: object, call: ToolCall) -> bool:
                 earlier = message.tool_calls[: ids.index(call["id"])]
                 return any(c["name"] == call["name"] for c in earlier)
     return False
+
+
+def _noting_edit(outcome: ToolOutcome, asked: ToolCallRequest, ran: ToolCallRequest) -> ToolOutcome:
+    """``outcome``, its observation saying so when the call ran with other arguments
+    than the model gave (a human edited them), so that the model does not assume
+    its own call ran or make it again."""
+    args = ran.tool_call["args"]
+    if args == asked.tool_call["args"] or not isinstance(outcome, ToolMessage):
+        return outcome
+    note = EDITED.format(tool=ran.tool_call["name"], args=json.dumps(args, default=str))
+    return outcome.model_copy(update={"content": f"{note}\n{outcome.text}"})
+
+
+EDITED = (
+    "Note: a human edited this call before it ran; it ran as {tool} with arguments {args}, "
+    "not as you wrote it. Do not make your original call again."
+)

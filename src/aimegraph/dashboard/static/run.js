@@ -53,6 +53,19 @@ function render(view) {
   );
 }
 
+$("note-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("note-text").value.trim();
+  if (!text) return;
+  try {
+    await post(`${api}/notes`, { text });
+    $("note-text").value = "";
+    $("note-result").textContent = "sent: running actors read it at their next step";
+  } catch (error) {
+    $("note-result").textContent = error.message;
+  }
+});
+
 function renderInterrupts(interrupts) {
   const key = interrupts.map((i) => `${i.id}:${i.error ?? ""}`).join(",");
   $("waiting").hidden = interrupts.length === 0;
@@ -92,39 +105,28 @@ function interruptForm(item) {
       el("button", { class: "reject", onclick: () => answer(item.id, { action: "reject", reason: reason.value || "rejected on the dashboard" }) }, rejectLabel),
     );
   if (item.kind === "approve_plan") {
-    const edited = el("textarea", { rows: 12, spellcheck: "false", class: "plan-edit" });
-    edited.value = JSON.stringify(item.plan ?? {}, null, 2);
-    const editError = el("span", { class: "error" });
     return el("div", { class: "interrupt", "data-kind": item.kind },
       el("h3", {}, "Approve the plan?"),
       el("pre", { class: "checklist" }, item.checklist || ""),
       item.error ? el("p", { class: "error" }, item.error) : null,
       decide("Approve plan", "Reject plan"),
-      el("details", {},
-        el("summary", {}, "Edit the plan (PlanUpdate JSON)"),
-        edited,
-        el("div", { class: "row" },
-          el("button", {
-            onclick: () => {
-              try {
-                answer(item.id, { action: "edit", plan: JSON.parse(edited.value) });
-              } catch (error) {
-                editError.textContent = `not JSON: ${error.message}`;
-              }
-            },
-          }, "Approve edited plan"),
-          editError,
-        ),
-      ),
+      jsonEditor(item.plan, "plan-edit", 12, "Edit the plan (PlanUpdate JSON)", "Approve edited plan",
+        (plan) => answer(item.id, { action: "edit", plan })),
     );
   }
   if (item.kind === "approve_tool") {
+    const description = item.action_requests?.[0]?.description;
     return el("div", { class: "interrupt", "data-kind": item.kind },
       el("h3", {}, `Allow ${item.tool}?`, item.task_id ? ` (task ${item.task_id})` : ""),
+      description ? el("p", { class: "hint" }, description) : null,
       el("pre", {}, JSON.stringify(item.args ?? {}, null, 2)),
+      item.error ? el("p", { class: "error" }, item.error) : null,
       decide("Allow call", "Deny call"),
+      jsonEditor(item.args, "args-edit", 6, "Edit the arguments (JSON)", "Run with these arguments",
+        (args) => answer(item.id, { action: "edit", args })),
     );
   }
+  if (item.kind === "escalation") return escalationForm(item);
   if (item.kind === "ask_human") {
     const text = el("input", { class: "answer-input", placeholder: "your answer" });
     return el("div", { class: "interrupt", "data-kind": item.kind },
@@ -135,6 +137,59 @@ function interruptForm(item) {
     );
   }
   return el("div", { class: "interrupt" }, el("pre", {}, JSON.stringify(item, null, 2)));
+}
+
+function escalationForm(item) {
+  const note = el("input", { class: "note-input", placeholder: "note or reason" });
+  const failed = item.failed_tasks ?? [];
+  const taskChoice = el("select", { class: "task-choice" },
+    ...failed.map((t) => el("option", { value: t.id }, t.id)));
+  const taskAnswer = el("input", { class: "task-answer", placeholder: "the task's result, in your words" });
+  const deadline = item.deadline
+    ? el("p", { class: "hint" }, `Unanswered, it takes "${item.default}" at ${new Date(item.deadline * 1000).toLocaleTimeString()}.`)
+    : null;
+  return el("div", { class: "interrupt", "data-kind": item.kind },
+    el("h3", {}, "The run needs a human"),
+    el("p", {}, item.reason ?? ""),
+    el("ul", {}, ...failed.map((t) => el("li", {}, el("b", {}, t.id), ` ${t.title}: ${t.reason}`))),
+    el("pre", { class: "checklist" }, item.checklist || ""),
+    item.error ? el("p", { class: "error" }, item.error) : null,
+    deadline,
+    failed.length
+      ? el("form", { class: "row", onsubmit: (event) => { event.preventDefault(); answer(item.id, { answer: taskAnswer.value, task_id: taskChoice.value }); } },
+        taskChoice, taskAnswer, el("button", { type: "submit", class: "answer-task" }, "Answer for the task"))
+      : null,
+    el("div", { class: "row" },
+      note,
+      el("button", { class: "replan", onclick: () => answer(item.id, { action: "replan", note: note.value }) }, "Replan"),
+      el("button", { class: "reject", onclick: () => answer(item.id, { action: "give_up", reason: note.value || "given up on the dashboard" }) }, "Give up"),
+    ),
+    jsonEditor(item.plan, "plan-edit", 10, "Edit the plan (PlanUpdate JSON)", "Run the edited plan",
+      (plan) => answer(item.id, { action: "edit", plan })),
+  );
+}
+
+// A folded JSON editor prefilled with `value`; its button sends the parsed JSON.
+function jsonEditor(value, cls, rows, summary, label, send) {
+  const edited = el("textarea", { rows, spellcheck: "false", class: cls });
+  edited.value = JSON.stringify(value ?? {}, null, 2);
+  const editError = el("span", { class: "error" });
+  const submit = () => {
+    let parsed;
+    try {
+      parsed = JSON.parse(edited.value);
+    } catch (error) {
+      editError.textContent = `not JSON: ${error.message}`;
+      return;
+    }
+    editError.textContent = "";
+    send(parsed);
+  };
+  return el("details", {},
+    el("summary", {}, summary),
+    edited,
+    el("div", { class: "row" }, el("button", { onclick: submit }, label), editError),
+  );
 }
 
 function renderPlan(view) {

@@ -1,0 +1,49 @@
+"""Scripted scenarios shared by the human-control tests of every front end (Python,
+CLI, dashboard, browser), and how to write one where a ``scripted:`` spec finds it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.scripted import call, plan, spec, submit
+
+REPORTED = {"reporter": [{"text": "{all_results}"}]}
+
+FAILING: dict[str, Any] = {
+    "planner": [plan(spec("a", title="Fetch the figure"), spec("b", "a", title="Report it"))],
+    "actors": {"a": [submit("offline", status="failed")], "b": [submit("b: {dep:a}")]},
+    **REPORTED,
+}
+"""Task a fails for good; b needs its result."""
+
+ESCALATE = {"escalate": "exhausted", "max_replans": 0, "task_retries": 0}
+"""The settings under which FAILING pauses for a human instead of ending."""
+
+ASKING: dict[str, Any] = {
+    "planner": [plan(spec("t1", title="Ask", tool_bundles=["human"]))],
+    "actors": {"t1": [call("ask_human", question="Which mirror?"), submit("ok")]},
+    **REPORTED,
+}
+"""One actor waits on ask_human, then submits."""
+
+HEARD = "A note from the human, sent while you work"
+"""How a note opens in an actor's loop."""
+
+
+def reading(*paths: str) -> dict[str, Any]:
+    """One actor reading ``paths`` in turn, then submitting the last one read."""
+    reads = [call("read_file", path=path) for path in paths]
+    return {
+        "planner": [plan(spec("t1", title="Read", tool_bundles=["files"]))],
+        "actors": {"t1": [*reads, submit("{last_tool_output}")]},
+        **REPORTED,
+    }
+
+
+def scenario_spec(folder: Path, data: dict[str, Any], name: str = "scenario") -> str:
+    """``data`` written to ``folder`` as JSON, as the ``scripted:`` model spec naming it."""
+    path = folder / f"{name}.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    return f"scripted:{path}"
