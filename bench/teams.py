@@ -25,8 +25,8 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from aimegraph import AgentUnit, Task, TeamSpec
+from aimegraph.graphs import build_team_executor, build_team_graph
 from aimegraph.models.scripted import Step
-from aimegraph.teams import build_team_executor, build_team_graph
 from bench.common import (
     Headline,
     LatencyChatModel,

@@ -11,6 +11,7 @@ from aimegraph import eval  # the package; aimegraph.eval(...) runs an eval (DES
 from aimegraph.checkpoints.lease import ThreadBusyError, hold_thread
 from aimegraph.config import AimeConfig, WebConfig
 from aimegraph.drawing import draw, draw_plan
+from aimegraph.eval.optimize import OptimizeResult, optimize
 from aimegraph.graphs import (
     build_actor_graph,
     build_aime_graph,
@@ -18,7 +19,7 @@ from aimegraph.graphs import (
     build_verifier_graph,
 )
 from aimegraph.nodes import ActorFactory, ActorSpec, DefaultActorFactory
-from aimegraph.optimizer import OptimizeResult, PromptStore, optimize
+from aimegraph.optimizer import PromptStore
 from aimegraph.state import (
     AimeState,
     MemberResult,

@@ -6,9 +6,10 @@ from pathlib import Path
 from typing import Any
 
 from aimegraph import AimeConfig
+from aimegraph.graphs import build_team_graph
 from aimegraph.models import ScriptedChatModel
 from aimegraph.state import Task, TeamSpec
-from aimegraph.teams import AgentUnit, build_team_graph
+from aimegraph.teams import AgentUnit
 
 UNITS = [
     AgentUnit(

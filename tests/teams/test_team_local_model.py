@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aimegraph import AgentUnit, AimeConfig, Task, TeamSpec
-from aimegraph.teams import build_team_graph
+from aimegraph.graphs import build_team_graph
 from tests.markers import LOCAL_LLM
 
 pytestmark = LOCAL_LLM

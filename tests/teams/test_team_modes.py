@@ -360,7 +360,7 @@ def test_team_stops_when_its_share_of_the_call_budget_is_used(workspace: Path) -
     task = team_task("sequential", "writer", "reviewer", "writer")
     model = ScriptedChatModel.from_dict({"planner": [{"tasks": []}], **scenario})
     from aimegraph import AimeConfig
-    from aimegraph.teams import build_team_graph
+    from aimegraph.graphs import build_team_graph
     from tests.teams.helpers import UNITS
 
     graph = build_team_graph(

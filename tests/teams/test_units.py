@@ -10,10 +10,11 @@ from typing import Any
 import pytest
 
 from aimegraph import AgentUnit, AimeConfig, Task, build_aime_graph, draw
+from aimegraph.graphs import build_team_executor
 from aimegraph.models import ScriptedChatModel
 from aimegraph.nodes import DefaultActorFactory
 from aimegraph.state import render_checklist
-from aimegraph.teams import AgentRegistry, UnitActorFactory, UnitMatcher, build_team_executor
+from aimegraph.teams import AgentRegistry, UnitActorFactory, UnitMatcher
 from aimegraph.tools import default_registry
 from tests.scripted import plan, submit
 from tests.teams.helpers import UNITS
@@ -237,7 +238,7 @@ def test_prompt_overrides_reach_every_member(workspace: Path) -> None:
 
 
 def test_units_sharing_a_model_share_one_member_graph(workspace: Path) -> None:
-    from aimegraph.teams import team_parts
+    from aimegraph.graphs.team import team_parts
 
     planner = ScriptedChatModel.from_dict({"planner": [{"tasks": []}]})
     units = [

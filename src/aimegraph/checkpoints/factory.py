@@ -19,15 +19,12 @@ out, and has its connection closed when the ``with`` block exits.
 
 from __future__ import annotations
 
-import re
 import sqlite3
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, closing, contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import urlsplit, urlunsplit
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -37,6 +34,17 @@ from langgraph.checkpoint.serde.base import SerializerProtocol
 from aimegraph.checkpoints.lease import remember_location
 from aimegraph.checkpoints.serde import make_serializer
 from aimegraph.checkpoints.setup_lock import SetupLockTimeout, asetup_lock, setup_lock
+from aimegraph.checkpoints.urls import (
+    CHECKPOINT_URL_FORMS,
+    DEFAULT_CHECKPOINT_URL,
+    CheckpointConnectionError,
+    CheckpointURLError,
+    bad_url_message,
+    parse_checkpoint_url,
+    redact_url,
+    sqlite_file,
+    sqlite_url,
+)
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection, Connection
@@ -55,19 +63,6 @@ __all__ = [
     "sqlite_file",
     "thread_config",
 ]
-
-DEFAULT_CHECKPOINT_URL = "sqlite:///.aimegraph/checkpoints.db"
-"""Where checkpoints go when no URL is given: an SQLite file under the working directory."""
-
-CHECKPOINT_URL_FORMS: tuple[str, ...] = (
-    "memory",
-    "sqlite:///relative/path.db",
-    "sqlite:////absolute/path.db",
-    "sqlite:///:memory:",
-    "postgresql://user:password@host:5432/dbname",
-    "postgres://user:password@host:5432/dbname",
-)
-"""The URL shapes ``open_checkpointer`` understands (quoted in error messages)."""
 
 POSTGRES_INSTALL_HINT = "pip install 'aimegraph[postgres]'"
 
@@ -91,61 +86,8 @@ _PG_TABLES = "the checkpoint tables"
 _PG_CONNECTION_KWARGS: dict[str, Any] = {"autocommit": True, "prepare_threshold": 0}
 
 
-class CheckpointURLError(ValueError):
-    """The checkpoint URL is not one of ``CHECKPOINT_URL_FORMS`` (or libpq rejected it)."""
-
-
 class MissingCheckpointBackendError(ImportError):
     """The URL needs an optional dependency that is not installed."""
-
-
-class CheckpointConnectionError(ConnectionError):
-    """The checkpoint database could not be reached (the message has the URL, redacted)."""
-
-
-@dataclass(frozen=True)
-class _Target:
-    kind: Literal["memory", "sqlite", "postgres"]
-    location: str  # sqlite: a path or ":memory:"; postgres: a libpq URL; memory: ""
-
-
-def _parse_url(url: str | None) -> _Target:
-    raw = DEFAULT_CHECKPOINT_URL if url is None else url.strip()
-    lowered = raw.lower()
-    if lowered in ("memory", "memory://", ":memory:"):
-        return _Target("memory", "")
-    if lowered.startswith("sqlite:///"):
-        # Strip the prefix literally instead of urlsplit(): an SQLite path may
-        # contain '?' or '#', and the fourth slash (absolute path) must survive.
-        path = raw[len("sqlite:///") :]
-        if not path:
-            raise CheckpointURLError(_bad_url_message(raw, "the sqlite URL has no file path"))
-        if path == ":memory:":
-            return _Target("sqlite", path)
-        return _Target("sqlite", str(Path(path).expanduser()))
-    if lowered.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
-        # libpq accepts postgresql:// and postgres:// itself; the SQLAlchemy-style
-        # driver suffix is dropped so URLs copied from other tools also work.
-        location = re.sub(r"^postgresql\+psycopg://", "postgresql://", raw, flags=re.I)
-        return _Target("postgres", location)
-    raise CheckpointURLError(_bad_url_message(raw, "unknown checkpoint URL scheme"))
-
-
-def _bad_url_message(url: str, reason: str) -> str:
-    forms = ", ".join(CHECKPOINT_URL_FORMS)
-    return f"{reason}: {redact_url(url)!r}. Use one of: {forms}"
-
-
-def sqlite_file(url: str | None) -> Path | None:
-    """The file an ``sqlite:///`` URL names; None for ``:memory:`` and other schemes.
-
-    Raises:
-        CheckpointURLError: ``url`` is not one of ``CHECKPOINT_URL_FORMS``.
-    """
-    target = _parse_url(url)
-    if target.kind != "sqlite" or target.location == ":memory:":
-        return None
-    return Path(target.location)
 
 
 def _open_sqlite_connection(path: str) -> sqlite3.Connection:
@@ -154,11 +96,6 @@ def _open_sqlite_connection(path: str) -> sqlite3.Connection:
     # SqliteSaver guards the connection with its own lock, and graph nodes run in
     # worker threads, so the connection must not be pinned to the opening thread.
     return sqlite3.connect(path, check_same_thread=False)
-
-
-def _sqlite_url(location: str) -> str:
-    """The URL of an opened SQLite file, absolute (the working directory may change)."""
-    return f"sqlite:///{location if location == ':memory:' else Path(location).absolute()}"
 
 
 def _missing_postgres(exc: ImportError) -> MissingCheckpointBackendError:
@@ -195,7 +132,7 @@ def open_checkpointer(
         ...     graph = builder.compile(checkpointer=saver)
         ...     graph.invoke(inputs, thread_config(new_thread_id()))
     """
-    target = _parse_url(url)
+    target = parse_checkpoint_url(url)
     serde = serde if serde is not None else make_serializer()
     if target.kind == "memory":
         yield InMemorySaver(serde=serde)
@@ -205,7 +142,7 @@ def open_checkpointer(
         with closing(_open_sqlite_connection(target.location)) as conn:
             sqlite_saver = SqliteSaver(conn, serde=serde)
             sqlite_saver.setup()
-            remember_location(sqlite_saver, _sqlite_url(target.location))
+            remember_location(sqlite_saver, sqlite_url(target.location))
             yield sqlite_saver
     else:
         with _postgres_saver(target.location, serde) as pg_saver:
@@ -224,7 +161,7 @@ async def aopen_checkpointer(
     connection on exit. Arguments and errors are those of ``open_checkpointer``.
     Must be entered inside a running event loop (the async savers bind to it).
     """
-    target = _parse_url(url)
+    target = parse_checkpoint_url(url)
     serde = serde if serde is not None else make_serializer()
     if target.kind == "memory":
         yield InMemorySaver(serde=serde)
@@ -237,7 +174,7 @@ async def aopen_checkpointer(
         async with aiosqlite.connect(target.location) as conn:
             sqlite_saver = AsyncSqliteSaver(conn, serde=serde)
             await sqlite_saver.setup()
-            remember_location(sqlite_saver, _sqlite_url(target.location))
+            remember_location(sqlite_saver, sqlite_url(target.location))
             yield sqlite_saver
     else:
         async with _apostgres_saver(target.location, serde) as pg_saver:
@@ -259,7 +196,7 @@ def _postgres_saver(url: str, serde: SerializerProtocol) -> Iterator[BaseCheckpo
     try:
         guard = psycopg.connect(url, autocommit=True, connect_timeout=_PG_CONNECT_TIMEOUT_S)
     except psycopg.ProgrammingError as exc:  # libpq rejected the URL itself
-        raise CheckpointURLError(_bad_url_message(url, str(exc).strip())) from exc
+        raise CheckpointURLError(bad_url_message(url, str(exc).strip())) from exc
     except psycopg.OperationalError as exc:
         raise CheckpointConnectionError(_unreachable(url, exc)) from exc
     with guard:
@@ -298,7 +235,7 @@ async def _apostgres_saver(
             url, autocommit=True, connect_timeout=_PG_CONNECT_TIMEOUT_S
         )
     except psycopg.ProgrammingError as exc:
-        raise CheckpointURLError(_bad_url_message(url, str(exc).strip())) from exc
+        raise CheckpointURLError(bad_url_message(url, str(exc).strip())) from exc
     except psycopg.OperationalError as exc:
         raise CheckpointConnectionError(_unreachable(url, exc)) from exc
     async with guard:
@@ -344,24 +281,3 @@ def new_thread_id(prefix: str = "") -> str:
     any realistic number of threads in one database.
     """
     return f"{prefix}{uuid.uuid4().hex[:12]}"
-
-
-_SECRET_QUERY = re.compile(r"(?i)((?:^|[?&;\s])password=)[^&;\s]*")
-
-
-def redact_url(url: str) -> str:
-    """Return ``url`` with any password replaced by ``***`` (for logs and errors).
-
-    Hides the password of ``scheme://user:password@host`` and ``password=`` query
-    or keyword parameters; everything else (user, host, database) stays readable.
-    """
-    redacted = url
-    try:
-        parts = urlsplit(url)
-    except ValueError:  # e.g. an unbalanced '[' in the host; still hide query secrets
-        parts = None
-    if parts is not None and parts.password is not None:
-        userinfo, _, hostinfo = parts.netloc.rpartition("@")
-        user = userinfo.split(":", 1)[0]
-        redacted = urlunsplit(parts._replace(netloc=f"{user}:***@{hostinfo}"))
-    return _SECRET_QUERY.sub(r"\1***", redacted)

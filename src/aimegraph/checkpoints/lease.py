@@ -41,6 +41,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.runtime import RunControl
 
+from aimegraph.checkpoints.urls import CheckpointConnectionError, parse_checkpoint_url, redact_url
+
 if TYPE_CHECKING:
     from psycopg import Connection
 
@@ -255,9 +257,7 @@ def _backend(target: LeaseTarget) -> _Backend:
 
 def _backend_key(url: str) -> str | None:
     """``file:<lease dir>`` or the Postgres URL; None for stores of this process alone."""
-    from aimegraph.checkpoints.factory import _parse_url
-
-    parsed = _parse_url(url)
+    parsed = parse_checkpoint_url(url)
     if parsed.kind == "sqlite" and parsed.location != ":memory:":
         path = Path(parsed.location).expanduser().absolute()
         return f"file:{path.with_name(path.name + '-leases')}"
@@ -460,8 +460,6 @@ class _PostgresLeases:
 
     def _connect(self, name: str = "aimegraph") -> Connection[Any]:
         import psycopg
-
-        from aimegraph.checkpoints.factory import CheckpointConnectionError, redact_url
 
         try:
             return psycopg.connect(

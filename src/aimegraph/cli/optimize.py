@@ -177,7 +177,7 @@ def cmd_optimize(
     args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
 ) -> int:
     """Run ``aimegraph.optimize``; print each iteration and the outcome (or JSON)."""
-    from aimegraph.optimizer.optimize import optimize
+    from aimegraph.eval.optimize import optimize
 
     fields = config_json(args.config)
     fields.setdefault("workspace", str(DEFAULT_WORKSPACE))

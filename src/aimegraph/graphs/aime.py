@@ -201,7 +201,7 @@ def build_aime_graph(
             prompts=source,
         )
     else:  # the team executor holds its own single-actor graph
-        from aimegraph.teams import build_team_executor
+        from aimegraph.graphs.team import build_team_executor
 
         actor = build_team_executor(
             role_models["actor"],

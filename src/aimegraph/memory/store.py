@@ -36,8 +36,8 @@ from langchain_core.embeddings import Embeddings
 from langgraph.store.base import BaseStore, IndexConfig, TTLConfig
 from langgraph.store.memory import InMemoryStore
 
-from aimegraph.checkpoints.factory import CheckpointURLError, _parse_url, redact_url
 from aimegraph.checkpoints.setup_lock import asetup_lock, setup_lock
+from aimegraph.checkpoints.urls import CheckpointURLError, parse_checkpoint_url, redact_url
 from aimegraph.knowledge.embeddings import EmbeddingsSpec, resolve_embeddings
 
 if TYPE_CHECKING:
@@ -106,7 +106,7 @@ def _ttl(ttl_days: float | None) -> TTLConfig | None:
 
 def _store_url(url: str | None) -> tuple[str, str]:
     try:
-        target = _parse_url(DEFAULT_STORE_URL if url is None else url)
+        target = parse_checkpoint_url(DEFAULT_STORE_URL if url is None else url)
     except CheckpointURLError as exc:
         raise ValueError(
             f"unknown store URL {redact_url(url or '')!r}; use one of: {', '.join(STORE_URL_FORMS)}"

@@ -1,10 +1,11 @@
-"""Prompt optimisation (DESIGN.md section 8): the prompt store, GEPA offline
-(:func:`optimize`) and the online loop (``AimeConfig.optimize_online``).
+"""Prompt optimisation (DESIGN.md section 8): the prompt store, the GEPA adapter and
+the online loop (``AimeConfig.optimize_online``). The offline search,
+``aimegraph.optimize``, runs whole graphs and so lives above them
+(:mod:`aimegraph.eval.optimize`).
 
 GEPA itself (extra ``[optimize]``) is imported only when optimising.
 """
 
-from aimegraph.optimizer.optimize import OptimizeResult, optimize
 from aimegraph.optimizer.store import PromptStore, PromptVersion
 
-__all__ = ["OptimizeResult", "PromptStore", "PromptVersion", "optimize"]
+__all__ = ["PromptStore", "PromptVersion"]

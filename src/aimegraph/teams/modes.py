@@ -28,7 +28,6 @@ import operator
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, get_args
 
 from langchain_core.language_models import BaseChatModel
@@ -41,19 +40,14 @@ from langgraph.types import Checkpointer, Command, Send
 from pydantic import BaseModel, ConfigDict, Field
 
 from aimegraph.config import AimeConfig
-from aimegraph.graphs.actor import build_actor_graph
-from aimegraph.graphs.sources import open_prompt_source
-from aimegraph.knowledge import KnowledgeBase
-from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.memory.nodes import make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY, StructuredReply
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory, artifact_lines
+from aimegraph.nodes.executor import artifact_lines
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts import teams as team_prompts
-from aimegraph.prompts.source import PromptsArg, PromptSource
+from aimegraph.prompts.source import PromptSource
 from aimegraph.state import (
     ActorInput,
     ActorOutput,
@@ -66,9 +60,9 @@ from aimegraph.state import (
 )
 from aimegraph.state.models import Id, LongText, ShortText, Text
 from aimegraph.streaming import call_metadata
-from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
+from aimegraph.teams.units import AgentRegistry, UnitActorFactory
 from aimegraph.tools.progress import settled
-from aimegraph.tools.registry import ToolRegistry, registry_for
+from aimegraph.tools.registry import ToolRegistry
 
 MODES: tuple[TeamMode, ...] = get_args(TeamMode)
 
@@ -148,134 +142,6 @@ class TeamParts:
     prompts: PromptSource | None = None
     memory: bool = False
     """Record the team task's episode in the run's store (``runtime.store``)."""
-
-
-def team_parts(
-    model: BaseChatModel | str,
-    *,
-    agents: AgentRegistry | Sequence[AgentUnit],
-    registry: ToolRegistry | None = None,
-    factory: ActorFactory | None = None,
-    knowledge: KnowledgeBase | None = None,
-    config: AimeConfig | None = None,
-    models: Mapping[str, BaseChatModel] | None = None,
-    verifier_model: BaseChatModel | str | None = None,
-    matcher: UnitMatcher | None = None,
-    embeddings: EmbeddingsSpec = None,
-    prompts: PromptsArg = None,
-    memory: bool = False,
-) -> TeamParts:
-    """Build the member graphs: one over ``model`` for the units without a model of
-    their own, one per unit with one (``AgentUnit.model``: a key of ``models``, a
-    spec or a chat model). ``prompts`` are the actors' (see ``build_actor_graph``); with
-    ``memory``, each mode graph ends by recording the team task's episode. Without a
-    ``matcher``, units are matched to tasks over ``embeddings``."""
-    config = config or AimeConfig()
-    registry = registry or registry_for(config, knowledge=knowledge)
-    units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
-    chat = resolve_model(model)
-    base = factory or DefaultActorFactory(
-        registry, workspace=Path(config.workspace), knowledge=knowledge
-    )
-    unit_factory = UnitActorFactory(
-        base, units, matcher or UnitMatcher(units, embeddings=embeddings)
-    )
-    roles = dict(models or {})
-    source = open_prompt_source(prompts)
-    chat_of = units.chat_models(
-        chat, roles, timeout=config.model_timeout_s, max_retries=config.model_retries
-    )
-
-    def member_graph(
-        member_chat: BaseChatModel, name: str
-    ) -> CompiledStateGraph[Any, Any, Any, Any]:
-        return build_actor_graph(
-            member_chat,
-            registry=registry,
-            factory=unit_factory,
-            config=config,
-            member=True,
-            name=name,
-            prompts=source,
-        )
-
-    graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
-        "member": member_graph(chat, "member")
-    }
-    # One member graph per distinct model: "member" for the default one, else named
-    # after the first unit using it.
-    node_by_model: dict[int, str] = {id(chat): "member"}
-    node_of = {}
-    for name in units:
-        node = node_by_model.setdefault(id(chat_of[name]), f"member_{name}")
-        if node not in graphs:
-            graphs[node] = member_graph(chat_of[name], node)
-        node_of[name] = node
-    checker = None
-    if config.verify in ("tasks", "both"):
-        checker = resolve_model(verifier_model) if verifier_model is not None else chat
-    return TeamParts(
-        units,
-        graphs,
-        node_of,
-        chat_of,
-        chat,
-        config,
-        registry,
-        unit_factory,
-        checker,
-        source,
-        memory,
-    )
-
-
-def build_team_graph(
-    mode: TeamMode,
-    model: BaseChatModel | str,
-    *,
-    agents: Sequence[AgentUnit],
-    registry: ToolRegistry | None = None,
-    config: AimeConfig | None = None,
-    models: Mapping[str, BaseChatModel] | None = None,
-    factory: ActorFactory | None = None,
-    knowledge: KnowledgeBase | None = None,
-    checkpointer: Checkpointer = None,
-    prompts: PromptsArg = None,
-) -> CompiledStateGraph[TeamState, AimeConfig, ActorInput, ActorOutput]:
-    """Build one team mode as a graph of its own.
-
-    Args:
-        mode: ``sequential``, ``joint``, ``hierarchical`` or ``broadcast``.
-        model: The members' model (or a spec), for units without one of their own.
-        agents: The agent units the task's team may name.
-        registry: The tools units' bundles come from; defaults to the built-in
-            bundles over ``config.workspace``.
-        config: Budgets and policies (``max_actor_steps`` per turn, ``tool_calling``...).
-        models: Models a unit's ``model`` may name by role key.
-        factory: Builds each turn's actor before the unit is applied; defaults to
-            :class:`DefaultActorFactory` over ``registry`` and ``knowledge``.
-        knowledge: Passages nearest the task go into each member's prompt.
-        checkpointer: Only when used on its own; as a node it inherits the parent's.
-        prompts: The members' ``actor`` and ``persona_habits`` prompts (see
-            ``build_aime_graph``).
-
-    Returns:
-        A compiled graph. Input: :class:`ActorInput` whose ``task.team`` names the
-        members. Output: ``tasks`` (the task with its result and ``members``, one
-        :class:`MemberResult` per turn), ``updates``, ``usage`` (every member's
-        calls and the lead's or merge's) and ``facts``.
-    """
-    parts = team_parts(
-        model,
-        agents=agents,
-        registry=registry,
-        factory=factory,
-        knowledge=knowledge,
-        config=config,
-        models=models,
-        prompts=prompts,
-    )
-    return mode_graph(mode, parts, checkpointer=checkpointer)
 
 
 def mode_graph(

@@ -1,5 +1,8 @@
 """``aimegraph.optimize``: GEPA over the workflow's prompts, offline.
 
+It runs whole aime graphs, so it sits with the evaluation above the engine; the
+pieces the engine itself uses (prompt store, online loop) are ``aimegraph.optimizer``.
+
 ``gepa.optimize`` runs the search; :class:`~aimegraph.optimizer.adapter.AimeAdapter`
 runs one aime workflow per example with a candidate's prompts. The winner goes
 into the prompt store (source ``gepa``) and becomes its active version, so every
@@ -18,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from langchain_core.language_models import BaseChatModel
 
 from aimegraph.config import AimeConfig
+from aimegraph.graphs.aime import build_aime_graph
 from aimegraph.models.resolve import resolve_model
 from aimegraph.optimizer.trace import Example, Metric, resolve_metric
 from aimegraph.prompts import DEFAULT_PROMPTS, PromptOverrides, resolve_prompts
@@ -227,7 +231,6 @@ def optimize(
         raise ImportError(
             "aimegraph.optimize needs GEPA: pip install 'aimegraph[optimize]'"
         ) from exc
-    from aimegraph.graphs.aime import build_aime_graph
     from aimegraph.optimizer.adapter import AimeAdapter, ReflectionLM, reflection_templates
     from aimegraph.optimizer.store import DEFAULT_PROMPT_STORE, PromptStore
 
