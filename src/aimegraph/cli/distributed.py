@@ -18,6 +18,7 @@ from rich.markup import escape
 
 from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
 from aimegraph.cli.options import broker_options, run_options
+from aimegraph.cli.report import report_cancel
 from aimegraph.cli.support import (
     EXIT_NOT_FOUND,
     EXIT_TIMEOUT,
@@ -260,16 +261,9 @@ def cancel_distributed(
         )
     except LookupError as exc:
         raise CliError(f"thread {record.thread_id!r}: {exc}", EXIT_NOT_FOUND) from exc
-    if args.json:
-        print(json.dumps({"thread_id": record.thread_id, "status": outcome}))
-    elif outcome == "cancelled":
-        console.print(f"cancelled {record.thread_id}", markup=False)
-    else:
-        console.print(
-            f"cancel requested: the worker running {record.thread_id} stops it at its next "
-            f"step (follow it with: aimegraph wait {record.thread_id})",
-            markup=False,
-        )
+    report_cancel(
+        args, record.thread_id, outcome, console, follow=f"aimegraph wait {record.thread_id}"
+    )
     return 0
 
 

@@ -17,7 +17,14 @@ from aimegraph.checkpoints import run_state
 from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import PastRun, Usage, render_checklist, thread_usage
 
-__all__ = ["print_summary", "report", "show_interrupts", "summary", "usage_line"]
+__all__ = [
+    "print_summary",
+    "report",
+    "report_cancel",
+    "show_interrupts",
+    "summary",
+    "usage_line",
+]
 
 
 def report(
@@ -175,3 +182,20 @@ def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
             console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)
         if error:
             console.print(f"[red]{escape(error)}[/red]")
+
+
+def report_cancel(
+    args: argparse.Namespace, thread_id: str, outcome: str, console: Console, *, follow: str
+) -> None:
+    """Print what ``aimegraph cancel`` did: ``cancelled`` at once, or a stop asked of
+    the runner holding the thread (``follow`` says how to watch it end)."""
+    if args.json:
+        print(json.dumps({"thread_id": thread_id, "status": outcome}))
+    elif outcome == "cancelled":
+        console.print(f"cancelled {thread_id}", markup=False)
+    else:
+        console.print(
+            f"cancel requested: the runner holding {thread_id} stops it at its next step "
+            f"(follow it with: {follow})",
+            markup=False,
+        )

@@ -51,7 +51,7 @@ from aimegraph.cli.options import (
     stream_option,
     wait_option,
 )
-from aimegraph.cli.report import report, show_interrupts
+from aimegraph.cli.report import report, report_cancel, show_interrupts
 from aimegraph.cli.support import (
     EXIT_BUSY,
     EXIT_CODES,
@@ -300,16 +300,7 @@ def cmd_cancel(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         raise CliError(str(exc), EXIT_NOT_FOUND) from exc
     except NothingToResumeError as exc:
         raise CliError(f"thread {args.thread!r}: {exc}", EXIT_NOT_FOUND) from exc
-    if args.json:
-        print(json.dumps({"thread_id": args.thread, "status": outcome}))
-    elif outcome == "cancelled":
-        console.print(f"cancelled {args.thread}", markup=False)
-    else:
-        console.print(
-            f"cancel requested: the process running {args.thread} stops it at its next step "
-            f"(follow it with: aimegraph show {args.thread})",
-            markup=False,
-        )
+    report_cancel(args, args.thread, outcome, console, follow=f"aimegraph show {args.thread}")
     return 0
 
 

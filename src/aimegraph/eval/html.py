@@ -12,9 +12,8 @@ from aimegraph.eval.report import (
     PASS_AT_K_NOTE,
     PER_SOLVED_NOTE,
     SCORES_NOTE,
-    fmt_number,
-    fmt_rate,
     systems_table,
+    tags_table,
 )
 
 __all__ = ["html_report", "matrix_svg", "scatter_svg"]
@@ -184,35 +183,9 @@ def html_report(summary: Mapping[str, Any]) -> str:
     if systems:
         body.append("<h2>Success against cost</h2>" + scatter_svg(systems))
         body.append("<h2>Per task</h2>" + matrix_svg(summary))
-    tag_rows = [
-        [
-            tag,
-            s["name"],
-            str(f["tasks"]),
-            fmt_rate(f["pass_at_1"]),
-            fmt_number(f["input_tokens_per_rollout"]),
-            fmt_number(f["input_tokens_per_solved"]),
-        ]
-        for s in systems
-        for tag, f in s["by_tag"].items()
-    ]
+    tag_columns, tag_rows = tags_table(systems)
     if tag_rows:
-        tag_rows.sort(key=lambda row: (row[0], row[1]))
-        body.append("<h2>By tag</h2>")
-        body.append(
-            _rows(
-                [
-                    "tag",
-                    "system",
-                    "tasks",
-                    "pass@1",
-                    "input tokens / rollout",
-                    "input tokens / solved",
-                ],
-                tag_rows,
-                numeric_from=2,
-            )
-        )
+        body.append("<h2>By tag</h2>" + _rows(tag_columns, tag_rows, numeric_from=2))
     failure_rows = [
         [task["id"], name, f"{f['reason']}" + (f" (x{f['count']})" if f["count"] > 1 else "")]
         for task in summary["tasks"]

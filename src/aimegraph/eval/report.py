@@ -14,6 +14,7 @@ __all__ = [
     "score_cells",
     "score_columns",
     "systems_table",
+    "tags_table",
 ]
 
 SCORES_NOTE = (
@@ -74,34 +75,9 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
     lines += ["", SCORES_NOTE + (PASS_AT_K_NOTE.format(k=k) if k > 1 else "") + PER_SOLVED_NOTE]
     for name, reason in summary["skipped"].items():
         lines += ["", f"- **{name}** skipped: {reason}"]
-    tag_rows = [
-        [
-            tag,
-            system["name"],
-            str(figures["tasks"]),
-            fmt_rate(figures["pass_at_1"]),
-            fmt_number(figures["input_tokens_per_rollout"]),
-            fmt_number(figures["input_tokens_per_solved"]),
-            fmt_number(figures["tokens_per_solved"]),
-        ]
-        for system in summary["systems"]
-        for tag, figures in system["by_tag"].items()
-    ]
+    tag_columns, tag_rows = tags_table(summary["systems"])
     if tag_rows:
-        tag_rows.sort(key=lambda row: (row[0], row[1]))
-        lines += ["", "## By tag", ""]
-        lines += _table(
-            [
-                "tag",
-                "system",
-                "tasks",
-                "pass@1",
-                "input tokens / rollout",
-                "input tokens / solved",
-                "tokens / solved",
-            ],
-            tag_rows,
-        )
+        lines += ["", "## By tag", ""] + _table(tag_columns, tag_rows)
     lines += ["", "## Tasks", ""] + _tasks_table(summary)
     return "\n".join(lines) + "\n"
 
@@ -114,6 +90,33 @@ def score_columns(k: int) -> list[str]:
 def score_cells(system: Mapping[str, Any], k: int) -> list[str]:
     names = ["pass_at_1"] if k == 1 else ["pass_at_1", "pass_at_k", "pass_hat_k"]
     return [fmt_ci(system[name], system[f"{name}_ci"]) for name in names]
+
+
+def tags_table(systems: Sequence[Mapping[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    """The per-tag table of both reports (sorted by tag, then system): columns and rows."""
+    columns = [
+        "tag",
+        "system",
+        "tasks",
+        "pass@1",
+        "input tokens / rollout",
+        "input tokens / solved",
+        "tokens / solved",
+    ]
+    rows = [
+        [
+            tag,
+            system["name"],
+            str(figures["tasks"]),
+            fmt_rate(figures["pass_at_1"]),
+            fmt_number(figures["input_tokens_per_rollout"]),
+            fmt_number(figures["input_tokens_per_solved"]),
+            fmt_number(figures["tokens_per_solved"]),
+        ]
+        for system in systems
+        for tag, figures in system["by_tag"].items()
+    ]
+    return columns, sorted(rows, key=lambda row: (row[0], row[1]))
 
 
 def systems_table(
