@@ -162,7 +162,8 @@ class AimeConfig(BaseModel):
         None,
         gt=0,
         description="Seconds a human has to answer an escalation; then the front end driving "
-        "the run (aimegraph run / resume, the dashboard, aimegraph.steering.await_overdue) "
+        "the run (aimegraph run / resume, the dashboard, a distributed worker, "
+        "aimegraph.steering.await_overdue) "
         "takes escalation_default, for unattended runs.",
     )
     escalation_default: EscalationDefault = Field(

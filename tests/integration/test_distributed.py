@@ -35,6 +35,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
+from tests.human_scenarios import ESCALATE, FAILING
 
 from aimegraph import AimeConfig, build_aime_graph, distributed
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
@@ -170,6 +171,14 @@ def build_held_graph(
     return build_aime_graph(
         model, tools=run_tools(settings), config=settings.config, checkpointer=saver, store=store
     )
+
+
+def build_escalating_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """A run whose task fails for good: with ``escalate`` it waits for a human."""
+    model = LatencyChatModel.from_dict(FAILING, latency_s=0.0)
+    return build_aime_graph(model, config=settings.config, checkpointer=saver, store=store)
 
 
 def build_without_store(settings: RunSettings, saver: BaseCheckpointSaver[Any]) -> AimeGraph:
@@ -429,6 +438,27 @@ def test_sigterm_drains_a_worker_and_its_run_carries_on_elsewhere(own_cluster: C
     assert _side_effects(cluster)[thread_id] == Counter({key: 1 for key in TASKS})
 
 
+def test_an_unanswered_escalation_takes_its_default_on_the_worker(own_cluster: Cluster) -> None:
+    """Nobody answers an escalation with a timeout: the pause frees the worker, and a
+    delivery at the deadline resumes it with the default (give up)."""
+    cluster = own_cluster
+    cluster.start_worker("e1", graph="build_escalating_graph")
+    log = cluster.tmp / "e1.log"
+    _wait_for_text(log, "e1@")  # Celery's own log reaches the worker's stderr
+    _wait_for_text(log, " ready.")
+    thread_id = cluster.submit(**ESCALATE, escalation_timeout_s=3)
+    paused = wait_for_run(thread_id, checkpoints=cluster.checkpoints, timeout=60)
+    assert paused.state == "paused"
+    deadline = time.monotonic() + 60
+    while (record := wait_for_run(thread_id, checkpoints=cluster.checkpoints)).state != "finished":
+        assert time.monotonic() < deadline, f"still {record.state} a minute after the pause"
+        time.sleep(0.2)
+    assert record.outcome == "budget_exhausted"
+    _, shown = cluster.cli("show", thread_id)
+    assert shown["status"] == "budget_exhausted" and "no answer within 3 s" in shown["reason"]
+    _wait_for_text(log, f"thread {thread_id}: budget_exhausted")
+
+
 def test_cancel_a_queued_and_a_running_distributed_run(own_cluster: Cluster) -> None:
     cluster = own_cluster
     queued = cluster.submit()  # no worker yet: it waits in the broker
@@ -669,6 +699,13 @@ def _wait_for_a_run_midway(cluster: Cluster) -> tuple[str, str, set[str]]:
                     return worker.split("@")[0], thread_id, done
             time.sleep(0.02)
     raise AssertionError("no run was seen half-way within 90 s")
+
+
+def _wait_for_text(path: Path, text: str, timeout: float = 60) -> None:
+    deadline = time.monotonic() + timeout
+    while not (path.exists() and text in path.read_text(errors="replace")):
+        assert time.monotonic() < deadline, f"{text!r} not in {path} after {timeout} s"
+        time.sleep(0.1)
 
 
 def _wait_for_file(path: Path, timeout: float = 90) -> None:

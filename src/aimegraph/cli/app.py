@@ -9,7 +9,7 @@ import signal
 import sqlite3
 import sys
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
@@ -64,7 +64,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with (
             _tracing(args.otlp),
-            run_logging(log_directory(args.checkpoints), errors),
+            _run_logs(args, errors),
             ExitStack() as stack,
         ):
             checkpointer = stores.checkpointer(stack, args.checkpoints)
@@ -102,6 +102,19 @@ def main(argv: Sequence[str] | None = None) -> int:
 READING_COMMANDS = frozenset({"threads", "show", "history", "wait", "draw", "memory"})
 """Commands that only read the stores: an SQLite file that does not exist is read as
 empty and not created (a mistyped path leaves no stray database behind)."""
+
+SERVICE_COMMANDS = frozenset({"worker"})
+"""Long-running services that log as their framework does (Celery's worker: a line per
+delivery at ``--log-level``), not through the run logs."""
+
+
+def _run_logs(args: argparse.Namespace, errors: Console) -> AbstractContextManager[object]:
+    """The run logs of a command (see :mod:`aimegraph.cli.runlog`); none for a service:
+    a root handler would keep Celery from setting up its own, and the worker would
+    log nothing, not even that it is ready."""
+    if args.command in SERVICE_COMMANDS:
+        return nullcontext()
+    return run_logging(log_directory(args.checkpoints), errors)
 
 
 EXTRA_OF_MODULE = {

@@ -23,6 +23,7 @@ restarted) carries it on from its checkpoint.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -131,6 +132,11 @@ def make_app(
                     build_graph,
                     resume,
                     worker.store,
+                    # An escalation with a timeout: a delivery at its deadline gives
+                    # the default answer unless a human has answered by then.
+                    wake_at=lambda deadline: self.apply_async(
+                        (thread_id,), countdown=max(0.0, deadline - time.time())
+                    ),
                 )
             except ThreadBusyError as exc:
                 raise self.retry(countdown=LOCK_RETRY_S, exc=exc) from exc

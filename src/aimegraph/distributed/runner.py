@@ -6,7 +6,8 @@ Celery delivers at least once (late acks, redelivery after a worker dies or afte
 the visibility timeout), so a delivery must be safe to repeat. The checkpoints
 decide: a thread with no checkpoint starts, one that has not ended continues from
 its last checkpoint, a paused one continues only with an answer to a pending
-interrupt, an ended one is left alone. Runs use ``durability="sync"``: a step's
+interrupt (or, once an escalation's deadline has passed, with its default), an
+ended one is left alone. Runs use ``durability="sync"``: a step's
 checkpoint and every finished task's writes are in Postgres before the next step
 starts, so a redelivery never repeats finished work.
 
@@ -118,6 +119,7 @@ def execute_run(
     build_graph: GraphBuilder,
     resume: Mapping[str, Any] | None = None,
     store: BaseStore | None = None,
+    wake_at: Callable[[float], None] | None = None,
 ) -> RunRecord | None:
     """Run (or continue) ``thread_id`` while holding its lease; returns its record
     afterwards, None when no run was submitted under that id.
@@ -126,7 +128,10 @@ def execute_run(
     applied by a worker that died later) are ignored. ``store`` is the worker's
     long-term memory, given to ``build_graph`` when it takes one (see
     :func:`takes_store`): the run recalls past runs and records its episodes there
-    unless its config says ``memory="off"``.
+    unless its config says ``memory="off"``. ``wake_at`` is called with the first
+    deadline (epoch seconds) of the escalations a paused run waits on with a timeout
+    (``AimeConfig.escalation_timeout_s``): a delivery then, with no answer, resumes
+    the overdue ones with their defaults.
 
     Raises:
         ThreadBusyError: another runner holds the thread (retry later).
@@ -142,7 +147,9 @@ def execute_run(
         _ACTIVE.add(lease)
         try:
             with open_checkpointer(checkpoints) as saver:
-                _run(saver, conn, record, worker, build_graph, resume, store, lease)
+                deadline = _run(saver, conn, record, worker, build_graph, resume, store, lease)
+            if deadline is not None and wake_at is not None:
+                wake_at(deadline)
         except GraphDrained as exc:
             records.mark_queued(conn, thread_id)
             raise RunDrainedError(f"run {thread_id!r} stopped: {exc.reason}") from exc
@@ -166,8 +173,9 @@ def _run(
     resume: Mapping[str, Any] | None,
     store: BaseStore | None,
     lease: ThreadLease,
-) -> None:
-    from aimegraph.steering import invoke_held, settle_pending_cancel
+) -> float | None:
+    """Carry the run on; the first escalation deadline it ends paused on, if any."""
+    from aimegraph.steering import escalation_deadline, invoke_held, settle_pending_cancel
 
     thread_id = record.thread_id
     if store is not None and takes_store(build_graph):
@@ -180,11 +188,14 @@ def _run(
     if inputs is _NOTHING_TO_DO:
         if record.state in ("running", "queued"):  # a dead worker's run that had ended
             _record_end(conn, thread_id, snapshot)
-        return
+        return None  # a pause's wake-up was asked for by the delivery that paused it
     records.mark_running(conn, thread_id, worker)
     record.settings.config.workspace.mkdir(parents=True, exist_ok=True)
     invoke_held(graph, inputs, run_config(thread_id, record.settings), lease, durability="sync")
-    _record_end(conn, thread_id, graph.get_state(run_config(thread_id)))
+    snapshot = graph.get_state(run_config(thread_id))
+    _record_end(conn, thread_id, snapshot)
+    deadlines = [d for i in snapshot.interrupts if (d := escalation_deadline(i)) is not None]
+    return min(deadlines, default=None)
 
 
 def cancel_distributed(
@@ -225,11 +236,14 @@ _NOTHING_TO_DO = object()
 
 
 def _next_inputs(snapshot: StateSnapshot, goal: str, resume: Mapping[str, Any] | None) -> Any:
+    from aimegraph.steering import overdue_answers
+
     if not snapshot.created_at:  # no checkpoint yet: start the run
         return {"goal": goal}
     if snapshot.interrupts:
         pending = {i.id for i in snapshot.interrupts}
         answers = {k: v for k, v in (resume or {}).items() if k in pending}
+        answers = answers or overdue_answers(snapshot.interrupts)  # unanswered in time
         return Command(resume=answers) if answers else _NOTHING_TO_DO
     return _NOTHING_TO_DO if has_ended(snapshot) else None
 
