@@ -8,6 +8,7 @@ from __future__ import annotations
 import inspect
 import io
 import json
+import sys
 import threading
 from pathlib import Path
 from typing import Any
@@ -389,3 +390,37 @@ def test_progress_bar_counts_rollouts_and_passes(suite_path: Path, tmp_path: Pat
         Path("create_agent/three/2"),
         Path("create_agent/two/1"),
     ]
+
+
+def test_rollouts_in_threads_never_lose_a_workspace_folder(tmp_path: Path) -> None:
+    """One rollout makes its workspace while another removes the system folder it
+    found empty: the new workspace must be there (the bundled suite's rollouts failed
+    with FileNotFoundError now and then before the two were serialised)."""
+    from aimegraph.eval.rollout import _remove, fresh_workspace
+
+    suite = load_suite(write_suite(tmp_path / "suite", THREE_TASKS))
+    task = suite.tasks[0]
+    workdir = tmp_path / "work"
+    missing: list[str] = []
+
+    def churn(worker: int) -> None:
+        for attempt in range(150):
+            workspace = workdir / "system" / f"task-{worker}" / str(attempt)
+            try:
+                fresh_workspace(workspace, task, suite)
+            except FileNotFoundError as exc:
+                missing.append(str(exc))
+                continue
+            _remove(workspace, up_to=workdir)
+
+    threads = [threading.Thread(target=churn, args=(i,)) for i in range(8)]
+    switching = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # threads take turns often: the race shows at once
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(switching)
+    assert missing == []

@@ -94,11 +94,18 @@ def _now() -> str:
     return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
+# Rollouts run in threads and share the system and task folders their workspaces sit
+# in: one creating its workspace and another removing a folder it found empty must not
+# interleave (the folder just made would be gone before the workspace in it).
+_FOLDERS = threading.Lock()
+
+
 def fresh_workspace(path: Path, task: Task, suite: Suite) -> None:
     """``path`` emptied and filled with ``task``'s files. A rollout cut short by a crash
     may have left files there: every rollout starts clean."""
     shutil.rmtree(path, ignore_errors=True)
-    path.mkdir(parents=True)
+    with _FOLDERS:
+        path.mkdir(parents=True)
     for target, source in task.files.items():
         destination = path / target
         destination.parent.mkdir(parents=True, exist_ok=True)
@@ -108,13 +115,14 @@ def fresh_workspace(path: Path, task: Task, suite: Suite) -> None:
 def _remove(workspace: Path, *, up_to: Path) -> None:
     """Delete a rollout's workspace, and the task and system folders it leaves empty."""
     shutil.rmtree(workspace, ignore_errors=True)
-    for folder in (workspace.parent, workspace.parent.parent):
-        if folder == up_to or not folder.is_relative_to(up_to):
-            break
-        try:
-            folder.rmdir()  # only when empty: another rollout may still use it
-        except OSError:
-            break
+    with _FOLDERS:
+        for folder in (workspace.parent, workspace.parent.parent):
+            if folder == up_to or not folder.is_relative_to(up_to):
+                break
+            try:
+                folder.rmdir()  # only when empty: another rollout may still use it
+            except OSError:
+                break
 
 
 def program_runner(workspace: Path, code: str) -> str:
