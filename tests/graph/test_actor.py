@@ -220,6 +220,21 @@ def test_task_bundles_decide_the_tools(workspace: Path) -> None:
     assert "- submit_result:" in prompt and "- update_progress:" in prompt
 
 
+def test_the_prompt_names_each_tool_and_its_purpose_not_its_whole_definition(
+    workspace: Path,
+) -> None:
+    """The bound tool definitions carry every description in full: the system prompt
+    gives each tool's first sentence, so no call pays for the text twice."""
+    registry = registry_for(workspace)
+    factory = DefaultActorFactory(registry, workspace=workspace)
+    spec = factory.build(Task(id="a", title="Sum", tool_bundles=("compute",)), "goal", {})
+    python = next(t for t in spec.tools if t.name == "python")
+    assert python.description.count(". ") >= 2  # more than one sentence to leave out
+    prompt = spec.system_prompt()
+    assert "- python: Run a Python 3 script in a fresh process.\n" in prompt
+    assert python.description not in prompt
+
+
 @pytest.mark.parametrize(
     ("title", "bundle"),
     [

@@ -75,7 +75,7 @@ from aimegraph.tools.progress import (
     submit_result,
     update_progress,
 )
-from aimegraph.tools.registry import ToolRegistry
+from aimegraph.tools.registry import ToolRegistry, first_sentence
 
 ActorNode = Node[ActorState]
 
@@ -128,7 +128,9 @@ class ActorSpec:
         return self.template.format(
             persona=self.persona,
             habits=self.habits,
-            tools="\n".join(f"- {t.name}: {t.description.strip()}" for t in tools),
+            # The bound definitions (native, or json_mode's list) carry the whole
+            # descriptions and arguments; the prompt names the tools and what each is for.
+            tools="\n".join(f"- {t.name}: {first_sentence(t.description)}" for t in tools),
             knowledge="\n\n".join([*self.knowledge, *self.experience]) or prompts.NO_KNOWLEDGE,
             environment=self.environment + facts_section(dict(self.facts)),
             output_format=self.output_format,

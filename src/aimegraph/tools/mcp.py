@@ -38,7 +38,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
 from aimegraph.mcp_servers import McpServer, McpServerError
 from aimegraph.tools.loop import engine_loop
 from aimegraph.tools.policy import with_policy
-from aimegraph.tools.registry import ToolRegistry
+from aimegraph.tools.registry import ToolRegistry, first_sentence
 from aimegraph.tools.scope import RunScope, current_scope
 
 __all__ = ["McpBundle", "add_mcp_bundles", "load_mcp_bundles", "open_session"]
@@ -245,7 +245,7 @@ def _describe(name: str, server: McpServer, init: InitializeResult, tools: list[
     if init.instructions and init.instructions.strip():
         text = " ".join(init.instructions.split())
     else:
-        firsts = [(t.description or t.name).strip().split(". ")[0].rstrip(".") for t in tools]
+        firsts = [first_sentence(t.description or t.name).rstrip(".") for t in tools]
         text = f"Tools of the MCP server {name}: " + "; ".join(firsts) + "."
     return text if len(text) <= _DESCRIPTION_CHARS else text[: _DESCRIPTION_CHARS - 3] + "..."
 

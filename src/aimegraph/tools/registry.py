@@ -7,6 +7,7 @@ that kind of work, and to no other.
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -28,6 +29,15 @@ ToolLike = BaseTool | Callable[..., Any]
 
 OPT_IN_BUNDLES: tuple[str, ...] = get_args(OptInBundle)
 """Bundles a run has only when its config names them (``AimeConfig.opt_in_bundles``)."""
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z])")
+
+
+def first_sentence(text: str) -> str:
+    """The first sentence of a tool's description: its summary where the whole
+    description is already in front of the model (the bound tool definition)."""
+    return _SENTENCE_END.split(" ".join(text.split()), maxsplit=1)[0]
 
 
 class ToolRegistryError(ValueError):
