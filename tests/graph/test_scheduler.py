@@ -360,6 +360,7 @@ def test_actor_durability_exit_leaves_no_actor_checkpoints_and_still_resumes_que
 
 
 DRAIN_ASKED = threading.Event()
+B_IN_FLIGHT = threading.Event()
 
 
 class _BWaitsForTheDrain(ScriptedChatModel):
@@ -368,6 +369,7 @@ class _BWaitsForTheDrain(ScriptedChatModel):
 
     def _generate(self, messages: Any, stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
         if any('<task id="b"' in str(m.content) for m in messages):
+            B_IN_FLIGHT.set()
             assert DRAIN_ASKED.wait(10)
         return super()._generate(messages, stop, run_manager, **kw)
 
@@ -380,6 +382,7 @@ def test_eager_starts_nothing_once_a_drain_is_asked_and_hands_back_what_finished
     # call, then submit_result in the same step) is in flight: b finishes, which
     # makes d ready; d must not start. a stops after its tool step.
     DRAIN_ASKED.clear()
+    B_IN_FLIGHT.clear()
     started: list[str] = []
 
     @tool
@@ -387,6 +390,9 @@ def test_eager_starts_nothing_once_a_drain_is_asked_and_hands_back_what_finished
         """Ask the run to stop (as Ctrl-C would), then finish."""
         started.append(task)
         if task == "a":
+            # Under load b's actor may not have reached its model call yet: the drain
+            # is asked while that call is in flight, not before it starts.
+            assert B_IN_FLIGHT.wait(10)
             control = get_runtime().control
             assert control is not None
             control.request_drain("test")
