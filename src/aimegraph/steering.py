@@ -438,6 +438,11 @@ def escalation_deadline(item: Interrupt) -> float | None:
     return float(deadline) if deadline is not None else None
 
 
+def escalation_deadlines(interrupts: Sequence[Interrupt]) -> dict[str, float]:
+    """The deadlines of the escalations among ``interrupts`` that have one, by id."""
+    return {i.id: d for i in interrupts if (d := escalation_deadline(i)) is not None}
+
+
 def overdue_answers(interrupts: Sequence[Interrupt], now: float | None = None) -> dict[str, Any]:
     """The default answers (``AimeConfig.escalation_default``) of the escalations whose
     deadline has passed, by interrupt id."""
@@ -463,7 +468,7 @@ def await_overdue(
     ``poll_s``), then the ``Command`` resuming every overdue one with its default.
     None at once when no escalation has a deadline, and as soon as the one waited
     for is answered by someone else (its interrupt gone)."""
-    deadlines = {i.id: d for i in pending() if (d := escalation_deadline(i)) is not None}
+    deadlines = escalation_deadlines(pending())
     if not deadlines:
         return None
     first = min(deadlines, key=deadlines.__getitem__)

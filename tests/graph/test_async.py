@@ -15,7 +15,7 @@ import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
-from langchain_core.tools import tool
+from langchain_core.tools import BaseTool, tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.config import get_stream_writer
 from langgraph.types import Command
@@ -72,8 +72,8 @@ def test_async_only_tools_run_under_invoke_on_one_engine_loop(
     assert seen[0][0] != threading.get_ident()
 
 
-def test_timed_out_async_tool_is_cancelled_under_invoke(scripted_graph: GraphFactory) -> None:
-    cancelled = threading.Event()
+def _hanging_tool(cancelled: threading.Event | asyncio.Event) -> BaseTool:
+    """An async tool that never answers and sets ``cancelled`` when it is cancelled."""
 
     @tool
     async def hang(who: str) -> str:
@@ -85,6 +85,12 @@ def test_timed_out_async_tool_is_cancelled_under_invoke(scripted_graph: GraphFac
             raise
         return who
 
+    return hang
+
+
+def test_timed_out_async_tool_is_cancelled_under_invoke(scripted_graph: GraphFactory) -> None:
+    cancelled = threading.Event()
+    hang = _hanging_tool(cancelled)
     graph, _ = scripted_graph(one_task(call("hang", who="a")), tools=[hang], tool_timeout_s=0.2)
     out = graph.invoke({"goal": "g"})
     assert "hang did not finish within 0.2 s (cancelled)" in out["tasks"]["a"].result.summary
@@ -195,17 +201,7 @@ async def test_two_runs_on_one_event_loop_overlap(scripted_graph: GraphFactory) 
 
 async def test_timed_out_async_tool_is_cancelled(scripted_graph: GraphFactory) -> None:
     cancelled = asyncio.Event()
-
-    @tool
-    async def hang(who: str) -> str:
-        """Never answers."""
-        try:
-            await asyncio.sleep(3600)
-        except asyncio.CancelledError:
-            cancelled.set()
-            raise
-        return who
-
+    hang = _hanging_tool(cancelled)
     graph, model = scripted_graph(one_task(call("hang", who="a")), tools=[hang], tool_timeout_s=0.2)
     out = await graph.ainvoke({"goal": "g"})
     assert cancelled.is_set()

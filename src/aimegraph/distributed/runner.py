@@ -175,7 +175,7 @@ def _run(
     lease: ThreadLease,
 ) -> float | None:
     """Carry the run on; the first escalation deadline it ends paused on, if any."""
-    from aimegraph.steering import escalation_deadline, invoke_held, settle_pending_cancel
+    from aimegraph.steering import escalation_deadlines, invoke_held, settle_pending_cancel
 
     thread_id = record.thread_id
     if store is not None and takes_store(build_graph):
@@ -194,8 +194,7 @@ def _run(
     invoke_held(graph, inputs, run_config(thread_id, record.settings), lease, durability="sync")
     snapshot = graph.get_state(run_config(thread_id))
     _record_end(conn, thread_id, snapshot)
-    deadlines = [d for i in snapshot.interrupts if (d := escalation_deadline(i)) is not None]
-    return min(deadlines, default=None)
+    return min(escalation_deadlines(snapshot.interrupts).values(), default=None)
 
 
 def cancel_distributed(
