@@ -10,7 +10,7 @@ with the date, the commit, the machine and the command that made it) and then re
 the README's Benchmarks table from all the results files, so every row of that table
 comes from a file the bench wrote. ``--quick`` writes nothing. Sections that need an
 extra or a service (``local``, ``local_plans``, ``dashboard``, ``distributed``,
-``optimize``, ``web_docs``, ``mcp``, ``sandbox``) say what is missing and keep their
+``optimize``, ``web_docs``, ``mcp``, ``sandbox``, ``install``) say what is missing and keep their
 earlier results file.
 """
 
@@ -32,6 +32,7 @@ from bench import (
     distributed,
     economy,
     eval_tokens,
+    install,
     jsonparse,
     local_plans,
     local_runs,
@@ -77,6 +78,7 @@ NEEDING_EXTRAS: dict[str, Callable[[bool], SectionResult]] = {
     "mcp": mcp.run,
     "sandbox": sandbox.run,
     "eval": eval_tokens.run,
+    "install": install.run,
 }
 """Sections that need an optional extra or a service: in the full run, never in
 ``--quick`` (unless named in ``--only``)."""
