@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from langchain_core.tools import BaseTool
+from langchain_core.tools import BaseTool, ToolException
 
 from aimegraph.sandbox import BubblewrapSandbox, Workspace
 from aimegraph.tools import make_python_tool
@@ -60,6 +60,14 @@ def test_output_over_the_cap_says_the_cap(bubblewrap: BubblewrapSandbox, tmp_pat
         "and was cut there: only its beginning and end are kept, around the "
         "'[... output cut here' line; write large results to a file instead of printing them"
     )
+
+
+def test_a_timed_out_call_says_the_cap_too(bubblewrap: BubblewrapSandbox, tmp_path: Path) -> None:
+    python = make_python_tool(tmp_path, sandbox=bubblewrap, timeout_s=1, max_output_chars=1000)
+    with pytest.raises(ToolException, match="timed out after 1 s") as raised:
+        python.invoke({"code": "import time\nprint('z' * 5000)\ntime.sleep(30)"})
+    assert str(raised.value).endswith("write large results to a file instead of printing them")
+    assert "passed the cap of 1,000 characters" in str(raised.value)
 
 
 @pytest.fixture

@@ -110,7 +110,8 @@ def _network_note(outcome: Outcome, offline: bool) -> str:
         "\nnote: the sandbox has no network, so connections and name lookups fail (its "
         "127.0.0.1 is its own: servers on the host are out of reach too); work with the "
         "workspace's files. Network access is allowed by whoever runs aimegraph: "
-        "sandbox_network=True (AimeConfig, or --config '{\"sandbox_network\": true}')"
+        "sandbox_network=True (AimeConfig, or --config '{\"sandbox_network\": true}'; "
+        "a sandbox of your own has its own option)"
     )
 
 
