@@ -28,6 +28,7 @@ from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
+from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
 from aimegraph.state import Price, Usage
 
 ReplanPolicy = Literal["on_failure", "every_step"]
@@ -199,7 +200,9 @@ class AimeConfig(BaseModel):
         8_000,
         ge=200,
         description="Tool output longer than this is kept whole in the workspace "
-        "(.tool_outputs/) and shown as its head, tail and path.",
+        "(.tool_outputs/) and shown as its head, tail and path. The python and shell "
+        f"tools' output is capped at {MAX_OUTPUT_CHARS:,} characters before that (a note "
+        "says so when the cap cuts it).",
     )
     workspace: Path = Field(
         Path(".aimegraph/workspace"),
@@ -213,7 +216,10 @@ class AimeConfig(BaseModel):
         "unconfined, with a warning on every call. 'module:attr': your own Sandbox.",
     )
     sandbox_network: bool = Field(
-        False, description="Let sandboxed code use the host's network (set when built)."
+        False,
+        description="Let sandboxed code use the host's network (set when built). Off, a "
+        "python or shell call that fails on a connection or name lookup says the sandbox "
+        "has no network.",
     )
     opt_in_bundles: tuple[OptInBundle, ...] = Field(
         (), description="Tool bundles off by default: 'shell' (set when built)."

@@ -23,7 +23,7 @@ from types import FrameType
 
 import pytest
 
-from aimegraph.sandbox import BubblewrapSandbox, Sandbox, UnconfinedSandbox
+from aimegraph.sandbox import BubblewrapSandbox, Sandbox, UnconfinedSandbox, Workspace
 from tests.host import processes_with
 
 from .conftest import Host
@@ -102,6 +102,70 @@ def test_writes_outside_the_workspace_fail(bubblewrap: BubblewrapSandbox, host: 
     assert len(attempts(host)) == 6
     assert sorted(p.name for p in host.outside.iterdir()) == ["secret.txt"]
     assert host.secret_file.read_text() == host.secret
+
+
+def test_writes_under_tmp_land_in_the_sandboxs_own_and_are_thrown_away(
+    bubblewrap: BubblewrapSandbox, host: Host
+) -> None:
+    """What the README says of writes outside the workspace: by absolute path or ``../``
+    under /tmp (where this workspace is) or /dev/shm they succeed, into the sandbox's
+    private ones, which the next call no longer has; the host's never see them."""
+    name = f"aimegraph-throwaway-{os.getpid()}"
+    host.run(
+        bubblewrap,
+        STEAL
+        + f"""
+def write_and_read(path):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    open(path, "w").write("kept?")
+    return open(path).read()
+attempt("absolute", lambda: write_and_read("/tmp/{name}/file"))
+attempt("shared memory", lambda: write_and_read("/dev/shm/{name}/file"))
+attempt("dotdot", lambda: write_and_read("../outside/pwned-dotdot"))
+""",
+    )
+    assert host.loot() == "absolute: kept?\nshared memory: kept?\ndotdot: kept?\n"
+    assert not Path("/tmp", name).exists() and not Path("/dev/shm", name).exists()
+    assert sorted(p.name for p in host.outside.iterdir()) == ["secret.txt"]
+    host.run(
+        bubblewrap,
+        STEAL
+        + f"""
+attempt("next call", read("/tmp/{name}/file"))
+attempt("next call", read("/dev/shm/{name}/file"))
+""",
+    )
+    assert host.loot().endswith("next call: refused (FileNotFoundError)\n" * 2)
+
+
+def test_writes_elsewhere_fail_read_only(bubblewrap: BubblewrapSandbox, tmp_path: Path) -> None:
+    """A workspace outside /tmp (as the default, in the project's directory): ``../`` and
+    absolute paths outside /tmp hit the sandbox's read-only file system."""
+    targets = {
+        "dotdot": "../pwned-dotdot",
+        "home": str(Path.home() / "pwned-home"),
+        "root": "/pwned-root",
+        "usr": "/usr/pwned-usr",
+    }
+    with tempfile.TemporaryDirectory(dir=Path.home(), prefix="aimegraph-test-") as directory:
+        host = Host(Workspace(Path(directory) / "ws"), tmp_path, "")
+        host.run(
+            bubblewrap,
+            f"""
+import os
+for label, path in {targets!r}.items():
+    try:
+        open(path, "w").write("pwned")
+        result = "written"
+    except OSError as exc:
+        result = exc.strerror
+    with open("loot.txt", "a") as loot:
+        loot.write(f"{{label}}: {{result}}\\n")
+""",
+        )
+        assert host.loot().splitlines() == [f"{label}: Read-only file system" for label in targets]
+        assert sorted(p.name for p in Path(directory).iterdir()) == ["ws"]
+    assert not (Path.home() / "pwned-home").exists()
 
 
 @pytest.fixture

@@ -79,9 +79,10 @@ def test_shell_runs_the_usual_commands(bubblewrap: BubblewrapSandbox, ws: Worksp
 def test_shell_output_is_capped(bubblewrap: BubblewrapSandbox, ws: Workspace) -> None:
     shell = make_shell_tool(ws, sandbox=bubblewrap, limits=Limits(max_output_chars=1000))
     out = shell.invoke({"command": "seq 1 100000"})
-    assert len(out) < 1200
-    assert "output truncated" in out
-    assert out.startswith("1\n2\n") and out.endswith("100000")
+    assert len(out) < 1400
+    assert "\n[... output cut here: " in out
+    assert out.startswith("exit code: 0\n--- stdout ---\n1\n2\n")
+    assert "\n100000\nnote: the output passed the cap of 1,000 characters" in out
 
 
 def test_shell_timeout_is_an_error_observation(

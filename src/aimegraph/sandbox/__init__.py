@@ -13,11 +13,20 @@
 from aimegraph.sandbox.bubblewrap import BubblewrapSandbox
 from aimegraph.sandbox.docker import DockerSandbox
 from aimegraph.sandbox.factory import SANDBOX_NAMES, open_sandbox
-from aimegraph.sandbox.protocol import Job, Language, Limits, Outcome, Sandbox, SandboxUnavailable
+from aimegraph.sandbox.protocol import (
+    MAX_OUTPUT_CHARS,
+    Job,
+    Language,
+    Limits,
+    Outcome,
+    Sandbox,
+    SandboxUnavailable,
+)
 from aimegraph.sandbox.unconfined import UnconfinedSandbox
 from aimegraph.sandbox.workspace import Workspace, WorkspaceError
 
 __all__ = [
+    "MAX_OUTPUT_CHARS",
     "SANDBOX_NAMES",
     "BubblewrapSandbox",
     "DockerSandbox",

@@ -155,8 +155,8 @@ def run_process(
             with contextlib.suppress(OSError):
                 proc.stdin.close()  # type: ignore[union-attr]  # Popen(stdin=PIPE)
         # Stderr gets its share first: a traceback is the part that must survive.
-        stderr = _read_capped(err, limits.max_output_chars // 2)
-        stdout = _read_capped(
+        stderr, stderr_cut = _read_capped(err, limits.max_output_chars // 2)
+        stdout, stdout_cut = _read_capped(
             out, max(limits.max_output_chars - len(stderr), limits.max_output_chars // 2)
         )
     return Outcome(
@@ -165,6 +165,7 @@ def run_process(
         stderr=stderr,
         timed_out=timed_out,
         changed_files=job.workspace.changed_since(before),
+        output_cut=stdout_cut or stderr_cut,
     )
 
 
@@ -229,15 +230,17 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait(timeout=REAP_TIMEOUT_S)
 
 
-def _read_capped(handle: IO[bytes], limit: int) -> str:
-    """The stream's text, keeping its head and tail when it is longer than ``limit``."""
+def _read_capped(handle: IO[bytes], limit: int) -> tuple[str, bool]:
+    """The stream's text, and whether it was longer than ``limit`` characters: then
+    its head and tail around a line saying how much was cut there. At most about
+    4 x ``limit`` bytes are read, however long the stream."""
     size = handle.seek(0, os.SEEK_END)
     handle.seek(0)
     # UTF-8 needs at most 4 bytes per character.
     if size <= 4 * limit:
         text = handle.read().decode("utf-8", errors="replace")
         if len(text) <= limit:
-            return text
+            return text, False
         head, tail = text[: limit // 2], text[len(text) - limit // 2 :]
     else:
         head = handle.read(2 * limit).decode("utf-8", errors="replace")[: limit // 2]
@@ -245,4 +248,4 @@ def _read_capped(handle: IO[bytes], limit: int) -> str:
         end = handle.read().decode("utf-8", errors="replace")
         tail = end[len(end) - limit // 2 :]
     omitted = size - len(head.encode()) - len(tail.encode())
-    return f"{head}\n[... output truncated: {omitted} bytes omitted ...]\n{tail}"
+    return f"{head}\n[... output cut here: {omitted} bytes left out ...]\n{tail}", True

@@ -14,7 +14,21 @@ from typing import Literal, Protocol, runtime_checkable
 
 from aimegraph.sandbox.workspace import Workspace
 
-__all__ = ["Job", "Language", "Limits", "Outcome", "Sandbox", "SandboxUnavailable"]
+__all__ = [
+    "MAX_OUTPUT_CHARS",
+    "Job",
+    "Language",
+    "Limits",
+    "Outcome",
+    "Sandbox",
+    "SandboxUnavailable",
+]
+
+MAX_OUTPUT_CHARS = 1_000_000
+"""The default cap on a job's output (stdout and stderr together), in characters: far
+above what an observation shows, since the code tools' whole output is kept in the
+workspace (``.tool_outputs/``) for the actor to read on; it bounds what a runaway
+``print`` loop costs in memory and disk."""
 
 Language = Literal["python", "shell"]
 """``python``: the source is a Python 3 script. ``shell``: a POSIX ``sh`` command line."""
@@ -36,14 +50,15 @@ class Limits:
         max_processes: processes the job may have at once (its first one included).
         max_file_mb: size of every file it writes, its output included.
         max_output_chars: characters of stdout plus stderr returned; longer output
-            keeps its beginning and end.
+            keeps its beginning and end, cut in the middle where a line says so, and
+            the outcome's ``output_cut`` is set.
     """
 
     timeout_s: float = 20.0
     memory_mb: int = 512
     max_processes: int = 64
     max_file_mb: int = 50
-    max_output_chars: int = 20_000
+    max_output_chars: int = MAX_OUTPUT_CHARS
 
 
 @dataclass(frozen=True)
@@ -68,6 +83,8 @@ class Outcome:
         timed_out: it ran out of wall-clock time and was killed.
         changed_files: workspace paths it created or modified (relative, sorted; empty
             when unknown).
+        output_cut: stdout or stderr was longer than its share of
+            ``Limits.max_output_chars`` and was cut in the middle.
     """
 
     exit_code: int
@@ -75,6 +92,7 @@ class Outcome:
     stderr: str
     timed_out: bool = False
     changed_files: tuple[str, ...] = ()
+    output_cut: bool = False
 
 
 @runtime_checkable
@@ -85,6 +103,9 @@ class Sandbox(Protocol):
     When ``run`` returns, the workspace holds what the job left there: a sandbox that
     shares the directory (a bind mount) has nothing to do; one that runs elsewhere
     copies the workspace in before and the changed files back after.
+
+    A sandbox may also have a ``network`` attribute: when it is False (the sandbox has
+    no network), the code tools explain a network error in a job's stderr as that.
     """
 
     name: str

@@ -4,6 +4,7 @@ turned into an observation the model can act on."""
 from __future__ import annotations
 
 import asyncio
+import re
 import signal
 from pathlib import Path
 
@@ -26,6 +27,16 @@ __all__ = ["make_code_tool"]
 # A run that wrote many files and printed nothing names the first few.
 _MAX_NAMED_FILES = 20
 
+# How failed connections and name lookups read in stderr: the C library's messages (in
+# Python's tracebacks too), curl's and git's, wget's. Not stdout: code that prints a
+# log file full of them did not try the network itself.
+_NETWORK_ERRORS = re.compile(
+    r"Temporary failure in name resolution|Name or service not known"
+    r"|No address associated with hostname|Network is unreachable|No route to host"
+    r"|Connection refused|Could not resolve host|unable to resolve host address",
+    re.IGNORECASE,
+)
+
 
 def make_code_tool(
     *,
@@ -46,6 +57,8 @@ def make_code_tool(
     """
     ws = workspace if isinstance(workspace, Workspace) else Workspace(workspace)
     box = sandbox if sandbox is not None else open_sandbox()
+    # A sandbox says it has no network with ``network = False`` (see ``Sandbox``).
+    offline = getattr(box, "network", None) is False
 
     def run(**args: str) -> str:
         (source,) = args.values()
@@ -55,7 +68,7 @@ def make_code_tool(
             raise ToolException(f"{name} cannot run: {exc}") from None
         except OSError as exc:
             raise ToolException(f"could not start {name}: {exc}") from exc
-        return _observation(outcome, limits)
+        return _observation(outcome, limits, offline=offline)
 
     async def arun(**args: str) -> str:
         return await asyncio.to_thread(run, **args)
@@ -65,17 +78,41 @@ def make_code_tool(
     )
 
 
-def _observation(outcome: Outcome, limits: Limits) -> str:
+def _observation(outcome: Outcome, limits: Limits, *, offline: bool) -> str:
+    notes = _cut_note(outcome, limits) + _network_note(outcome, offline)
     if outcome.timed_out:
         partial = _format(outcome.stdout, outcome.stderr)
         raise ToolException(
             f"timed out after {limits.timeout_s:g} s and was killed; make it faster or split "
-            f"the work into smaller steps. Output before the timeout:\n{partial}"
+            f"the work into smaller steps. Output before the timeout:\n{partial}{notes}"
         )
-    note = _exit_note(outcome, limits)
-    if outcome.exit_code == 0 and not outcome.stderr.strip() and not note:
+    notes = _exit_note(outcome, limits) + notes
+    if outcome.exit_code == 0 and not outcome.stderr.strip() and not notes:
         return outcome.stdout.rstrip() or _no_output(outcome.changed_files)
-    return f"exit code: {outcome.exit_code}\n{_format(outcome.stdout, outcome.stderr)}{note}"
+    return f"exit code: {outcome.exit_code}\n{_format(outcome.stdout, outcome.stderr)}{notes}"
+
+
+def _cut_note(outcome: Outcome, limits: Limits) -> str:
+    if not outcome.output_cut:
+        return ""
+    return (
+        f"\nnote: the output passed the cap of {limits.max_output_chars:,} characters "
+        "(stdout and stderr together) and was cut there: only its beginning and end are "
+        "kept, around the '[... output cut here' line; write large results to a file "
+        "instead of printing them"
+    )
+
+
+def _network_note(outcome: Outcome, offline: bool) -> str:
+    if not offline or not _NETWORK_ERRORS.search(outcome.stderr):
+        return ""
+    return (
+        "\nnote: the sandbox has no network, so connections and name lookups fail (its "
+        "127.0.0.1 is its own: servers on the host are out of reach too); work with the "
+        "workspace's files. Network access is allowed by whoever runs aimegraph: "
+        "sandbox_network=True (AimeConfig, or --config '{\"sandbox_network\": true}'; "
+        "a sandbox of your own has its own option)"
+    )
 
 
 def _no_output(changed_files: tuple[str, ...]) -> str:

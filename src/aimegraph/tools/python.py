@@ -15,7 +15,7 @@ from pathlib import Path
 from langchain_core.tools import BaseTool
 from pydantic import BaseModel, Field
 
-from aimegraph.sandbox import Limits, Sandbox, Workspace
+from aimegraph.sandbox import MAX_OUTPUT_CHARS, Limits, Sandbox, Workspace
 from aimegraph.tools.code import make_code_tool
 
 __all__ = ["make_python_tool"]
@@ -31,7 +31,7 @@ def make_python_tool(
     sandbox: Sandbox | None = None,
     timeout_s: float = 20,
     memory_mb: int = 512,
-    max_output_chars: int = 20_000,
+    max_output_chars: int = MAX_OUTPUT_CHARS,
     max_file_mb: int = 50,
     max_processes: int = 64,
 ) -> BaseTool:
@@ -45,7 +45,8 @@ def make_python_tool(
             after it.
         memory_mb: address-space limit of each process.
         max_output_chars: most characters of output returned, split between stdout and
-            stderr; longer output keeps its beginning and end.
+            stderr; longer output keeps its beginning and end, and a note says it was
+            cut at this cap.
         max_file_mb: size limit for every file the code writes, including its output.
         max_processes: processes and threads the code may have at once.
     """
