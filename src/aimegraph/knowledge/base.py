@@ -294,21 +294,8 @@ class KnowledgeBase:
                 score=float(score),
                 **{key: doc.metadata.get(key) for key in ("source", "page", "sheet", "row")},
             )
-            for doc, score in self._distinct_hits(vector, k)
+            for doc, score in _distinct_hits(self._store, vector, k)
         ]
-
-    def _distinct_hits(self, vector: list[float], k: int) -> list[tuple[Document, float]]:
-        """The ``k`` best hits with distinct texts, best first: asks FAISS for more
-        while repeats leave fewer than ``k``."""
-        assert self._store is not None
-        fetch = k
-        while True:
-            distinct: dict[str, tuple[Document, float]] = {}
-            for doc, score in self._store.similarity_search_with_score_by_vector(vector, k=fetch):
-                distinct.setdefault(doc.page_content, (doc, score))
-            if len(distinct) >= k or fetch >= len(self):
-                return list(distinct.values())[:k]
-            fetch = min(2 * fetch, len(self))
 
     def save(self, directory: str | os.PathLike[str]) -> None:
         """Write the knowledge base to ``directory`` (created if needed) without pickle.
@@ -409,6 +396,20 @@ class KnowledgeBase:
         # Fail now rather than at the first search if the embeddings do not fit.
         kb._normalised([embeddings.embed_query(_PROBE_TEXT)])
         return kb
+
+
+def _distinct_hits(store: FAISS, vector: list[float], k: int) -> list[tuple[Document, float]]:
+    """The ``k`` best hits with distinct texts, best first: asks FAISS for more while
+    repeats leave fewer than ``k``."""
+    size = int(store.index.ntotal)
+    fetch = k
+    while True:
+        distinct: dict[str, tuple[Document, float]] = {}
+        for doc, score in store.similarity_search_with_score_by_vector(vector, k=fetch):
+            distinct.setdefault(doc.page_content, (doc, score))
+        if len(distinct) >= k or fetch >= size:
+            return list(distinct.values())[:k]
+        fetch = min(2 * fetch, size)
 
 
 def _read_manifest(directory: Path) -> _Manifest:

@@ -165,24 +165,19 @@ def _plain_text(html: str | bytes, url: str | None) -> str | None:
 
 
 def _table_to_rows(table: _Element) -> None:
-    """Replace a trafilatura ``<table>`` by a paragraph per row: the text of each cell,
-    tab-separated (nested tables flattened into their cell)."""
+    """Replace a trafilatura ``<table>`` by a paragraph with a line per row: the text
+    of each cell, tab-separated (a nested table flattened into its cell)."""
     from lxml.etree import Element
 
-    rows = []
+    lines = []
     for row in table.findall("row"):
         cells = [" ".join("".join(cell.itertext()).split()) for cell in row.findall("cell")]
         if any(cells):
-            paragraph = Element("p")
-            paragraph.text = "\t".join(cells)
-            rows.append(paragraph)
-    if rows:
-        rows[-1].tail = table.tail
-    parent = table.getparent()
-    position = parent.index(table)
-    parent.remove(table)
-    for offset, paragraph in enumerate(rows):
-        parent.insert(position + offset, paragraph)
+            lines.append("\t".join(cells))
+    paragraph = Element("p")
+    paragraph.text = "\n".join(lines)
+    paragraph.tail = table.tail
+    table.getparent().replace(table, paragraph)
 
 
 def load_file(path: Path) -> list[Document]:
