@@ -105,7 +105,13 @@ def test_cli_knowledge_add_then_run_with_knowledge(tmp_path: Path, cli: Cli) -> 
     code, added = cli.json(
         "knowledge", "--kb", str(kb_dir), "add", str(pdf), str(tmp_path / "notes.md")
     )
-    assert code == 0 and added == {"added": 5, "passages": 5, "knowledge": str(kb_dir)}
+    assert code == 0 and added == {
+        "added": 5,
+        "replaced": 0,
+        "unchanged": [],
+        "passages": 5,
+        "knowledge": str(kb_dir),
+    }
 
     code, hits = cli.json(
         "knowledge", "--kb", str(kb_dir), "search", "sailors and engineers", "-k", "1"
@@ -122,6 +128,30 @@ def test_cli_knowledge_add_then_run_with_knowledge(tmp_path: Path, cli: Cli) -> 
     assert run_tools(settings).bundles["knowledge"].tools == ("knowledge_search",)
 
 
+def test_cli_knowledge_add_again(tmp_path: Path, cli: Cli) -> None:
+    """Adding a file again replaces its passages (or leaves them when it is unchanged):
+    searches, the actor's knowledge_search included, never see a passage twice."""
+    notes = tmp_path / "notes.md"
+    notes.write_text("# Notes\n\nThe AGM is in June.\n", encoding="utf-8")
+    kb = ("knowledge", "--kb", str(tmp_path / "kb"))
+    assert cli(*kb, "add", str(notes)) == (0, f"added 1 passage(s); {tmp_path / 'kb'} holds 1\n")
+    code, text = cli(*kb, "add", str(notes))
+    assert code == 0
+    assert text.startswith(f"added 0 passage(s); 1 file(s) unchanged, already indexed ({notes})")
+    notes.write_text("# Notes\n\nThe AGM is in July.\n", encoding="utf-8")
+    code, text = cli(*kb, "add", str(notes))
+    assert code == 0
+    assert text.startswith("added 1 passage(s), replacing 1 from an earlier add of the same file")
+    code, hits = cli.json(*kb, "search", "AGM")
+    assert code == 0 and [hit["text"] for hit in hits] == ["# Notes\n\nThe AGM is in July."]
+
+    config = tmp_path / "berths.yaml"
+    config.write_text("berths: 40\n", encoding="utf-8")
+    code, text = cli(*kb, "add", str(config))
+    assert code == 0
+    assert f"warning: {config}: unknown file type (.yaml), indexed as plain text" in text
+
+
 def test_cli_knowledge_errors(tmp_path: Path, cli: Cli) -> None:
     kb_dir = str(tmp_path / "kb")
     code, text = cli("knowledge", "--kb", kb_dir, "search", "anything")
@@ -131,6 +161,7 @@ def test_cli_knowledge_errors(tmp_path: Path, cli: Cli) -> None:
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4 broken")
     code, text = cli("knowledge", "--kb", kb_dir, "add", str(tmp_path / "broken.pdf"))
     assert code == 1 and "broken.pdf: not a readable PDF" in text and "nothing was added" in text
+    assert "EOF marker" not in text and len(text.strip().splitlines()) == 1
     code, text = cli(
         "run", "a goal", "--model", "scripted:demo", "--workspace", str(tmp_path / "ws"),
         "--knowledge", kb_dir,

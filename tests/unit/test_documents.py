@@ -4,6 +4,7 @@ their loaders, chunked, with source and page (sheet, row) in every passage."""
 from __future__ import annotations
 
 import importlib.util
+import logging
 import subprocess
 import sys
 from pathlib import Path
@@ -12,7 +13,12 @@ import pytest
 from tests.documents import ARTICLE_HTML, pdf_bytes, write_docx, write_pdf, write_xlsx
 
 from aimegraph.knowledge import KnowledgeBase, Passage
-from aimegraph.knowledge.documents import DocumentLoadError, load_file, pdf_documents
+from aimegraph.knowledge.documents import (
+    DocumentLoadError,
+    html_to_text,
+    load_file,
+    pdf_documents,
+)
 from aimegraph.tools.knowledge import make_knowledge_search_tool
 
 PDF_PAGES = [
@@ -89,7 +95,7 @@ def test_csv_in_another_encoding(tmp_path: Path) -> None:
 
 def test_a_folder_of_every_kind_is_chunked_and_cited(library: Path, tmp_path: Path) -> None:
     kb = KnowledgeBase()
-    ids = kb.add_files(library, chunk_size=200, chunk_overlap=20)
+    ids = kb.add_files(library, chunk_size=200, chunk_overlap=20).ids
     assert len(ids) == len(kb) >= 10
     sources = {Path(p.source or "").name for p in kb.search("anything", k=len(kb))}
     assert sources == {
@@ -149,6 +155,61 @@ def test_an_unreadable_file_names_itself_and_adds_nothing(library: Path) -> None
     (library / "broken.xlsx").write_bytes(b"not a zip archive")
     with pytest.raises(DocumentLoadError, match=r"broken\.xlsx: not a readable XLSX"):
         kb.add_files(library)
+
+
+def test_a_broken_pdf_is_one_error_without_pypdf_log_lines(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """pypdf logs the repairs it tries ("EOF marker not found"); in the CLI those
+    lines reached stderr before the error. Only pypdf's logger is silenced, and only
+    while it reads."""
+    pypdf_logger = logging.getLogger("pypdf")
+    level = pypdf_logger.level
+    with caplog.at_level(logging.WARNING), pytest.raises(DocumentLoadError):
+        pdf_documents(b"%PDF-1.4 broken", "broken.pdf")
+    assert [r.getMessage() for r in caplog.records if r.name.startswith("pypdf")] == []
+    assert pypdf_logger.level == level
+    with caplog.at_level(logging.WARNING):
+        logging.getLogger("pypdf._reader").warning("pypdf speaks again")
+    assert "pypdf speaks again" in caplog.text
+
+
+def test_unknown_file_types_are_read_as_text_with_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    config = tmp_path / "harbour.yaml"
+    config.write_text("berths: 40\n", encoding="utf-8")
+    with caplog.at_level(logging.WARNING, logger="aimegraph.knowledge.documents"):
+        (doc,) = load_file(config)
+    assert doc.page_content == "berths: 40\n"
+    assert caplog.messages == [f"{config}: unknown file type (.yaml), indexed as plain text"]
+
+    binary = tmp_path / "tool.bin"
+    binary.write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)))
+    kb = KnowledgeBase()
+    with pytest.raises(
+        DocumentLoadError,
+        match=r"tool\.bin: unknown file type \(\.bin\) with "
+        r"binary content, not a format the knowledge base reads \(pdf, ",
+    ):
+        kb.add_files([config, binary])
+    assert len(kb) == 0
+
+
+def test_html_as_plain_text_has_table_rows_not_markdown_pipes() -> None:
+    page = (
+        "<html><body><article><h1>Tides</h1><p>The tide table for Brest and Roscoff on "
+        "the third of May, for boats leaving the harbour early.</p><table>"
+        "<tr><th>Port</th><th>High tide</th></tr><tr><td>Brest</td><td>06:42</td></tr>"
+        "<tr><td>Roscoff | Nord</td><td>07:10</td></tr></table><p>Wait for the tide "
+        "before crossing the bar at the harbour mouth.</p></article></body></html>"
+    )
+    text = html_to_text(page, form="text")
+    assert "Port\tHigh tide\nBrest\t06:42\nRoscoff | Nord\t07:10\n" in text
+    assert "|---" not in text and "| Brest" not in text
+    assert text.startswith("Tides\n") and text.endswith("crossing the bar at the harbour mouth.")
+    markdown = html_to_text(page, form="markdown")
+    assert "| Brest | 06:42 |" in markdown and "|---|---|" in markdown
 
 
 def test_pdf_pages_without_text_are_left_out() -> None:

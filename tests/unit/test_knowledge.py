@@ -13,7 +13,12 @@ from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from langchain_core.tools import ToolException
 
-from aimegraph.knowledge import HashingEmbeddings, KnowledgeBase, KnowledgeBaseFormatError
+from aimegraph.knowledge import (
+    FilesAdded,
+    HashingEmbeddings,
+    KnowledgeBase,
+    KnowledgeBaseFormatError,
+)
 from aimegraph.tools.knowledge import make_knowledge_search_tool
 
 CORPUS = {
@@ -142,7 +147,7 @@ def test_add_files_chunks_with_source_metadata(corpus_dir: Path) -> None:
     kb = KnowledgeBase()
     long_text = "\n\n".join(f"Paragraph {i} talks about topic number {i}." for i in range(40))
     (corpus_dir / "long.md").write_text(long_text)
-    ids = kb.add_files(corpus_dir, chunk_size=200, chunk_overlap=0)
+    ids = kb.add_files(corpus_dir, chunk_size=200, chunk_overlap=0).ids
     assert len(kb) == len(ids) > len(CORPUS) + 1
     sources = {source_name(p.source) for p in kb.search("topic", k=len(kb))}
     assert sources == {*CORPUS, "long.md"}
@@ -157,8 +162,67 @@ def test_add_files_accepts_files_lists_and_globs(corpus_dir: Path) -> None:
     assert len(kb) == 2
     kb.add_files([corpus_dir / "faiss.md", str(corpus_dir / "ignored.json")])
     assert len(kb) == 4
+    # A file reached twice in one call (named, and under a directory named) counts once.
+    kb.add_files([corpus_dir / "python.md", corpus_dir], glob="python.*")
+    assert len(kb) == 5
     with pytest.raises(FileNotFoundError):
         kb.add_files(corpus_dir / "missing")
+
+
+def test_adding_a_file_again_replaces_its_passages(corpus_dir: Path, tmp_path: Path) -> None:
+    notes = corpus_dir / "notes.md"
+    notes.write_text("# Notes\n\nThe AGM is in June.\n", encoding="utf-8")
+    kb = KnowledgeBase()
+    first = kb.add_files(notes)
+    assert (len(first.ids), first.replaced, first.unchanged) == (1, 0, [])
+
+    # Same path, same content: nothing changes, and it says so.
+    assert kb.add_files(notes) == FilesAdded(ids=[], replaced=0, unchanged=[notes.as_posix()])
+    assert len(kb) == 1
+    assert [p.text for p in kb.search("AGM", k=4)] == ["# Notes\n\nThe AGM is in June."]
+
+    # Same path, new content: the old passages leave the index, the new ones come in;
+    # also after a save and a load, and when the file is named by another path.
+    kb.save(tmp_path / "kb")
+    kb = KnowledgeBase.load(tmp_path / "kb")
+    notes.write_text("# Notes\n\nThe AGM is in July.\n\nThe board meets in May.\n")
+    again = kb.add_files(corpus_dir / ".." / "corpus" / "notes.md", chunk_size=30, chunk_overlap=0)
+    assert (len(again.ids), again.replaced, again.unchanged) == (2, 1, [])
+    assert len(kb) == 2
+    texts = {p.text for p in kb.search("AGM", k=4)}
+    assert texts == {"# Notes\n\nThe AGM is in July.", "The board meets in May."}
+    # The directory holding it: only the files not indexed yet are added.
+    assert kb.add_files(corpus_dir).unchanged == [notes.as_posix()]
+    assert len(kb) == 2 + len(CORPUS)
+
+
+def test_indexes_saved_before_files_had_an_identity(corpus_dir: Path, tmp_path: Path) -> None:
+    """A knowledge base saved by an older version, where adding a file twice doubled
+    its passages (random ids, no path or hash): it loads, searches return each
+    passage once, and adding the file again replaces both copies."""
+    notes = corpus_dir / "notes.md"
+    notes.write_text("# Notes\n\nThe AGM is in June.\n", encoding="utf-8")
+    old = KnowledgeBase()
+    text = "# Notes\n\nThe AGM is in June."
+    for _ in range(2):
+        old.add_texts([text], [{"source": notes.as_posix(), "start_index": 0}])
+    old.add_texts(["Penguins live in the south."], [{"source": "penguins"}])
+    old.save(tmp_path / "old")
+
+    kb = KnowledgeBase.load(tmp_path / "old")
+    assert [p.text for p in kb.search("AGM", k=2)] == [text, "Penguins live in the south."]
+    added = kb.add_files(notes)
+    assert (len(added.ids), added.replaced) == (1, 2)
+    assert len(kb) == 2  # the notes once, and the passage that came from no file
+    assert kb.add_files(notes).unchanged == [notes.as_posix()]
+
+
+def test_searches_return_each_text_once() -> None:
+    kb = KnowledgeBase()
+    kb.add_texts(["Tides follow the moon."] * 3 + ["Tides also follow the sun."])
+    found = kb.search("tides moon", k=2)
+    assert [p.text for p in found] == ["Tides follow the moon.", "Tides also follow the sun."]
+    assert len(kb.search("tides", k=4)) == 2
 
 
 def test_add_documents_and_texts_keep_metadata() -> None:

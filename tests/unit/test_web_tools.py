@@ -24,6 +24,12 @@ from aimegraph.tools.web import make_web_tools
 
 LOOPBACK_ALLOWED = WebConfig(allow_private_hosts=("127.0.0.1",))
 HTML = {"Content-Type": "text/html; charset=utf-8"}
+TIDE_TABLE_HTML = (
+    "<html><body><article><h1>Tide table</h1><p>High tides on the third of May in the "
+    "ports of the Atlantic coast, for crews planning an early departure.</p><table>"
+    "<tr><th>Port</th><th>High tide</th></tr><tr><td>Brest</td><td>06:42</td></tr>"
+    "<tr><td>Vigo</td><td>07:15</td></tr></table></article></body></html>"
+)
 
 
 @pytest.fixture
@@ -51,6 +57,14 @@ def test_loopback_is_refused_unless_listed(site: LocalSite) -> None:
         assert boilerplate not in page
     plain = fetch(LOOPBACK_ALLOWED, url, format="text")
     assert "06:42" in plain and "# Harbour notes" not in plain
+
+
+def test_plain_text_tables_have_no_markdown_pipes(site: LocalSite) -> None:
+    url = site.route("/tides", body=TIDE_TABLE_HTML.encode(), headers=HTML)
+    markdown = fetch(LOOPBACK_ALLOWED, url)
+    assert "| Brest | 06:42 |" in markdown
+    plain = fetch(LOOPBACK_ALLOWED, url, format="text")
+    assert "Port\tHigh tide\nBrest\t06:42\nVigo\t07:15" in plain and "|" not in plain
 
 
 @pytest.mark.parametrize(

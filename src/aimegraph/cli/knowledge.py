@@ -15,6 +15,7 @@ from rich.markup import escape
 from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError
 from aimegraph.knowledge.base import (
     MANIFEST_FILE,
+    FilesAdded,
     KnowledgeBase,
     format_passages,
 )
@@ -24,6 +25,7 @@ __all__ = ["DEFAULT_KNOWLEDGE_DIR", "add_knowledge_option", "register"]
 
 DEFAULT_KNOWLEDGE_DIR: Final = Path(".aimegraph/knowledge")
 _FORMATS = ", ".join(suffix.lstrip(".") for suffix in SUFFIXES)
+_UNCHANGED_SHOWN = 3
 
 
 def add_knowledge_option(parser: argparse.ArgumentParser) -> None:
@@ -53,8 +55,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     actions = parser.add_subparsers(dest="knowledge_action", required=True)
     add = actions.add_parser(
         "add",
-        help=f"load, chunk and add documents ({_FORMATS}); a new knowledge base embeds "
-        "with the global --embeddings",
+        help=f"load, chunk and add documents ({_FORMATS}); a file added again replaces its "
+        "passages (left as is when unchanged); a new knowledge base embeds with the global "
+        "--embeddings",
     )
     add.add_argument("paths", nargs="+", metavar="PATH", help="files, or directories to search")
     add.add_argument(
@@ -106,10 +109,34 @@ def cmd_knowledge(
         raise CliError(f"{exc}; nothing was added", 1) from exc
     kb.save(directory)
     if args.json:
-        print(json.dumps({"added": len(added), "passages": len(kb), "knowledge": str(directory)}))
+        print(
+            json.dumps(
+                {
+                    "added": len(added.ids),
+                    "replaced": added.replaced,
+                    "unchanged": added.unchanged,
+                    "passages": len(kb),
+                    "knowledge": str(directory),
+                }
+            )
+        )
     else:
         console.print(
-            f"added {len(added)} passage(s); {escape(str(directory))} holds {len(kb)}",
-            highlight=False,
+            f"{_summary(added)}; {escape(str(directory))} holds {len(kb)}", highlight=False
         )
     return 0
+
+
+def _summary(added: FilesAdded) -> str:
+    """``added 3 passage(s), replacing 2``, and the files left as they were."""
+    parts = [f"added {len(added.ids)} passage(s)"]
+    if added.replaced:
+        parts[0] += f", replacing {added.replaced} from an earlier add of the same file(s)"
+    if added.unchanged:
+        shown = ", ".join(added.unchanged[:_UNCHANGED_SHOWN])
+        more = len(added.unchanged) - _UNCHANGED_SHOWN
+        parts.append(
+            f"{len(added.unchanged)} file(s) unchanged, already indexed "
+            f"({escape(shown)}{f' and {more} more' if more > 0 else ''})"
+        )
+    return "; ".join(parts)

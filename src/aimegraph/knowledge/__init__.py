@@ -1,6 +1,7 @@
 """Knowledge retrieval: a FAISS-backed knowledge base and offline embeddings."""
 
 from aimegraph.knowledge.base import (
+    FilesAdded,
     KnowledgeBase,
     KnowledgeBaseFormatError,
     Passage,
@@ -9,6 +10,7 @@ from aimegraph.knowledge.base import (
 from aimegraph.knowledge.embeddings import HashingEmbeddings
 
 __all__ = [
+    "FilesAdded",
     "HashingEmbeddings",
     "KnowledgeBase",
     "KnowledgeBaseFormatError",

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -16,19 +15,30 @@ from langchain_community.vectorstores import FAISS
 from langchain_community.vectorstores.utils import DistanceStrategy
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
-from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
-from aimegraph.knowledge.documents import MARKDOWN_SUFFIXES, SUFFIXES, load_file
 from aimegraph.knowledge.embeddings import (
     EmbeddingsSpec,
     HashingEmbeddings,
     MiniLMEmbeddings,
     resolve_embeddings,
 )
+from aimegraph.knowledge.files import (
+    DEFAULT_GLOB,
+    FilesAdded,
+    IndexedFile,
+    indexed_files,
+    read_changed_files,
+)
 
-__all__ = ["KnowledgeBase", "KnowledgeBaseFormatError", "Passage", "format_passages"]
+__all__ = [
+    "FilesAdded",
+    "KnowledgeBase",
+    "KnowledgeBaseFormatError",
+    "Passage",
+    "format_passages",
+]
 
 FORMAT_NAME: Final = "aimegraph-knowledge-base"
 FORMAT_VERSION: Final = 1
@@ -36,8 +46,6 @@ MANIFEST_FILE = "manifest.json"
 INDEX_FILE = "index.faiss"
 DOCUMENTS_FILE = "documents.json"
 _PROBE_TEXT = "dimension check"
-_BRACES = re.compile(r"\{([^{}]*)\}")
-DEFAULT_GLOB: Final = "**/*.{" + ",".join(suffix.lstrip(".") for suffix in SUFFIXES) + "}"
 
 
 class Passage(BaseModel):
@@ -112,36 +120,6 @@ def _class_name(cls: type) -> str:
     return f"{cls.__module__}.{cls.__qualname__}"
 
 
-def _expand_braces(pattern: str) -> list[str]:
-    """``"**/*.{md,txt}"`` -> ``["**/*.md", "**/*.txt"]``; pathlib globs lack braces."""
-    match = _BRACES.search(pattern)
-    if match is None:
-        return [pattern]
-    head, tail = pattern[: match.start()], pattern[match.end() :]
-    return [
-        expanded
-        for option in match.group(1).split(",")
-        for expanded in _expand_braces(head + option + tail)
-    ]
-
-
-def _files(
-    paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], glob: str
-) -> list[Path]:
-    """The files named, and those under the directories named that match ``glob``."""
-    roots = [Path(paths)] if isinstance(paths, str | os.PathLike) else [Path(p) for p in paths]
-    files: list[Path] = []
-    for root in roots:
-        if root.is_dir():
-            matches = {f for pattern in _expand_braces(glob) for f in root.glob(pattern)}
-            files.extend(sorted(f for f in matches if f.is_file()))
-        elif root.is_file():
-            files.append(root)
-        else:
-            raise FileNotFoundError(f"no such file or directory: {root}")
-    return files
-
-
 class KnowledgeBase:
     """Passages searchable by meaning, stored in a FAISS inner-product index.
 
@@ -207,17 +185,34 @@ class KnowledgeBase:
     ) -> list[str]:
         """Embed and add ``texts`` (with optional per-text metadata); return their ids."""
         texts = list(texts)
-        if not texts:
-            return []
         if metadatas is not None and len(metadatas) != len(texts):
             raise ValueError(f"got {len(texts)} texts but {len(metadatas)} metadatas")
-        vectors = self._normalised(self.embeddings.embed_documents(texts))
+        return self._replace(texts, metadatas)
+
+    def _replace(
+        self,
+        texts: list[str],
+        metadatas: list[dict[str, Any]] | None,
+        ids: list[str] | None = None,
+        stale: list[str] | None = None,
+    ) -> list[str]:
+        """Add ``texts`` (under ``ids`` if given) in place of the passages ``stale``.
+
+        Everything is embedded before anything is removed, so embeddings that fail
+        leave the knowledge base as it was."""
+        if not texts and not stale:
+            return []
+        vectors = self._normalised(self.embeddings.embed_documents(texts)) if texts else None
+        if self._store is not None and stale:
+            self._store.delete(stale)
+        if vectors is None:
+            return []
         if self._store is None:
             self._store = self._new_store(faiss.IndexFlatIP(vectors.shape[1]), {}, [])
         # Copies, so later changes to the caller's dicts do not alter stored passages.
         copies = None if metadatas is None else [dict(m) for m in metadatas]
         return self._store.add_embeddings(
-            list(zip(texts, vectors.tolist(), strict=True)), metadatas=copies
+            list(zip(texts, vectors.tolist(), strict=True)), metadatas=copies, ids=ids
         )
 
     def add_documents(self, documents: Iterable[Document]) -> list[str]:
@@ -234,19 +229,27 @@ class KnowledgeBase:
         *,
         chunk_size: int = 1000,
         chunk_overlap: int = 150,
-    ) -> list[str]:
-        """Load, chunk and add documents; return the ids of the chunks.
+    ) -> FilesAdded:
+        """Load, chunk and add documents; a file added again replaces its passages.
 
         Args:
             paths: files, or directories searched with ``glob``. Files named directly
-                are added whatever their name (unknown suffixes are read as text).
+                are added whatever their name (unknown suffixes are read as text,
+                with a warning; binary ones are refused).
             glob: pattern relative to each directory; ``{a,b}`` alternatives allowed.
                 The default takes every format :mod:`aimegraph.knowledge.documents`
                 reads: PDF, HTML, DOCX, CSV, XLSX, Markdown and text.
             chunk_size: largest chunk, in characters.
             chunk_overlap: characters shared by consecutive chunks.
 
-        Each chunk's metadata holds ``source`` (the file path), ``start_index`` (its
+        A file is identified by its resolved path: added again with the same content
+        (SHA-256 of its bytes) it is left as it is (``unchanged``); with new content
+        its passages are removed from the index and the new ones added
+        (``replaced``). Passages added before files were identified this way are
+        matched by their ``source`` and replaced.
+
+        Each chunk's metadata holds ``source`` (the file path, as given),
+        ``source_path`` (resolved), ``content_sha256``, ``start_index`` (its
         character offset in its document) and, where the format has them, ``page``
         (PDF), ``sheet`` and ``row`` (spreadsheets): a chunk never spans two pages.
         Markdown (and HTML, converted to Markdown) is split at headings first.
@@ -254,34 +257,44 @@ class KnowledgeBase:
         (:class:`~aimegraph.knowledge.documents.DocumentLoadError`, or an
         ``ImportError`` naming the missing extra) leaves the knowledge base unchanged.
         """
-        settings: dict[str, Any] = {
-            "chunk_size": chunk_size,
-            "chunk_overlap": chunk_overlap,
-            "add_start_index": True,
-        }
-        markdown = RecursiveCharacterTextSplitter.from_language(Language.MARKDOWN, **settings)
-        plain = RecursiveCharacterTextSplitter(**settings)
-        chunks: list[Document] = []
-        for file in _files(paths, glob):
-            splitter = markdown if file.suffix.lower() in MARKDOWN_SUFFIXES else plain
-            chunks.extend(splitter.split_documents(load_file(file)))
-        return self.add_documents(chunks)
+        changes = read_changed_files(
+            paths,
+            glob,
+            self._indexed_files(),
+            chunk_size=chunk_size,
+            chunk_overlap=chunk_overlap,
+        )
+        ids = self._replace(
+            [chunk.page_content for chunk in changes.chunks],
+            [chunk.metadata for chunk in changes.chunks],
+            ids=[str(chunk.id) for chunk in changes.chunks],
+            stale=changes.stale,
+        )
+        return FilesAdded(ids=ids, replaced=len(changes.stale), unchanged=changes.unchanged)
+
+    def _indexed_files(self) -> dict[str, IndexedFile]:
+        if self._store is None:
+            return {}
+        ids = list(self._store.index_to_docstore_id.values())
+        return indexed_files(zip(ids, self._store.get_by_ids(ids), strict=True))
 
     def search(self, query: str, k: int = 4) -> list[Passage]:
-        """The ``k`` passages most similar to ``query``, best first ([] when empty)."""
+        """The ``k`` passages most similar to ``query``, best first ([] when empty).
+
+        A text found more than once (a file indexed twice by an older version, or
+        copies of one file) is returned once, with its best score."""
         if k < 1:
             raise ValueError("k must be at least 1")
         if self._store is None or not len(self):
             return []
-        vector = self._normalised([self.embeddings.embed_query(query)])[0]
-        hits = self._store.similarity_search_with_score_by_vector(vector.tolist(), k=k)
+        vector = self._normalised([self.embeddings.embed_query(query)])[0].tolist()
         return [
             Passage(
                 text=doc.page_content,
                 score=float(score),
                 **{key: doc.metadata.get(key) for key in ("source", "page", "sheet", "row")},
             )
-            for doc, score in hits
+            for doc, score in _distinct_hits(self._store, vector, k)
         ]
 
     def save(self, directory: str | os.PathLike[str]) -> None:
@@ -383,6 +396,20 @@ class KnowledgeBase:
         # Fail now rather than at the first search if the embeddings do not fit.
         kb._normalised([embeddings.embed_query(_PROBE_TEXT)])
         return kb
+
+
+def _distinct_hits(store: FAISS, vector: list[float], k: int) -> list[tuple[Document, float]]:
+    """The ``k`` best hits with distinct texts, best first: asks FAISS for more while
+    repeats leave fewer than ``k``."""
+    size = int(store.index.ntotal)
+    fetch = k
+    while True:
+        distinct: dict[str, tuple[Document, float]] = {}
+        for doc, score in store.similarity_search_with_score_by_vector(vector, k=fetch):
+            distinct.setdefault(doc.page_content, (doc, score))
+        if len(distinct) >= k or fetch >= size:
+            return list(distinct.values())[:k]
+        fetch = min(2 * fetch, size)
 
 
 def _read_manifest(directory: Path) -> _Manifest:

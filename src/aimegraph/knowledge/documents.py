@@ -13,6 +13,8 @@ XLSX (``.xlsx``)          openpyxl, one document per row of each sheet, in the
                           ``CSVLoader`` shape (``header: value`` lines); ``sheet``,
                           ``row``
 Markdown, text            read as UTF-8
+other suffixes            read as UTF-8 text, with a warning naming the file; a
+                          binary file (one with NUL bytes) is refused
 ========================  ==========================================================
 
 ``row`` is the row a spreadsheet shows: the header is row 1, the first record row 2.
@@ -24,12 +26,17 @@ PDF, HTML, DOCX and XLSX need the ``[docs]`` extra; a missing one is an
 from __future__ import annotations
 
 import importlib.util
+import logging
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 from langchain_core.documents import Document
 from langchain_core.documents.base import Blob
+
+if TYPE_CHECKING:
+    from lxml.etree import _Element
 
 __all__ = [
     "DOCS_INSTALL_HINT",
@@ -46,6 +53,10 @@ __all__ = [
 DOCS_INSTALL_HINT: Final = "pip install 'aimegraph[docs]'"
 MARKDOWN_SUFFIXES: Final = frozenset({".md", ".markdown", ".html", ".htm"})
 """Formats whose documents are Markdown (HTML is converted to it): split at headings."""
+_SNIFF_BYTES: Final = 8192
+"""How much of a file of unknown type is looked at for NUL bytes (binary content)."""
+
+_log = logging.getLogger(__name__)
 
 
 class DocumentLoadError(ValueError):
@@ -58,6 +69,35 @@ def require(module: str, purpose: str, hint: str = DOCS_INSTALL_HINT) -> None:
         raise ImportError(f"{purpose} needs {module}: {hint}", name=module)
 
 
+class _SilencedLogger:
+    """A context in which a library's logger (and its children) log nothing; shared by
+    threads, the level is restored when the last one leaves."""
+
+    def __init__(self, name: str) -> None:
+        self._logger = logging.getLogger(name)
+        self._lock = threading.Lock()
+        self._inside = 0
+        self._saved_level = logging.NOTSET
+
+    def __enter__(self) -> None:
+        with self._lock:
+            if self._inside == 0:
+                self._saved_level = self._logger.level
+                self._logger.setLevel(logging.CRITICAL + 1)
+            self._inside += 1
+
+    def __exit__(self, *exc_info: object) -> None:
+        with self._lock:
+            self._inside -= 1
+            if self._inside == 0:
+                self._logger.setLevel(self._saved_level)
+
+
+_pypdf_quiet: Final = _SilencedLogger("pypdf")
+"""pypdf logs the repairs it tries on a damaged file ("EOF marker not found"): a file
+it cannot read ends as one DocumentLoadError, and one it could repair needs no word."""
+
+
 def pdf_documents(data: bytes, source: str) -> list[Document]:
     """One document per page of the PDF in ``data`` that has text; ``page`` is 1-based.
 
@@ -66,7 +106,8 @@ def pdf_documents(data: bytes, source: str) -> list[Document]:
     from langchain_community.document_loaders.parsers.pdf import PyPDFParser
 
     try:
-        pages = list(PyPDFParser(mode="page").lazy_parse(Blob.from_data(data, path=source)))
+        with _pypdf_quiet:
+            pages = list(PyPDFParser(mode="page").lazy_parse(Blob.from_data(data, path=source)))
     except Exception as exc:  # pypdf raises many kinds on damaged or encrypted files
         raise DocumentLoadError(f"{source}: not a readable PDF ({_reason(exc)})") from exc
     return [
@@ -84,28 +125,79 @@ def html_to_text(
 ) -> str:
     """The readable main content of an HTML page (navigation, footers, scripts and
     the like dropped) as Markdown or plain text, by trafilatura; pages where it
-    finds no main content give all their visible text. ``""`` for a page with none."""
+    finds no main content give all their visible text. ``""`` for a page with none.
+
+    Plain text has no Markdown: a table comes out a line per row, its cells separated
+    by tabs (trafilatura's own text output draws tables with ``|`` pipes)."""
     require("trafilatura", "turning HTML into text")
     import trafilatura
 
-    extracted = trafilatura.extract(
-        html,
-        url=url,
-        output_format="markdown" if form == "markdown" else "txt",
-        include_links=form == "markdown",
-        include_formatting=form == "markdown",
-        include_tables=True,
-        favor_recall=True,
-    )
+    if form == "markdown":
+        extracted = trafilatura.extract(
+            html,
+            url=url,
+            output_format="markdown",
+            include_links=True,
+            include_formatting=True,
+            include_tables=True,
+            favor_recall=True,
+        )
+    else:
+        extracted = _plain_text(html, url)
     if extracted:
         return str(extracted)
     return str(trafilatura.html2txt(html) or "")
 
 
+def _plain_text(html: str | bytes, url: str | None) -> str | None:
+    """trafilatura's text output, with each table turned into tab-separated rows first."""
+    import trafilatura
+    from trafilatura.xml import xmltotxt
+
+    document = trafilatura.bare_extraction(html, url=url, include_tables=True, favor_recall=True)
+    if document is None or isinstance(document, dict):
+        return None
+    parts = [document.body] + ([] if document.commentsbody is None else [document.commentsbody])
+    for part in parts:
+        for table in part.xpath(".//table[not(ancestor::table)]"):
+            _table_to_rows(table)
+    return "\n".join(text for part in parts if (text := xmltotxt(part, include_formatting=False)))
+
+
+def _table_to_rows(table: _Element) -> None:
+    """Replace a trafilatura ``<table>`` by a paragraph with a line per row: the text
+    of each cell, tab-separated (a nested table flattened into its cell)."""
+    from lxml.etree import Element
+
+    lines = []
+    for row in table.findall("row"):
+        cells = [" ".join("".join(cell.itertext()).split()) for cell in row.findall("cell")]
+        if any(cells):
+            lines.append("\t".join(cells))
+    paragraph = Element("p")
+    paragraph.text = "\n".join(lines)
+    paragraph.tail = table.tail
+    table.getparent().replace(table, paragraph)
+
+
 def load_file(path: Path) -> list[Document]:
-    """The documents of one file, by its suffix; other suffixes are read as text."""
-    loader = _LOADERS.get(path.suffix.lower(), _load_text)
+    """The documents of one file, by its suffix; other suffixes are read as text, with
+    a warning (a binary file is refused)."""
+    loader = _LOADERS.get(path.suffix.lower(), _load_unknown)
     return loader(path)
+
+
+def _load_unknown(path: Path) -> list[Document]:
+    with path.open("rb") as file:
+        head = file.read(_SNIFF_BYTES)
+    kind = f"unknown file type ({path.suffix})" if path.suffix else "file without a suffix"
+    if b"\0" in head:
+        raise DocumentLoadError(
+            f"{path}: {kind} with binary content, not a format the knowledge base reads "
+            f"({', '.join(s.lstrip('.') for s in SUFFIXES)}, or text)"
+        )
+    _log.warning("%s: %s, indexed as plain text", path, kind)
+    return _load_text(path)
 
 
 def _load_pdf(path: Path) -> list[Document]:

@@ -43,7 +43,7 @@ class _FetchUrlInput(BaseModel):
     format: TextFormat = Field(
         "markdown",
         description="How an HTML page comes back: 'markdown' keeps headings, lists, "
-        "tables and links; 'text' is plain.",
+        "tables and links; 'text' is plain (a table's cells separated by tabs).",
     )
 
 
