@@ -46,14 +46,19 @@ def provider_model(
             class refuses to build.
     """
     try:
+        # Built once to learn the class init_chat_model picks, then again with the
+        # settings that class takes (few do without them; building is cheap and lazy).
         model = _init(provider, name)
         settings = client_settings(type(model), timeout=timeout, max_retries=max_retries)
         return _init(provider, name, **settings) if settings else model
     except ImportError as exc:
         raise ModelSpecError(missing_package_line(spec, provider, exc)) from exc
-    except ValueError as exc:  # pydantic's ValidationError included
-        if str(exc).startswith(_UNSUPPORTED_PROVIDER):
+    except Exception as exc:
+        if isinstance(exc, ValueError) and str(exc).startswith(_UNSUPPORTED_PROVIDER):
             raise UnknownProviderError(f"unknown model provider {provider!r} in {spec!r}") from exc
+        # A class that cannot be built is the user's setup, whatever its error type
+        # (pydantic's ValidationError, openai.OpenAIError for a missing key, botocore's
+        # NoRegionError, ...).
         raise ModelSpecError(f"cannot build model {spec!r}: {_one_line(exc)}") from exc
 
 

@@ -66,8 +66,8 @@ def resolve_model(
     """Return the chat model a spec names; a ``BaseChatModel`` passes through unchanged.
 
     ``timeout`` (seconds per request) and ``max_retries`` (client retries) apply to
-    remote models (as each provider's class takes them); ``build_aime_graph`` passes ``AimeConfig.model_timeout_s`` and
-    ``model_retries``.
+    remote models (as each provider's class takes them); ``build_aime_graph`` passes
+    ``AimeConfig.model_timeout_s`` and ``model_retries``.
 
     Raises:
         ModelSpecError: for an unknown or incomplete spec, a missing API key, or a missing
