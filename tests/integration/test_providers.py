@@ -109,12 +109,21 @@ def test_a_whole_run_over_the_ollama_chat_api(cli: Cli, ollama_stub: ProviderStu
 
 
 @pytest.mark.parametrize(
+    ("spec", "module", "package"),
+    [
+        ("anthropic:claude-x", "langchain_anthropic", "anthropic"),
+        # Without it init_chat_model would fall back to langchain-community's ChatOllama.
+        ("ollama:llama3.2", "langchain_ollama", "ollama"),
+    ],
+    ids=["anthropic", "ollama"],
+)
+@pytest.mark.parametrize(
     ("entry", "prefix"),
     [
         ("from aimegraph.cli import main; sys.exit(main(ARGS))", "error: "),
         (
             "from aimegraph.models import resolve_model, ModelSpecError\n"
-            "try: resolve_model('anthropic:claude-x')\n"
+            "try: resolve_model(SPEC)\n"
             "except ModelSpecError as exc: print(exc, file=sys.stderr); sys.exit(2)",
             "",
         ),
@@ -122,20 +131,20 @@ def test_a_whole_run_over_the_ollama_chat_api(cli: Cli, ollama_stub: ProviderStu
     ids=["cli", "python"],
 )
 def test_a_missing_provider_package_is_one_line_naming_it(
-    tmp_path: Path, entry: str, prefix: str
+    tmp_path: Path, spec: str, module: str, package: str, entry: str, prefix: str
 ) -> None:
     args = ["--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}", "run", "Hi"]
-    args += ["--model", "anthropic:claude-x", "--workspace", str(tmp_path / "ws")]
+    args += ["--model", spec, "--workspace", str(tmp_path / "ws")]
     script = (
         "import sys\n"
-        "sys.modules['langchain_anthropic'] = None  # as if it were not installed\n"
-        f"ARGS = {args!r}\n{entry}\n"
+        f"sys.modules[{module!r}] = None  # as if it were not installed\n"
+        f"SPEC, ARGS = {spec!r}, {args!r}\n{entry}\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", script], capture_output=True, text=True, timeout=120
     )
     assert done.returncode == 2, done.stderr
     assert done.stderr.splitlines() == [
-        f"{prefix}model 'anthropic:claude-x' needs the package langchain-anthropic: "
-        "pip install 'aimegraph[anthropic]'"
+        f"{prefix}model {spec!r} needs the package langchain-{package}: "
+        f"pip install 'aimegraph[{package}]'"
     ]

@@ -19,7 +19,7 @@ from langchain_openai import ChatOpenAI
 import aimegraph.models.local as local_module
 from aimegraph import AimeConfig
 from aimegraph.models import ScriptedChatModel
-from aimegraph.models.providers import client_settings
+from aimegraph.models.providers import client_settings, missing_package_line
 from aimegraph.models.resolve import (
     PLACEHOLDER_API_KEY,
     ROLES,
@@ -205,6 +205,15 @@ def test_a_class_without_timeout_fields_keeps_its_own_defaults() -> None:
         "timeout": 30,
         "max_retries": 5,
     }
+
+
+def test_a_missing_package_without_an_extra_names_its_own_pip_package() -> None:
+    # As init_chat_model raises it: its own ImportError, caused by the failed import.
+    exc = ImportError("Initializing ChatBedrockConverse requires the langchain-aws package.")
+    exc.__cause__ = ModuleNotFoundError("No module named 'langchain_aws'", name="langchain_aws")
+    assert missing_package_line("bedrock_converse:m", "bedrock_converse", exc) == (
+        "model 'bedrock_converse:m' needs the package langchain-aws: pip install langchain-aws"
+    )
 
 
 def test_a_provider_class_that_cannot_be_built_is_one_line(

@@ -13,6 +13,7 @@ Each provider reads its own environment: ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_B
 
 from __future__ import annotations
 
+import importlib
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -21,8 +22,9 @@ from aimegraph.models.errors import ModelSpecError
 
 __all__ = ["PROVIDER_EXTRAS", "UnknownProviderError", "provider_model"]
 
-PROVIDER_EXTRAS: dict[str, str] = {"anthropic": "anthropic", "ollama": "ollama"}
-"""Providers whose package an aimegraph extra installs (``pip install 'aimegraph[x]'``)."""
+PROVIDER_EXTRAS: dict[str, str] = {"anthropic": "langchain_anthropic", "ollama": "langchain_ollama"}
+"""Providers whose package the aimegraph extra of the same name installs
+(``pip install 'aimegraph[anthropic]'``), and the module that package brings."""
 
 _UNSUPPORTED_PROVIDER = "Unsupported provider"
 """How ``init_chat_model``'s error for a provider it does not know begins."""
@@ -46,6 +48,10 @@ def provider_model(
             class refuses to build.
     """
     try:
+        if (module := PROVIDER_EXTRAS.get(provider)) is not None:
+            # First: without langchain-ollama, init_chat_model falls back to
+            # langchain-community's ChatOllama, which that package no longer has.
+            importlib.import_module(module)
         # Built once to learn the class init_chat_model picks, then again with the
         # settings that class takes (few do without them; building is cheap and lazy).
         model = _init(provider, name)
@@ -88,11 +94,9 @@ def client_settings(
 def missing_package_line(spec: str, provider: str, exc: ImportError) -> str:
     """One line naming the package ``spec`` needs and how to install it."""
     cause = exc.__cause__ if isinstance(exc.__cause__, ImportError) else exc
-    module = (cause.name or f"langchain_{provider}").split(".")[0]
-    package = module.replace("_", "-")
-    extra = PROVIDER_EXTRAS.get(provider)
-    install = f"pip install 'aimegraph[{extra}]'" if extra else f"pip install {package}"
-    return f"model {spec!r} needs the package {package}: {install}"
+    package = (cause.name or f"langchain_{provider}").split(".")[0].replace("_", "-")
+    install = f"'aimegraph[{provider}]'" if provider in PROVIDER_EXTRAS else package
+    return f"model {spec!r} needs the package {package}: pip install {install}"
 
 
 def _init(provider: str, name: str, **settings: Any) -> BaseChatModel:
