@@ -83,6 +83,10 @@ def test_compare_two_systems(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (["eval", "compare", "nowhere", "x"], "nowhere: no results"),
         (["eval", "bundled", "--prices", "[1, 2]"], "--prices must be a mapping"),
         (
+            ["eval", "bundled", "--model", "nosuchprovider:m"],
+            "unknown model provider 'nosuchprovider' in 'nosuchprovider:m'",
+        ),
+        (
             ["eval", "bundled", "--tools", "tests.eval.helpers:REGISTRY"],
             "a ToolRegistry replaces the built-in tools",
         ),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,13 @@ import httpx
 import openai
 import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.exceptions import (
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelInvalidRequestError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -383,6 +391,36 @@ def test_is_transient_for_httpx_transport_errors(exc: BaseException) -> None:
     # Subclasses count too: httpx's timeouts are TimeoutException subclasses whose names
     # do not end in "TimeoutError".
     assert is_transient(exc)
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ModelConnectionError("down"), True),
+        (ModelTimeoutError("slow"), True),
+        (ModelRateLimitError("429"), True),
+        (ModelAuthenticationError("401"), False),
+        (ModelInvalidRequestError("400"), False),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else None,
+)
+def test_is_transient_for_langchains_model_errors(exc: BaseException, expected: bool) -> None:
+    assert is_transient(exc) is expected
+
+
+def test_an_anthropic_server_that_cannot_be_reached_is_transient(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.delenv("ANTHROPIC_API_URL", raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    model = resolve_model("anthropic:claude-x", timeout=5, max_retries=0)
+    with pytest.raises(Exception) as caught:
+        model.invoke("hi")
+    assert is_transient(caught.value)
 
 
 def test_the_retry_policy_backs_off_with_jitter_on_transient_errors_only() -> None:

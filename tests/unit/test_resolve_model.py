@@ -9,13 +9,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 import aimegraph.models.local as local_module
 from aimegraph import AimeConfig
+from aimegraph.models import ScriptedChatModel
+from aimegraph.models.providers import client_settings, missing_package_line
 from aimegraph.models.resolve import (
     PLACEHOLDER_API_KEY,
     ROLES,
@@ -133,13 +137,96 @@ def test_empty_model_name(spec: str) -> None:
         resolve_model(spec)
 
 
-@pytest.mark.parametrize("spec", ["gpt-4o", "", "anthropic:claude", "ollama:llama3", "remote"])
+@pytest.mark.parametrize("spec", ["gpt-4o", "", "nosuchprovider:m", "remote"])
 def test_unknown_spec_lists_accepted_forms(spec: str) -> None:
     with pytest.raises(ModelSpecError) as info:
         resolve_model(spec)
     message = str(info.value)
-    for form in ("openai:<model>", "'local'", "local:<path-to-gguf>", "scripted:<scenario>"):
+    assert "\n" not in message
+    for form in (
+        "openai:<model>",
+        "<provider>:<model>",
+        "'local'",
+        "local:<path-to-gguf>",
+        "scripted:<scenario>",
+    ):
         assert form in message
+
+
+def test_unknown_provider_is_named() -> None:
+    with pytest.raises(ModelSpecError, match="^unknown model provider 'nosuchprovider' in"):
+        resolve_model("nosuchprovider:m")
+
+
+# --------------------------------------------------------------------------- other providers
+
+
+@pytest.fixture
+def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("_no_anthropic_env")
+def test_anthropic_spec_is_the_real_client_with_timeout_and_retries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    model = resolve_model("anthropic:claude-x", timeout=30, max_retries=5)
+    assert isinstance(model, ChatAnthropic)
+    assert model.model == "claude-x"
+    assert model.default_request_timeout == 30 and model.max_retries == 5
+    # ...and the Anthropic SDK client it sends requests with has them.
+    assert model._client.timeout == 30 and model._client.max_retries == 5
+    assert str(model._client.base_url).startswith("http://127.0.0.1:9")
+
+
+@pytest.mark.usefixtures("_no_anthropic_env")
+def test_anthropic_spec_gets_the_default_timeout_and_retries() -> None:
+    model = resolve_model("anthropic:claude-x")
+    assert isinstance(model, ChatAnthropic)
+    assert model.default_request_timeout == AimeConfig().model_timeout_s
+    assert model.max_retries == AimeConfig().model_retries
+
+
+def test_ollama_spec_takes_the_timeout_through_its_http_client() -> None:
+    # ChatOllama has no `timeout` or `max_retries` field: the timeout goes to its
+    # client (the node's retry policy still retries its transient errors).
+    model = resolve_model("ollama:llama3.2:1b", timeout=30, max_retries=5)
+    assert isinstance(model, ChatOllama)
+    assert model.model == "llama3.2:1b"  # only the first colon separates the provider
+    assert model.client_kwargs == {"timeout": 30}
+    assert model._client is not None and model._client._client.timeout.read == 30
+
+
+def test_a_class_without_timeout_fields_keeps_its_own_defaults() -> None:
+    assert client_settings(ScriptedChatModel, timeout=30, max_retries=5) == {}
+    assert client_settings(ChatOpenAI, timeout=30, max_retries=5) == {
+        "timeout": 30,
+        "max_retries": 5,
+    }
+
+
+def test_a_missing_package_without_an_extra_names_its_own_pip_package() -> None:
+    # As init_chat_model raises it: its own ImportError, caused by the failed import.
+    exc = ImportError("Initializing ChatBedrockConverse requires the langchain-aws package.")
+    exc.__cause__ = ModuleNotFoundError("No module named 'langchain_aws'", name="langchain_aws")
+    assert missing_package_line("bedrock_converse:m", "bedrock_converse", exc) == (
+        "model 'bedrock_converse:m' needs the package langchain-aws: pip install langchain-aws"
+    )
+
+
+def test_a_provider_class_that_cannot_be_built_is_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # AzureChatOpenAI (in langchain-openai) refuses to build without credentials.
+    for name in ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN", "AZURE_OPENAI_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model("azure_openai:gpt-4o")
+    message = str(info.value)
+    assert message.startswith("cannot build model 'azure_openai:gpt-4o': ")
+    assert "\n" not in message and "AZURE_OPENAI_API_KEY" in message
 
 
 def test_model_spec_error_is_a_value_error() -> None:

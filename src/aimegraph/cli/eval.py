@@ -67,7 +67,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default="openai:gpt-4o-mini",
-        help="the systems' model unless a system names its own: openai:<model>, local, ... "
+        help="the systems' model unless a system names its own: openai:<model>, "
+        "<provider>:<model> (anthropic:, ollama:, ...), local, ... "
         "or 'oracle' for the suite's scripted oracle replies (offline)",
     )
     parser.add_argument("--judge-model", help="the separate model that judges rubric checks")

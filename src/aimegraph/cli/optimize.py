@@ -61,7 +61,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="examples (or a suite) to score on (default: trainset)",
     )
     parser.add_argument(
-        "--model", required=True, help="the workflow's model: openai:<model>, local, scripted:..."
+        "--model",
+        required=True,
+        help="the workflow's model: openai:<model>, <provider>:<model>, local, scripted:...",
     )
     parser.add_argument(
         "--reflection-model", required=True, help="the model that rewrites the prompts"

@@ -113,7 +113,10 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     """The goal, model and config flags of a new run (``run`` and ``submit``)."""
     parser.add_argument("goal", help="what the agents should achieve")
     parser.add_argument(
-        "--model", default="openai:gpt-4o-mini", help="openai:<model>, local, scripted:<scenario>"
+        "--model",
+        default="openai:gpt-4o-mini",
+        help="openai:<model>, <provider>:<model> (anthropic:, ollama:, google_genai:, ... any "
+        "provider LangChain's init_chat_model knows), local, scripted:<scenario>",
     )
     parser.add_argument("--thread", help="thread id (default: a new one)")
     parser.add_argument(

@@ -12,7 +12,7 @@ import datetime as dt
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -83,11 +83,23 @@ class ModelSource:
         if isinstance(chosen, BaseChatModel):
             return chosen
         if isinstance(chosen, str):
-            with self._lock:
-                if chosen not in self._resolved:
-                    self._resolved[chosen] = resolve_model(chosen)
-                return self._resolved[chosen]
+            return self._resolve(chosen)
         return chosen(rollout.task, rollout.system.kind, rollout.index)
+
+    def resolve_specs(self, rollouts: Sequence[Rollout]) -> None:
+        """Resolve the specs ``rollouts`` run with, before any of them runs: a spec that
+        cannot be (an unknown provider, a missing package or key) stops the eval with
+        its one line instead of failing every rollout."""
+        for rollout in rollouts:
+            chosen = rollout.system.model or self.default
+            if isinstance(chosen, str):
+                self._resolve(chosen)
+
+    def _resolve(self, spec: str) -> BaseChatModel:
+        with self._lock:
+            if spec not in self._resolved:
+                self._resolved[spec] = resolve_model(spec)
+            return self._resolved[spec]
 
 
 def _now() -> str:

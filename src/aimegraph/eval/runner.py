@@ -105,7 +105,7 @@ def evaluate(
         suite: A suite file (:func:`~aimegraph.eval.suite.load_suite`), ``"bundled"``,
             or a loaded :class:`~aimegraph.eval.suite.Suite`.
         model: The model every system runs with unless its spec names one: a spec
-            (``openai:<model>``, ``local``, ...), a chat model, a factory
+            (``openai:<model>``, ``anthropic:<model>``, ``local``, ...), a chat model, a factory
             ``(task, system_kind, rollout) -> chat model``, or ``"oracle"`` for the
             tasks' scripted oracle replies.
         systems: Built-in names (``aimegraph``, ``create_agent``, ``deepagents``),
@@ -163,6 +163,7 @@ def evaluate(
     pending = [r for r in plan if r.key not in current]
     resumed = len(current)
     judge = resolve_model(judge_model) if isinstance(judge_model, str) else judge_model
+    source.resolve_specs(pending)
     result = EvalResult(folder, [], {}, skipped, 0, resumed, torn)
 
     def finish() -> EvalResult:

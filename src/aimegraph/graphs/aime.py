@@ -63,7 +63,8 @@ def build_aime_graph(
 
     Args:
         model: The chat model for every role, or a spec: ``openai:<model>``,
-            ``local``, ``scripted:<scenario>``.
+            ``<provider>:<model>`` (``anthropic:``, ``ollama:``, ... any provider
+            ``init_chat_model`` knows), ``local``, ``scripted:<scenario>``.
         tools: A :class:`ToolRegistry` used as is, or tools to add to the built-in
             bundles (files, compute, human, memory, knowledge, and web when
             ``config.web`` is set) in a ``custom`` bundle.

@@ -51,8 +51,12 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
 
 def is_transient(exc: BaseException) -> bool:
     """Errors worth retrying: the service may answer next time (timeouts, dropped
-    connections, rate limits, 408/409/429 and 5xx answers)."""
+    connections, rate limits, 408/409/429 and 5xx answers). Provider packages raise
+    LangChain's ``ModelError`` kinds, which say so themselves (``is_retryable``): an
+    Anthropic connection error has no status code and is no openai or httpx error."""
     if isinstance(exc, _TRANSIENT_TYPES):
+        return True
+    if getattr(exc, "is_retryable", False) is True:
         return True
     status = status_code_of(exc)
     return status is not None and (status in (408, 409, 429) or status >= 500)

@@ -7,6 +7,9 @@ Accepted specs (see DESIGN.md section 5):
   ``OPENAI_BASE_URL`` (or LangChain's ``OPENAI_API_BASE``), so any OpenAI-compatible server
   works (vLLM, Ollama, llama.cpp server, LM Studio). With a base URL and no key a
   placeholder key is sent, since such servers do not check it;
+- ``<provider>:<model>`` for any other provider LangChain's ``init_chat_model`` knows
+  (``anthropic``, ``ollama``, ``google_genai``, ``mistralai``, ``bedrock_converse``, ...),
+  see :mod:`aimegraph.models.providers`;
 - ``local`` or ``local:<path-to-gguf>``: the bundled Gemma 3 270M (or the given GGUF)
   in-process through llama.cpp, see :mod:`aimegraph.models.local` (extra ``[local]``);
 - ``scripted:<scenario>``: the deterministic offline model of
@@ -22,6 +25,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from aimegraph.models.errors import ModelSpecError
+from aimegraph.models.providers import UnknownProviderError, provider_model
 
 __all__ = [
     "ROLES",
@@ -36,6 +40,8 @@ ROLES: tuple[str, ...] = ("planner", "actor", "verifier", "reporter")
 
 ACCEPTED_SPECS = (
     "'openai:<model>' (OpenAI or an OpenAI-compatible server via OPENAI_BASE_URL), "
+    "'<provider>:<model>' for any provider LangChain's init_chat_model knows "
+    "(anthropic, ollama, google_genai, mistralai, bedrock_converse, ...), "
     "'local' or 'local:<path-to-gguf>' (llama.cpp, extra [local]), "
     "'scripted:<scenario>' (offline demo), or a LangChain BaseChatModel instance"
 )
@@ -60,12 +66,12 @@ def resolve_model(
     """Return the chat model a spec names; a ``BaseChatModel`` passes through unchanged.
 
     ``timeout`` (seconds per request) and ``max_retries`` (client retries) apply to
-    remote models; ``build_aime_graph`` passes ``AimeConfig.model_timeout_s`` and
-    ``model_retries``.
+    remote models (as each provider's class takes them); ``build_aime_graph`` passes
+    ``AimeConfig.model_timeout_s`` and ``model_retries``.
 
     Raises:
         ModelSpecError: for an unknown or incomplete spec, a missing API key, or a missing
-            optional dependency.
+            optional dependency or provider package (the line names what to install).
     """
     if isinstance(spec, BaseChatModel):
         return spec
@@ -94,9 +100,10 @@ def resolve_model(
         return _openai_model(name, timeout=timeout, max_retries=max_retries)
     if provider == "scripted":
         return _scripted_model(name)
-    raise ModelSpecError(
-        f"unknown model provider {provider!r} in {spec!r}; accepted: {ACCEPTED_SPECS}"
-    )
+    try:
+        return provider_model(provider, name, text, timeout=timeout, max_retries=max_retries)
+    except UnknownProviderError as exc:
+        raise ModelSpecError(f"{exc}; accepted: {ACCEPTED_SPECS}") from exc
 
 
 def resolve_models(
