@@ -57,7 +57,9 @@ class _Settings(BaseModel):
         if isinstance(data, Mapping):
             unknown = [str(key) for key in data if key not in cls.model_fields]
             if unknown:
-                raise ValueError("; ".join(_unknown_setting(name, cls.model_fields) for name in unknown))
+                raise ValueError(
+                    "; ".join(_unknown_setting(name, cls.model_fields) for name in unknown)
+                )
         return data
 
 

@@ -20,6 +20,7 @@ from aimegraph.streaming import answer_piece
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
 
+
 def cli_console(*, stderr: bool = False) -> Console:
     """A console for commands' output. On a terminal, lines wrap at its width; anywhere
     else (a pipe, a log, CI) they are never wrapped, since there is no width to fit

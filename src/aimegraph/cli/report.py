@@ -37,6 +37,9 @@ class Shown(NamedTuple):
     """The last checklist shown."""
 
 
+NOTHING_SHOWN = Shown()
+
+
 def report(
     snapshot: StateSnapshot,
     thread_id: str,
@@ -44,7 +47,7 @@ def report(
     console: Console,
     *,
     holder: str | None = None,
-    streamed: Shown = Shown(),
+    streamed: Shown = NOTHING_SHOWN,
 ) -> str:
     """Print a thread's state (as JSON with --json) and what to do next; returns its
     status. ``holder`` is the live process running it, if one does: then it is
@@ -105,7 +108,9 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
     }
 
 
-def print_summary(data: dict[str, Any], console: Console, *, streamed: Shown = Shown()) -> None:
+def print_summary(
+    data: dict[str, Any], console: Console, *, streamed: Shown = NOTHING_SHOWN
+) -> None:
     reason = data.get("reason")
     console.print(
         f"\n[bold]status:[/bold] {data['status']}"

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from html import escape
 from pathlib import Path
 from string import Template
-from urllib.parse import quote
 from typing import Any
+from urllib.parse import quote
 
 __all__ = ["LIVE_STATUSES", "run_page", "threads_page"]
 
@@ -60,16 +60,17 @@ def _thread_row(row: Mapping[str, Any]) -> str:
     cost = float(usage.get("cost_usd") or 0)
     thread_id = str(row["thread_id"])
     cells = [
-        f'<a href="/threads/{escape(quote(thread_id, safe=""))}">{escape(thread_id)}</a>',
-        _badge(str(row.get("status") or "")),
-        escape(str(row.get("goal") or "")),
-        escape(str(row.get("updated") or "")[:19]),
-        str(int(usage.get("llm_calls") or 0)),
-        str(tokens),
-        f"${cost:.4f}" if cost else "–",
+        ("", f'<a href="/threads/{escape(quote(thread_id, safe=""))}">{escape(thread_id)}</a>'),
+        ("", _badge(str(row.get("status") or ""))),
+        ("goal", escape(str(row.get("goal") or ""))),
+        ("when", escape(str(row.get("updated") or "")[:19])),
+        ("num", str(int(usage.get("llm_calls") or 0))),
+        ("num", str(tokens)),
+        ("num", f"${cost:.4f}" if cost else "–"),
     ]
-    classes = ["", "", ' class="goal"', ' class="when"', ' class="num"', ' class="num"', ' class="num"']
-    tds = "".join(f"<td{cls}>{cell}</td>" for cls, cell in zip(classes, cells, strict=True))
+    tds = "".join(
+        f'<td class="{css}">{cell}</td>' if css else f"<td>{cell}</td>" for css, cell in cells
+    )
     return f'<tr data-thread="{escape(thread_id)}">{tds}</tr>'
 
 

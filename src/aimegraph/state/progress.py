@@ -204,9 +204,7 @@ def dependency_results(tasks: Tasks, task: Task) -> dict[str, TaskResult]:
     return {dep: result for dep in task.dependencies if (result := tasks[dep].result) is not None}
 
 
-def render_checklist(
-    tasks: Tasks, *, with_results: bool = False, cancelled: bool = False
-) -> str:
+def render_checklist(tasks: Tasks, *, with_results: bool = False, cancelled: bool = False) -> str:
     """AIME's Markdown progress list: children indented under their parent.
 
     ``[ ]`` pending, ``[~]`` in progress, ``[x]`` completed, ``[!]`` failed,
