@@ -63,6 +63,8 @@ def test_the_note_box_shows_on_a_running_run_only() -> None:
     assert '<section id="note-card" class="card" >' in running
     for status in ("paused", "stopped", "succeeded", "cancelled", "queued"):
         assert 'id="note-card" class="card" hidden>' in run_page(template, "t", {"status": status})
+    cancelled = run_page(template, "t", {"status": "cancelled", "reason": "cancelled"})
+    assert element(cancelled, "p", "reason") == ""  # said once, by the badge
     unknown = run_page(template, "nothing-yet", None)
     assert "hidden>" in unknown and initial_state(unknown) is None
 

@@ -33,7 +33,8 @@ def run_page(template: Path, thread_id: str, view: Mapping[str, Any] | None) -> 
         thread_id=escape(thread_id),
         status=escape(status),
         goal=escape(str(shown.get("goal") or "")),
-        reason=escape(str(shown.get("reason") or "")),
+        # A cancel without a reason given records "cancelled": the badge says it.
+        reason=escape(str(shown.get("reason") or "") if shown.get("reason") != status else ""),
         checklist=escape(str(shown.get("checklist") or "(no plan yet)")),
         final_answer=escape(str(shown.get("final_answer") or "(none yet)")),
         note_hidden="" if status in LIVE_STATUSES else "hidden",

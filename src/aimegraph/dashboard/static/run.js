@@ -17,7 +17,7 @@ function render(view) {
   $("cancel-run").hidden = !["running", "stopped", "paused", "queued"].includes(status);
   $("note-card").hidden = status !== "running"; // only running actors read notes
   $("goal").textContent = view.goal;
-  $("reason").textContent = view.reason || "";
+  $("reason").textContent = view.reason && view.reason !== status ? view.reason : "";
   $("error").textContent = view.error ? `the run stopped with an error: ${view.error}` : "";
   $("updated").textContent = when(view.updated);
   $("version").textContent = view.version;
