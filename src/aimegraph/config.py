@@ -9,6 +9,7 @@ Context is not checkpointed, so pass the same overrides again when resuming.
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +20,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     field_serializer,
     field_validator,
     model_validator,
@@ -43,7 +45,55 @@ OptInBundle = Literal["shell"]
 ActorDurability = Literal["inherit", "exit"]
 
 
-class WebConfig(BaseModel):
+class _Settings(BaseModel):
+    """Settings a user types (in JSON, YAML, a dict): a mistyped name is refused
+    naming the closest real one, which pydantic's "extra inputs are not permitted"
+    does not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_names(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = [str(key) for key in data if key not in cls.model_fields]
+            if unknown:
+                raise ValueError(
+                    "; ".join(_unknown_setting(name, cls.model_fields) for name in unknown)
+                )
+        return data
+
+
+def _unknown_setting(name: str, known: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"unknown setting {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+def settings_error(exc: ValidationError) -> str:
+    """A pydantic error about settings on one line: each field named with its problem
+    (and the value given), without pydantic's layout and links. The same for any
+    model, so a bad file of agents or systems reads as a bad ``--config`` does."""
+    problems: dict[tuple[Any, ...], str] = {}
+    for error in exc.errors(include_url=False):
+        where = error["loc"][:1]  # a union's branches each report on the same field
+        if where in problems:
+            continue
+        if error["type"] == "value_error":
+            problem = str(error.get("ctx", {}).get("error", error["msg"]))
+        else:
+            problem = error["msg"][:1].lower() + error["msg"][1:]
+            if "input" in error and error["type"] != "missing":
+                problem += f" (got {_clip(repr(error['input']))})"
+        field = ".".join(str(part) for part in error["loc"])
+        problems[where] = f"setting {field!r}: {problem}" if field else problem
+    return "; ".join(problems.values())
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class WebConfig(_Settings):
     """The ``web`` tool bundle's policy (``AimeConfig.web``; the bundle exists only
     when it is set). ``fetch_url`` refuses, on the first request and on every
     redirect, any URL that is not http(s), whose host a list excludes, or whose
@@ -52,8 +102,6 @@ class WebConfig(BaseModel):
     ``allow_private_hosts``;
     it connects to the address it checked, so a DNS answer cannot change between
     the check and the connection."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     allow_hosts: tuple[str, ...] = Field(
         (),
@@ -86,11 +134,9 @@ class WebConfig(BaseModel):
     )
 
 
-class AimeConfig(BaseModel):
+class AimeConfig(_Settings):
     """Budgets and policies. Every budget is enforced by the engine itself, so a
     run always terminates with a clear ``status``, never by ``recursion_limit``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_parallel: int = Field(4, ge=1, description="Actors dispatched per orchestration step.")
     max_tasks: int = Field(30, ge=1, description="Largest plan accepted.")

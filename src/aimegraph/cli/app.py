@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -42,6 +43,8 @@ from aimegraph.cli import eval as evaluation
 from aimegraph.cli.options import checkpoints_option
 from aimegraph.cli.runlog import log_directory, run_logging
 from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError, Handler
+from aimegraph.config import settings_error
+from aimegraph.console import cli_console
 from aimegraph.mcp_servers import McpServerError
 from aimegraph.sandbox import SandboxUnavailable
 
@@ -58,8 +61,8 @@ EXIT_HELP = (
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    console = Console(stderr=args.json, highlight=False)
-    errors = Console(stderr=True, highlight=False)
+    console = cli_console(stderr=args.json)
+    errors = cli_console(stderr=True)
     stores = _Stores(create=args.command not in READING_COMMANDS)
     try:
         with (
@@ -73,6 +76,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return exc.code
+    except ValidationError as exc:  # settings: --config, flags, files of agents or systems
+        errors.print(f"[red]error:[/red] {escape(settings_error(exc))}", soft_wrap=True)
+        return EXIT_USAGE
     # Bad URLs, specs and config values; MCP servers down; no sandbox for model-written code.
     except (ValueError, McpServerError, SandboxUnavailable) as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)

@@ -51,7 +51,7 @@ from aimegraph.cli.options import (
     stream_option,
     wait_option,
 )
-from aimegraph.cli.report import report, report_cancel, show_interrupts
+from aimegraph.cli.report import Shown, report, report_cancel, show_interrupts
 from aimegraph.cli.support import (
     EXIT_BUSY,
     EXIT_CODES,
@@ -444,9 +444,9 @@ def _follow(
     modes: list[StreamMode],
     args: argparse.Namespace,
     console: Console,
-) -> str:
+) -> Shown:
     """Run ``graph`` under ``lease`` until it ends or pauses, showing its progress
-    live (unless --json); returns the answer as it was streamed (with ``--stream``)."""
+    live (unless --json); returns what the live view left on the screen."""
     chunks: Iterator[Any] = stream_held(
         graph,
         inputs,
@@ -459,10 +459,10 @@ def _follow(
     if args.json:
         for _ in chunks:
             pass
-        return ""
+        return Shown()
     with LiveProgress(console, title=f"aimegraph {lease.thread_id}") as live:
         live.follow(chunks)
-    return live.answer
+    return Shown(live.answer, live.checklist)
 
 
 def _answer(args: argparse.Namespace) -> dict[str, Any] | None:

@@ -18,6 +18,8 @@ _CHECKBOX = {
     "failed": "[!]",
     "skipped": "[-]",
 }
+CANCELLED_MARK = "[/]"
+"""A task the run's cancel cut off (it had not finished), whatever its status says."""
 
 
 class PlanError(ValueError):
@@ -202,11 +204,13 @@ def dependency_results(tasks: Tasks, task: Task) -> dict[str, TaskResult]:
     return {dep: result for dep in task.dependencies if (result := tasks[dep].result) is not None}
 
 
-def render_checklist(tasks: Tasks, *, with_results: bool = False) -> str:
+def render_checklist(tasks: Tasks, *, with_results: bool = False, cancelled: bool = False) -> str:
     """AIME's Markdown progress list: children indented under their parent.
 
     ``[ ]`` pending, ``[~]`` in progress, ``[x]`` completed, ``[!]`` failed,
-    ``[-]`` skipped. Dependencies and, on request, results follow each line.
+    ``[-]`` skipped; in a run that was ``cancelled``, ``[/]`` for each task it left
+    unfinished (pending or in progress: none of them will run). Dependencies and, on
+    request, results follow each line.
     """
     if not tasks:
         return "(no tasks yet)"
@@ -220,7 +224,9 @@ def render_checklist(tasks: Tasks, *, with_results: bool = False) -> str:
     def walk(parent: str | None, depth: int) -> None:
         for task in children.get(parent, []):
             indent = "  " * depth
-            line = f"{indent}- {_CHECKBOX[task.status]} {task.id}: {task.title}"
+            unfinished = task.status in ("pending", "in_progress")
+            mark = CANCELLED_MARK if cancelled and unfinished else _CHECKBOX[task.status]
+            line = f"{indent}- {mark} {task.id}: {task.title}"
             if task.dependencies:
                 line += f" (after {', '.join(task.dependencies)})"
             if task.agent and task.team is None:
