@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from aimegraph.eval import SuiteError, load_suite
-from aimegraph.eval.suite import BUNDLED_SUITE, Check, is_suite_file
+from aimegraph.eval.suite import BUNDLED_SUITE, ORACLE_SHAPE, Check, is_suite_file
 
 
 def _load(tmp_path: Path, tasks: Any, name: str = "suite.yaml", **top: Any) -> Any:
@@ -124,7 +124,7 @@ ORACLE_STAGE = {"id": "s1", "title": "Do it", "calls": [{"tool": "python", "args
 @pytest.mark.parametrize(
     ("oracle", "message"),
     [
-        ({"stages": [ORACLE_STAGE]}, "exactly one of answer, structured"),
+        ({"stages": [ORACLE_STAGE]}, "exactly one of answer (write answer: TEXT) or structured"),
         (
             {
                 "stages": [ORACLE_STAGE, {**ORACLE_STAGE, "id": "s2", "after": []}],
@@ -142,12 +142,19 @@ ORACLE_STAGE = {"id": "s1", "title": "Do it", "calls": [{"tool": "python", "args
                 ],
                 "answer": "x",
             },
-            "uses {stage:s1} but does not come after it",
+            "uses {stage:s1} but does not come after it: write after: [s2, s1]",
         ),
-        ({"stages": [ORACLE_STAGE], "answer": "{stage:s9}"}, "unknown stages ['s9']"),
+        (
+            {"stages": [ORACLE_STAGE], "answer": "{stage:s9}"},
+            "unknown stages ['s9']; its stages are ['s1']",
+        ),
+        (
+            {"stages": [{"id": "s1", "titel": "Do it"}], "answer": "x"},
+            "oracle.stages.0.title: Field required",
+        ),
         (
             {"stages": [{**ORACLE_STAGE, "calls": [{"tool": "python", "arg": {}}]}], "answer": "x"},
-            "a call is {tool: name, args: {...}}",
+            "a call is {tool: NAME, args: {...}}",
         ),
     ],
 )
@@ -159,7 +166,60 @@ def test_an_oracle_scripts_every_turn(tmp_path: Path) -> None:
     task = {**GOOD, "goal": None, "turns": ["a", "b"]}
     task.pop("goal")
     error = _error(tmp_path, [{**task, "oracle": {"stages": [ORACLE_STAGE], "answer": "x"}}])
-    assert "the oracle scripts 1 turn(s); the task has 2" in error
+    assert "the oracle scripts 1 turn(s); the task has 2: write oracle: {turns: [...]}" in error
+
+
+def test_an_oracle_pydantic_error_shows_the_oracle_shape(tmp_path: Path) -> None:
+    error = _error(tmp_path, [{**GOOD, "oracle": {"stages": [{"id": "s1"}], "answer": "x"}}])
+    assert "task 't1' oracle.stages.0.title: Field required" in error
+    assert error.endswith(ORACLE_SHAPE)
+
+
+TYPED = {"type": "object", "properties": {"total": {"type": "number"}, "n": {"type": "integer"}}}
+
+
+def test_a_typed_task_without_structured_says_what_to_write(tmp_path: Path) -> None:
+    """The message of issue 38: a typed task whose oracle answers with text."""
+    oracle = {"stages": [ORACLE_STAGE], "answer": "{stage:s1}"}
+    error = _error(tmp_path, [{**GOOD, "response_format": TYPED, "oracle": oracle}])
+    assert "the task has a response_format, so the oracle's last turn answers with" in error
+    assert "structured: {n: VALUE, total: VALUE}" in error and "instead of answer" in error
+
+
+def test_an_untyped_task_with_structured_says_what_to_write(tmp_path: Path) -> None:
+    oracle = {"stages": [ORACLE_STAGE], "structured": {"total": "{stage:s1}"}}
+    error = _error(tmp_path, [{**GOOD, "oracle": oracle}])
+    assert "has no response_format, so the oracle's last turn answers with answer: TEXT" in error
+
+
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        (
+            {"numbr": 2},
+            "unknown check key 'numbr' (did you mean 'number'?); a check needs exactly one of",
+        ),
+        (
+            {"number": 2, "tolerence": 0.1},
+            "unknown check key 'tolerence' (did you mean 'tolerance'?); a 'number' check takes",
+        ),
+        ({"contains": "2", "colour": "red"}, "unknown check key 'colour'; a 'contains' check"),
+    ],
+)
+def test_an_unknown_check_key_is_named_with_the_closest_known(
+    tmp_path: Path, check: dict[str, Any], message: str
+) -> None:
+    assert message in _error(tmp_path, [{**GOOD, "check": check}])
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text("tasks:\n  - id: t1\n    goal: What is: 2?\n    check: {number: 2}\n")
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path} line 3 column 18: not valid YAML: ")
+    assert "\n" not in message and "<unicode string>" not in message
 
 
 def test_digest_follows_the_files_content(tmp_path: Path) -> None:

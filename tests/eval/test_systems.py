@@ -110,6 +110,14 @@ def test_systems_file_mistakes(tmp_path: Path, spec: dict[str, Any], message: st
     assert str(caught.value).startswith(f"{path}: system") and message in str(caught.value)
 
 
+def test_a_systems_file_yaml_error_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "systems.yaml"
+    path.write_text("- name: a\n  config: {verify: off\n- name: b\n")
+    with pytest.raises(SystemsError) as caught:
+        load_systems([str(path)])
+    assert str(caught.value).startswith(f"{path} line 3 column ") and "\n" not in str(caught.value)
+
+
 def test_system_names_are_unique_and_known() -> None:
     with pytest.raises(SystemsError, match="system names repeat: aimegraph"):
         load_systems(["aimegraph", SystemSpec(name="aimegraph", config={"verify": "off"})])
