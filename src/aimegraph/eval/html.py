@@ -40,10 +40,10 @@ def scatter_svg(systems: Sequence[Mapping[str, Any]]) -> str:
     """pass@1 (with its interval) against the mean cost per rollout, one point per
     system; against mean tokens per rollout when no price was given (all costs 0)."""
     width, height, left, bottom, top, right = 560, 320, 60, 40, 20, 160
-    priced = any(s["per_rollout"]["cost_usd"] > 0 for s in systems)
+    priced = any((s["per_rollout"]["cost_usd"] or 0) > 0 for s in systems)
     if priced:
         label = "cost per rollout (USD)"
-        xs = [float(s["per_rollout"]["cost_usd"]) for s in systems]
+        xs = [float(s["per_rollout"]["cost_usd"] or 0) for s in systems]
     else:
         label = "tokens per rollout (no prices given)"
         xs = [
