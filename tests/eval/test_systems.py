@@ -180,3 +180,40 @@ def test_a_run_that_waits_for_a_human_fails_as_paused(tmp_path: Path) -> None:
     assert record["status"] == "paused" and not record["passed"]
     assert "evals are unattended" in record["failure"]
     assert record["usage"]["llm_calls"] == 1  # the planner, then the pause
+
+
+# A model that asks the human whenever it is offered one: the first plan names the
+# human bundle; a plan without it comes next (the repair when that bundle is unknown),
+# and its actor still tries ask_human before working alone.
+ASKS_A_HUMAN = {
+    "planner": [
+        {"rationale": "ask", "tasks": [{"id": "q", "title": "Ask", "tool_bundles": ["human"]}]},
+        {"rationale": "alone", "tasks": [{"id": "q", "title": "Work", "tool_bundles": ["compute"]}]},
+    ],
+    "actors": {
+        "q": [
+            {"tool": "ask_human", "args": {"question": "Which number?"}},
+            {"tool": "calculator", "args": {"expression": "6*7"}},
+            {"tool": "submit_result", "args": {"status": "completed", "summary": "42"}},
+        ]
+    },
+    "reporter": [{"text": "The answer is 42."}],
+}
+
+
+def test_an_eval_offers_no_human(tmp_path: Path) -> None:
+    """Issue 38: evals are unattended, yet actors were offered ask_human and two of four
+    rollouts ended paused. Without the human bundle the rollout works on and passes."""
+    task = {"id": "q", "goal": "What is 6 times 7?", "check": {"number": 42}}
+    suite = write_suite(tmp_path / "suite", [task])
+    models: list[ScriptedChatModel] = []
+
+    def asking(task: Any, kind: str, rollout: int) -> BaseChatModel:
+        models.append(ScriptedChatModel.from_dict(ASKS_A_HUMAN))
+        return models[-1]
+
+    result = evaluate(suite, model=asking, systems=["aimegraph"], out=tmp_path / "out")
+    (record,) = result.records
+    assert record["status"] != "paused" and record["passed"], record["failure"]
+    (model,) = models
+    assert "Ask the human user" not in model.prompts("planner")[0]  # the bundle is not offered

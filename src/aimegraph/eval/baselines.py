@@ -15,19 +15,20 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
 from aimegraph.eval.checkers import structured_json
-from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config
+from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config, unattended_registry
 from aimegraph.eval.suite import Budget
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
 from aimegraph.models.reasoning import visible_text
 from aimegraph.prompts import baseline
-from aimegraph.tools.registry import ToolRegistry, default_registry
+from aimegraph.tools.registry import ToolRegistry
 
 __all__ = ["BASELINE_BUNDLES", "BudgetMiddleware", "baseline_tools", "run_baseline"]
 
 BASELINE_BUNDLES = ("files", "compute", "knowledge", "web", "custom")
-"""The bundles whose tools a baseline gets: aimegraph's work tools. ``human`` (no one
-answers during an eval) and ``memory`` (aimegraph's run whiteboard) are engine parts."""
+"""The bundles whose tools a baseline gets: aimegraph's work tools. ``memory``
+(aimegraph's run whiteboard) is an engine part; ``human`` is offered to no system in
+an eval (no one answers)."""
 
 DEEPAGENTS_FILE_TOOLS = ("read_file", "write_file", "append_file", "list_dir")
 """aimegraph's file tools, left out for deepagents, which brings its own over the
@@ -84,7 +85,7 @@ def baseline_tools(registry: ToolRegistry, *, without: Sequence[str] = ()) -> li
 def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
     """Every turn of the task on one thread of a ``create_agent`` (or deepagents) loop."""
     budget = BudgetMiddleware(setup.counter, setup.budget)
-    registry = default_registry(setup.workspace, extra_tools=setup.tools)
+    registry = unattended_registry(setup)
     prompt = spec.system_prompt or baseline.SYSTEM
     if spec.kind == "deepagents":
         graph = _deep_agent(setup, registry, prompt, budget)

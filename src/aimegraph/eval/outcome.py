@@ -14,9 +14,20 @@ from langgraph.runtime import RunControl
 
 from aimegraph.eval.suite import Budget, Task
 from aimegraph.eval.usage import UsageCounter
-from aimegraph.tools.registry import ToolLike
+from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
-__all__ = ["Outcome", "RolloutSetup", "thread_config"]
+__all__ = [
+    "UNATTENDED_BUNDLES_LEFT_OUT",
+    "Outcome",
+    "RolloutSetup",
+    "thread_config",
+    "unattended_registry",
+]
+
+UNATTENDED_BUNDLES_LEFT_OUT = ("human",)
+"""Bundles no system is offered in an eval: no one answers ``ask_human`` while an
+eval runs, and a question would end the rollout ``paused`` (the baselines never
+have it either)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +57,17 @@ class Outcome:
     status: str
     reason: str | None
     state: Mapping[str, Any]
+
+
+def unattended_registry(setup: RolloutSetup) -> ToolRegistry:
+    """The default bundles over the rollout's workspace, with the application's tools,
+    less :data:`UNATTENDED_BUNDLES_LEFT_OUT`."""
+    full = default_registry(setup.workspace, extra_tools=setup.tools)
+    registry = ToolRegistry()
+    for name, bundle in full.bundles.items():
+        if name not in UNATTENDED_BUNDLES_LEFT_OUT:
+            registry.add_bundle(name, bundle.description, full.select([name]))
+    return registry
 
 
 def thread_config(setup: RolloutSetup) -> RunnableConfig:
