@@ -1,5 +1,7 @@
 """The ReAct baselines: LangChain's ``create_agent`` and deepagents, with the same
-model and work tools as aimegraph (extra ``[eval]``; deepagents when installed)."""
+model and work tools as aimegraph (extra ``[eval]``; deepagents when installed), and
+the same tool-calling mode aimegraph's default picks for the model: native, or the
+tools described in the prompt (:mod:`aimegraph.eval.json_baseline`)."""
 
 from __future__ import annotations
 
@@ -9,12 +11,14 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
 from aimegraph.eval.checkers import structured_json
+from aimegraph.eval.json_baseline import for_baseline
 from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config, unattended_registry
 from aimegraph.eval.suite import Budget
 from aimegraph.eval.systems import SystemSpec
@@ -87,11 +91,13 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
     budget = BudgetMiddleware(setup.counter, setup.budget)
     registry = unattended_registry(setup)
     prompt = spec.system_prompt or baseline.SYSTEM
+    # Tools in the prompt (JSON mode) where aimegraph's default would put them there.
+    model = for_baseline(setup.model)
     if spec.kind == "deepagents":
-        graph = _deep_agent(setup, registry, prompt, budget)
+        graph = _deep_agent(setup, model, registry, prompt, budget)
     else:
         graph = create_agent(
-            setup.model,
+            model,
             baseline_tools(registry),
             system_prompt=prompt,
             response_format=setup.task.answer_schema,
@@ -117,13 +123,17 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
 
 
 def _deep_agent(
-    setup: RolloutSetup, registry: ToolRegistry, prompt: str, budget: BudgetMiddleware
+    setup: RolloutSetup,
+    model: BaseChatModel,
+    registry: ToolRegistry,
+    prompt: str,
+    budget: BudgetMiddleware,
 ) -> Any:
     from deepagents import create_deep_agent
     from deepagents.backends import FilesystemBackend
 
     return create_deep_agent(
-        model=setup.model,
+        model=model,
         tools=baseline_tools(registry, without=DEEPAGENTS_FILE_TOOLS),
         system_prompt=prompt,
         response_format=setup.task.answer_schema,
