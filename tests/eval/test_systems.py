@@ -190,7 +190,10 @@ def test_a_run_that_waits_for_a_human_fails_as_paused(tmp_path: Path) -> None:
 ASKS_A_HUMAN = {
     "planner": [
         {"rationale": "ask", "tasks": [{"id": "q", "title": "Ask", "tool_bundles": ["human"]}]},
-        {"rationale": "alone", "tasks": [{"id": "q", "title": "Work", "tool_bundles": ["compute"]}]},
+        {
+            "rationale": "alone",
+            "tasks": [{"id": "q", "title": "Work", "tool_bundles": ["compute"]}],
+        },
     ],
     "actors": {
         "q": [
@@ -280,6 +283,10 @@ def test_a_baseline_gets_json_mode_tools_with_a_model_without_tool_calling(
     assert "Observation from calculator:\n42" in second
     assert "- Answer:" in typed_first and "- final_answer:" not in typed_first
     assert result.records[1]["structured_response"] == {"total": 43}
+    assert all(record["tool_calling"] == "json" for record in result.records)
+    report = result.report_md.read_text().splitlines()
+    (row,) = [line for line in report if line.startswith("| create_agent | create_agent (")]
+    assert "| JSON (in the prompt) |" in row
 
 
 def test_a_grammar_model_baseline_is_forced_to_call_a_bound_tool_or_answer(

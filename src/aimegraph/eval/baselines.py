@@ -18,8 +18,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
 from aimegraph.eval.checkers import structured_json
-from aimegraph.eval.json_baseline import for_baseline
-from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config, unattended_registry
+from aimegraph.eval.json_baseline import JsonToolCalling
+from aimegraph.eval.outcome import (
+    Outcome,
+    RolloutSetup,
+    thread_config,
+    tool_calling_mode,
+    unattended_registry,
+)
 from aimegraph.eval.suite import Budget
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
@@ -91,8 +97,9 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
     budget = BudgetMiddleware(setup.counter, setup.budget)
     registry = unattended_registry(setup)
     prompt = spec.system_prompt or baseline.SYSTEM
-    # Tools in the prompt (JSON mode) where aimegraph's default would put them there.
-    model = for_baseline(setup.model)
+    model = setup.model
+    if tool_calling_mode(spec, model) == "json":
+        model = JsonToolCalling(inner=model)
     if spec.kind == "deepagents":
         graph = _deep_agent(setup, model, registry, prompt, budget)
     else:

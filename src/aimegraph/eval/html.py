@@ -8,13 +8,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from aimegraph.eval.report import (
-    PASS_AT_K_NOTE,
-    PER_SOLVED_NOTE,
-    SCORES_NOTE,
-    systems_table,
-    tags_table,
-)
+from aimegraph.eval.report import notes, systems_table, tags_table
 
 __all__ = ["html_report", "matrix_svg", "scatter_svg"]
 
@@ -174,10 +168,10 @@ def html_report(summary: Mapping[str, Any]) -> str:
     for name, reason in summary["skipped"].items():
         body.append(f'<p class="note">{escape(name)} skipped: {escape(reason)}</p>')
     columns, rows = systems_table(systems, k)
-    body.append("<h2>Systems</h2>" + _rows(columns, rows, numeric_from=2))
+    body.append("<h2>Systems</h2>" + _rows(columns, rows, numeric_from=3))
     body.append(
         '<p class="note">Calls, tokens, cost and wall time: means per rollout. '
-        + escape(SCORES_NOTE + (PASS_AT_K_NOTE.format(k=k) if k > 1 else "") + PER_SOLVED_NOTE)
+        + escape(notes(k))
         + "</p>"
     )
     if systems:

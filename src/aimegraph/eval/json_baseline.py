@@ -32,7 +32,7 @@ from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool, tool
 from pydantic import BaseModel, Field
 
-from aimegraph.models.calls import resolve_mode, with_json_instructions
+from aimegraph.models.calls import with_json_instructions
 from aimegraph.models.json_tools import (
     describe_tools,
     json_step_model,
@@ -42,7 +42,7 @@ from aimegraph.models.json_tools import (
 from aimegraph.models.reasoning import visible_text
 from aimegraph.prompts import json_mode
 
-__all__ = ["FINAL_ANSWER", "JsonToolCalling", "for_baseline"]
+__all__ = ["FINAL_ANSWER", "JsonToolCalling"]
 
 
 class _FinalAnswerArgs(BaseModel):
@@ -133,11 +133,3 @@ class JsonToolCalling(BaseChatModel):
             usage_metadata=reply.usage_metadata,
             response_metadata=reply.response_metadata,
         )
-
-
-def for_baseline(model: BaseChatModel) -> BaseChatModel:
-    """``model`` as a baseline gets it: wrapped in :class:`JsonToolCalling` when
-    aimegraph's default (``tool_calling="auto"``) would use the JSON mode for it."""
-    if resolve_mode("auto", model) == "json":
-        return JsonToolCalling(inner=model)
-    return model

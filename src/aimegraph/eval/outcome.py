@@ -13,7 +13,9 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.suite import Budget, Task
+from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
+from aimegraph.models.calls import Mode, resolve_mode
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
 __all__ = [
@@ -21,6 +23,7 @@ __all__ = [
     "Outcome",
     "RolloutSetup",
     "thread_config",
+    "tool_calling_mode",
     "unattended_registry",
 ]
 
@@ -68,6 +71,15 @@ def unattended_registry(setup: RolloutSetup) -> ToolRegistry:
         if name not in UNATTENDED_BUNDLES_LEFT_OUT:
             registry.add_bundle(name, bundle.description, full.select([name]))
     return registry
+
+
+def tool_calling_mode(spec: SystemSpec, model: BaseChatModel) -> Mode:
+    """How ``spec``'s system calls tools with ``model``: an aimegraph system as its
+    ``tool_calling`` says (``auto`` by default), a baseline as aimegraph's default does,
+    so that both describe the tools in the prompt (JSON mode) for a model without
+    native tool calling."""
+    setting = spec.config.get("tool_calling", "auto") if spec.kind == "aimegraph" else "auto"
+    return resolve_mode(str(setting), model)
 
 
 def thread_config(setup: RolloutSetup) -> RunnableConfig:

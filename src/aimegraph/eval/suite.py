@@ -87,7 +87,6 @@ class Budget(Strict):
         )
 
 
-
 class Task(Strict):
     """One task of a suite (see the module docstring)."""
 

@@ -113,6 +113,7 @@ def _system_summary(records: Sequence[Record], k: int) -> dict[str, Any]:
         },
         **_per_solved(records, solved),
         "errors": sum(r.get("error") is not None for r in records),
+        "tool_calling": sorted({str(r["tool_calling"]) for r in records if r.get("tool_calling")}),
     }
     tags = sorted({tag for r in records for tag in r.get("tags", [])})
     summary["by_tag"] = {
