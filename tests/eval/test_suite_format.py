@@ -251,3 +251,37 @@ def test_suite_files_are_told_from_example_files(tmp_path: Path) -> None:
     tasks.write_text(json.dumps(GOOD) + "\n")
     assert not is_suite_file(examples)
     assert is_suite_file(tasks) and is_suite_file(tmp_path / "s.yaml") and is_suite_file("bundled")
+
+
+INVOICES = """\
+id,customer,amount,due,paid
+INV-001,Acme,300.00,2024-07-01,no
+INV-002,Initech,620.00,2024-05-01,no
+INV-003,Acme,410.00,2024-04-01,yes
+INV-004,Umbrella,95.00,2024-06-15,no
+INV-005,Globex,1250.50,2024-05-20,no
+INV-006,Hooli,700.00,2024-03-01,yes
+"""
+
+
+def _readme_oracle_example(folder: Path) -> Path:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The oracle format", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "invoices.csv").write_text(INVOICES)
+    path = folder / "suite.yaml"
+    path.write_text(example)
+    return path
+
+
+def test_the_readme_oracle_example_loads_and_its_oracle_solves_it(tmp_path: Path) -> None:
+    pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
+    from aimegraph.eval import evaluate
+
+    suite = load_suite(_readme_oracle_example(tmp_path / "suite"))
+    assert [t.id for t in suite.tasks] == ["overdue-total", "summary", "reminder"]
+    result = evaluate(suite, model="oracle", out=tmp_path / "out")
+    assert all(r["passed"] for r in result.records), [r["failure"] for r in result.records]
+    typed = [r for r in result.records if r["task"] == "summary"]
+    assert all(r["structured_response"] == {"invoices": 6, "overdue_total": 1870.5} for r in typed)
