@@ -117,7 +117,8 @@ class JsonToolCalling(BaseChatModel):
     def _read(self, reply: AIMessage) -> AIMessage:
         """The reply as the loop takes it: calls of bound tools, else the answer."""
         names = [t.name for t in self._offered()]
-        calls = tool_calls_in_text(reply.text, names)
+        text = visible_text(reply)  # a draft call in <think> text is not the call
+        calls = tool_calls_in_text(text, names)
         answers = [c for c in calls if c["name"] == FINAL_ANSWER.name]
         calls = [c for c in calls if c["name"] != FINAL_ANSWER.name]
         if calls:
@@ -125,7 +126,7 @@ class JsonToolCalling(BaseChatModel):
         elif answers:
             content = str(answers[0]["args"].get("answer", ""))
         else:
-            content = visible_text(reply)
+            content = text
         return AIMessage(
             content=content,
             tool_calls=calls,
