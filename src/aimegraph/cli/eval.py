@@ -19,6 +19,7 @@ from aimegraph.eval.report import (
     comparison_markdown,
     fmt_cost,
     fmt_number,
+    fmt_tool_calling,
     score_cells,
     score_columns,
 )
@@ -208,11 +209,13 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 def _print_summary(summary: dict[str, Any], console: Console) -> None:
     k = summary["k"]
     table = Table(title=f"{summary['suite']}: k = {k}")
-    for column in ("system", *score_columns(k), "tokens / solved", "cost / solved"):
+    columns = ("system", "tool calling", *score_columns(k), "tokens / solved", "cost / solved")
+    for column in columns:
         table.add_column(column)
     for s in summary["systems"]:
         table.add_row(
             escape(s["name"]),
+            fmt_tool_calling(s),
             *score_cells(s, k),
             fmt_number(s["tokens_per_solved"]),
             fmt_cost(s["cost_per_solved"]),

@@ -22,7 +22,7 @@ from langchain_core.tools import ToolException
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
-from aimegraph.eval.outcome import Outcome, RolloutSetup
+from aimegraph.eval.outcome import Outcome, RolloutSetup, tool_calling_mode
 from aimegraph.eval.runners import run_system
 from aimegraph.eval.suite import Suite, Task
 from aimegraph.eval.systems import SystemSpec
@@ -164,11 +164,13 @@ def run_rollout(
     counter = UsageCounter()
     started_at, started = _now(), time.monotonic()
     seed_used: int | None = None
+    tool_calling: str | None = None
     error: str | None = None
     try:
         fresh_workspace(workspace, task, suite)
         model, applied = seeded(models.model_for(rollout), rollout.seed)
         seed_used = rollout.seed if applied else None
+        tool_calling = tool_calling_mode(rollout.system, model)
         setup = RolloutSetup(
             task=task,
             workspace=workspace,
@@ -211,6 +213,7 @@ def run_rollout(
         "task_digest": rollout.task_digest,
         "system_digest": rollout.system_digest,
         "model": models.describe(rollout.system),
+        "tool_calling": tool_calling,
         "tags": list(task.tags),
         "passed": passed,
         "failure": None if passed else _failure(outcome, error, checks),

@@ -202,7 +202,8 @@ def evaluate(
         if on_rollout is not None:
             on_rollout(item)
 
-    bar = _progress_bar(progress, len(plan), resumed)
+    recorded_passes = sum(bool(r["passed"]) for r in current.values())
+    bar = _progress_bar(progress, len(plan), resumed, recorded_passes)
     try:
         with bar or _Quiet():
             _run_all(pending, work, record, concurrency, bar)
@@ -313,7 +314,9 @@ class _Bar:
         )
 
 
-def _progress_bar(progress: Console | bool, total: int, done: int) -> _Bar | None:
+def _progress_bar(progress: Console | bool, total: int, done: int, passed: int) -> _Bar | None:
+    """The eval's progress bar, starting from the ``done`` rollouts already recorded
+    (``passed`` of them passed), so a resumed eval counts them too."""
     if progress is False:
         return None
     console = progress if isinstance(progress, Console) else Console(stderr=True)
@@ -326,8 +329,8 @@ def _progress_bar(progress: Console | bool, total: int, done: int) -> _Bar | Non
         console=console,
         transient=False,
     )
-    task = bar.add_task("", total=total, completed=done, passed=0)
-    return _Bar(bar, task)
+    task = bar.add_task("", total=total, completed=done, passed=passed)
+    return _Bar(bar, task, passed)
 
 
 _DONE = object()
