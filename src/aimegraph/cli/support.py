@@ -66,8 +66,9 @@ RUN_FLAGS = (
 Handler = Callable[[argparse.Namespace, BaseCheckpointSaver[Any], Console], int]
 """A command: its parsed flags, the checkpoint store, the console; returns the exit code."""
 
-AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
-"""Adds a subcommand with the flags every command has (``--json``, ``--checkpoints``)."""
+AddCommand = Callable[[str, Handler], argparse.ArgumentParser]
+"""The parser of a subcommand (its help and the flags every command has, ``--json`` and
+``--checkpoints``, already there: see ``aimegraph.cli.app.COMMANDS``), given its handler."""
 
 
 class CliError(Exception):

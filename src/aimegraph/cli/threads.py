@@ -27,19 +27,15 @@ __all__ = ["register"]
 
 def register(command: AddCommand) -> None:
     """Add ``threads``, ``show``, ``history``, ``wait`` and ``draw``."""
-    command("threads", cmd_threads, "List stored threads (id, status, updated, goal).")
-    show = command("show", cmd_show, "Show a thread: checklist, verdict, final answer, usage.")
+    command("threads", cmd_threads)
+    show = command("show", cmd_show)
     show.add_argument("thread")
-    history = command("history", cmd_history, "List a thread's checkpoints, newest first.")
+    history = command("history", cmd_history)
     history.add_argument("thread")
-    wait = command(
-        "wait",
-        cmd_wait,
-        "Wait until a submitted run pauses or ends, then show it (exit code as for run).",
-    )
+    wait = command("wait", cmd_wait)
     wait.add_argument("thread")
     wait.add_argument("--timeout", type=float, help="give up after this many seconds (exit 7)")
-    draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
+    draw = command("draw", cmd_draw)
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")
     draw.add_argument("--model", default=DEMO_SCENARIO, help=argparse.SUPPRESS)
     draw.add_argument("--xray", action="store_true", help="expand the subgraphs")
