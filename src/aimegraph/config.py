@@ -12,9 +12,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from langgraph.runtime import Runtime
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -29,6 +28,9 @@ from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOU
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.state import Price, Usage
+
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]

@@ -30,8 +30,6 @@ from aimegraph.checkpoints import (
 from aimegraph.cli.app import missing_extra_message
 from aimegraph.cli.runlog import log_directory, run_logging
 from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError
-from aimegraph.mcp_servers import McpServerError
-from aimegraph.sandbox import SandboxUnavailable
 
 __all__ = ["run_command"]
 
@@ -54,7 +52,7 @@ def run_command(args: argparse.Namespace) -> int:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return exc.code
     # Bad URLs, specs and config values; MCP servers down; no sandbox for model-written code.
-    except (ValueError, McpServerError, SandboxUnavailable) as exc:
+    except usage_errors() as exc:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return EXIT_USAGE
     except ImportError as exc:
@@ -98,6 +96,25 @@ def _run_logs(args: argparse.Namespace, errors: Console) -> AbstractContextManag
 
 
 STORE_ERRORS = (CheckpointConnectionError, MissingCheckpointBackendError, sqlite3.Error, OSError)
+
+
+USAGE_ERRORS = {
+    "aimegraph.mcp_servers": "McpServerError",
+    "aimegraph.sandbox.protocol": "SandboxUnavailable",
+}
+"""Besides ValueError, the errors that are the user's to fix, by module: an MCP server
+down, no sandbox for model-written code."""
+
+
+def usage_errors() -> tuple[type[Exception], ...]:
+    """ValueError and the :data:`USAGE_ERRORS` of the modules loaded in this process (a
+    module the command never imported raised none of them, and is not imported here:
+    ``aimegraph threads`` loads no sandbox)."""
+    found: list[type[Exception]] = [ValueError]
+    for module_name, error in USAGE_ERRORS.items():
+        if (module := sys.modules.get(module_name)) is not None:
+            found.append(getattr(module, error))
+    return tuple(found)
 
 
 def database_errors() -> tuple[type[Exception], ...]:
