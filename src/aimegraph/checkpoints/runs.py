@@ -183,16 +183,27 @@ class ThreadSummary:
 
 
 def _newest_checkpoints(checkpointer: BaseCheckpointSaver[Any]) -> dict[str, CheckpointTuple]:
-    """The newest top-level checkpoint of each thread, by thread id. SQLite is asked
-    for its thread ids, then each thread's newest checkpoint is read: a store of long
-    runs holds dozens of checkpoints a thread, and loading them all made ``aimegraph
-    threads`` slow. Other savers have no such query, and are read whole."""
+    """The newest top-level checkpoint of each thread, by thread id.
+
+    On SQLite every checkpoint row is read, as LangGraph's ``list`` reads them (a damaged
+    page fails the listing, one error line, rather than listing what survived), but only
+    the newest of each thread is decoded: decoding them all made ``aimegraph threads``
+    slow on a store of long runs. Other savers are listed whole."""
     if isinstance(checkpointer, SqliteSaver):
+        newest_ids: dict[str, str] = {}
         with checkpointer.cursor(transaction=False) as cursor:
-            cursor.execute("SELECT DISTINCT thread_id FROM checkpoints WHERE checkpoint_ns = ''")
-            thread_ids = [row[0] for row in cursor.fetchall()]
-        found = {tid: checkpointer.get_tuple(thread_config(tid)) for tid in thread_ids}
-        return {tid: item for tid, item in found.items() if item is not None}
+            rows = cursor.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata "
+                "FROM checkpoints"
+            )
+            for thread_id, namespace, checkpoint_id, _, _ in rows:
+                if not namespace and checkpoint_id > newest_ids.get(thread_id, ""):
+                    newest_ids[thread_id] = checkpoint_id
+        found = {
+            thread_id: checkpointer.get_tuple(thread_config(thread_id, checkpoint_id=newest))
+            for thread_id, newest in newest_ids.items()
+        }
+        return {thread_id: item for thread_id, item in found.items() if item is not None}
     newest: dict[str, CheckpointTuple] = {}
     for item in checkpointer.list(None):
         configurable = item.config["configurable"]
