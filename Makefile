@@ -45,7 +45,10 @@ system-deps: sandbox-deps
 demo: $(DEMO_STAMP) sandbox-deps
 	$(BIN)/aimegraph demo
 
+# The layering contracts first ([tool.importlinter] in pyproject.toml): an import that
+# points up the layers fails the build before any test runs.
 test: $(STAMP) system-deps
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

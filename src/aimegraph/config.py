@@ -13,9 +13,8 @@ import difflib
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from langgraph.runtime import Runtime
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -32,6 +31,9 @@ from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
 from aimegraph.state import Price, Usage
+
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]

@@ -36,15 +36,7 @@ USAGE = "aimegraph eval SUITE [options] | aimegraph eval compare A B"
 
 def register(command: AddCommand) -> None:
     """Add ``eval``."""
-    _add_arguments(
-        command(
-            "eval",
-            cmd_eval,
-            "Run a task suite on aimegraph configurations and ReAct baselines (k rollouts "
-            "each, resumable) and write JSONL, Markdown and HTML reports; or compare two "
-            "systems' results: eval compare A B.",
-        )
-    )
+    _add_arguments(command("eval", cmd_eval))
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

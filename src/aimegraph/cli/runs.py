@@ -108,14 +108,14 @@ RESUME_FLAGS = (
 
 def register(command: AddCommand) -> None:
     """Add ``run``, ``demo``, ``resume`` and ``fork``."""
-    run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
+    run = command("run", cmd_run)
     run_options(run)
     durability_option(run)
     add_knowledge_option(run)
     stream_option(run)
     wait_option(run)
 
-    demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
+    demo = command("demo", cmd_demo)
     demo.add_argument("--thread", help="thread id (default: a new one)")
     demo.add_argument(
         "--sandbox",
@@ -127,9 +127,7 @@ def register(command: AddCommand) -> None:
     stream_option(demo)
     wait_option(demo)
 
-    resume = command(
-        "resume", cmd_resume, "Carry on a thread whose run has not ended (paused or stopped)."
-    )
+    resume = command("resume", cmd_resume)
     resume.add_argument("thread")
     answer = resume.add_mutually_exclusive_group()
     answer.add_argument("--approve", action="store_true", help="approve the plan or tool call")
@@ -166,28 +164,18 @@ def register(command: AddCommand) -> None:
     wait_option(resume)
     broker_options(resume, "of a distributed run")
 
-    note = command(
-        "note",
-        cmd_note,
-        "Send a note to a thread's run: its running actors read it at their next step, "
-        "its planner at its next call.",
-    )
+    note = command("note", cmd_note)
     note.add_argument("thread")
     note.add_argument("text")
 
-    fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
+    fork = command("fork", cmd_fork)
     fork.add_argument("thread")
     fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
     rebuild_options(fork)
     durability_option(fork)
     wait_option(fork)
 
-    cancel = command(
-        "cancel",
-        cmd_cancel,
-        "End a live, paused or stopped run as cancelled (not resumable; a new goal on the "
-        "thread starts afresh). A live run stops at its next step, then exits 8.",
-    )
+    cancel = command("cancel", cmd_cancel)
     cancel.add_argument("thread")
     cancel.add_argument(
         "--wait", action="store_true", help="wait until the live process running it has stopped"

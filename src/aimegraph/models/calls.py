@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import functools
 import json
+import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
 import httpx
-import openai
 import tenacity
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
@@ -32,6 +32,9 @@ from aimegraph.models.steps import Steps, arun_steps, run_steps
 from aimegraph.prompts import json_mode
 from aimegraph.state import Prices, Usage
 
+if TYPE_CHECKING:
+    import openai
+
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 Mode = Literal["native", "json"]
@@ -42,10 +45,21 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     ConnectionError,
     httpx.TimeoutException,
     httpx.TransportError,
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
+)
+
+
+def _openai_errors(*names: str) -> tuple[type[BaseException], ...]:
+    """openai's error classes ``names``, once openai is loaded (by an OpenAI model); a
+    process that never loaded it cannot have raised them, and need not load it."""
+    module = sys.modules.get("openai")
+    return tuple(getattr(module, name) for name in names) if module is not None else ()
+
+
+_OPENAI_TRANSIENT = (
+    "APITimeoutError",
+    "APIConnectionError",
+    "RateLimitError",
+    "InternalServerError",
 )
 
 
@@ -54,7 +68,7 @@ def is_transient(exc: BaseException) -> bool:
     connections, rate limits, 408/409/429 and 5xx answers). Provider packages raise
     LangChain's ``ModelError`` kinds, which say so themselves (``is_retryable``): an
     Anthropic connection error has no status code and is no openai or httpx error."""
-    if isinstance(exc, _TRANSIENT_TYPES):
+    if isinstance(exc, (*_TRANSIENT_TYPES, *_openai_errors(*_OPENAI_TRANSIENT))):
         return True
     if getattr(exc, "is_retryable", False) is True:
         return True
@@ -235,7 +249,8 @@ def structured_steps(
                 (stages.call if usage.llm_calls == 0 else retrying_in_place(stages.call)),
                 conversation,
             )
-        except openai.LengthFinishReasonError as exc:
+        except _openai_errors("LengthFinishReasonError") as cut_off:
+            exc = cast("openai.LengthFinishReasonError", cut_off)
             # A native structured reply cut off at the token limit: a degenerate
             # reply like any other, to be re-asked, and its tokens were spent.
             usage = usage + _usage_of_completion(exc.completion, role)

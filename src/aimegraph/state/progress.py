@@ -4,10 +4,12 @@ AIME's Markdown checklist."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from aimegraph.state.models import PlanUpdate, Task, TaskResult, TaskSpec
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Tasks = Mapping[str, Task]
 
@@ -150,6 +152,8 @@ def restates(spec: TaskSpec, task: Task) -> bool:
 
 def validate_plan(tasks: Tasks, *, max_tasks: int) -> None:
     """Raise PlanError unless the open part of ``tasks`` is a runnable DAG."""
+    import networkx as nx  # with the first plan, not with the state records
+
     open_tasks = {i: t for i, t in tasks.items() if t.status != "skipped"}
     errors: list[str] = []
     if len(open_tasks) > max_tasks:
@@ -180,6 +184,8 @@ def validate_plan(tasks: Tasks, *, max_tasks: int) -> None:
 
 
 def _find_cycle(graph: nx.DiGraph) -> str | None:
+    import networkx as nx
+
     try:
         edges = nx.find_cycle(graph)
     except nx.NetworkXNoCycle:
