@@ -31,7 +31,6 @@ from aimegraph.checkpoints import (
 from aimegraph.cli.app import missing_extra_message
 from aimegraph.cli.runlog import log_directory, run_logging
 from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError
-from aimegraph.config import settings_error
 from aimegraph.console import cli_console
 
 __all__ = ["run_command"]
@@ -55,6 +54,8 @@ def run_command(args: argparse.Namespace) -> int:
         errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
         return exc.code
     except ValidationError as exc:  # settings: --config, flags, files of agents or systems
+        from aimegraph.config import settings_error  # the engine's config: only on this path
+
         errors.print(f"[red]error:[/red] {escape(settings_error(exc))}", soft_wrap=True)
         return EXIT_USAGE
     # Bad URLs, specs and config values; MCP servers down; no sandbox for model-written code.
