@@ -6,6 +6,25 @@ JSON text when no tools are bound, exactly as a model in ``tool_calling="json"``
 mode is asked to. The graph never special-cases it; it reads the same prompts a
 real model reads.
 
+Which goals it plays, and which turn:
+
+* A scenario that declares its ``goal`` plays that goal only (whitespace and case
+  aside); any other goal raises :class:`ScenarioGoalError` at the first prompt that
+  shows it, one line naming the scenario's goals and how to use a real model (a
+  Python run ends ``failed`` with it as the reason; ``aimegraph run`` checks first,
+  :func:`aimegraph.models.resolve.check_goal`, and exits 2 with it, storing
+  nothing). ``any_goal: true``, or no ``goal`` at all, plays the first turn for
+  any goal: tests that drive a scenario with goals of their own say so.
+* ``follow_ups`` are the later turns of a thread, each a goal with its own
+  sections. The turn is read from the prompt, never counted in the process: the
+  goal it shows (``Goal:`` / ``Overall goal (for context):``) picks the turn, and a
+  follow-up is played only when the prompt's ``<conversation>`` view shows the
+  previous turn's goal (its first 100 characters at least: older turns are
+  clipped). So two ``aimegraph run --thread T`` processes play turn 1, then turn 2;
+  the follow-up on a thread without turn 1 is refused. A prompt that shows no goal
+  (a task check, a memory prompt) plays the latest turn that scripts its task. The
+  lists of a turn (planner, verifier, reporter...) start from their top.
+
 Which reply comes next:
 
 * The role is read from the ``# Role: <name>`` line that opens every system prompt.
@@ -26,10 +45,15 @@ Which reply comes next:
   (the last one repeats once the list is used up). A verifier prompt about a
   single ``<task id=...>`` reads ``task_checks[<id>]`` instead, and passes when
   there is none.
+* A verifier's pass never stands over tool errors: when the answer it judges (or a
+  task check's result) shows one (:func:`tool_errors`: a traceback, ``exit code:
+  N`` of a code tool, an exception line such as ``FileNotFoundError: ...``, an
+  ``Error: ...`` observation), the verdict is a rejection naming the errors.
 
 Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
 
-    goal: default goal for `aimegraph demo`
+    goal: the goal it plays (the default goal of `aimegraph demo`)
+    any_goal: false   # true: the first turn for any goal
     planner:  [ {rationale, tasks: [...], drop: [...]}, ... ]
     actors:   { t1: [step, ...] }  or  { t1: {attempts: [[step, ...], [step, ...]]} }
     verifier: [ {passed, reasoning, issues}, ... ]
@@ -38,6 +62,7 @@ Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
     team_leads: { t1: [ {parts: [{member, instruction}, ...]}, ... ] }
     team_merges: { t1: [ {summary, answer, agreeing}, ... ] }
     team_speakers: { t1: [ {member}, ... ] }
+    follow_ups: [ {goal, planner, actors, verifier, reporter, ...}, ... ]
 
 A step is ``{tool: name, args: {...}}``, ``{calls: [{tool, args}, ...]}`` (parallel
 calls), ``{text: "..."}`` (a plain reply), ``{raw: "..."}`` (sent verbatim, to
