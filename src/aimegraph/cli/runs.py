@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphDrained
@@ -69,6 +70,7 @@ from aimegraph.cli.support import (
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
 from aimegraph.graphs.stopping import SignalDrain
+from aimegraph.models.resolve import check_goal
 from aimegraph.nodes.planner import resolve_goal
 from aimegraph.sandbox import SandboxUnavailable, open_sandbox
 from aimegraph.state import PlanUpdate, Task
@@ -201,7 +203,9 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
     )
     graph = run_graph(settings, saver, args.memory_store())
     with _hold(saver, thread_id, args) as lease:
-        _check_new_run(graph, thread_id)
+        earlier = _check_new_run(graph, thread_id)
+        # A scripted scenario's refusal of the goal, as one line (ValueError: exit 2).
+        check_goal(settings.model, args.goal, earlier)
         return execute(graph, {"goal": args.goal}, lease, settings, args, console)
 
 
@@ -390,13 +394,16 @@ def _hold(saver: BaseCheckpointSaver[Any], thread_id: str, args: argparse.Namesp
     return hold_thread(saver, thread_id, wait=True)
 
 
-def _check_new_run(graph: AimeGraph, thread_id: str) -> None:
+def _check_new_run(graph: AimeGraph, thread_id: str) -> list[str]:
     """A new goal goes to a new thread, or to one whose run has ended (it starts a
-    new run there); a run that has not ended is carried on or cancelled first."""
+    new run there); a run that has not ended is carried on or cancelled first.
+    Returns the thread's earlier requests."""
     settle_pending_cancel(graph, thread_id)
     snapshot = graph.get_state(run_config(thread_id))
     if snapshot.created_at and not has_ended(snapshot):
         raise CliError(unfinished_run(thread_id, snapshot), EXIT_USAGE)
+    messages = snapshot.values.get("messages") or []
+    return [m.text for m in messages if isinstance(m, HumanMessage)]
 
 
 def _inputs(snapshot: StateSnapshot, args: argparse.Namespace, console: Console) -> Any:

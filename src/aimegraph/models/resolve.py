@@ -19,7 +19,7 @@ Accepted specs (see DESIGN.md section 5):
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -30,6 +30,7 @@ from aimegraph.models.providers import UnknownProviderError, provider_model
 __all__ = [
     "ROLES",
     "ModelSpecError",
+    "check_goal",
     "resolve_model",
     "resolve_models",
     "supports_structured_output",
@@ -142,6 +143,26 @@ def resolve_models(
         else:
             resolved[role] = resolve_model(spec, timeout=timeout, max_retries=max_retries)
     return resolved
+
+
+def check_goal(spec: str | BaseChatModel | None, goal: str, earlier: Sequence[str] = ()) -> None:
+    """Refuse up front a goal the model would refuse at its first prompt: a scripted
+    scenario plays only the goals it was written for (``earlier``: the thread's
+    earlier requests, which a follow-up's goal must follow). Other models take any
+    goal. A front end calls this before it stores anything, to say so in one line.
+
+    Raises:
+        ScenarioGoalError: the scenario does not play ``goal`` after ``earlier``.
+    """
+    from aimegraph.models.scripted import ScriptedChatModel
+
+    if isinstance(spec, str):
+        provider, _, name = spec.strip().partition(":")
+        if provider.strip().lower() != "scripted" or not name.strip():
+            return
+        spec = _scripted_model(name.strip())
+    if isinstance(spec, ScriptedChatModel):
+        spec.scenario.turn_for(goal, "\n".join(earlier))
 
 
 def supports_tool_calling(model: BaseChatModel) -> bool:
