@@ -1,4 +1,4 @@
-"""Evaluation (DESIGN.md section 17): task suites, systems under test, rollouts, reports.
+"""Evaluation: task suites, systems under test, rollouts, reports.
 
     from aimegraph.eval import evaluate          # or: aimegraph.evaluate(...)
     result = evaluate("bundled", model="openai:gpt-4o-mini",

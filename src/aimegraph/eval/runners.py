@@ -66,7 +66,7 @@ def _run_aimegraph(
     )
     extra: dict[str, Any] = {}
     if setup.task.answer_schema is not None:
-        # The typed answer (DESIGN.md s. 15): the reporter fills it in, the state's
+        # The typed answer: the reporter fills it in, the state's
         # ``structured_response`` holds it, as with create_agent.
         extra["response_format"] = setup.task.answer_schema
     graph = build_aime_graph(

@@ -1,4 +1,4 @@
-"""The records that flow through the aime graph (DESIGN.md section 3, contract).
+"""The records that flow through the aime graph (a contract: docs/architecture.md, Contracts).
 
 All records are frozen pydantic models: a node never mutates what another node
 holds, it returns a new copy and the reducers merge it. That is what makes the
@@ -63,7 +63,7 @@ TeamMode = Literal["sequential", "joint", "hierarchical", "broadcast"]
 
 
 class TeamSpec(BaseModel):
-    """A team of agent units doing one task together (DESIGN.md section 9); also the
+    """A team of agent units doing one task together; also the
     shape the planner model fills in, so unknown fields are ignored."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -116,7 +116,7 @@ class Task(_Record):
     persona: str = ""
     result: TaskResult | None = None
     attempts: int = 0
-    # Agent units (DESIGN.md section 9): one named unit, or a team; the turns of
+    # Agent units: one named unit, or a team; the turns of
     # a team's members (of the latest attempt) are kept with the result.
     agent: str | None = None
     team: TeamSpec | None = None
@@ -269,7 +269,7 @@ class Usage(_Counts):
         )
 
 
-# --- what the planner model is asked for (DESIGN.md section 4, contract) ---
+# --- what the planner model is asked for (a contract: docs/architecture.md) ---
 # Unknown fields are ignored and every string and list is bounded.
 
 

@@ -1,4 +1,4 @@
-"""Agent units (DESIGN.md section 9): named specialists the planner may assign to
+"""Agent units: named specialists the planner may assign to
 tasks, a matcher that picks one by similarity when a task names none, and the actor
 factory that turns a unit into the actor for a task."""
 
