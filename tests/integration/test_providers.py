@@ -137,6 +137,9 @@ def test_a_fallback_chain_survives_a_rate_limit_and_a_server_error(
     assert by_model["llama3.2:1b"]["llm_calls"] == 2
     assert by_model["claude-x"]["llm_calls"] == 4
     assert all(share["input_tokens"] > 0 for share in by_model.values())
+    code, text = cli("show", "fallback")
+    assert code == 0 and "by model:" in text
+    assert "claude-x: 4 LLM calls" in text and "llama3.2:1b: 2 LLM calls" in text
 
 
 def test_a_fallback_chain_answers_when_the_first_provider_always_fails(
