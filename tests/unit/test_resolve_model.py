@@ -19,8 +19,8 @@ from langchain_openai import ChatOpenAI
 import aimegraph.models.local as local_module
 from aimegraph import AimeConfig
 from aimegraph.models import ScriptedChatModel
-from aimegraph.models.providers import client_settings, missing_package_line
 from aimegraph.models.fallbacks import FallbackChatModel
+from aimegraph.models.providers import client_settings, missing_package_line
 from aimegraph.models.resilience import ConversationKeyedCache, requests_per_second
 from aimegraph.models.resolve import (
     PLACEHOLDER_API_KEY,

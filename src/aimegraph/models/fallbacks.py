@@ -49,9 +49,7 @@ class FirstAvailable(Runnable[Any, Any]):
                 _raise_unless_transient(exc)
         return self.runnables[-1].invoke(input, config, **kwargs)
 
-    async def ainvoke(
-        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
-    ) -> Any:
+    async def ainvoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         for runnable in self.runnables[:-1]:
             try:
                 return await runnable.ainvoke(input, config, **kwargs)
