@@ -25,6 +25,7 @@ from aimegraph.models.resilience import ConversationKeyedCache, requests_per_sec
 from aimegraph.models.resolve import (
     PLACEHOLDER_API_KEY,
     ROLES,
+    ModelResolver,
     ModelSpecError,
     resolve_model,
     resolve_models,
@@ -342,6 +343,17 @@ def test_roles_using_a_provider_share_its_rate_limiter() -> None:
     assert anthropic.rate_limiter is limiter and resolved["reporter"].rate_limiter is limiter
     assert ollama.rate_limiter is not None and ollama.rate_limiter is not limiter
     assert resolved["verifier"].rate_limiter is None  # in-process: nothing to protect
+
+
+def test_an_eval_shares_one_limiter_per_provider_across_its_specs() -> None:
+    from aimegraph.eval.rollout import ModelSource
+
+    source = ModelSource("anthropic:claude-x", ModelResolver(rate_limit="2/s", cache=None))
+    one = source._resolve("anthropic:claude-x")
+    two = source._resolve("anthropic:claude-y,ollama:llama3.2")
+    assert isinstance(two, FallbackChatModel)
+    assert one.rate_limiter is not None and two.models[0].rate_limiter is one.rate_limiter
+    assert two.models[1].rate_limiter is not one.rate_limiter
 
 
 def test_without_a_rate_limit_no_limiter_is_set() -> None:

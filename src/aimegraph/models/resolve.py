@@ -35,6 +35,7 @@ from aimegraph.models.resilience import ModelSetup
 
 __all__ = [
     "ROLES",
+    "ModelResolver",
     "ModelSpec",
     "ModelSpecError",
     "resolve_model",
@@ -91,7 +92,10 @@ def resolve_model(
             optional dependency or provider package (the line names what to install), a
             bad rate limit, or a cache file that cannot be opened.
     """
-    return _Resolver(ModelSetup(timeout, max_retries, rate_limit, cache)).resolve(spec)
+    resolver = ModelResolver(
+        timeout=timeout, max_retries=max_retries, rate_limit=rate_limit, cache=cache
+    )
+    return resolver.resolve(spec)
 
 
 def resolve_models(
@@ -118,7 +122,9 @@ def resolve_models(
         raise ModelSpecError(
             f"unknown model role(s) {', '.join(map(repr, unknown))}; roles are {', '.join(ROLES)}"
         )
-    resolver = _Resolver(ModelSetup(timeout, max_retries, rate_limit, cache))
+    resolver = ModelResolver(
+        timeout=timeout, max_retries=max_retries, rate_limit=rate_limit, cache=cache
+    )
     resolved: dict[str, BaseChatModel] = {}
     for role in ROLES:
         spec = overrides.get(role, model)
@@ -128,14 +134,28 @@ def resolve_models(
     return resolved
 
 
-class _Resolver:
-    """Resolves specs with one :class:`ModelSetup`, each distinct spec string once."""
+class ModelResolver:
+    """Resolves specs with the same settings, each distinct spec string once: the
+    models it builds share one rate limiter per provider and the cache (an eval's
+    models across its systems, a graph's across its roles).
 
-    def __init__(self, setup: ModelSetup) -> None:
-        self.setup = setup
+    Raises:
+        ModelSpecError: for a bad rate limit or a cache file that cannot be opened.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = DEFAULT_MODEL_TIMEOUT_S,
+        max_retries: int = DEFAULT_MODEL_RETRIES,
+        rate_limit: str | float | None = None,
+        cache: str | Path | BaseCache | None = None,
+    ) -> None:
+        self.setup = ModelSetup(timeout, max_retries, rate_limit, cache)
         self.by_spec: dict[str, BaseChatModel] = {}
 
     def resolve(self, spec: ModelSpec) -> BaseChatModel:
+        """:func:`resolve_model` with this resolver's settings."""
         if isinstance(spec, str) and "," in spec:
             spec = spec.split(",")
         if isinstance(spec, str | BaseChatModel):
