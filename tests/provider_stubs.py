@@ -50,14 +50,22 @@ class Wire(Protocol):
         """The reply as the provider streams it."""
         ...
 
+    def error(self, status: int) -> Json:
+        """The body of an error answer with HTTP ``status``."""
+        ...
+
 
 class ProviderStub:
     """``with ProviderStub(AnthropicWire(), model) as stub: ... stub.url ...``; the
-    request bodies it got are in ``stub.requests``."""
+    request bodies it got are in ``stub.requests``. ``stub.failures`` are HTTP statuses
+    to answer the next requests with, one each (an error in the provider's format,
+    before the scripted model is asked), and ``stub.fail_always`` one for every request."""
 
     def __init__(self, wire: Wire, model: ScriptedChatModel) -> None:
         self.wire, self.model = wire, model
         self.requests: list[Json] = []
+        self.failures: list[int] = []
+        self.fail_always: int | None = None
         stub = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
@@ -67,6 +75,11 @@ class ProviderStub:
                     return
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append(body)
+                if (status := stub.next_failure()) is not None:
+                    self._send(
+                        "application/json", json.dumps(stub.wire.error(status)).encode(), status
+                    )
+                    return
                 message = stub.answer(body)
                 if body.get("stream"):
                     self._send(stub.wire.stream_type, b"".join(stub.wire.stream(message, body)))
@@ -75,8 +88,8 @@ class ProviderStub:
                         "application/json", json.dumps(stub.wire.reply(message, body)).encode()
                     )
 
-            def _send(self, content_type: str, data: bytes) -> None:
-                self.send_response(200)
+            def _send(self, content_type: str, data: bytes, status: int = 200) -> None:
+                self.send_response(status)
                 self.send_header("Content-Type", content_type)
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
@@ -89,6 +102,10 @@ class ProviderStub:
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, args=(0.05,), daemon=True)
+
+    def next_failure(self) -> int | None:
+        """The status to fail this request with, if any."""
+        return self.failures.pop(0) if self.failures else self.fail_always
 
     def answer(self, body: Json) -> AIMessage:
         messages, tools = self.wire.decode(body)
@@ -204,6 +221,10 @@ class AnthropicWire:
         )
         yield _event("message_stop", {})
 
+    def error(self, status: int) -> Json:
+        kind = {429: "rate_limit_error", 529: "overloaded_error"}.get(status, "api_error")
+        return {"type": "error", "error": {"type": kind, "message": f"stub error {status}"}}
+
     @staticmethod
     def _head(message: AIMessage, body: Json, tokens_in: int, tokens_out: int) -> Json:
         return {
@@ -284,6 +305,9 @@ class OllamaWire:
                 {"model": body["model"], "created_at": _NOW, "message": chunk, "done": False}
             )
         yield _line(self._done(message, body) | {"message": {"role": "assistant", "content": ""}})
+
+    def error(self, status: int) -> Json:
+        return {"error": f"stub error {status}"}
 
     @staticmethod
     def _message(message: AIMessage | None, text: str) -> Json:

@@ -2,7 +2,8 @@
 
 The config given to the builder is the default; a run may override any field
 through LangGraph's runtime context (``graph.invoke(inp, cfg, context={...})``),
-except ``model_timeout_s`` and ``model_retries``, which are applied when the
+except the fields in ``AimeConfig.BUILD_ONLY`` (``model_timeout_s``,
+``model_retries``, ``rate_limit``, ``model_cache``, ...), which are applied when the
 graph is built.
 Context is not checkpointed, so pass the same overrides again when resuming.
 """
@@ -26,6 +27,7 @@ from pydantic import (
 )
 
 from aimegraph.mcp_servers import McpServer
+from aimegraph.models.resilience import requests_per_second
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
@@ -241,6 +243,18 @@ class AimeConfig(_Settings):
         ge=0,
         description="Client retries per model request, for models given as a spec (when built).",
     )
+    rate_limit: str | None = Field(
+        None,
+        description="Client-side rate limit per model provider, e.g. '2/s', '30/min', "
+        "'1000/h': one limiter per provider, shared by the roles using it, for models "
+        "given as a spec (set when built).",
+    )
+    model_cache: Path | None = Field(
+        None,
+        description="SQLite file caching model replies: an identical request is answered "
+        "from it without calling the model. For development and evals, not production "
+        "(models given as a spec; set when built).",
+    )
     max_goal_chars: int = Field(
         20_000, ge=1, description="Longest goal accepted (the goal goes into every prompt)."
     )
@@ -339,6 +353,13 @@ class AimeConfig(_Settings):
             )
         return value
 
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_parses(cls, rate: str | None) -> str | None:
+        if rate is not None:
+            requests_per_second(rate)  # '2/s', '30/min'; anything else fails here
+        return rate
+
     @field_validator("tool_policy")
     @classmethod
     def _policy_imports(cls, policy: PolicySpec | None) -> PolicySpec | None:
@@ -366,6 +387,8 @@ class AimeConfig(_Settings):
         {
             "model_timeout_s",
             "model_retries",
+            "rate_limit",
+            "model_cache",
             "scheduler",
             "optimize_online",
             "web",

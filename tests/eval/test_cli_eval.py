@@ -115,6 +115,7 @@ def test_compare_two_systems(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (["eval", "a.yaml", "b.yaml"], "usage: aimegraph eval SUITE"),
         (["eval", "compare", "nowhere", "x"], "nowhere: no results"),
         (["eval", "bundled", "--prices", "[1, 2]"], "--prices must be a mapping"),
+        (["eval", "bundled", "--rate-limit", "fast"], "bad rate limit 'fast'"),
         (
             ["eval", "bundled", "--model", "nosuchprovider:m"],
             "unknown model provider 'nosuchprovider' in 'nosuchprovider:m'",

@@ -17,23 +17,28 @@ from typing import Any
 
 import pytest
 from tests.conftest import SCENARIOS, Cli
-from tests.provider_stubs import AnthropicWire, OllamaWire, ProviderStub, Wire
+from tests.provider_stubs import AnthropicWire, OllamaWire, ProviderStub
 
 from aimegraph.models import ScriptedChatModel
 
 ANSWER = "Answer: six times seven is the product is 42"
 
 
-def _stub(wire: Wire) -> Iterator[ProviderStub]:
-    with ProviderStub(
-        wire, ScriptedChatModel.from_scenario(str(SCENARIOS / "two_tasks.yaml"))
-    ) as s:
-        yield s
+def _two_tasks() -> ScriptedChatModel:
+    return ScriptedChatModel.from_scenario(str(SCENARIOS / "two_tasks.yaml"))
 
 
 @pytest.fixture
-def anthropic_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderStub]:
-    for stub in _stub(AnthropicWire()):
+def scripted() -> ScriptedChatModel:
+    """The scenario every stub of a test answers from (one run, whichever stub is asked)."""
+    return _two_tasks()
+
+
+@pytest.fixture
+def anthropic_stub(
+    monkeypatch: pytest.MonkeyPatch, scripted: ScriptedChatModel
+) -> Iterator[ProviderStub]:
+    with ProviderStub(AnthropicWire(), scripted) as stub:
         monkeypatch.delenv("ANTHROPIC_API_URL", raising=False)  # it would win over the base URL
         monkeypatch.setenv("ANTHROPIC_BASE_URL", stub.url)
         monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
@@ -41,8 +46,10 @@ def anthropic_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderStub]:
 
 
 @pytest.fixture
-def ollama_stub(monkeypatch: pytest.MonkeyPatch) -> Iterator[ProviderStub]:
-    for stub in _stub(OllamaWire()):
+def ollama_stub(
+    monkeypatch: pytest.MonkeyPatch, scripted: ScriptedChatModel
+) -> Iterator[ProviderStub]:
+    with ProviderStub(OllamaWire(), scripted) as stub:
         monkeypatch.setenv("OLLAMA_HOST", stub.url)
         yield stub
 
@@ -106,6 +113,70 @@ def test_a_whole_run_over_the_ollama_chat_api(cli: Cli, ollama_stub: ProviderStu
     assert any(isinstance(r.get("format"), dict) for r in requests)
     tool_turns = [t for r in requests for t in r["messages"] if t["role"] == "tool"]
     assert any("42" in t["content"] for t in tool_turns)
+
+
+# --------------------------------------------------------------------------- resilience
+
+CHAIN = "anthropic:claude-x,ollama:llama3.2:1b"
+NO_CLIENT_RETRIES = ("--config", '{"model_retries": 0}')  # one request per call
+
+
+def test_a_fallback_chain_survives_a_rate_limit_and_a_server_error(
+    cli: Cli, anthropic_stub: ProviderStub, ollama_stub: ProviderStub
+) -> None:
+    # The first provider refuses the plan (429) and the next call (500): the second
+    # answers those two; the first answers the rest.
+    anthropic_stub.failures = [429, 500]
+    code, summary = cli.run("fallback", *NO_CLIENT_RETRIES, model=CHAIN)
+    assert_two_task_run(code, summary)
+
+    assert len(ollama_stub.requests) == 2
+    assert len(anthropic_stub.requests) == 2 + 4
+    by_model = summary["usage"]["by_model"]
+    assert set(by_model) == {"claude-x", "llama3.2:1b"}
+    assert by_model["llama3.2:1b"]["llm_calls"] == 2
+    assert by_model["claude-x"]["llm_calls"] == 4
+    assert all(share["input_tokens"] > 0 for share in by_model.values())
+    code, text = cli("show", "fallback")
+    assert code == 0 and "by model:" in text
+    assert "claude-x: 4 LLM calls" in text and "llama3.2:1b: 2 LLM calls" in text
+
+
+def test_a_fallback_chain_answers_when_the_first_provider_always_fails(
+    cli: Cli, anthropic_stub: ProviderStub, ollama_stub: ProviderStub
+) -> None:
+    anthropic_stub.fail_always = 503
+    code, summary = cli.run("down", *NO_CLIENT_RETRIES, model=CHAIN)
+    assert_two_task_run(code, summary)
+    assert len(anthropic_stub.requests) == len(ollama_stub.requests) == 6
+    assert set(summary["usage"]["by_model"]) == {"llama3.2:1b"}
+
+
+def test_a_bad_request_does_not_fall_through(
+    cli: Cli, anthropic_stub: ProviderStub, ollama_stub: ProviderStub
+) -> None:
+    # A 400 is the caller's mistake: another provider would not fix it.
+    anthropic_stub.fail_always = 400
+    code, summary = cli.run("bad", *NO_CLIENT_RETRIES, model=CHAIN)
+    assert code != 0 and summary["status"] == "failed"
+    assert anthropic_stub.requests and not ollama_stub.requests
+
+
+def test_a_second_identical_run_is_answered_from_the_model_cache(
+    cli: Cli, anthropic_stub: ProviderStub, tmp_path: Path
+) -> None:
+    # Without memory, the second run's prompts do not recall the first run.
+    cache = ("--model-cache", str(tmp_path / "replies.db"), "--config", '{"memory": "off"}')
+    code, first = cli.run("cached-1", *cache, model="anthropic:claude-x")
+    assert_two_task_run(code, first)
+    sent = len(anthropic_stub.requests)
+    assert sent == 6
+
+    code, second = cli.run("cached-2", *cache, model="anthropic:claude-x")
+    assert code == 0, second
+    assert len(anthropic_stub.requests) == sent  # not one request more
+    assert second["final_answer"] == first["final_answer"]
+    assert second["usage"]["llm_calls"] == first["usage"]["llm_calls"]
 
 
 @pytest.mark.parametrize(

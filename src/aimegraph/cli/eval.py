@@ -97,6 +97,16 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--timeout", type=float, help="at most this many seconds per rollout")
     parser.add_argument(
+        "--rate-limit",
+        metavar="RATE",
+        help="client-side rate limit per model provider across all rollouts, e.g. 2/s, 30/min",
+    )
+    parser.add_argument(
+        "--model-cache",
+        metavar="SQLITE_FILE",
+        help="cache model replies in this file and replay them for identical requests",
+    )
+    parser.add_argument(
         "--keep-workspaces",
         choices=["failed", "all", "none"],
         default="failed",
@@ -171,6 +181,8 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
             budget=_budget(args),
             keep_workspaces=args.keep_workspaces,
             progress=False if args.json else Console(stderr=True),
+            rate_limit=args.rate_limit,
+            model_cache=args.model_cache,
         )
     except (SuiteError, SystemsError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc

@@ -127,8 +127,13 @@ def print_summary(
         )
     if data.get("usage"):
         console.print(f"[bold]usage:[/bold] {usage_line(data['usage'])}")
-        for title, key in (("by task", "by_task"), ("by team member", "by_member")):
-            if shares := data["usage"].get(key):
+        # By model only when there were several (a fallback chain, per-role models).
+        for title, key, least in (
+            ("by task", "by_task", 1),
+            ("by team member", "by_member", 1),
+            ("by model", "by_model", 2),
+        ):
+            if len(shares := data["usage"].get(key) or {}) >= least:
                 console.print(f"  {title}:")
                 for name, share in _in_plan_order(shares, data["tasks"]):
                     console.print(f"    {name}: {usage_line(share)}", markup=False)

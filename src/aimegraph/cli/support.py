@@ -59,6 +59,8 @@ RUN_FLAGS = (
     "replan",
     "verify",
     "tool_calling",
+    "rate_limit",
+    "model_cache",
 )
 """The ``AimeConfig`` fields a new run (``run``, ``submit``) takes as flags."""
 

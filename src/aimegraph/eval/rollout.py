@@ -27,7 +27,7 @@ from aimegraph.eval.runners import run_system
 from aimegraph.eval.suite import Suite, Task
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import Prices, UsageCounter, seeded
-from aimegraph.models.resolve import resolve_model
+from aimegraph.models.resolve import ModelResolver
 from aimegraph.tools.python import make_python_tool
 from aimegraph.tools.registry import ToolLike
 
@@ -62,9 +62,11 @@ class Rollout:
 class ModelSource:
     """The model a rollout runs with: the system's own spec, else the eval's model (a
     spec, a chat model, or a :data:`ModelFactory`). Specs are resolved once each and
-    the model shared by the rollouts that use it."""
+    the model shared by the rollouts that use it, with ``resolver``'s settings (rate
+    limit, reply cache)."""
 
     default: str | BaseChatModel | ModelFactory
+    resolver: ModelResolver = field(default_factory=ModelResolver)
     _resolved: dict[str, BaseChatModel] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -98,7 +100,7 @@ class ModelSource:
     def _resolve(self, spec: str) -> BaseChatModel:
         with self._lock:
             if spec not in self._resolved:
-                self._resolved[spec] = resolve_model(spec)
+                self._resolved[spec] = self.resolver.resolve(spec)
             return self._resolved[spec]
 
 

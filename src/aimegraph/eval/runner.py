@@ -41,7 +41,7 @@ from aimegraph.eval.suite import Budget, Suite, load_suite
 from aimegraph.eval.summary import read_records, summarise
 from aimegraph.eval.systems import SystemSpec, load_systems, unavailable_reason
 from aimegraph.eval.usage import Prices
-from aimegraph.models.resolve import resolve_model
+from aimegraph.models.resolve import ModelResolver
 from aimegraph.tools.registry import ToolLike
 
 __all__ = ["DEFAULT_EVALS", "EvalResult", "evaluate"]
@@ -98,6 +98,8 @@ def evaluate(
     keep_workspaces: KeepWorkspaces = "failed",
     progress: Console | bool = False,
     on_rollout: Callable[[Mapping[str, Any]], None] | None = None,
+    rate_limit: str | float | None = None,
+    model_cache: str | Path | None = None,
 ) -> EvalResult:
     """Run ``k`` rollouts of every task of ``suite`` on every system and report.
 
@@ -128,6 +130,10 @@ def evaluate(
             ``"all"`` or ``"none"``.
         progress: Show a progress bar (on this console, or stderr when True).
         on_rollout: Called with each record as it is written.
+        rate_limit: A client-side rate limit per provider (``"2/s"``, ``"30/min"``)
+            for the models given as specs, the judge's too, shared by all systems.
+        model_cache: A SQLite file of model replies: identical requests are answered
+            from it (for re-running an eval cheaply; see ``AimeConfig.model_cache``).
 
     Returns:
         An :class:`EvalResult`. On Ctrl-C the records so far are kept, the reports
@@ -143,7 +149,8 @@ def evaluate(
     specs = load_systems(systems)
     folder = Path(out) if out is not None else DEFAULT_EVALS / loaded.name
     folder.mkdir(parents=True, exist_ok=True)
-    source = ModelSource(OracleModels() if model == ORACLE else model)
+    resolver = ModelResolver(rate_limit=rate_limit, cache=model_cache)
+    source = ModelSource(OracleModels() if model == ORACLE else model, resolver)
     skipped = {
         spec.name: reason for spec in specs if (reason := _unavailable(spec, model)) is not None
     }
@@ -162,7 +169,7 @@ def evaluate(
             current[key] = earlier
     pending = [r for r in plan if r.key not in current]
     resumed = len(current)
-    judge = resolve_model(judge_model) if isinstance(judge_model, str) else judge_model
+    judge = resolver.resolve(judge_model) if isinstance(judge_model, str) else judge_model
     source.resolve_specs(pending)
     result = EvalResult(folder, [], {}, skipped, 0, resumed, torn)
 

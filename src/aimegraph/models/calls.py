@@ -11,12 +11,10 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
-import httpx
 import tenacity
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
@@ -26,6 +24,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
+from aimegraph.models.errors import is_transient, openai_errors
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.steps import Steps, arun_steps, run_steps
@@ -38,50 +37,6 @@ if TYPE_CHECKING:
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 Mode = Literal["native", "json"]
-
-
-_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
-    TimeoutError,
-    ConnectionError,
-    httpx.TimeoutException,
-    httpx.TransportError,
-)
-
-
-def _openai_errors(*names: str) -> tuple[type[BaseException], ...]:
-    """openai's error classes ``names``, once openai is loaded (by an OpenAI model); a
-    process that never loaded it cannot have raised them, and need not load it."""
-    module = sys.modules.get("openai")
-    return tuple(getattr(module, name) for name in names) if module is not None else ()
-
-
-_OPENAI_TRANSIENT = (
-    "APITimeoutError",
-    "APIConnectionError",
-    "RateLimitError",
-    "InternalServerError",
-)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: the service may answer next time (timeouts, dropped
-    connections, rate limits, 408/409/429 and 5xx answers). Provider packages raise
-    LangChain's ``ModelError`` kinds, which say so themselves (``is_retryable``): an
-    Anthropic connection error has no status code and is no openai or httpx error."""
-    if isinstance(exc, (*_TRANSIENT_TYPES, *_openai_errors(*_OPENAI_TRANSIENT))):
-        return True
-    if getattr(exc, "is_retryable", False) is True:
-        return True
-    status = status_code_of(exc)
-    return status is not None and (status in (408, 409, 429) or status >= 500)
-
-
-def status_code_of(exc: BaseException) -> int | None:
-    """The HTTP status an error carries (``status_code``, or its ``response``'s), if any."""
-    status = getattr(exc, "status_code", None) or getattr(
-        getattr(exc, "response", None), "status_code", None
-    )
-    return status if isinstance(status, int) else None
 
 
 LLM_RETRY_POLICY = RetryPolicy(
@@ -148,7 +103,8 @@ def usage_of(
     """One LLM call's usage, from the reply's ``usage_metadata``: its tokens, the
     cached-input and reasoning tokens among them (``input_token_details.cache_read``,
     ``output_token_details.reasoning``), and its cost when ``prices`` has the
-    reply's model; ``tool_calls`` are the calls of tools it asked for."""
+    reply's model; counted under that model's name too; ``tool_calls`` are the calls
+    of tools it asked for."""
     meta = getattr(message, "usage_metadata", None) or {}
     cached = (meta.get("input_token_details") or {}).get("cache_read")
     reasoning = (meta.get("output_token_details") or {}).get("reasoning")
@@ -161,6 +117,7 @@ def usage_of(
         reasoning_tokens=int(reasoning or 0),
         tool_calls=tool_calls,
         price=(prices or {}).get(model_name),
+        model=model_name,
     )
 
 
@@ -249,7 +206,7 @@ def structured_steps(
                 (stages.call if usage.llm_calls == 0 else retrying_in_place(stages.call)),
                 conversation,
             )
-        except _openai_errors("LengthFinishReasonError") as cut_off:
+        except openai_errors("LengthFinishReasonError") as cut_off:
             exc = cast("openai.LengthFinishReasonError", cut_off)
             # A native structured reply cut off at the token limit: a degenerate
             # reply like any other, to be re-asked, and its tokens were spent.

@@ -51,7 +51,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.resolve import resolve_model
+from aimegraph.models.resolve import ModelSpec, resolve_model
 from aimegraph.nodes.types import Node
 from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, reflective_dataset
 from aimegraph.optimizer.store import PromptStore
@@ -321,7 +321,7 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
 
 
 def make_online_node(
-    config: AimeConfig, source: PromptSource, reflection_model: BaseChatModel | str
+    config: AimeConfig, source: PromptSource, reflection_model: ModelSpec
 ) -> Node[AimeState]:
     """The graph's last node when ``config.optimize_online``: :meth:`OnlineLoop.after_run`
     for the run that just finished, with the prompt version the run started with
@@ -341,10 +341,7 @@ def make_online_node(
         raise ValueError(
             f"optimize_components: unknown component(s) {unknown}; known: {sorted(DEFAULT_PROMPTS)}"
         )
-    model = (
-        resolve_model(reflection_model) if isinstance(reflection_model, str) else reflection_model
-    )
-    loop = OnlineLoop(source, model)
+    loop = OnlineLoop(source, resolve_model(reflection_model))
     store = source
 
     def optimize_online(state: AimeState, *, runtime: Runtime[AimeConfig]) -> dict[str, Any]:
