@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from aimegraph.checkpoints import DEFAULT_CHECKPOINT_URL, redact_url
+from aimegraph.models.server_schema import SERVER_SCHEMAS
 
 __all__ = [
     "broker_options",
@@ -128,6 +129,11 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replan", choices=["on_failure", "every_step"])
     parser.add_argument("--verify", choices=["final", "tasks", "both", "off"])
     parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
+    parser.add_argument(
+        "--server-schema",
+        choices=SERVER_SCHEMAS,
+        help="in JSON mode, how an OpenAI-compatible server is asked for each reply's schema",
+    )
     parser.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
     parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")

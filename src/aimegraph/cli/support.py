@@ -59,6 +59,7 @@ RUN_FLAGS = (
     "replan",
     "verify",
     "tool_calling",
+    "server_schema",
 )
 """The ``AimeConfig`` fields a new run (``run``, ``submit``) takes as flags."""
 
