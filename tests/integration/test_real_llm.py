@@ -235,6 +235,51 @@ def test_structured_output_over_the_server(openai_env: str, method: str) -> None
     assert isinstance(result, Answer)
 
 
+def test_a_json_mode_plan_over_the_server_is_valid_with_the_schema(
+    server_url: str, workspace: Path
+) -> None:
+    # JSON mode asks the server for the plan's schema (server_schema="auto": OpenAI's
+    # json_schema, which the server takes); prompt-only JSON gets no valid plan from this
+    # model (bench section local_plans).
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_openai import ChatOpenAI
+
+    from aimegraph.models.calls import invoke_structured
+    from aimegraph.models.server_schema import accepted_form
+    from aimegraph.prompts import planner as prompts
+    from aimegraph.state import PlanUpdate, apply_plan, plan_update_schema
+    from aimegraph.tools import default_registry
+
+    model = ChatOpenAI(
+        model=MODEL_NAME,
+        base_url=server_url,
+        api_key="not-needed",  # type: ignore[arg-type]
+        temperature=0.1,
+    )
+    schema = plan_update_schema(3, first=True)
+    messages = [
+        SystemMessage(
+            prompts.SYSTEM.format(max_tasks=3, bundles=default_registry(workspace).describe())
+        ),
+        HumanMessage(
+            prompts.CONTEXT.format(
+                goal="Write a haiku about autumn into poem.txt.",
+                conversation="",
+                replans=0,
+                max_replans=1,
+                checklist="(no tasks yet)",
+                sections="",
+            )
+        ),
+    ]
+    reply = invoke_structured(model, schema, messages, role="planner", mode="json", retries=1)
+    assert reply.value is not None, reply.error
+    assert accepted_form(model, schema.model_json_schema()) == "json_schema"
+    plan = PlanUpdate.model_validate(reply.value.model_dump())
+    assert plan.tasks
+    apply_plan({}, plan, max_tasks=3)
+
+
 def test_aime_graph_over_the_openai_compatible_server(openai_env: str, workspace: Path) -> None:
     cfg = small_budgets(workspace)
     graph = build_aime_graph(openai_env, config=cfg)

@@ -227,3 +227,12 @@ def test_a_whole_run_asks_for_each_schema(site: LocalSite, workspace: Path) -> N
 def _asked_title(request: dict[str, Any]) -> str | None:
     schema = request.get("guided_json")
     return str(schema["title"]) if isinstance(schema, dict) else None
+
+
+def test_the_run_flag_sets_it(workspace: Path) -> None:
+    from aimegraph.cli.app import build_parser
+    from aimegraph.cli.support import config_from_args
+
+    argv = ["run", "g", "--server-schema", "json_object", "--workspace", str(workspace)]
+    args = build_parser().parse_args(argv)
+    assert config_from_args(args, "t1").server_schema == "json_object"
