@@ -24,12 +24,13 @@ from __future__ import annotations
 
 import threading
 import weakref
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import openai
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
-from langchain_core.messages import AIMessage
-from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+if TYPE_CHECKING:  # the module is light: the CLI's flags and the config name its values
+    import openai
+    from langchain_core.language_models import BaseChatModel, LanguageModelInput
+    from langchain_core.messages import AIMessage
+    from langchain_core.runnables import Runnable, RunnableConfig
 
 __all__ = ["SERVER_SCHEMAS", "ServerSchema", "accepted_form", "constrained", "request_fields"]
 
@@ -89,6 +90,9 @@ def constrained(
     OpenAI-compatible client."""
     if setting == "off" or not is_openai_compatible(model):
         return model
+    from langchain_core.runnables import RunnableLambda
+    from openai import APIStatusError  # loaded already: the model is an OpenAI client
+
     forms: tuple[Form, ...] = _AUTO_FORMS if setting == "auto" else (setting, "off")
     calls = {form: _with_fields(model, request_fields(form, schema)) for form in forms}
 
@@ -104,7 +108,7 @@ def constrained(
         for form in tries:
             try:
                 reply = calls[form].invoke(messages, config)
-            except openai.APIStatusError as exc:
+            except APIStatusError as exc:
                 if not _rejects_field(exc):
                     raise
                 continue
@@ -119,7 +123,7 @@ def constrained(
         for form in tries:
             try:
                 reply = await calls[form].ainvoke(messages, config)
-            except openai.APIStatusError as exc:
+            except APIStatusError as exc:
                 if not _rejects_field(exc):
                     raise
                 continue
