@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from langchain_core.messages import HumanMessage, SystemMessage
@@ -229,10 +229,11 @@ def _asked_title(request: dict[str, Any]) -> str | None:
     return str(schema["title"]) if isinstance(schema, dict) else None
 
 
-def test_the_run_flag_sets_it(workspace: Path) -> None:
+def test_the_run_flag_takes_every_setting(workspace: Path) -> None:
     from aimegraph.cli.app import build_parser
     from aimegraph.cli.support import config_from_args
 
-    argv = ["run", "g", "--server-schema", "json_object", "--workspace", str(workspace)]
-    args = build_parser().parse_args(argv)
-    assert config_from_args(args, "t1").server_schema == "json_object"
+    for setting in get_args(ServerSchema):
+        argv = ["run", "g", "--server-schema", setting, "--workspace", str(workspace)]
+        args = build_parser().parse_args(argv)
+        assert config_from_args(args, "t1").server_schema == setting

@@ -9,7 +9,6 @@ import os
 from typing import Any
 
 from aimegraph.checkpoints import DEFAULT_CHECKPOINT_URL, redact_url
-from aimegraph.models.server_schema import SERVER_SCHEMAS
 
 __all__ = [
     "broker_options",
@@ -131,7 +130,8 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
     parser.add_argument(
         "--server-schema",
-        choices=SERVER_SCHEMAS,
+        # AimeConfig.server_schema's values, spelt out: the parser loads no engine code.
+        choices=["auto", "json_schema", "json_object", "guided_json", "off"],
         help="in JSON mode, how an OpenAI-compatible server is asked for each reply's schema",
     )
     parser.add_argument("--approve-plan", action="store_true", help="pause for plan approval")

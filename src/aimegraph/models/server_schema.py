@@ -26,19 +26,17 @@ import threading
 import weakref
 from typing import TYPE_CHECKING, Any, Literal
 
-if TYPE_CHECKING:  # the module is light: the CLI's flags and the config name its values
+if TYPE_CHECKING:  # the module is light: the config names its values
     import openai
     from langchain_core.language_models import BaseChatModel, LanguageModelInput
     from langchain_core.messages import AIMessage
     from langchain_core.runnables import Runnable, RunnableConfig
 
-__all__ = ["SERVER_SCHEMAS", "ServerSchema", "accepted_form", "constrained", "request_fields"]
+__all__ = ["ServerSchema", "accepted_form", "constrained", "request_fields"]
 
 ServerSchema = Literal["auto", "json_schema", "json_object", "guided_json", "off"]
 """How JSON-mode calls ask an OpenAI-compatible server for their schema: ``auto`` tries
 ``json_schema`` then ``json_object`` (then none); the others name one form (then none)."""
-
-SERVER_SCHEMAS: tuple[str, ...] = ("auto", "json_schema", "json_object", "guided_json", "off")
 
 Form = Literal["json_schema", "json_object", "guided_json", "off"]
 
