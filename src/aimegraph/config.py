@@ -29,6 +29,7 @@ from pydantic import (
 from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resilience import requests_per_second
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
+from aimegraph.models.server_schema import ServerSchema
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
@@ -221,6 +222,16 @@ class AimeConfig(_Settings):
         "give_up", description="What an unanswered escalation does: 'give_up' or 'replan'."
     )
     tool_calling: ToolCallingMode = "auto"
+    server_schema: ServerSchema = Field(
+        "auto",
+        description="In JSON mode, how an OpenAI-compatible server (openai:<model>) is asked "
+        "for the schema of each reply (plan, verdict, one call of one bound tool): 'auto' "
+        "tries OpenAI's response_format json_schema (llama.cpp server, vLLM, Ollama, LM "
+        "Studio), then llama-cpp-python's json_object with a schema, remembering per model "
+        "what the server takes; 'json_schema', 'json_object' or 'guided_json' (vLLM's "
+        "extra parameter) name one; 'off' describes the schema in the prompt only. A server "
+        "refusing the field is asked again without it.",
+    )
     max_output_retries: int = Field(
         2, ge=0, description="Re-asks when a model reply does not parse or validate."
     )
