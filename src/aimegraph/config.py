@@ -351,17 +351,32 @@ class AimeConfig(BaseModel):
         return None
 
     def for_run(self, runtime: Runtime[Any] | None) -> AimeConfig:
-        """This config with the run's context overrides applied."""
+        """This config with the run's context overrides applied.
+
+        Free when the context is already the run's whole config, as the top-level
+        graph makes it when a run starts (:class:`aimegraph.graphs.compiled.AimeGraph`):
+        every node and tool call of the run then shares that one validated object."""
         return self.override(runtime.context if runtime is not None else None)
 
     def override(self, changes: AimeConfig | Mapping[str, Any] | None) -> AimeConfig:
-        """This config with the fields of ``changes`` applied (validated)."""
-        if changes is None:
+        """This config with the fields of ``changes`` applied (validated).
+
+        A ``changes`` config with every field set is the result as it is: merging
+        it would give an equal config, at the cost of a validation."""
+        if changes is None or changes is self:
             return self
         if isinstance(changes, AimeConfig):
+            if changes.model_fields_set.issuperset(type(self).model_fields):
+                self._refuse_build_only({key: getattr(changes, key) for key in self.BUILD_ONLY})
+                return changes
             changes = changes.model_dump(exclude_unset=True)
         if not changes:
             return self
+        self._refuse_build_only(changes)
+        return AimeConfig.model_validate({**self.model_dump(), **dict(changes)})
+
+    def _refuse_build_only(self, changes: Mapping[str, Any]) -> None:
+        """Refuse a change of a field applied when the graph was built."""
         fixed = sorted(
             key for key in self.BUILD_ONLY if key in changes and changes[key] != getattr(self, key)
         )
@@ -370,4 +385,3 @@ class AimeConfig(BaseModel):
                 f"{', '.join(fixed)} apply when the graph is built (models and tools are set "
                 "up then): set them in build_aime_graph(config=AimeConfig(...)), not per run"
             )
-        return AimeConfig.model_validate({**self.model_dump(), **dict(changes)})

@@ -34,7 +34,6 @@ from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
-from aimegraph.policy import check_rules
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
 from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
@@ -150,7 +149,8 @@ def build_aime_graph(
 
         owned = registry.copy() if registry is tools else registry
         registry = add_mcp_bundles(owned, servers)
-    check_rules(config.approve_tools, registry.tools)
+    # First: it checks that approve_tools names tools there are.
+    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source)
 
     units = None
     if agents:
@@ -236,7 +236,7 @@ def build_aime_graph(
 
     builder.add_node(
         "intake",
-        make_intake_node(config, tool_names=list(registry.tools), prompts=source),
+        intake,
         destinations=("planner", "reporter", "approve_plan"),
     )
     builder.add_edge(START, "intake")
