@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
+from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import Runtime
 from pydantic import (
     BaseModel,
@@ -25,7 +26,11 @@ from pydantic import (
 )
 
 from aimegraph.mcp_servers import McpServer
-from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
+from aimegraph.models.resolve import (
+    DEFAULT_MODEL_RETRIES,
+    DEFAULT_MODEL_TIMEOUT_S,
+    resolve_model,
+)
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
@@ -306,6 +311,12 @@ class AimeConfig(BaseModel):
     def gates_tools(self) -> bool:
         """Whether some tool call may have to wait for a human (or be refused)."""
         return bool(self.approve_tools) or self.tool_policy is not None
+
+    def chat_model(self, model: BaseChatModel | str) -> BaseChatModel:
+        """The chat model ``model`` names, with this config's ``model_timeout_s`` and
+        ``model_retries`` (a ``BaseChatModel`` is returned as it is): how every
+        builder resolves a model, alone or within ``build_aime_graph``."""
+        return resolve_model(model, timeout=self.model_timeout_s, max_retries=self.model_retries)
 
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> AimeConfig:

@@ -16,7 +16,6 @@ from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_actor_recall_node, make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import (
     ALWAYS_BOUND,
     ActorFactory,
@@ -51,7 +50,7 @@ def build_actor_graph(
     """Build the executor: one specialised ReAct actor working on one task.
 
     Args:
-        model: The actor model (or a spec string for ``resolve_model``).
+        model: The actor model (or a spec, resolved with ``config``'s model timeout and retries).
         registry: The tools actors may be given, in bundles.
         factory: Assembles the actor for a task; defaults to
             :class:`DefaultActorFactory` over ``registry`` and ``knowledge``.
@@ -86,7 +85,7 @@ def build_actor_graph(
     factory = factory or DefaultActorFactory(
         registry, workspace=Path(config.workspace), knowledge=knowledge
     )
-    chat = resolve_model(model)
+    chat = config.chat_model(model)
     always = [t.name for t in ALWAYS_BOUND]
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
 
@@ -140,7 +139,7 @@ def build_actor_graph(
     # and its sibling's to `react` in the same step.
     builder.add_edge("tools", "react")
     if check:
-        checker = resolve_model(verifier_model) if verifier_model is not None else chat
+        checker = config.chat_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check",
             make_task_check_node(checker, config=config, prompt_source=source),

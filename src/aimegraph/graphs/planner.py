@@ -13,7 +13,6 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.planner import (
     make_commit_node,
@@ -47,7 +46,7 @@ def build_planner_graph(
     ``commit`` (see ``ask_approval``).
 
     Args:
-        model: The planner model (or a spec string for ``resolve_model``).
+        model: The planner model (or a spec, resolved with ``config``'s model timeout and retries).
         registry: Tool bundles the plan may assign; without one, tasks get none.
         config: Budgets and policies (``max_tasks``, ``max_plan_repairs``, ...).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
@@ -75,7 +74,7 @@ def build_planner_graph(
     """
     config = config or AimeConfig()
     registry = registry or ToolRegistry()
-    chat = resolve_model(model)
+    chat = config.chat_model(model)
 
     builder = StateGraph(
         PlannerState,

@@ -20,7 +20,6 @@ from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamMode, TeamSpec
@@ -197,7 +196,7 @@ def team_parts(
     config = config or AimeConfig()
     registry = registry or registry_for(config, knowledge=knowledge)
     units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
-    chat = resolve_model(model)
+    chat = config.chat_model(model)
     base = factory or DefaultActorFactory(
         registry, workspace=Path(config.workspace), knowledge=knowledge
     )
@@ -237,7 +236,7 @@ def team_parts(
         node_of[name] = node
     checker = None
     if config.verify in ("tasks", "both"):
-        checker = resolve_model(verifier_model) if verifier_model is not None else chat
+        checker = config.chat_model(verifier_model) if verifier_model is not None else chat
     return TeamParts(
         units,
         graphs,

@@ -14,7 +14,6 @@ from langgraph.types import Checkpointer
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.verifier import make_judge_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import VerifierInput, VerifierOutput, VerifierState
@@ -33,7 +32,7 @@ def build_verifier_graph(
     small agent that inspects them first and cites them in its verdict.
 
     Args:
-        model: The verifier model (or a spec string for ``resolve_model``).
+        model: The verifier model (or a spec, resolved with ``config``'s model timeout and retries).
         config: ``max_replans`` and the budgets decide whether a rejection
             leads to a replan (``status="running"``) or ends the run
             (``status="rejected"``).
@@ -59,7 +58,7 @@ def build_verifier_graph(
         output_schema=VerifierOutput,
     )
     judge = make_judge_node(
-        resolve_model(model),
+        config.chat_model(model),
         config=config,
         prompt_source=open_prompt_source(prompts),
         tools=tools,

@@ -51,7 +51,6 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.types import Node
 from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, reflective_dataset
 from aimegraph.optimizer.store import PromptStore
@@ -341,10 +340,7 @@ def make_online_node(
         raise ValueError(
             f"optimize_components: unknown component(s) {unknown}; known: {sorted(DEFAULT_PROMPTS)}"
         )
-    model = (
-        resolve_model(reflection_model) if isinstance(reflection_model, str) else reflection_model
-    )
-    loop = OnlineLoop(source, model)
+    loop = OnlineLoop(source, config.chat_model(reflection_model))
     store = source
 
     def optimize_online(state: AimeState, *, runtime: Runtime[AimeConfig]) -> dict[str, Any]:
