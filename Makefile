@@ -14,7 +14,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,smollm2,dashboard,tracing,distributed,semantic,optimize,web,docs,mcp,eval]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,smollm2,dashboard,tracing,distributed,semantic,optimize,web,docs,mcp,eval,anthropic,ollama]'
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python
@@ -45,7 +45,10 @@ system-deps: sandbox-deps
 demo: $(DEMO_STAMP) sandbox-deps
 	$(BIN)/aimegraph demo
 
+# The layering contracts first ([tool.importlinter] in pyproject.toml): an import that
+# points up the layers fails the build before any test runs.
 test: $(STAMP) system-deps
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 lint: $(STAMP)

@@ -45,6 +45,7 @@ from bench import (
     sandbox,
     scaling,
     scheduling,
+    startup,
     teams,
     verifier,
     web_docs,
@@ -65,6 +66,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "teams": teams.run,
     "conversation": conversation.run,
     "verifier": verifier.run,
+    "startup": startup.run,
 }
 """Section name -> ``run(quick)``: the sections ``--quick`` runs, in report order."""
 

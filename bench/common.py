@@ -302,6 +302,7 @@ def scenario(
     scripts.update(actors or {})
     return {
         "goal": "Assemble the report from its work items.",
+        "any_goal": True,  # the benchmarks run it with goals of their own
         "planner": planner,
         "actors": scripts,
         "reporter": [{"text": REPORTER_TEXT}],

@@ -34,9 +34,7 @@ def _timed(command: list[str], cwd: Path) -> float:
 
 def _fresh_clone(into: Path) -> Path:
     clone = into / "aimegraph"
-    subprocess.run(
-        ["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True
-    )
+    subprocess.run(["git", "clone", "--quiet", "--no-hardlinks", str(ROOT), str(clone)], check=True)
     return clone
 
 

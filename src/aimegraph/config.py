@@ -2,39 +2,43 @@
 
 The config given to the builder is the default; a run may override any field
 through LangGraph's runtime context (``graph.invoke(inp, cfg, context={...})``),
-except ``model_timeout_s`` and ``model_retries``, which are applied when the
+except the fields in ``AimeConfig.BUILD_ONLY`` (``model_timeout_s``,
+``model_retries``, ``rate_limit``, ``model_cache``, ...), which are applied when the
 graph is built.
 Context is not checkpointed, so pass the same overrides again when resuming.
 """
 
 from __future__ import annotations
 
+import difflib
 import time
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from langchain_core.language_models import BaseChatModel
-from langgraph.runtime import Runtime
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ValidationError,
     field_serializer,
     field_validator,
     model_validator,
 )
 
 from aimegraph.mcp_servers import McpServer
-from aimegraph.models.resolve import (
-    DEFAULT_MODEL_RETRIES,
-    DEFAULT_MODEL_TIMEOUT_S,
-    resolve_model,
-)
+from aimegraph.models.resilience import requests_per_second
+from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S, resolve_model
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
 from aimegraph.state import Price, Usage
+
+if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
+    from langgraph.runtime import Runtime
+
+    from aimegraph.models.resolve import ModelSpec
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
@@ -48,7 +52,55 @@ OptInBundle = Literal["shell"]
 ActorDurability = Literal["inherit", "exit"]
 
 
-class WebConfig(BaseModel):
+class _Settings(BaseModel):
+    """Settings a user types (in JSON, YAML, a dict): a mistyped name is refused
+    naming the closest real one, which pydantic's "extra inputs are not permitted"
+    does not."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_names(cls, data: Any) -> Any:
+        if isinstance(data, Mapping):
+            unknown = [str(key) for key in data if key not in cls.model_fields]
+            if unknown:
+                raise ValueError(
+                    "; ".join(_unknown_setting(name, cls.model_fields) for name in unknown)
+                )
+        return data
+
+
+def _unknown_setting(name: str, known: Mapping[str, Any]) -> str:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    return f"unknown setting {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
+
+
+def settings_error(exc: ValidationError) -> str:
+    """A pydantic error about settings on one line: each field named with its problem
+    (and the value given), without pydantic's layout and links. The same for any
+    model, so a bad file of agents or systems reads as a bad ``--config`` does."""
+    problems: dict[tuple[Any, ...], str] = {}
+    for error in exc.errors(include_url=False):
+        where = error["loc"][:1]  # a union's branches each report on the same field
+        if where in problems:
+            continue
+        if error["type"] == "value_error":
+            problem = str(error.get("ctx", {}).get("error", error["msg"]))
+        else:
+            problem = error["msg"][:1].lower() + error["msg"][1:]
+            if "input" in error and error["type"] != "missing":
+                problem += f" (got {_clip(repr(error['input']))})"
+        field = ".".join(str(part) for part in error["loc"])
+        problems[where] = f"setting {field!r}: {problem}" if field else problem
+    return "; ".join(problems.values())
+
+
+def _clip(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class WebConfig(_Settings):
     """The ``web`` tool bundle's policy (``AimeConfig.web``; the bundle exists only
     when it is set). ``fetch_url`` refuses, on the first request and on every
     redirect, any URL that is not http(s), whose host a list excludes, or whose
@@ -57,8 +109,6 @@ class WebConfig(BaseModel):
     ``allow_private_hosts``;
     it connects to the address it checked, so a DNS answer cannot change between
     the check and the connection."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     allow_hosts: tuple[str, ...] = Field(
         (),
@@ -91,11 +141,9 @@ class WebConfig(BaseModel):
     )
 
 
-class AimeConfig(BaseModel):
+class AimeConfig(_Settings):
     """Budgets and policies. Every budget is enforced by the engine itself, so a
     run always terminates with a clear ``status``, never by ``recursion_limit``."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
 
     max_parallel: int = Field(4, ge=1, description="Actors dispatched per orchestration step.")
     max_tasks: int = Field(30, ge=1, description="Largest plan accepted.")
@@ -198,6 +246,18 @@ class AimeConfig(BaseModel):
         ge=0,
         description="Client retries per model request, for models given as a spec (when built).",
     )
+    rate_limit: str | None = Field(
+        None,
+        description="Client-side rate limit per model provider, e.g. '2/s', '30/min', "
+        "'1000/h': one limiter per provider, shared by the roles using it, for models "
+        "given as a spec (set when built).",
+    )
+    model_cache: Path | None = Field(
+        None,
+        description="SQLite file caching model replies: an identical request is answered "
+        "from it without calling the model. For development and evals, not production "
+        "(models given as a spec; set when built).",
+    )
     max_goal_chars: int = Field(
         20_000, ge=1, description="Longest goal accepted (the goal goes into every prompt)."
     )
@@ -296,6 +356,13 @@ class AimeConfig(BaseModel):
             )
         return value
 
+    @field_validator("rate_limit")
+    @classmethod
+    def _rate_parses(cls, rate: str | None) -> str | None:
+        if rate is not None:
+            requests_per_second(rate)  # '2/s', '30/min'; anything else fails here
+        return rate
+
     @field_validator("tool_policy")
     @classmethod
     def _policy_imports(cls, policy: PolicySpec | None) -> PolicySpec | None:
@@ -312,11 +379,18 @@ class AimeConfig(BaseModel):
         """Whether some tool call may have to wait for a human (or be refused)."""
         return bool(self.approve_tools) or self.tool_policy is not None
 
-    def chat_model(self, model: BaseChatModel | str) -> BaseChatModel:
-        """The chat model ``model`` names, with this config's ``model_timeout_s`` and
-        ``model_retries`` (a ``BaseChatModel`` is returned as it is): how every
-        builder resolves a model, alone or within ``build_aime_graph``."""
-        return resolve_model(model, timeout=self.model_timeout_s, max_retries=self.model_retries)
+    def chat_model(self, model: ModelSpec) -> BaseChatModel:
+        """The chat model ``model`` names, with this config's ``model_timeout_s``,
+        ``model_retries``, ``rate_limit`` and ``model_cache`` (a ``BaseChatModel`` is
+        returned as it is): how every builder resolves a model, alone or within
+        ``build_aime_graph``."""
+        return resolve_model(
+            model,
+            timeout=self.model_timeout_s,
+            max_retries=self.model_retries,
+            rate_limit=self.rate_limit,
+            cache=self.model_cache,
+        )
 
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> AimeConfig:
@@ -329,6 +403,8 @@ class AimeConfig(BaseModel):
         {
             "model_timeout_s",
             "model_retries",
+            "rate_limit",
+            "model_cache",
             "scheduler",
             "optimize_online",
             "web",

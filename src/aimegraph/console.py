@@ -20,7 +20,25 @@ from aimegraph.streaming import answer_piece
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
 
-_MARK_STYLES = {"[x]": "green", "[~]": "cyan", "[!]": "red", "[-]": "dim", "[ ]": ""}
+
+def cli_console(*, stderr: bool = False) -> Console:
+    """A console for commands' output. On a terminal, lines wrap at its width; anywhere
+    else (a pipe, a log, CI) they are never wrapped, since there is no width to fit
+    and a command to copy, such as ``aimegraph resume THREAD``, or a table row split in
+    two would no longer work or line up."""
+    console = Console(stderr=stderr, highlight=False)
+    console.soft_wrap = not console.is_terminal
+    return console
+
+
+_MARK_STYLES = {
+    "[x]": "green",
+    "[~]": "cyan",
+    "[!]": "red",
+    "[-]": "dim",
+    "[/]": "yellow",
+    "[ ]": "",
+}
 
 
 class LiveProgress:
@@ -37,6 +55,7 @@ class LiveProgress:
         """The answer's text streamed so far (``messages`` mode)."""
         self._live: Live | None = None
         self._mid_line = False  # a streamed piece left the line open (plain output)
+        self._printed_checklist = ""  # plain output: the last checklist printed
 
     def __enter__(self) -> LiveProgress:
         if self.console.is_terminal:
@@ -115,7 +134,10 @@ class LiveProgress:
             self._mid_line = False
 
     def _show_checklist(self) -> None:
-        if self._live is None:
+        # Several nodes publish the list as it stands (a round's end, the orchestrator
+        # seeing it finished): a list that has not changed is not printed again.
+        if self._live is None and self.checklist != self._printed_checklist:
+            self._printed_checklist = self.checklist
             self._end_line()
             self.console.print(Text("progress:", style="bold"))
             self.console.print(_styled_checklist(self.checklist))

@@ -12,6 +12,7 @@ import httpx
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.testclient import TestClient
+from tests.conftest import TWO_TASKS
 from tests.dashboard.conftest import HOSTILE, LiveServer
 
 from aimegraph.checkpoints import hold_thread, run_config
@@ -226,7 +227,7 @@ def test_answer_ask_human_and_deny_a_tool_call(
 def test_a_run_paused_in_the_cli_is_answered_on_the_dashboard_and_back(
     client: TestClient, runs: RunManager, store_url: str
 ) -> None:
-    code = main(["--checkpoints", store_url, "run", "Add 2 and 3", "--model", "scripted:demo",
+    code = main(["--checkpoints", store_url, "run", "Multiply six by seven", "--model", TWO_TASKS,
                  "--approve-plan", "--thread", "from-cli", "--json"])  # fmt: skip
     assert code == 5
     assert view(client, "from-cli")["interrupts"][0]["kind"] == "approve_plan"

@@ -91,3 +91,22 @@ def test_markup_in_run_data_shows_as_text(
     expect(page.locator("#threads tbody tr").first).to_contain_text(HOSTILE)
     assert page.locator(injected).count() == 0
     assert page.evaluate("window.pwned") is None
+
+
+def test_pages_show_their_state_before_the_live_stream(
+    live: LiveServer, page: Any, hostile_thread: str
+) -> None:
+    # The event streams never answer here: all a page shows came with the page.
+    page.route("**/events", lambda route: route.abort())
+    page.goto(f"{live.url}/threads/{hostile_thread}")
+    expect(page.locator("body")).to_have_attribute("data-status", "succeeded")
+    expect(page.locator("#live")).not_to_have_text("live")
+    expect(page.locator("#checklist")).to_contain_text("- [x] t2: Try another way")
+    expect(page.locator("details[data-task='t2']")).to_contain_text("fine")
+    expect(page.locator("#usage")).to_contain_text("actor")
+    expect(page.locator("#note-form")).to_be_hidden()  # a finished run reads no notes
+    assert page.evaluate("window.pwned") is None
+
+    page.goto(live.url + "/")
+    expect(page.locator("#threads tbody tr")).to_have_count(1)
+    expect(page.locator("#count")).to_have_text("1 of 1")

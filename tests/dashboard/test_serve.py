@@ -16,6 +16,7 @@ import urllib.request
 from pathlib import Path
 
 import pytest
+from tests.conftest import TWO_TASKS
 
 from aimegraph.cli import main
 
@@ -49,7 +50,7 @@ def _get(url: str, host: str | None = None) -> tuple[int, str]:
 
 @pytest.mark.slow
 def test_serve_answers_until_interrupted(store_url: str, tmp_path: Path) -> None:
-    assert main(["--checkpoints", store_url, "run", "Add 2 and 3", "--model", "scripted:demo",
+    assert main(["--checkpoints", store_url, "run", "Multiply six by seven", "--model", TWO_TASKS,
                  "--thread", "served", "--json"]) == 0  # fmt: skip
     port = _free_port()
     log = tmp_path / "serve.log"

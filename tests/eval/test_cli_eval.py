@@ -53,6 +53,39 @@ def test_eval_with_oracle_replies_writes_every_report(
     assert "0 rollout(s) run, 12 already recorded" in stdout
 
 
+def test_a_recorded_rerun_counts_the_recorded_passes_and_no_price_is_no_cost(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 38: a re-run that finds every rollout recorded said "0 passed" above a table
+    of 1.00, and with no prices every report showed $0.0000."""
+    suite = write_suite(tmp_path / "s", THREE_TASKS)
+    out = tmp_path / "out"
+    argv = ["eval", str(suite), "--model", "oracle", "--out", str(out)]
+    assert _run([*argv, "--json"], capsys)[0] == 0
+    code, stdout, stderr = _run(argv, capsys)
+    assert code == 0 and "0 rollout(s) run, 6 already recorded" in stdout
+    assert "6/6" in stderr and "6 passed" in stderr and "0 passed" not in stderr
+    for report in (stdout, (out / REPORT_MD).read_text(), (out / REPORT_HTML).read_text()):
+        assert "$0.0000" not in report
+    systems_rows = [
+        line for line in (out / REPORT_MD).read_text().splitlines() if "(oracle)" in line
+    ]
+    assert len(systems_rows) == 2 and all("| – |" in row for row in systems_rows)
+    summary = json.loads((out / "summary.json").read_text())
+    assert all(s["cost_per_solved"] is None for s in summary["systems"])
+
+    priced = tmp_path / "priced"
+    prices = '{"oracle": [1.0, 2.0]}'
+    assert (
+        _run(
+            ["eval", str(suite), "--model", "oracle", "--out", str(priced), "--prices", prices],
+            capsys,
+        )[0]
+        == 0
+    )
+    assert "$0." in (priced / REPORT_MD).read_text()
+
+
 def test_compare_two_systems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     suite = write_suite(tmp_path / "s", THREE_TASKS)
     out = tmp_path / "out"
@@ -82,6 +115,11 @@ def test_compare_two_systems(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         (["eval", "a.yaml", "b.yaml"], "usage: aimegraph eval SUITE"),
         (["eval", "compare", "nowhere", "x"], "nowhere: no results"),
         (["eval", "bundled", "--prices", "[1, 2]"], "--prices must be a mapping"),
+        (["eval", "bundled", "--rate-limit", "fast"], "bad rate limit 'fast'"),
+        (
+            ["eval", "bundled", "--model", "nosuchprovider:m"],
+            "unknown model provider 'nosuchprovider' in 'nosuchprovider:m'",
+        ),
         (
             ["eval", "bundled", "--tools", "tests.eval.helpers:REGISTRY"],
             "a ToolRegistry replaces the built-in tools",

@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from aimegraph.eval import SuiteError, load_suite
-from aimegraph.eval.suite import BUNDLED_SUITE, Check, is_suite_file
+from aimegraph.eval.suite import BUNDLED_SUITE, ORACLE_SHAPE, Check, is_suite_file
 
 
 def _load(tmp_path: Path, tasks: Any, name: str = "suite.yaml", **top: Any) -> Any:
@@ -124,7 +124,7 @@ ORACLE_STAGE = {"id": "s1", "title": "Do it", "calls": [{"tool": "python", "args
 @pytest.mark.parametrize(
     ("oracle", "message"),
     [
-        ({"stages": [ORACLE_STAGE]}, "exactly one of answer, structured"),
+        ({"stages": [ORACLE_STAGE]}, "exactly one of answer (write answer: TEXT) or structured"),
         (
             {
                 "stages": [ORACLE_STAGE, {**ORACLE_STAGE, "id": "s2", "after": []}],
@@ -142,12 +142,19 @@ ORACLE_STAGE = {"id": "s1", "title": "Do it", "calls": [{"tool": "python", "args
                 ],
                 "answer": "x",
             },
-            "uses {stage:s1} but does not come after it",
+            "uses {stage:s1} but does not come after it: write after: [s2, s1]",
         ),
-        ({"stages": [ORACLE_STAGE], "answer": "{stage:s9}"}, "unknown stages ['s9']"),
+        (
+            {"stages": [ORACLE_STAGE], "answer": "{stage:s9}"},
+            "unknown stages ['s9']; its stages are ['s1']",
+        ),
+        (
+            {"stages": [{"id": "s1", "titel": "Do it"}], "answer": "x"},
+            "oracle.stages.0.title: Field required",
+        ),
         (
             {"stages": [{**ORACLE_STAGE, "calls": [{"tool": "python", "arg": {}}]}], "answer": "x"},
-            "a call is {tool: name, args: {...}}",
+            "a call is {tool: NAME, args: {...}}",
         ),
     ],
 )
@@ -159,7 +166,60 @@ def test_an_oracle_scripts_every_turn(tmp_path: Path) -> None:
     task = {**GOOD, "goal": None, "turns": ["a", "b"]}
     task.pop("goal")
     error = _error(tmp_path, [{**task, "oracle": {"stages": [ORACLE_STAGE], "answer": "x"}}])
-    assert "the oracle scripts 1 turn(s); the task has 2" in error
+    assert "the oracle scripts 1 turn(s); the task has 2: write oracle: {turns: [...]}" in error
+
+
+def test_an_oracle_pydantic_error_shows_the_oracle_shape(tmp_path: Path) -> None:
+    error = _error(tmp_path, [{**GOOD, "oracle": {"stages": [{"id": "s1"}], "answer": "x"}}])
+    assert "task 't1' oracle.stages.0.title: Field required" in error
+    assert error.endswith(ORACLE_SHAPE)
+
+
+TYPED = {"type": "object", "properties": {"total": {"type": "number"}, "n": {"type": "integer"}}}
+
+
+def test_a_typed_task_without_structured_says_what_to_write(tmp_path: Path) -> None:
+    """The message of issue 38: a typed task whose oracle answers with text."""
+    oracle = {"stages": [ORACLE_STAGE], "answer": "{stage:s1}"}
+    error = _error(tmp_path, [{**GOOD, "response_format": TYPED, "oracle": oracle}])
+    assert "the task has a response_format, so the oracle's last turn answers with" in error
+    assert "structured: {n: VALUE, total: VALUE}" in error and "instead of answer" in error
+
+
+def test_an_untyped_task_with_structured_says_what_to_write(tmp_path: Path) -> None:
+    oracle = {"stages": [ORACLE_STAGE], "structured": {"total": "{stage:s1}"}}
+    error = _error(tmp_path, [{**GOOD, "oracle": oracle}])
+    assert "has no response_format, so the oracle's last turn answers with answer: TEXT" in error
+
+
+@pytest.mark.parametrize(
+    ("check", "message"),
+    [
+        (
+            {"numbr": 2},
+            "unknown check key 'numbr' (did you mean 'number'?); a check needs exactly one of",
+        ),
+        (
+            {"number": 2, "tolerence": 0.1},
+            "unknown check key 'tolerence' (did you mean 'tolerance'?); a 'number' check takes",
+        ),
+        ({"contains": "2", "colour": "red"}, "unknown check key 'colour'; a 'contains' check"),
+    ],
+)
+def test_an_unknown_check_key_is_named_with_the_closest_known(
+    tmp_path: Path, check: dict[str, Any], message: str
+) -> None:
+    assert message in _error(tmp_path, [{**GOOD, "check": check}])
+
+
+def test_a_yaml_syntax_error_names_the_file_and_line(tmp_path: Path) -> None:
+    path = tmp_path / "suite.yaml"
+    path.write_text("tasks:\n  - id: t1\n    goal: What is: 2?\n    check: {number: 2}\n")
+    with pytest.raises(SuiteError) as caught:
+        load_suite(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path} line 3 column 18: not valid YAML: ")
+    assert "\n" not in message and "<unicode string>" not in message
 
 
 def test_digest_follows_the_files_content(tmp_path: Path) -> None:
@@ -191,3 +251,37 @@ def test_suite_files_are_told_from_example_files(tmp_path: Path) -> None:
     tasks.write_text(json.dumps(GOOD) + "\n")
     assert not is_suite_file(examples)
     assert is_suite_file(tasks) and is_suite_file(tmp_path / "s.yaml") and is_suite_file("bundled")
+
+
+INVOICES = """\
+id,customer,amount,due,paid
+INV-001,Acme,300.00,2024-07-01,no
+INV-002,Initech,620.00,2024-05-01,no
+INV-003,Acme,410.00,2024-04-01,yes
+INV-004,Umbrella,95.00,2024-06-15,no
+INV-005,Globex,1250.50,2024-05-20,no
+INV-006,Hooli,700.00,2024-03-01,yes
+"""
+
+
+def _readme_oracle_example(folder: Path) -> Path:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### The oracle format", 1)[1]
+    example = section.split("```yaml\n", 1)[1].split("```", 1)[0]
+    (folder / "data").mkdir(parents=True)
+    (folder / "data" / "invoices.csv").write_text(INVOICES)
+    path = folder / "suite.yaml"
+    path.write_text(example)
+    return path
+
+
+def test_the_readme_oracle_example_loads_and_its_oracle_solves_it(tmp_path: Path) -> None:
+    pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
+    from aimegraph.eval import evaluate
+
+    suite = load_suite(_readme_oracle_example(tmp_path / "suite"))
+    assert [t.id for t in suite.tasks] == ["overdue-total", "summary", "reminder"]
+    result = evaluate(suite, model="oracle", out=tmp_path / "out")
+    assert all(r["passed"] for r in result.records), [r["failure"] for r in result.records]
+    typed = [r for r in result.records if r["task"] == "summary"]
+    assert all(r["structured_response"] == {"invoices": 6, "overdue_total": 1870.5} for r in typed)

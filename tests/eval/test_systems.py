@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 import yaml
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.ai import UsageMetadata
+from langchain_core.outputs import ChatGeneration, ChatResult
 
 from aimegraph.eval import OracleModels, SystemsError, SystemSpec, evaluate, load_systems
 from aimegraph.eval.suite import Budget
@@ -110,6 +112,14 @@ def test_systems_file_mistakes(tmp_path: Path, spec: dict[str, Any], message: st
     assert str(caught.value).startswith(f"{path}: system") and message in str(caught.value)
 
 
+def test_a_systems_file_yaml_error_is_one_line(tmp_path: Path) -> None:
+    path = tmp_path / "systems.yaml"
+    path.write_text("- name: a\n  config: {verify: off\n- name: b\n")
+    with pytest.raises(SystemsError) as caught:
+        load_systems([str(path)])
+    assert str(caught.value).startswith(f"{path} line 3 column ") and "\n" not in str(caught.value)
+
+
 def test_system_names_are_unique_and_known() -> None:
     with pytest.raises(SystemsError, match="system names repeat: aimegraph"):
         load_systems(["aimegraph", SystemSpec(name="aimegraph", config={"verify": "off"})])
@@ -172,3 +182,135 @@ def test_a_run_that_waits_for_a_human_fails_as_paused(tmp_path: Path) -> None:
     assert record["status"] == "paused" and not record["passed"]
     assert "evals are unattended" in record["failure"]
     assert record["usage"]["llm_calls"] == 1  # the planner, then the pause
+
+
+# A model that asks the human whenever it is offered one: the first plan names the
+# human bundle; a plan without it comes next (the repair when that bundle is unknown),
+# and its actor still tries ask_human before working alone.
+ASKS_A_HUMAN = {
+    "planner": [
+        {"rationale": "ask", "tasks": [{"id": "q", "title": "Ask", "tool_bundles": ["human"]}]},
+        {
+            "rationale": "alone",
+            "tasks": [{"id": "q", "title": "Work", "tool_bundles": ["compute"]}],
+        },
+    ],
+    "actors": {
+        "q": [
+            {"tool": "ask_human", "args": {"question": "Which number?"}},
+            {"tool": "calculator", "args": {"expression": "6*7"}},
+            {"tool": "submit_result", "args": {"status": "completed", "summary": "42"}},
+        ]
+    },
+    "reporter": [{"text": "The answer is 42."}],
+}
+
+
+def test_an_eval_offers_no_human(tmp_path: Path) -> None:
+    """Issue 38: evals are unattended, yet actors were offered ask_human and two of four
+    rollouts ended paused. Without the human bundle the rollout works on and passes."""
+    task = {"id": "q", "goal": "What is 6 times 7?", "check": {"number": 42}}
+    suite = write_suite(tmp_path / "suite", [task])
+    models: list[ScriptedChatModel] = []
+
+    def asking(task: Any, kind: str, rollout: int) -> BaseChatModel:
+        models.append(ScriptedChatModel.from_dict(ASKS_A_HUMAN))
+        return models[-1]
+
+    result = evaluate(suite, model=asking, systems=["aimegraph"], out=tmp_path / "out")
+    (record,) = result.records
+    assert record["status"] != "paused" and record["passed"], record["failure"]
+    (model,) = models
+    assert "Ask the human user" not in model.prompts("planner")[0]  # the bundle is not offered
+
+
+class PromptOnly(BaseChatModel):
+    """A model with no native tool calling (it does not override ``bind_tools``) that
+    follows JSON-mode instructions: two calculator calls, then the answer (the typed
+    answer's tool when one is offered). It keeps the text of every prompt."""
+
+    seen: list[str] = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "prompt-only"
+
+    def _generate(
+        self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **_: Any
+    ) -> ChatResult:
+        prompt = "\n\n".join(m.text for m in messages)
+        self.seen.append(prompt)
+        observed = prompt.count("Observation from calculator")
+        if observed == 0:
+            text = '{"tool": "calculator", "args": {"expression": "6*7"}}'
+        elif observed == 1:
+            text = 'Next:\n```json\n{"tool": "calculator", "args": {"expression": "42 + 1"}}\n```'
+        elif "- Answer:" in prompt:
+            text = '{"tool": "Answer", "args": {"total": 43}}'
+        else:
+            text = '{"tool": "final_answer", "args": {"answer": "The answer is 43."}}'
+        reply = AIMessage(text, usage_metadata=FIXED, response_metadata={"model_name": "p"})
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+JSON_MODE_TASKS = [
+    {"id": "text", "goal": "What is 6 times 7, plus 1?", "check": {"number": 43}},
+    {
+        "id": "typed",
+        "goal": "What is 6 times 7, plus 1? Give it as total.",
+        "response_format": {"type": "object", "properties": {"total": {"type": "number"}}},
+        "check": {"field": "total", "number": 43},
+    },
+]
+
+
+def test_a_baseline_gets_json_mode_tools_with_a_model_without_tool_calling(
+    tmp_path: Path,
+) -> None:
+    """Issue 38: with a model that has no native tool calling, create_agent ran with no
+    tools while aimegraph described them in the prompt. Now it gets the same JSON mode."""
+    suite = write_suite(tmp_path / "suite", JSON_MODE_TASKS)
+    model = PromptOnly(seen=[])
+    result = evaluate(
+        suite, model=model, systems=["create_agent"], out=tmp_path / "out", concurrency=1
+    )
+    for record in result.records:
+        assert record["passed"] and record["status"] == "succeeded", record["failure"]
+        assert record["usage"]["llm_calls"] == 3 and record["usage"]["input_tokens"] == 300
+    first, second, _, typed_first, _, _ = model.seen
+    assert "## How to call tools" in first and "- calculator:" in first
+    assert "- final_answer:" in first and "- Answer:" not in first
+    assert "Observation from calculator:\n42" in second
+    assert "- Answer:" in typed_first and "- final_answer:" not in typed_first
+    assert result.records[1]["structured_response"] == {"total": 43}
+    assert all(record["tool_calling"] == "json" for record in result.records)
+    report = result.report_md.read_text().splitlines()
+    (row,) = [line for line in report if line.startswith("| create_agent | create_agent (")]
+    assert "| JSON (in the prompt) |" in row
+
+
+def test_a_grammar_model_baseline_is_forced_to_call_a_bound_tool_or_answer(
+    tmp_path: Path,
+) -> None:
+    """llama.cpp (the bundled Gemma) ignores freely chosen tools: the baseline asks it, as
+    aimegraph's actors do, for one forced call of one of its tools or final_answer."""
+    from tests.graph.test_grammar_steps import ChatLlamaCpp
+
+    steps = [
+        {"tool": "calculator", "args": {"expression": "6*7+1"}},
+        {"tool": "final_answer", "args": {"answer": "It is 43."}},
+    ]
+    model = ChatLlamaCpp(steps=steps)
+    suite = write_suite(tmp_path / "suite", JSON_MODE_TASKS[:1])
+    result = evaluate(suite, model=model, systems=["create_agent"], out=tmp_path / "out")
+    (record,) = result.records
+    assert record["passed"] and record["answer"] == "It is 43.", record["failure"]
+    first, second = model._asked
+    (function,) = first["tools"]
+    variants = function["function"]["parameters"]["anyOf"]
+    names = {v["properties"]["tool"]["const"] for v in variants}
+    assert names == {"read_file", "write_file", "append_file", "list_dir", "calculator"} | {
+        "python",
+        "final_answer",
+    }
+    assert "Observation from calculator:\n43" in second["prompt"]

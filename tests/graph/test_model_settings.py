@@ -110,7 +110,9 @@ def test_native_tool_calling_is_decided_once_per_model(
 
     monkeypatch.setattr(aimegraph.models.calls, "supports_tool_calling", counted)
     scenario = {
-        "planner": [plan(spec("a"), spec("b", "a"))],
+        "planner": [
+            plan(spec("a", tool_bundles=["compute"]), spec("b", "a", tool_bundles=["compute"]))
+        ],
         "actors": {
             "a": [call("calculator", expression="1+1"), submit("{last_tool_output}")],
             "b": [call("calculator", expression="2+2"), submit("{last_tool_output}")],

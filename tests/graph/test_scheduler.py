@@ -1,4 +1,4 @@
-"""Scheduling and checkpoint layout of the aime graph (DESIGN.md section 10)."""
+"""Scheduling and checkpoint layout of the aime graph."""
 
 from __future__ import annotations
 

@@ -73,8 +73,11 @@ def test_under_the_default_policy_the_actor_is_refused_loopback(
     url = site.route("/harbour", body=ARTICLE_HTML.encode(), headers={"Content-Type": "text/html"})
     graph, _ = scripted_graph(fetch_scenario(url), web=WebConfig())
     out = graph.invoke({"goal": "When is high tide at Brest on 3 May?"})
-    # The refusal is the actor's observation; the run goes on and ends cleanly.
-    assert out["status"] == "succeeded"
+    # The refusal is the actor's observation; the run goes on and ends cleanly, its
+    # answer (the refusal) rejected as a tool error.
+    assert (
+        out["status"] == "rejected" and "tool error: Error: 127.0.0.1" in out["verdict"].issues[0]
+    )
     summary = out["tasks"]["read"].result.summary
     assert summary.startswith("Error: 127.0.0.1 resolves to 127.0.0.1, which is not a public")
     assert site.hosts == []

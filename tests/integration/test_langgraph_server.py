@@ -46,6 +46,7 @@ OFFLINE_ENV = {
     "LANGCHAIN_TRACING_V2": "false",
 }
 DROPPED_ENV = (
+    "ANTHROPIC_API_URL",  # would win over the provider test's ANTHROPIC_BASE_URL
     "LANGSMITH_API_KEY",
     "LANGCHAIN_API_KEY",
     "LANGGRAPH_CLOUD_LICENSE_KEY",
@@ -223,3 +224,34 @@ def test_served_graph_calls_mcp_servers(tmp_path: Path) -> None:
             served.close()
     assert values["status"] == "succeeded", values.get("reason")
     assert values["final_answer"] == "Answer: noted: Oslo: sunny, 21 C"
+
+
+def test_served_graph_runs_on_any_provider_spec(tmp_path: Path) -> None:
+    # Issue 41: AIMEGRAPH_MODEL takes any provider spec; here Anthropic's real client
+    # against a local server speaking its Messages API (see tests.provider_stubs).
+    from tests.provider_stubs import AnthropicWire, ProviderStub
+
+    from aimegraph.models import ScriptedChatModel
+
+    scenario = REPO / "tests" / "data" / "scenarios" / "two_tasks.yaml"
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    with ProviderStub(AnthropicWire(), ScriptedChatModel.from_scenario(str(scenario))) as stub:
+        served = _serve(
+            tmp_path,
+            AIMEGRAPH_MODEL="anthropic:claude-x",
+            AIMEGRAPH_WORKSPACE=str(workspace),
+            ANTHROPIC_BASE_URL=stub.url,
+            ANTHROPIC_API_KEY="test-key",
+        )
+        url = next(served)
+        try:
+            client = langgraph_sdk.get_sync_client(url=url, api_key=None, timeout=60.0)
+            thread = client.threads.create()
+            _stream(client, thread["thread_id"], input={"goal": "Multiply six by seven"})
+            values = client.threads.get_state(thread["thread_id"])["values"]
+        finally:
+            served.close()
+    assert values["status"] == "succeeded", values.get("reason")
+    assert values["final_answer"] == "Answer: six times seven is the product is 42"
+    assert {r["model"] for r in stub.requests} == {"claude-x"}

@@ -96,6 +96,7 @@ def _spec(task: str, *deps: str) -> dict[str, Any]:
 
 SCENARIO: dict[str, Any] = {
     "goal": "Run the four logged steps.",
+    "any_goal": True,  # the tests run it with goals of their own
     "planner": [
         {
             "rationale": "a and b are independent; c needs both",
@@ -114,6 +115,7 @@ SCENARIO: dict[str, Any] = {
 
 DANGER_SCENARIO: dict[str, Any] = {
     "goal": "Do the dangerous thing.",
+    "any_goal": True,  # the tests run it with goals of their own
     "planner": [{"rationale": "one task", "tasks": [_spec("d")]}],
     "actors": {
         "d": [

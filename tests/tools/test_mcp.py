@@ -280,7 +280,10 @@ def test_a_server_dying_mid_run_ends_its_calls_as_error_observations(
         model, config=AimeConfig(workspace=workspace, tool_timeout_s=20), mcp_servers=servers
     )
     out = graph.invoke({"goal": "g"})
-    assert out["status"] == "succeeded"  # the actor carried on with what it got
+    # The actor carried on with what it got; an answer made of tool errors does not pass.
+    assert (
+        out["status"] == "rejected" and "tool error: Error: MCP server" in out["verdict"].issues[0]
+    )
     seen = observations(model)
     # The tool's own error (an isError result) first, while the server still ran.
     assert "Error executing tool refuse: no such notebook" in seen

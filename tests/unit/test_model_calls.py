@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import json
 import re
+import socket
 import threading
 import time
 from collections.abc import Iterator, Sequence
@@ -21,6 +22,13 @@ import httpx
 import openai
 import pytest
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
+from langchain_core.exceptions import (
+    ModelAuthenticationError,
+    ModelConnectionError,
+    ModelInvalidRequestError,
+    ModelRateLimitError,
+    ModelTimeoutError,
+)
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
@@ -46,6 +54,7 @@ from aimegraph.models.calls import (
     is_transient,
     usage_of,
 )
+from aimegraph.models.fallbacks import FallbackChatModel
 from aimegraph.models.resolve import resolve_model
 from aimegraph.state import Usage, Verdict
 
@@ -383,6 +392,36 @@ def test_is_transient_for_httpx_transport_errors(exc: BaseException) -> None:
     # Subclasses count too: httpx's timeouts are TimeoutException subclasses whose names
     # do not end in "TimeoutError".
     assert is_transient(exc)
+
+
+@pytest.mark.parametrize(
+    ("exc", "expected"),
+    [
+        (ModelConnectionError("down"), True),
+        (ModelTimeoutError("slow"), True),
+        (ModelRateLimitError("429"), True),
+        (ModelAuthenticationError("401"), False),
+        (ModelInvalidRequestError("400"), False),
+    ],
+    ids=lambda value: type(value).__name__ if isinstance(value, Exception) else None,
+)
+def test_is_transient_for_langchains_model_errors(exc: BaseException, expected: bool) -> None:
+    assert is_transient(exc) is expected
+
+
+def test_an_anthropic_server_that_cannot_be_reached_is_transient(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with socket.socket() as probe:  # a port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.delenv("ANTHROPIC_API_URL", raising=False)
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", f"http://127.0.0.1:{port}")
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
+    model = resolve_model("anthropic:claude-x", timeout=5, max_retries=0)
+    with pytest.raises(Exception) as caught:
+        model.invoke("hi")
+    assert is_transient(caught.value)
 
 
 def test_the_retry_policy_backs_off_with_jitter_on_transient_errors_only() -> None:
@@ -789,3 +828,73 @@ def test_openai_structured_output_that_does_not_fit_is_re_asked(
     assert fake_openai.requests == 2 and out.usage.llm_calls == 2
     assert out.usage.input_tokens == 50  # the bad reply's tokens are unknown
     assert said in fake_openai.bodies[1]["messages"][-1]["content"]
+
+
+# --------------------------------------------------------------------------- fallback chains
+
+
+def chain(*members: Canned) -> FallbackChatModel:
+    return FallbackChatModel(models=list(members))
+
+
+@pytest.mark.parametrize("mode", ["native", "json"])
+@pytest.mark.parametrize("error", [_Status(429), _Status(500), TimeoutError("slow")])
+def test_a_transient_error_falls_through_to_the_next_model(mode: Mode, error: Exception) -> None:
+    first = Canned(replies=[error, VALID if mode == "native" else VALID_JSON], model_name="a")
+    second = Canned(replies=[VALID if mode == "native" else VALID_JSON], model_name="b")
+    out = ask(chain(first, second), mode=mode, runtime=runtime_at(1))
+    assert out.value == Verdict.model_validate(VALID), out.error
+    assert len(first.prompts) == len(second.prompts) == 1
+    assert set(out.usage.by_model) == {"b"} and out.usage.by_model["b"].llm_calls == 1
+
+
+def test_usage_names_each_model_that_answered() -> None:
+    first = Canned(replies=["no verdict here", _Status(503)], model_name="a")
+    second = Canned(replies=[VALID_JSON], model_name="b")
+    out = ask(chain(first, second), mode="json")
+    assert out.value == Verdict.model_validate(VALID)
+    assert {name: share.llm_calls for name, share in out.usage.by_model.items()} == {"a": 1, "b": 1}
+    assert out.usage.by_role["verifier"].llm_calls == 2
+
+
+def test_a_permanent_error_does_not_fall_through() -> None:
+    first = Canned(replies=[_Status(400)], model_name="a")
+    second = Canned(replies=[VALID_JSON], model_name="b")
+    out = ask(chain(first, second), runtime=runtime_at(1))
+    assert out.model_failed and "HTTP 400" in (out.error or "")
+    assert not second.prompts
+
+
+def test_when_every_model_fails_transiently_the_node_retries() -> None:
+    first, second = Canned(replies=[_Status(429)]), Canned(replies=[_Status(502)])
+    with pytest.raises(_Status, match="502"):
+        ask(chain(first, second), runtime=runtime_at(1))
+
+
+def test_tools_are_bound_to_each_member() -> None:
+    def calculator(expression: str) -> str:
+        """Evaluate an expression."""
+        return expression
+
+    first = Canned(replies=[_Status(529)], model_name="a")
+    second = Canned(replies=[{"expression": "6*7"}], model_name="b")
+    reply = chain(first, second).bind_tools([calculator]).invoke(PROMPT)
+    assert reply.tool_calls[0]["name"] == "calculator"
+    assert reply.tool_calls[0]["args"] == {"expression": "6*7"}
+    assert reply.response_metadata["model_name"] == "b"
+
+
+def test_a_stream_falls_through_before_its_first_chunk() -> None:
+    first = Canned(replies=[_Status(500)], model_name="a")
+    second = Canned(replies=["streamed"], model_name="b")
+    chunks = list(chain(first, second).stream(PROMPT))
+    assert "".join(str(c.content) for c in chunks) == "streamed"
+
+
+async def test_an_awaited_call_falls_through() -> None:
+    first = AsyncOnly(replies=[_Status(429)], model_name="a")
+    second = AsyncOnly(replies=["async"], model_name="b")
+    reply = await chain(first, second).ainvoke(PROMPT)
+    assert reply.text == "async" and reply.response_metadata["model_name"] == "b"
+    chunks = [c async for c in chain(AsyncOnly(replies=[_Status(500)]), second).astream(PROMPT)]
+    assert "".join(str(c.content) for c in chunks) == "async"

@@ -9,19 +9,27 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_anthropic import ChatAnthropic
 from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage
+from langchain_ollama import ChatOllama
 from langchain_openai import ChatOpenAI
 
 import aimegraph.models.local as local_module
 from aimegraph import AimeConfig
+from aimegraph.models import ScriptedChatModel
+from aimegraph.models.fallbacks import FallbackChatModel
+from aimegraph.models.providers import client_settings, missing_package_line
+from aimegraph.models.resilience import ConversationKeyedCache, requests_per_second
 from aimegraph.models.resolve import (
     PLACEHOLDER_API_KEY,
     ROLES,
+    ModelResolver,
     ModelSpecError,
     resolve_model,
     resolve_models,
+    supports_structured_output,
     supports_tool_calling,
 )
 
@@ -46,7 +54,7 @@ def test_chat_model_instance_passes_through_unchanged() -> None:
     assert resolve_model(model) is model
 
 
-@pytest.mark.parametrize("spec", [None, 42, ["openai:gpt-4o"]])
+@pytest.mark.parametrize("spec", [None, 42, [42]])
 def test_non_string_spec_is_rejected(spec: Any) -> None:
     with pytest.raises(ModelSpecError, match="expected a model spec string or a BaseChatModel"):
         resolve_model(spec)
@@ -133,13 +141,96 @@ def test_empty_model_name(spec: str) -> None:
         resolve_model(spec)
 
 
-@pytest.mark.parametrize("spec", ["gpt-4o", "", "anthropic:claude", "ollama:llama3", "remote"])
+@pytest.mark.parametrize("spec", ["gpt-4o", "", "nosuchprovider:m", "remote"])
 def test_unknown_spec_lists_accepted_forms(spec: str) -> None:
     with pytest.raises(ModelSpecError) as info:
         resolve_model(spec)
     message = str(info.value)
-    for form in ("openai:<model>", "'local'", "local:<path-to-gguf>", "scripted:<scenario>"):
+    assert "\n" not in message
+    for form in (
+        "openai:<model>",
+        "<provider>:<model>",
+        "'local'",
+        "local:<path-to-gguf>",
+        "scripted:<scenario>",
+    ):
         assert form in message
+
+
+def test_unknown_provider_is_named() -> None:
+    with pytest.raises(ModelSpecError, match="^unknown model provider 'nosuchprovider' in"):
+        resolve_model("nosuchprovider:m")
+
+
+# --------------------------------------------------------------------------- other providers
+
+
+@pytest.fixture
+def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL", "ANTHROPIC_API_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.usefixtures("_no_anthropic_env")
+def test_anthropic_spec_is_the_real_client_with_timeout_and_retries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    model = resolve_model("anthropic:claude-x", timeout=30, max_retries=5)
+    assert isinstance(model, ChatAnthropic)
+    assert model.model == "claude-x"
+    assert model.default_request_timeout == 30 and model.max_retries == 5
+    # ...and the Anthropic SDK client it sends requests with has them.
+    assert model._client.timeout == 30 and model._client.max_retries == 5
+    assert str(model._client.base_url).startswith("http://127.0.0.1:9")
+
+
+@pytest.mark.usefixtures("_no_anthropic_env")
+def test_anthropic_spec_gets_the_default_timeout_and_retries() -> None:
+    model = resolve_model("anthropic:claude-x")
+    assert isinstance(model, ChatAnthropic)
+    assert model.default_request_timeout == AimeConfig().model_timeout_s
+    assert model.max_retries == AimeConfig().model_retries
+
+
+def test_ollama_spec_takes_the_timeout_through_its_http_client() -> None:
+    # ChatOllama has no `timeout` or `max_retries` field: the timeout goes to its
+    # client (the node's retry policy still retries its transient errors).
+    model = resolve_model("ollama:llama3.2:1b", timeout=30, max_retries=5)
+    assert isinstance(model, ChatOllama)
+    assert model.model == "llama3.2:1b"  # only the first colon separates the provider
+    assert model.client_kwargs == {"timeout": 30}
+    assert model._client is not None and model._client._client.timeout.read == 30
+
+
+def test_a_class_without_timeout_fields_keeps_its_own_defaults() -> None:
+    assert client_settings(ScriptedChatModel, timeout=30, max_retries=5) == {}
+    assert client_settings(ChatOpenAI, timeout=30, max_retries=5) == {
+        "timeout": 30,
+        "max_retries": 5,
+    }
+
+
+def test_a_missing_package_without_an_extra_names_its_own_pip_package() -> None:
+    # As init_chat_model raises it: its own ImportError, caused by the failed import.
+    exc = ImportError("Initializing ChatBedrockConverse requires the langchain-aws package.")
+    exc.__cause__ = ModuleNotFoundError("No module named 'langchain_aws'", name="langchain_aws")
+    assert missing_package_line("bedrock_converse:m", "bedrock_converse", exc) == (
+        "model 'bedrock_converse:m' needs the package langchain-aws: pip install langchain-aws"
+    )
+
+
+def test_a_provider_class_that_cannot_be_built_is_one_line(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # AzureChatOpenAI (in langchain-openai) refuses to build without credentials.
+    for name in ("AZURE_OPENAI_API_KEY", "AZURE_OPENAI_AD_TOKEN", "AZURE_OPENAI_ENDPOINT"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(ModelSpecError) as info:
+        resolve_model("azure_openai:gpt-4o")
+    message = str(info.value)
+    assert message.startswith("cannot build model 'azure_openai:gpt-4o': ")
+    assert "\n" not in message and "AZURE_OPENAI_API_KEY" in message
 
 
 def test_model_spec_error_is_a_value_error() -> None:
@@ -204,6 +295,133 @@ def test_scripted_spec_dispatches_to_from_scenario(monkeypatch: pytest.MonkeyPat
 def test_unknown_scripted_scenario_is_a_spec_error() -> None:
     with pytest.raises(ModelSpecError, match="no-such-scenario"):
         resolve_model("scripted:no-such-scenario")
+
+
+# --------------------------------------------------------------------------- fallbacks, rate limit, cache
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["anthropic:claude-x, ollama:llama3.2", ["anthropic:claude-x", "ollama:llama3.2"]],
+    ids=["commas", "list"],
+)
+def test_a_fallback_chain_is_its_members_in_order(spec: Any) -> None:
+    chain = resolve_model(spec, timeout=5.0)
+    assert isinstance(chain, FallbackChatModel)
+    first, second = chain.models
+    assert isinstance(first, ChatAnthropic) and first.model == "claude-x"
+    assert first.default_request_timeout == 5.0
+    assert isinstance(second, ChatOllama) and second.model == "llama3.2"
+    assert supports_tool_calling(chain) and supports_structured_output(chain)
+
+
+def test_a_chain_of_one_is_that_model() -> None:
+    assert isinstance(resolve_model(["anthropic:claude-x"]), ChatAnthropic)
+
+
+def test_a_chain_supports_tool_calling_only_when_every_member_does() -> None:
+    chain = resolve_model(["anthropic:claude-x", fake_model()])
+    assert not supports_tool_calling(chain)
+
+
+def test_a_bad_member_of_a_chain_is_named() -> None:
+    with pytest.raises(ModelSpecError, match="unknown model spec 'nonsense'"):
+        resolve_model("anthropic:claude-x,nonsense")
+
+
+def test_roles_using_a_provider_share_its_rate_limiter() -> None:
+    resolved = resolve_models(
+        "anthropic:claude-x",
+        {"actor": "ollama:llama3.2,anthropic:claude-y", "verifier": "scripted:demo"},
+        rate_limit="30/min",
+    )
+    planner, actor = resolved["planner"], resolved["actor"]
+    assert isinstance(actor, FallbackChatModel)
+    ollama, anthropic = actor.models
+    limiter = planner.rate_limiter
+    assert limiter is not None and limiter.requests_per_second == 0.5
+    assert anthropic.rate_limiter is limiter and resolved["reporter"].rate_limiter is limiter
+    assert ollama.rate_limiter is not None and ollama.rate_limiter is not limiter
+    assert resolved["verifier"].rate_limiter is None  # in-process: nothing to protect
+
+
+def test_an_eval_shares_one_limiter_per_provider_across_its_specs() -> None:
+    from aimegraph.eval.rollout import ModelSource
+
+    source = ModelSource("anthropic:claude-x", ModelResolver(rate_limit="2/s", cache=None))
+    one = source._resolve("anthropic:claude-x")
+    two = source._resolve("anthropic:claude-y,ollama:llama3.2")
+    assert isinstance(two, FallbackChatModel)
+    assert one.rate_limiter is not None and two.models[0].rate_limiter is one.rate_limiter
+    assert two.models[1].rate_limiter is not one.rate_limiter
+
+
+def test_without_a_rate_limit_no_limiter_is_set() -> None:
+    assert resolve_model("anthropic:claude-x").rate_limiter is None
+
+
+def test_a_model_object_is_left_as_given() -> None:
+    model = fake_model()
+    assert resolve_model(model, rate_limit="2/s", cache=ConversationKeyedCache(None)) is model  # type: ignore[arg-type]
+    assert model.rate_limiter is None and model.cache is None
+
+
+@pytest.mark.parametrize(
+    ("rate", "expected"),
+    [("2/s", 2.0), ("30/min", 0.5), ("3600/h", 1.0), (" 4 / sec ", 4.0), ("3", 3.0), (0.5, 0.5)],
+)
+def test_rates(rate: Any, expected: float) -> None:
+    assert requests_per_second(rate) == expected
+
+
+@pytest.mark.parametrize("rate", ["fast", "2/fortnight", "0/s", "-1/s", "/s", 0])
+def test_a_bad_rate_is_one_line(rate: Any) -> None:
+    with pytest.raises(ModelSpecError, match="bad rate limit") as info:
+        resolve_model("anthropic:claude-x", rate_limit=rate)
+    assert "\n" not in str(info.value)
+
+
+def test_a_bad_rate_in_the_config_is_refused() -> None:
+    with pytest.raises(ValueError, match="bad rate limit 'fast'"):
+        AimeConfig(rate_limit="fast")
+    assert AimeConfig(rate_limit="2/s").rate_limit == "2/s"
+
+
+def test_the_reply_cache_is_set_on_each_model_not_globally(tmp_path: Path) -> None:
+    from langchain_core.globals import get_llm_cache
+
+    resolved = resolve_models(
+        "anthropic:claude-x", {"actor": "ollama:llama3.2"}, cache=tmp_path / "c" / "r.db"
+    )
+    cache = resolved["planner"].cache
+    assert isinstance(cache, ConversationKeyedCache)
+    assert resolved["actor"].cache is cache
+    assert (tmp_path / "c" / "r.db").exists()
+    assert get_llm_cache() is None
+
+
+def test_the_cache_key_ignores_what_the_provider_is_not_sent(tmp_path: Path) -> None:
+    from langchain_core.load import dumps
+    from langchain_core.outputs import Generation
+
+    cache = resolve_model("anthropic:claude-x", cache=tmp_path / "r.db").cache
+    assert isinstance(cache, ConversationKeyedCache)
+    said = AIMessage(
+        "hi", usage_metadata={"input_tokens": 1, "output_tokens": 1, "total_tokens": 2}
+    )
+    cache.update(dumps([said]), "llm", [Generation(text="cached")])
+    replayed = said.model_copy(
+        update={"usage_metadata": {**said.usage_metadata, "total_cost": 0}}  # type: ignore[typeddict-item]
+    )
+    hit = cache.lookup(dumps([replayed]), "llm")
+    assert hit is not None and hit[0].text == "cached"
+    assert cache.lookup(dumps([AIMessage("other")]), "llm") is None
+
+
+def test_an_unusable_cache_path_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ModelSpecError, match="cannot open the model cache"):
+        resolve_model("anthropic:claude-x", cache=tmp_path / "file" / "r.db")
 
 
 # --------------------------------------------------------------------------- per-role models

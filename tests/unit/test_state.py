@@ -60,6 +60,17 @@ def test_usage_adds_up_including_roles() -> None:
     assert add_usage(None, one) == one
 
 
+def test_usage_by_model_counts_each_call_under_the_model_that_answered() -> None:
+    a = Usage.of_call("actor", input_tokens=10, output_tokens=2, model="claude-x")
+    b = Usage.of_call("actor", input_tokens=5, output_tokens=1, model="llama3.2")
+    total = add_usage(add_usage(a, b), a).for_task("t1")
+    assert total.by_model == {
+        "claude-x": RoleUsage(llm_calls=2, input_tokens=20, output_tokens=4),
+        "llama3.2": RoleUsage(llm_calls=1, input_tokens=5, output_tokens=1),
+    }
+    assert Usage.of_call("actor").by_model == {}  # a reply naming no model
+
+
 def test_updates_append() -> None:
     # The `updates` key uses operator.add: parallel actors' records are all kept.
     assert operator.add([1], [2, 3]) == [1, 2, 3]

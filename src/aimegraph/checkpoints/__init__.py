@@ -4,74 +4,109 @@
 yield a ready LangGraph saver and close its connection on exit; every saver uses
 ``make_serializer()``, which only revives LangGraph's safe types and aimegraph's
 state records when a checkpoint is loaded.
+
+Every name is imported on first use (the CLI's flags need only the URL helpers).
 """
 
-from aimegraph.checkpoints.factory import (
-    CHECKPOINT_URL_FORMS,
-    DEFAULT_CHECKPOINT_URL,
-    CheckpointConnectionError,
-    CheckpointURLError,
-    MissingCheckpointBackendError,
-    aopen_checkpointer,
-    new_thread_id,
-    open_checkpointer,
-    redact_url,
-    sqlite_file,
-    thread_config,
-)
-from aimegraph.checkpoints.serde import (
-    ALLOWED_MSGPACK_TYPES,
-    PROJECT_MSGPACK_TYPES,
-    make_serializer,
-)
+from typing import TYPE_CHECKING
+
+from aimegraph.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from aimegraph.checkpoints.factory import (
+        CHECKPOINT_URL_FORMS,
+        DEFAULT_CHECKPOINT_URL,
+        CheckpointConnectionError,
+        CheckpointURLError,
+        MissingCheckpointBackendError,
+        aopen_checkpointer,
+        new_thread_id,
+        open_checkpointer,
+        redact_url,
+        sqlite_file,
+        thread_config,
+    )
+    from aimegraph.checkpoints.lease import (
+        ThreadBusyError,
+        ThreadLease,
+        hold_thread,
+        live_threads,
+    )
+    from aimegraph.checkpoints.runs import (
+        RunSettings,
+        SettingsNotStoredError,
+        ThreadNotFoundError,
+        ThreadSummary,
+        has_ended,
+        latest_settings,
+        list_threads,
+        run_config,
+        run_state,
+    )
+    from aimegraph.checkpoints.serde import (
+        ALLOWED_MSGPACK_TYPES,
+        PROJECT_MSGPACK_TYPES,
+        make_serializer,
+    )
+
+_HOMES = {
+    "CHECKPOINT_URL_FORMS": ".urls",
+    "DEFAULT_CHECKPOINT_URL": ".urls",
+    "CheckpointConnectionError": ".urls",
+    "CheckpointURLError": ".urls",
+    "MissingCheckpointBackendError": ".factory",
+    "aopen_checkpointer": ".factory",
+    "new_thread_id": ".factory",
+    "open_checkpointer": ".factory",
+    "redact_url": ".urls",
+    "sqlite_file": ".urls",
+    "thread_config": ".factory",
+    "ALLOWED_MSGPACK_TYPES": ".serde",
+    "PROJECT_MSGPACK_TYPES": ".serde",
+    "make_serializer": ".serde",
+    "ThreadBusyError": ".lease",
+    "ThreadLease": ".lease",
+    "hold_thread": ".lease",
+    "live_threads": ".lease",
+    "RunSettings": ".runs",
+    "SettingsNotStoredError": ".runs",
+    "ThreadNotFoundError": ".runs",
+    "ThreadSummary": ".runs",
+    "has_ended": ".runs",
+    "latest_settings": ".runs",
+    "list_threads": ".runs",
+    "run_config": ".runs",
+    "run_state": ".runs",
+}
 
 __all__ = [
     "ALLOWED_MSGPACK_TYPES",
     "CHECKPOINT_URL_FORMS",
-    "DEFAULT_CHECKPOINT_URL",
-    "PROJECT_MSGPACK_TYPES",
     "CheckpointConnectionError",
     "CheckpointURLError",
+    "DEFAULT_CHECKPOINT_URL",
     "MissingCheckpointBackendError",
-    "aopen_checkpointer",
-    "make_serializer",
-    "new_thread_id",
-    "open_checkpointer",
-    "redact_url",
-    "sqlite_file",
-    "thread_config",
-]
-
-from aimegraph.checkpoints.lease import (  # noqa: E402
-    ThreadBusyError,
-    ThreadLease,
-    hold_thread,
-    live_threads,
-)
-from aimegraph.checkpoints.runs import (  # noqa: E402
-    RunSettings,
-    SettingsNotStoredError,
-    ThreadNotFoundError,
-    ThreadSummary,
-    has_ended,
-    latest_settings,
-    list_threads,
-    run_config,
-    run_state,
-)
-
-__all__ += [
+    "PROJECT_MSGPACK_TYPES",
     "RunSettings",
     "SettingsNotStoredError",
     "ThreadBusyError",
     "ThreadLease",
     "ThreadNotFoundError",
     "ThreadSummary",
+    "aopen_checkpointer",
     "has_ended",
     "hold_thread",
     "latest_settings",
     "list_threads",
     "live_threads",
+    "make_serializer",
+    "new_thread_id",
+    "open_checkpointer",
+    "redact_url",
     "run_config",
     "run_state",
+    "sqlite_file",
+    "thread_config",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -13,7 +13,7 @@ A step that has not ended (paused for a human, stopped by a crash) has work
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
@@ -89,7 +89,24 @@ def working_usage(
     saver: BaseCheckpointSaver[Any], snapshot: StateSnapshot, returned: Collection[str] = ()
 ) -> Usage:
     """What the actors still at work in ``snapshot``'s step have used so far (those
-    paused for a human, or cut off by a crash), as far as their own checkpoints say.
+    running, paused for a human, or cut off by a crash), as far as their own
+    checkpoints say (see :func:`_working_actors`)."""
+    return sum(
+        (_usage_of(values) for values in _working_actors(saver, snapshot, returned).values()),
+        Usage(),
+    )
+
+
+def _usage_of(values: Mapping[str, Any]) -> Usage:
+    usage = values.get("usage")
+    return usage if isinstance(usage, Usage) else Usage()
+
+
+def _working_actors(
+    saver: BaseCheckpointSaver[Any], snapshot: StateSnapshot, returned: Collection[str]
+) -> dict[str, Mapping[str, Any]]:
+    """The newest state of each actor still at work in ``snapshot``'s step, by
+    namespace.
 
     Each such actor checkpoints in a namespace under its step's task,
     ``executor:<task>`` (one ``Send`` per task) or ``executor:<task>|actor:<call>``
@@ -100,13 +117,13 @@ def working_usage(
     """
     working = {task.id for task in snapshot.tasks if task.result is None}
     if not working:
-        return Usage()
+        return {}
     thread: RunnableConfig = {
         "configurable": {"thread_id": snapshot.config["configurable"]["thread_id"]}
     }
     step_began = snapshot.config["configurable"]["checkpoint_id"]
     stop_early = _lists_newest_first(saver)
-    newest: dict[str, Usage] = {}
+    newest: dict[str, Mapping[str, Any]] = {}
     for child in saver.list(thread):
         if stop_early and child.config["configurable"]["checkpoint_id"] < step_began:
             break  # older than the step: so is everything after it
@@ -114,10 +131,12 @@ def working_usage(
         ids = [segment.partition(":")[2] for segment in ns.split("|")] if ns else []
         if ns in newest or not ids or ids[0] not in working or set(ids[1:]) & set(returned):
             continue
-        usage = child.checkpoint.get("channel_values", {}).get("usage")
-        newest[ns] = usage if isinstance(usage, Usage) else Usage()
-    outermost = [ns for ns in newest if not any(ns.startswith(o + "|") for o in newest)]
-    return sum((newest[ns] for ns in outermost), Usage())
+        newest[ns] = child.checkpoint.get("channel_values", {})
+    return {
+        ns: values
+        for ns, values in newest.items()
+        if not any(ns.startswith(other + "|") for other in newest)
+    }
 
 
 def _lists_newest_first(saver: BaseCheckpointSaver[Any]) -> bool:
@@ -146,11 +165,26 @@ def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]
     outputs = finished_outputs(item)
     writes = (item.pending_writes or []) if item is not None else []
     returned = [task_id for task_id, channel, _ in writes if channel == RETURN]
-    working = working_usage(saver, snapshot, returned)
+    actors = _working_actors(saver, snapshot, returned)
+    working = sum((_usage_of(state) for state in actors.values()), Usage())
     usage = sum((o.get("usage") or Usage() for o in outputs), working)
     values = dict(snapshot.values)
     if usage != Usage():
         values["usage"] = (values.get("usage") or Usage()) + usage
-    if finished := _tasks_of(outputs):
-        values["tasks"] = merge_tasks(values.get("tasks") or {}, finished)
+    tasks = merge_tasks(values.get("tasks") or {}, _tasks_of(outputs))
+    if started := _started(tasks, actors.values()):
+        tasks = merge_tasks(tasks, started)
+    if tasks != (values.get("tasks") or {}):
+        values["tasks"] = tasks
     return snapshot._replace(values=values)
+
+
+def _started(tasks: Mapping[str, Task], actors: Iterable[Mapping[str, Any]]) -> dict[str, Task]:
+    """The tasks an actor is at work on that the state still has as pending: the eager
+    scheduler writes a task's start with its result, when its step ends."""
+    at_work = {task.id for state in actors if isinstance(task := state.get("task"), Task)}
+    return {
+        task_id: task.model_copy(update={"status": "in_progress"})
+        for task_id, task in tasks.items()
+        if task_id in at_work and task.status == "pending"
+    }

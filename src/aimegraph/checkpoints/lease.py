@@ -39,11 +39,11 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.runtime import RunControl
 
 from aimegraph.checkpoints.urls import CheckpointConnectionError, parse_checkpoint_url, redact_url
 
 if TYPE_CHECKING:
+    from langgraph.runtime import RunControl
     from psycopg import Connection
 
 __all__ = [
@@ -121,6 +121,8 @@ class ThreadLease:
 
     def __init__(self, thread_id: str, held: _Held, control: RunControl | None = None) -> None:
         self.thread_id = thread_id
+        from langgraph.runtime import RunControl  # the only use: `aimegraph threads` skips it
+
         self.control = control or RunControl()
         self.cancelled = False
         self._held = held

@@ -8,16 +8,20 @@ import warnings
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langchain_core.runnables import RunnableConfig
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import StateSnapshot
+from langgraph.checkpoint.sqlite import SqliteSaver
 
 from aimegraph.checkpoints.factory import thread_config
 from aimegraph.checkpoints.lease import live_threads
-from aimegraph.config import AimeConfig
-from aimegraph.state import ENDED_STATUSES
+from aimegraph.state.models import ENDED_STATUSES
+
+if TYPE_CHECKING:  # the config and LangGraph's run types load only where used
+    from langchain_core.runnables import RunnableConfig
+    from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+    from langgraph.types import StateSnapshot
+
+    from aimegraph.config import AimeConfig
 
 SETTINGS_KEY = "aimegraph"
 """Checkpoint metadata key holding the run's model spec and config (a JSON string:
@@ -178,6 +182,39 @@ class ThreadSummary:
         }
 
 
+def _newest_checkpoints(checkpointer: BaseCheckpointSaver[Any]) -> dict[str, CheckpointTuple]:
+    """The newest top-level checkpoint of each thread, by thread id.
+
+    On SQLite every checkpoint row is read, as LangGraph's ``list`` reads them (a damaged
+    page fails the listing, one error line, rather than listing what survived), but only
+    the newest of each thread is decoded: decoding them all made ``aimegraph threads``
+    slow on a store of long runs. Other savers are listed whole."""
+    if isinstance(checkpointer, SqliteSaver):
+        newest_ids: dict[str, str] = {}
+        with checkpointer.cursor(transaction=False) as cursor:
+            rows = cursor.execute(
+                "SELECT thread_id, checkpoint_ns, checkpoint_id, checkpoint, metadata "
+                "FROM checkpoints"
+            )
+            for thread_id, namespace, checkpoint_id, _, _ in rows:
+                if not namespace and checkpoint_id > newest_ids.get(thread_id, ""):
+                    newest_ids[thread_id] = checkpoint_id
+        found = {
+            thread_id: checkpointer.get_tuple(thread_config(thread_id, checkpoint_id=newest))
+            for thread_id, newest in newest_ids.items()
+        }
+        return {thread_id: item for thread_id, item in found.items() if item is not None}
+    newest: dict[str, CheckpointTuple] = {}
+    for item in checkpointer.list(None):
+        configurable = item.config["configurable"]
+        if configurable.get("checkpoint_ns"):
+            continue
+        thread_id = configurable["thread_id"]
+        if thread_id not in newest or item.checkpoint["ts"] > newest[thread_id].checkpoint["ts"]:
+            newest[thread_id] = item
+    return newest
+
+
 def list_threads(
     checkpointer: BaseCheckpointSaver[Any],
     limit: int = 200,
@@ -189,14 +226,7 @@ def list_threads(
     their status replaces the checkpointed one, and those with no checkpoint yet
     are listed too. Threads a live process holds (its lease) are ``running``,
     the others that have not ended ``stopped``."""
-    newest: dict[str, Any] = {}
-    for item in checkpointer.list(None):
-        configurable = item.config["configurable"]
-        if configurable.get("checkpoint_ns"):
-            continue
-        thread_id = configurable["thread_id"]
-        if thread_id not in newest or item.checkpoint["ts"] > newest[thread_id].checkpoint["ts"]:
-            newest[thread_id] = item
+    newest = _newest_checkpoints(checkpointer)
     summaries = []
     active = list(active)
     holders = live_threads(checkpointer, list(newest) + [run.thread_id for run in active])
@@ -256,6 +286,8 @@ def has_ended(snapshot: StateSnapshot) -> bool:
 
 
 def _known_config(fields: Mapping[str, Any]) -> AimeConfig:
+    from aimegraph.config import AimeConfig
+
     """The stored config, leaving out fields this version does not know (a thread
     written by a newer aimegraph stays readable; the fields left out are named)."""
     known = {k: v for k, v in fields.items() if k in AimeConfig.model_fields}

@@ -50,7 +50,7 @@ from aimegraph.state.models import (
 __all__ = ["ALLOWED_MSGPACK_TYPES", "PROJECT_MSGPACK_TYPES", "make_serializer"]
 
 #: The project's own classes that may appear in a checkpoint. The first six are
-#: the state records (DESIGN.md section 3); ``TaskSpec`` and ``PlanUpdate`` are the
+#: the state records (the state contract); ``TaskSpec`` and ``PlanUpdate`` are the
 #: planner's output, which can travel in an ``interrupt()`` payload or a resume
 #: value when plans need human approval; ``TeamSpec`` and ``MemberResult`` are a
 #: team task's (in a team subgraph's state, its members' turns so far). All are

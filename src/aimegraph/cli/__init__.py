@@ -2,7 +2,9 @@
 
 One module per command group: ``runs`` (run, demo, resume, fork, cancel), ``threads``
 (threads, show, history, wait, draw), ``dashboard``, ``distributed`` (submit, worker),
-``memory``, ``optimize``, ``prompts``; ``app`` builds the parser and runs a command.
+``memory``, ``optimize``, ``prompts``, ``eval``; ``app`` builds the parser (a group's
+module is imported only when one of its commands is parsed) and ``execute`` runs the
+parsed command.
 
 Exit codes tell outcomes apart: 0 succeeded, 1 failed, 2 usage error, 3 rejected,
 4 budget exhausted, 5 paused (waiting for a human: see ``aimegraph resume``),

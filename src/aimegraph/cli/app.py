@@ -1,51 +1,29 @@
-"""The ``aimegraph`` entry point: the parser of every command group, the store
-opened for a command, and the translation of errors into one line and an exit code."""
+"""The ``aimegraph`` entry point: the parser of every command, and the hand-over of a
+parsed command to :mod:`aimegraph.cli.execute`.
+
+Starting is cheap: the parser knows each command's name, help and group module; a
+group's module (and with it the engine, Rich, LangGraph) is imported only when one of
+its commands is parsed, and adds that command's flags then. ``aimegraph --help`` loads
+none of them.
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
-import signal
-import sqlite3
-import sys
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, ExitStack, contextmanager, nullcontext
-from typing import Any
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.store.base import BaseStore
-from langgraph.store.memory import InMemoryStore
-from rich.console import Console
-from rich.markup import escape
-
-from aimegraph.checkpoints import (
-    DEFAULT_CHECKPOINT_URL,
-    CheckpointConnectionError,
-    MissingCheckpointBackendError,
-    make_serializer,
-    open_checkpointer,
-    redact_url,
-    sqlite_file,
-)
-from aimegraph.cli import (
-    dashboard,
-    distributed,
-    knowledge,
-    memory,
-    optimize,
-    prompts,
-    runs,
-    threads,
-)
-from aimegraph.cli import eval as evaluation
+from aimegraph.checkpoints.urls import DEFAULT_CHECKPOINT_URL
 from aimegraph.cli.options import checkpoints_option
-from aimegraph.cli.runlog import log_directory, run_logging
-from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError, Handler
-from aimegraph.mcp_servers import McpServerError
-from aimegraph.sandbox import SandboxUnavailable
 
-__all__ = ["EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
+if TYPE_CHECKING:
+    from aimegraph.cli.support import Handler
+
+__all__ = ["COMMANDS", "EXTRA_OF_MODULE", "build_parser", "main", "missing_extra_message"]
 
 EXIT_HELP = (
     "exit codes: 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, "
@@ -56,65 +34,85 @@ EXIT_HELP = (
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
-    console = Console(stderr=args.json, highlight=False)
-    errors = Console(stderr=True, highlight=False)
-    stores = _Stores(create=args.command not in READING_COMMANDS)
-    try:
-        with (
-            _tracing(args.otlp),
-            _run_logs(args, errors),
-            ExitStack() as stack,
-        ):
-            checkpointer = stores.checkpointer(stack, args.checkpoints)
-            args.memory_store = lambda: stores.memory(stack, args)
-            return int(args.handler(args, checkpointer, console))
-    except CliError as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        return exc.code
-    # Bad URLs, specs and config values; MCP servers down; no sandbox for model-written code.
-    except (ValueError, McpServerError, SandboxUnavailable) as exc:
-        errors.print(f"[red]error:[/red] {escape(str(exc))}", soft_wrap=True)
-        return EXIT_USAGE
-    except ImportError as exc:
-        # Whatever path reached a missing extra (a flag, a --config field such as
-        # optimize_online, a stored run's settings), the user's fix is one pip install.
-        if (message := missing_extra_message(exc)) is None:
-            raise
-        errors.print(f"[red]error:[/red] {escape(message)}", soft_wrap=True)
-        return EXIT_USAGE
-    except Exception as exc:
-        # A store that fails once open (an SQLite file damaged in the middle, a
-        # Postgres error while creating tables) is the user's to repair, not a bug.
-        if not isinstance(exc, database_errors()):
-            raise
-        reason = " ".join(str(exc).split()) or type(exc).__name__
-        errors.print(
-            f"[red]error:[/red] {escape(stores.named())}: {escape(reason)}", soft_wrap=True
-        )
-        return EXIT_USAGE
-    except KeyboardInterrupt:  # Ctrl-C before (or after) a run: nothing to stop
-        errors.print("interrupted")
-        return EXIT_SIGNALLED + signal.SIGINT
+    args = build_parser().parse_args(argv)
+    # Only now: parsing (and every --help) needs none of what running a command does.
+    from aimegraph.cli.execute import run_command
+
+    return run_command(args)
 
 
-READING_COMMANDS = frozenset({"threads", "show", "history", "wait", "draw", "memory"})
-"""Commands that only read the stores: an SQLite file that does not exist is read as
-empty and not created (a mistyped path leaves no stray database behind)."""
+@dataclass(frozen=True)
+class Command:
+    """A subcommand as the parser first knows it: the module of ``aimegraph.cli`` whose
+    ``register`` adds its flags and handler, its help, and whether it has ``--json``."""
 
-SERVICE_COMMANDS = frozenset({"worker"})
-"""Long-running services that log as their framework does (Celery's worker: a line per
-delivery at ``--log-level``), not through the run logs."""
+    group: str
+    help: str
+    description: str | None = None
+    json: bool = True
 
 
-def _run_logs(args: argparse.Namespace, errors: Console) -> AbstractContextManager[object]:
-    """The run logs of a command (see :mod:`aimegraph.cli.runlog`); none for a service:
-    a root handler would keep Celery from setting up its own, and the worker would
-    log nothing, not even that it is ready."""
-    if args.command in SERVICE_COMMANDS:
-        return nullcontext()
-    return run_logging(log_directory(args.checkpoints), errors)
+COMMANDS: dict[str, Command] = {
+    "run": Command("runs", "Run a goal to completion (or until a human must answer)."),
+    "demo": Command("runs", "Run the bundled offline demo (scripted model, real tools)."),
+    "resume": Command("runs", "Carry on a thread whose run has not ended (paused or stopped)."),
+    "note": Command(
+        "runs",
+        "Send a note to a thread's run: its running actors read it at their next step, its "
+        "planner at its next call.",
+    ),
+    "fork": Command("runs", "Re-run a thread from one of its checkpoints."),
+    "cancel": Command(
+        "runs",
+        "End a live, paused or stopped run as cancelled (not resumable; a new goal on the thread "
+        "starts afresh). A live run stops at its next step, then exits 8.",
+    ),
+    "threads": Command("threads", "List stored threads (id, status, updated, goal)."),
+    "show": Command("threads", "Show a thread: checklist, verdict, final answer, usage."),
+    "history": Command("threads", "List a thread's checkpoints, newest first."),
+    "wait": Command(
+        "threads",
+        "Wait until a submitted run pauses or ends, then show it (exit code as for run).",
+    ),
+    "draw": Command("threads", "Draw the workflow graph, or a thread's plan (--plan)."),
+    "dashboard": Command(
+        "dashboard",
+        "Serve the local web dashboard: watch, answer and start runs.",
+        description="Serve the local web dashboard over the checkpoint store: watch, answer "
+        "and start runs (needs the [dashboard] extra).",
+        json=False,
+    ),
+    "submit": Command(
+        "distributed",
+        "Queue a run for the workers and print its thread id (needs [distributed]).",
+    ),
+    "worker": Command(
+        "distributed",
+        "Serve submitted runs: a Celery worker over the Postgres checkpoints (needs "
+        "[distributed]).",
+    ),
+    "memory": Command("memory", "Long-term memory: list, search, forget or export episodes."),
+    "knowledge": Command(
+        "knowledge",
+        "Knowledge base: add documents (PDF, HTML, DOCX, ...), search.",
+    ),
+    "optimize": Command(
+        "optimize",
+        "Optimise the role prompts with GEPA on JSON Lines examples; the winner goes into the "
+        "prompt store, active (needs the [optimize] extra).",
+    ),
+    "prompts": Command(
+        "prompts",
+        "Prompt versions in the prompt store: list, show, diff, use, add.",
+    ),
+    "eval": Command(
+        "eval",
+        "Run a task suite on aimegraph configurations and ReAct baselines (k rollouts each, "
+        "resumable) and write JSONL, Markdown and HTML reports; or compare two systems' results: "
+        "eval compare A B.",
+    ),
+}
+"""Every subcommand, in the order ``aimegraph --help`` lists them."""
 
 
 EXTRA_OF_MODULE = {
@@ -153,96 +151,6 @@ def missing_extra_message(exc: ImportError) -> str | None:
     return None
 
 
-STORE_ERRORS = (CheckpointConnectionError, MissingCheckpointBackendError, sqlite3.Error, OSError)
-
-
-def database_errors() -> tuple[type[Exception], ...]:
-    """The error classes of the database drivers loaded in this process (the memory
-    store's SQLite may be pysqlite3, whose errors are not sqlite3's)."""
-    found: list[type[Exception]] = [sqlite3.DatabaseError]
-    if (pysqlite := sys.modules.get("pysqlite3.dbapi2")) is not None:
-        found.append(pysqlite.DatabaseError)
-    if (psycopg := sys.modules.get("psycopg")) is not None:
-        found.append(psycopg.Error)
-    return tuple(found)
-
-
-class _Stores:
-    """Opens a command's checkpoint store and, when asked, its memory store; knows
-    which it opened, to name them in an error. With ``create=False`` an SQLite file
-    that does not exist is read as an empty store and not created."""
-
-    def __init__(self, *, create: bool) -> None:
-        self.create = create
-        self.opened: list[str] = []
-
-    def checkpointer(self, stack: ExitStack, url: str) -> BaseCheckpointSaver[Any]:
-        """The checkpointer for ``url``, closed with ``stack``; a store that cannot be
-        opened (server down, bad path, missing extra) is a usage error."""
-        self.opened.append(f"checkpoint store {redact_url(url)}")
-        try:
-            if self._absent(url):
-                return InMemorySaver(serde=make_serializer())
-            return stack.enter_context(open_checkpointer(url))
-        except STORE_ERRORS as exc:
-            reason, where = " ".join(str(exc).split()), redact_url(url)
-            message = (
-                reason if where in reason else f"cannot open checkpoint store {where}: {reason}"
-            )
-            raise CliError(message, EXIT_USAGE) from exc
-
-    def memory(self, stack: ExitStack, args: argparse.Namespace) -> BaseStore:
-        """The long-term memory store (``--store``, default beside the checkpoints)."""
-        from aimegraph.memory import open_store
-        from aimegraph.memory.store import default_store_url
-
-        url = args.store or default_store_url(args.checkpoints)
-        self.opened.append(f"memory store {redact_url(url)}")
-        try:
-            if self._absent(url):
-                return InMemoryStore()
-            return stack.enter_context(
-                open_store(url, embeddings=args.embeddings, ttl_days=args.memory_ttl_days)
-            )
-        except (*STORE_ERRORS, ImportError) as exc:
-            reason = " ".join(str(exc).split())
-            raise CliError(
-                f"cannot open memory store {redact_url(url)}: {reason}", EXIT_USAGE
-            ) from exc
-
-    def named(self) -> str:
-        """The stores opened so far, e.g. ``checkpoint store sqlite:///a.db``."""
-        return " or ".join(self.opened) or "the store"
-
-    def _absent(self, url: str) -> bool:
-        if self.create:
-            return False
-        try:
-            path = sqlite_file(url)
-        except ValueError:  # not a store URL: the opener says so
-            return False
-        return path is not None and not path.exists()
-
-
-@contextmanager
-def _tracing(endpoint: str | None) -> Iterator[None]:
-    """OpenTelemetry spans of the command's runs to ``endpoint`` (OTLP/HTTP)."""
-    if not endpoint:
-        yield
-        return
-    try:
-        from aimegraph.tracing import enable_tracing
-    except ImportError as exc:
-        raise CliError(
-            f"--otlp needs: pip install 'aimegraph[tracing]' ({exc})", EXIT_USAGE
-        ) from exc
-    tracing = enable_tracing(endpoint)
-    try:
-        yield
-    finally:
-        tracing.shutdown()
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The ``aimegraph`` parser: global flags, then one subcommand per command."""
     parser = argparse.ArgumentParser(
@@ -279,22 +187,47 @@ def build_parser() -> argparse.ArgumentParser:
         "http://127.0.0.1:6006 for a local Phoenix (default: $AIMEGRAPH_OTLP_ENDPOINT; "
         "needs the [tracing] extra)",
     )
-    sub = parser.add_subparsers(dest="command", required=True)
-
-    def command(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help, description=help)
-        p.set_defaults(handler=handler)
-        p.add_argument("--json", action="store_true", help="print the result as JSON, no live view")
-        checkpoints_option(p)
-        return p
-
-    runs.register(command)
-    threads.register(command)
-    dashboard.register(sub)
-    distributed.register(command)
-    memory.register(command)
-    knowledge.register(command)
-    optimize.register(command)
-    prompts.register(command)
-    evaluation.register(command)
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_CommandParser)
+    parsers = {name: _declare(sub, name, spec) for name, spec in COMMANDS.items()}
+    for name, spec in COMMANDS.items():
+        parsers[name].populate = partial(_populate_group, spec.group, parsers)
     return parser
+
+
+class _CommandParser(argparse.ArgumentParser):
+    """A subcommand's parser whose flags are added when it is parsed: ``populate``
+    imports the command's group module and registers the group's commands."""
+
+    populate: Callable[[], None] | None = None
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self.populate is not None:
+            self.populate()
+        return super().parse_known_args(args, namespace)
+
+
+def _declare(sub: argparse._SubParsersAction[Any], name: str, spec: Command) -> _CommandParser:
+    parser = sub.add_parser(name, help=spec.help, description=spec.description or spec.help)
+    assert isinstance(parser, _CommandParser)
+    if spec.json:
+        parser.add_argument(
+            "--json", action="store_true", help="print the result as JSON, no live view"
+        )
+    else:  # it prints no JSON
+        parser.set_defaults(json=False)
+    checkpoints_option(parser)
+    return parser
+
+
+def _populate_group(group: str, parsers: dict[str, _CommandParser]) -> None:
+    """Import ``aimegraph.cli.<group>`` and let it add its commands' flags and handlers."""
+
+    def command(name: str, handler: Handler) -> argparse.ArgumentParser:
+        parser = parsers[name]
+        parser.populate = None
+        parser.set_defaults(handler=handler)
+        return parser
+
+    importlib.import_module(f"aimegraph.cli.{group}").register(command)

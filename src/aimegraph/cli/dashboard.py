@@ -10,23 +10,16 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 
-from aimegraph.cli.options import broker_options, checkpoints_option
-from aimegraph.cli.support import EXIT_USAGE, CliError
+from aimegraph.cli.options import broker_options
+from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError
 from aimegraph.eval.runner import DEFAULT_EVALS
 
 __all__ = ["register"]
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """Add ``dashboard`` (it prints no JSON, so it has no ``--json``)."""
-    dashboard = sub.add_parser(
-        "dashboard",
-        help="Serve the local web dashboard: watch, answer and start runs.",
-        description="Serve the local web dashboard over the checkpoint store: watch, answer "
-        "and start runs (needs the [dashboard] extra).",
-    )
-    dashboard.set_defaults(handler=cmd_dashboard, json=False)
-    checkpoints_option(dashboard)
+def register(command: AddCommand) -> None:
+    """Add ``dashboard``."""
+    dashboard = command("dashboard", cmd_dashboard)
     dashboard.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
     dashboard.add_argument("--port", type=int, default=8765, help="port (8765)")
     dashboard.add_argument(

@@ -41,19 +41,10 @@ __all__ = ["cancel_distributed", "register", "resume_distributed", "show_record"
 
 def register(command: AddCommand) -> None:
     """Add ``submit`` and ``worker`` (``wait`` reads threads: see ``aimegraph.cli.threads``)."""
-    submit = command(
-        "submit",
-        cmd_submit,
-        "Queue a run for the workers and print its thread id (needs [distributed]).",
-    )
+    submit = command("submit", cmd_submit)
     run_options(submit)
     broker_options(submit, "to queue the run on")
-    worker = command(
-        "worker",
-        cmd_worker,
-        "Serve submitted runs: a Celery worker over the Postgres checkpoints "
-        "(needs [distributed]).",
-    )
+    worker = command("worker", cmd_worker)
     broker_options(worker, "to take runs from")
     worker.add_argument(
         "--store",

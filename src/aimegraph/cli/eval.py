@@ -19,6 +19,7 @@ from aimegraph.eval.report import (
     comparison_markdown,
     fmt_cost,
     fmt_number,
+    fmt_tool_calling,
     score_cells,
     score_columns,
 )
@@ -35,15 +36,7 @@ USAGE = "aimegraph eval SUITE [options] | aimegraph eval compare A B"
 
 def register(command: AddCommand) -> None:
     """Add ``eval``."""
-    _add_arguments(
-        command(
-            "eval",
-            cmd_eval,
-            "Run a task suite on aimegraph configurations and ReAct baselines (k rollouts "
-            "each, resumable) and write JSONL, Markdown and HTML reports; or compare two "
-            "systems' results: eval compare A B.",
-        )
-    )
+    _add_arguments(command("eval", cmd_eval))
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -67,7 +60,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--model",
         default="openai:gpt-4o-mini",
-        help="the systems' model unless a system names its own: openai:<model>, local, ... "
+        help="the systems' model unless a system names its own: openai:<model>, "
+        "<provider>:<model> (anthropic:, ollama:, ...), local, ... "
         "or 'oracle' for the suite's scripted oracle replies (offline)",
     )
     parser.add_argument("--judge-model", help="the separate model that judges rubric checks")
@@ -102,6 +96,16 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "--max-tokens", type=int, help="at most this many tokens (input + output) per rollout"
     )
     parser.add_argument("--timeout", type=float, help="at most this many seconds per rollout")
+    parser.add_argument(
+        "--rate-limit",
+        metavar="RATE",
+        help="client-side rate limit per model provider across all rollouts, e.g. 2/s, 30/min",
+    )
+    parser.add_argument(
+        "--model-cache",
+        metavar="SQLITE_FILE",
+        help="cache model replies in this file and replay them for identical requests",
+    )
     parser.add_argument(
         "--keep-workspaces",
         choices=["failed", "all", "none"],
@@ -177,6 +181,8 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
             budget=_budget(args),
             keep_workspaces=args.keep_workspaces,
             progress=False if args.json else Console(stderr=True),
+            rate_limit=args.rate_limit,
+            model_cache=args.model_cache,
         )
     except (SuiteError, SystemsError) as exc:
         raise CliError(str(exc), EXIT_USAGE) from exc
@@ -207,11 +213,13 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 def _print_summary(summary: dict[str, Any], console: Console) -> None:
     k = summary["k"]
     table = Table(title=f"{summary['suite']}: k = {k}")
-    for column in ("system", *score_columns(k), "tokens / solved", "cost / solved"):
+    columns = ("system", "tool calling", *score_columns(k), "tokens / solved", "cost / solved")
+    for column in columns:
         table.add_column(column)
     for s in summary["systems"]:
         table.add_row(
             escape(s["name"]),
+            fmt_tool_calling(s),
             *score_cells(s, k),
             fmt_number(s["tokens_per_solved"]),
             fmt_cost(s["cost_per_solved"]),

@@ -41,13 +41,7 @@ def add_knowledge_option(parser: argparse.ArgumentParser) -> None:
 
 def register(command: AddCommand) -> None:
     """Add ``knowledge`` and its actions."""
-    _add_arguments(
-        command(
-            "knowledge",
-            cmd_knowledge,
-            "Knowledge base: add documents (PDF, HTML, DOCX, ...), search.",
-        )
-    )
+    _add_arguments(command("knowledge", cmd_knowledge))
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -30,9 +30,7 @@ __all__ = ["register"]
 
 def register(command: AddCommand) -> None:
     """Add ``memory`` and its actions."""
-    _add_arguments(
-        command("memory", cmd_memory, "Long-term memory: list, search, forget or export episodes.")
-    )
+    _add_arguments(command("memory", cmd_memory))
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -36,14 +36,7 @@ MIXED_SETS = "--trainset and --valset must both be suites or both example files"
 
 def register(command: AddCommand) -> None:
     """Add ``optimize``."""
-    _add_arguments(
-        command(
-            "optimize",
-            cmd_optimize,
-            "Optimise the role prompts with GEPA on JSON Lines examples; the winner goes "
-            "into the prompt store, active (needs the [optimize] extra).",
-        )
-    )
+    _add_arguments(command("optimize", cmd_optimize))
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -61,7 +54,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         help="examples (or a suite) to score on (default: trainset)",
     )
     parser.add_argument(
-        "--model", required=True, help="the workflow's model: openai:<model>, local, scripted:..."
+        "--model",
+        required=True,
+        help="the workflow's model: openai:<model>, <provider>:<model>, local, scripted:...",
     )
     parser.add_argument(
         "--reflection-model", required=True, help="the model that rewrites the prompts"

@@ -113,9 +113,25 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     """The goal, model and config flags of a new run (``run`` and ``submit``)."""
     parser.add_argument("goal", help="what the agents should achieve")
     parser.add_argument(
-        "--model", default="openai:gpt-4o-mini", help="openai:<model>, local, scripted:<scenario>"
+        "--model",
+        default="openai:gpt-4o-mini",
+        help="openai:<model>, <provider>:<model> (anthropic:, ollama:, google_genai:, ... any "
+        "provider LangChain's init_chat_model knows), local, scripted:<scenario>; several "
+        "joined by commas are a fallback chain (the next answers when one is rate-limited "
+        "or failing)",
     )
     parser.add_argument("--thread", help="thread id (default: a new one)")
+    parser.add_argument(
+        "--rate-limit",
+        metavar="RATE",
+        help="client-side rate limit per model provider, e.g. 2/s, 30/min",
+    )
+    parser.add_argument(
+        "--model-cache",
+        metavar="SQLITE_FILE",
+        help="cache model replies in this file and replay them for identical requests "
+        "(for development and evals, not production)",
+    )
     parser.add_argument(
         "--workspace", help="directory for file and python tools (default: per thread)"
     )

@@ -34,13 +34,7 @@ def _prompt_store(args: argparse.Namespace) -> PromptStore:
 
 def register(command: AddCommand) -> None:
     """Add ``prompts`` and its subcommands."""
-    _add_arguments(
-        command(
-            "prompts",
-            cmd_prompts,
-            "Prompt versions in the prompt store: list, show, diff, use, add.",
-        )
-    )
+    _add_arguments(command("prompts", cmd_prompts))
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain_core.load import dumpd
 from langgraph.types import StateSnapshot
@@ -18,6 +18,7 @@ from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import PastRun, Usage, render_checklist, thread_usage
 
 __all__ = [
+    "Shown",
     "print_summary",
     "report",
     "report_cancel",
@@ -27,6 +28,18 @@ __all__ = [
 ]
 
 
+class Shown(NamedTuple):
+    """What a run's live view left on the screen, which its summary does not repeat."""
+
+    answer: str = ""
+    """The final answer as it was streamed (``--stream``)."""
+    checklist: str = ""
+    """The last checklist shown."""
+
+
+NOTHING_SHOWN = Shown()
+
+
 def report(
     snapshot: StateSnapshot,
     thread_id: str,
@@ -34,12 +47,12 @@ def report(
     console: Console,
     *,
     holder: str | None = None,
-    streamed: str = "",
+    streamed: Shown = NOTHING_SHOWN,
 ) -> str:
     """Print a thread's state (as JSON with --json) and what to do next; returns its
     status. ``holder`` is the live process running it, if one does: then it is
-    ``running`` and nothing suggests resuming it. A final answer ``streamed`` as it
-    was written is not printed again."""
+    ``running`` and nothing suggests resuming it. What the live view ``streamed``
+    (the answer as it was written, the checklist as it ended) is not printed again."""
     state = run_state(snapshot, live=holder is not None)
     data = summary(snapshot.values, thread_id, state)
     data["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
@@ -82,7 +95,7 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
         "goal": values.get("goal"),
         "final_answer": values.get("final_answer"),
         "structured_response": answer_as_json(values.get("structured_response")),
-        "checklist": render_checklist(tasks),
+        "checklist": render_checklist(tasks, cancelled=state == "cancelled"),
         "tasks": {tid: t.model_dump(mode="json") for tid, t in tasks.items()},
         "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
         "usage": usage.model_dump(mode="json") if usage is not None else None,
@@ -95,12 +108,17 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
     }
 
 
-def print_summary(data: dict[str, Any], console: Console, *, streamed: str = "") -> None:
+def print_summary(
+    data: dict[str, Any], console: Console, *, streamed: Shown = NOTHING_SHOWN
+) -> None:
+    reason = data.get("reason")
     console.print(
         f"\n[bold]status:[/bold] {data['status']}"
-        + (f" ({escape(data['reason'])})" if data.get("reason") else "")
+        # A cancel without a reason given records "cancelled": said once is enough.
+        + (f" ({escape(reason)})" if reason and reason != data["status"] else "")
     )
-    console.print(data["checklist"], markup=False)
+    if data["checklist"] != streamed.checklist:
+        console.print(data["checklist"], markup=False)
     if data.get("verdict"):
         v = data["verdict"]
         console.print(
@@ -109,10 +127,15 @@ def print_summary(data: dict[str, Any], console: Console, *, streamed: str = "")
         )
     if data.get("usage"):
         console.print(f"[bold]usage:[/bold] {usage_line(data['usage'])}")
-        for title, key in (("by task", "by_task"), ("by team member", "by_member")):
-            if shares := data["usage"].get(key):
+        # By model only when there were several (a fallback chain, per-role models).
+        for title, key, least in (
+            ("by task", "by_task", 1),
+            ("by team member", "by_member", 1),
+            ("by model", "by_model", 2),
+        ):
+            if len(shares := data["usage"].get(key) or {}) >= least:
                 console.print(f"  {title}:")
-                for name, share in shares.items():
+                for name, share in _in_plan_order(shares, data["tasks"]):
                     console.print(f"    {name}: {usage_line(share)}", markup=False)
     for number, run in enumerate(data.get("runs") or [], start=1):
         console.print(
@@ -121,12 +144,22 @@ def print_summary(data: dict[str, Any], console: Console, *, streamed: str = "")
         )
     if data.get("thread_usage"):
         console.print(f"  thread total: {usage_line(data['thread_usage'])}", markup=False)
-    if (answer := data.get("final_answer")) and answer.strip() == streamed.strip():
+    if (answer := data.get("final_answer")) and answer.strip() == streamed.answer.strip():
         console.print("\n[bold]final answer:[/bold] as streamed above")
     elif answer:
         typed = " (typed: structured_response)" if data.get("structured_response") else ""
         console.print(f"\n[bold]final answer{typed}:[/bold]")
         console.print(answer, markup=False)
+
+
+def _in_plan_order(
+    shares: dict[str, dict[str, Any]], tasks: dict[str, Any]
+) -> list[tuple[str, dict[str, Any]]]:
+    """Usage shares in the checklist's order (tasks by their place in the plan), as
+    they are recorded in the order actors finished; names the plan does not hold
+    (team members, archived tasks) follow, sorted."""
+    place = {task_id: number for number, task_id in enumerate(tasks)}
+    return sorted(shares.items(), key=lambda item: (place.get(item[0], len(place)), item[0]))
 
 
 def usage_line(usage: dict[str, Any]) -> str:

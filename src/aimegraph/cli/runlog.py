@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from langgraph.config import get_config
 from rich.console import Console
 
 from aimegraph.checkpoints import sqlite_file
@@ -81,6 +80,9 @@ def run_logging(directory: Path, console: Console) -> Iterator[RunLog]:
 
 def _thread_of_run() -> str | None:
     """The thread id of the LangGraph run this code runs in, if any."""
+    # Imported at the first log line, not with the command: it loads LangGraph's runner.
+    from langgraph.config import get_config
+
     try:
         thread_id = get_config().get("configurable", {}).get("thread_id")
     except RuntimeError:  # not inside a run

@@ -21,6 +21,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from langchain_core.messages import HumanMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphDrained
@@ -51,7 +52,7 @@ from aimegraph.cli.options import (
     stream_option,
     wait_option,
 )
-from aimegraph.cli.report import report, report_cancel, show_interrupts
+from aimegraph.cli.report import Shown, report, report_cancel, show_interrupts
 from aimegraph.cli.support import (
     EXIT_BUSY,
     EXIT_CODES,
@@ -69,6 +70,7 @@ from aimegraph.cli.support import (
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
 from aimegraph.graphs.stopping import SignalDrain
+from aimegraph.models.resolve import check_goal
 from aimegraph.nodes.planner import resolve_goal
 from aimegraph.sandbox import SandboxUnavailable, open_sandbox
 from aimegraph.state import PlanUpdate, Task
@@ -108,14 +110,14 @@ RESUME_FLAGS = (
 
 def register(command: AddCommand) -> None:
     """Add ``run``, ``demo``, ``resume`` and ``fork``."""
-    run = command("run", cmd_run, "Run a goal to completion (or until a human must answer).")
+    run = command("run", cmd_run)
     run_options(run)
     durability_option(run)
     add_knowledge_option(run)
     stream_option(run)
     wait_option(run)
 
-    demo = command("demo", cmd_demo, "Run the bundled offline demo (scripted model, real tools).")
+    demo = command("demo", cmd_demo)
     demo.add_argument("--thread", help="thread id (default: a new one)")
     demo.add_argument(
         "--sandbox",
@@ -127,9 +129,7 @@ def register(command: AddCommand) -> None:
     stream_option(demo)
     wait_option(demo)
 
-    resume = command(
-        "resume", cmd_resume, "Carry on a thread whose run has not ended (paused or stopped)."
-    )
+    resume = command("resume", cmd_resume)
     resume.add_argument("thread")
     answer = resume.add_mutually_exclusive_group()
     answer.add_argument("--approve", action="store_true", help="approve the plan or tool call")
@@ -166,28 +166,18 @@ def register(command: AddCommand) -> None:
     wait_option(resume)
     broker_options(resume, "of a distributed run")
 
-    note = command(
-        "note",
-        cmd_note,
-        "Send a note to a thread's run: its running actors read it at their next step, "
-        "its planner at its next call.",
-    )
+    note = command("note", cmd_note)
     note.add_argument("thread")
     note.add_argument("text")
 
-    fork = command("fork", cmd_fork, "Re-run a thread from one of its checkpoints.")
+    fork = command("fork", cmd_fork)
     fork.add_argument("thread")
     fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
     rebuild_options(fork)
     durability_option(fork)
     wait_option(fork)
 
-    cancel = command(
-        "cancel",
-        cmd_cancel,
-        "End a live, paused or stopped run as cancelled (not resumable; a new goal on the "
-        "thread starts afresh). A live run stops at its next step, then exits 8.",
-    )
+    cancel = command("cancel", cmd_cancel)
     cancel.add_argument("thread")
     cancel.add_argument(
         "--wait", action="store_true", help="wait until the live process running it has stopped"
@@ -213,7 +203,9 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
     )
     graph = run_graph(settings, saver, args.memory_store())
     with _hold(saver, thread_id, args) as lease:
-        _check_new_run(graph, thread_id)
+        earlier = _check_new_run(graph, thread_id)
+        # A scripted scenario's refusal of the goal, as one line (ValueError: exit 2).
+        check_goal(settings.model, args.goal, earlier)
         return execute(graph, {"goal": args.goal}, lease, settings, args, console)
 
 
@@ -402,13 +394,16 @@ def _hold(saver: BaseCheckpointSaver[Any], thread_id: str, args: argparse.Namesp
     return hold_thread(saver, thread_id, wait=True)
 
 
-def _check_new_run(graph: AimeGraph, thread_id: str) -> None:
+def _check_new_run(graph: AimeGraph, thread_id: str) -> list[str]:
     """A new goal goes to a new thread, or to one whose run has ended (it starts a
-    new run there); a run that has not ended is carried on or cancelled first."""
+    new run there); a run that has not ended is carried on or cancelled first.
+    Returns the thread's earlier requests."""
     settle_pending_cancel(graph, thread_id)
     snapshot = graph.get_state(run_config(thread_id))
     if snapshot.created_at and not has_ended(snapshot):
         raise CliError(unfinished_run(thread_id, snapshot), EXIT_USAGE)
+    messages = snapshot.values.get("messages") or []
+    return [m.text for m in messages if isinstance(m, HumanMessage)]
 
 
 def _inputs(snapshot: StateSnapshot, args: argparse.Namespace, console: Console) -> Any:
@@ -444,9 +439,9 @@ def _follow(
     modes: list[StreamMode],
     args: argparse.Namespace,
     console: Console,
-) -> str:
+) -> Shown:
     """Run ``graph`` under ``lease`` until it ends or pauses, showing its progress
-    live (unless --json); returns the answer as it was streamed (with ``--stream``)."""
+    live (unless --json); returns what the live view left on the screen."""
     chunks: Iterator[Any] = stream_held(
         graph,
         inputs,
@@ -459,10 +454,10 @@ def _follow(
     if args.json:
         for _ in chunks:
             pass
-        return ""
+        return Shown()
     with LiveProgress(console, title=f"aimegraph {lease.thread_id}") as live:
         live.follow(chunks)
-    return live.answer
+    return Shown(live.answer, live.checklist)
 
 
 def _answer(args: argparse.Namespace) -> dict[str, Any] | None:

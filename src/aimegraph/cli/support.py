@@ -1,6 +1,7 @@
 """What every command group shares: the error that ends a command with an exit
 code, the exit codes, a handler's signature, and the ``AimeConfig`` and prompts a
-run's flags describe."""
+run's flags describe. Every group imports it, so the engine is imported only inside
+the helpers that need it (``aimegraph threads`` needs none of them)."""
 
 from __future__ import annotations
 
@@ -8,16 +9,15 @@ import argparse
 import json
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.types import StateSnapshot
-from rich.console import Console
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from langgraph.types import StateSnapshot
+    from rich.console import Console
 
-from aimegraph.checkpoints import run_state
-from aimegraph.config import AimeConfig
-from aimegraph.steering import WORKSPACES
-from aimegraph.tools.registry import ToolLike, ToolRegistry, import_tools
+    from aimegraph.config import AimeConfig
+    from aimegraph.tools.registry import ToolLike
 
 __all__ = [
     "EXIT_BUSY",
@@ -59,15 +59,18 @@ RUN_FLAGS = (
     "replan",
     "verify",
     "tool_calling",
+    "rate_limit",
+    "model_cache",
 )
 """The ``AimeConfig`` fields a new run (``run``, ``submit``) takes as flags."""
 
 
-Handler = Callable[[argparse.Namespace, BaseCheckpointSaver[Any], Console], int]
+Handler = Callable[[argparse.Namespace, "BaseCheckpointSaver[Any]", "Console"], int]
 """A command: its parsed flags, the checkpoint store, the console; returns the exit code."""
 
-AddCommand = Callable[[str, Handler, str], argparse.ArgumentParser]
-"""Adds a subcommand with the flags every command has (``--json``, ``--checkpoints``)."""
+AddCommand = Callable[[str, Handler], argparse.ArgumentParser]
+"""The parser of a subcommand (its help and the flags every command has, ``--json`` and
+``--checkpoints``, already there: see ``aimegraph.cli.app.COMMANDS``), given its handler."""
 
 
 class CliError(Exception):
@@ -81,6 +84,8 @@ class CliError(Exception):
 def config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
     """The config of a new run from its flags (``--config`` JSON, then each flag);
     the workspace defaults to one per thread."""
+    from aimegraph.steering import WORKSPACES
+
     fields = config_json(args.config)
     for name in RUN_FLAGS:
         if (value := getattr(args, name)) is not None:
@@ -110,6 +115,8 @@ def config_json(text: str | None) -> dict[str, Any]:
 
 def checked_config(fields: dict[str, Any]) -> AimeConfig:
     """AimeConfig from ``fields``, its workspace absolute and created."""
+    from aimegraph.config import AimeConfig
+
     config = AimeConfig.model_validate(fields)
     workspace = config.workspace.expanduser().absolute()
     try:
@@ -124,6 +131,8 @@ def checked_config(fields: dict[str, Any]) -> AimeConfig:
 def application_tools(specs: Sequence[str], flag: str = "--tools") -> list[ToolLike]:
     """The tools ``module:attr`` specs name, to add to the built-in bundles (a whole
     ToolRegistry, which would replace them, is refused)."""
+    from aimegraph.tools.registry import ToolRegistry, import_tools
+
     tools: list[ToolLike] = []
     for spec in specs:
         found = import_tools(spec)
@@ -160,6 +169,8 @@ def run_prompts(args: argparse.Namespace, console: Console, *, online: bool = Fa
 def unfinished_run(thread_id: str, snapshot: StateSnapshot) -> str:
     """Why a new goal cannot start on ``thread_id``, whose run has not ended
     (``snapshot``), and what to do instead."""
+    from aimegraph.checkpoints import run_state
+
     if snapshot.values.get("proposal") is not None:
         return (
             f"thread {thread_id!r} waits for the approval of its plan, so it takes no new "

@@ -1,5 +1,6 @@
 """``aimegraph threads | show | history | wait | draw``: read stored threads, never run
-them."""
+them. ``show`` and ``draw`` import the graph, reports and drawing when they run, so
+``threads`` lists a store without loading the engine."""
 
 from __future__ import annotations
 
@@ -8,40 +9,33 @@ import json
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
-
-from langgraph.checkpoint.base import BaseCheckpointSaver
-from rich.console import Console
+from typing import TYPE_CHECKING, Any
 
 from aimegraph.checkpoints import list_threads, live_threads, run_config
-from aimegraph.checkpoints.delta import with_finished_tasks
-from aimegraph.cli.report import report
 from aimegraph.cli.support import EXIT_CODES, EXIT_NOT_FOUND, EXIT_USAGE, AddCommand, CliError
-from aimegraph.config import AimeConfig
-from aimegraph.drawing import GraphvizNotFoundError
-from aimegraph.graphs.aime import AimeGraph, build_aime_graph
-from aimegraph.steering import DEMO_SCENARIO, reader_graph
+
+if TYPE_CHECKING:
+    from langgraph.checkpoint.base import BaseCheckpointSaver
+    from rich.console import Console
+
+    from aimegraph.graphs.aime import AimeGraph
 
 __all__ = ["register"]
 
 
 def register(command: AddCommand) -> None:
     """Add ``threads``, ``show``, ``history``, ``wait`` and ``draw``."""
-    command("threads", cmd_threads, "List stored threads (id, status, updated, goal).")
-    show = command("show", cmd_show, "Show a thread: checklist, verdict, final answer, usage.")
+    command("threads", cmd_threads)
+    show = command("show", cmd_show)
     show.add_argument("thread")
-    history = command("history", cmd_history, "List a thread's checkpoints, newest first.")
+    history = command("history", cmd_history)
     history.add_argument("thread")
-    wait = command(
-        "wait",
-        cmd_wait,
-        "Wait until a submitted run pauses or ends, then show it (exit code as for run).",
-    )
+    wait = command("wait", cmd_wait)
     wait.add_argument("thread")
     wait.add_argument("--timeout", type=float, help="give up after this many seconds (exit 7)")
-    draw = command("draw", cmd_draw, "Draw the workflow graph, or a thread's plan (--plan).")
+    draw = command("draw", cmd_draw)
     draw.add_argument("--plan", metavar="THREAD", help="draw this thread's task DAG")
-    draw.add_argument("--model", default=DEMO_SCENARIO, help=argparse.SUPPRESS)
+    draw.add_argument("--model", help=argparse.SUPPRESS)  # default: the demo's scenario
     draw.add_argument("--xray", action="store_true", help="expand the subgraphs")
     draw.add_argument(
         "--format",
@@ -79,6 +73,9 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         from aimegraph.cli.distributed import show_record
 
         return show_record(record, args, console)
+    from aimegraph.checkpoints.delta import with_finished_tasks
+    from aimegraph.cli.report import report
+
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
     holder = live_threads(saver, [args.thread]).get(args.thread)
     # A run stopped mid-step shows the tasks that step had already finished.
@@ -123,7 +120,10 @@ def cmd_history(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], conso
 
 
 def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    from aimegraph.drawing import draw, draw_plan
+    from aimegraph.config import AimeConfig
+    from aimegraph.drawing import GraphvizNotFoundError, draw, draw_plan
+    from aimegraph.graphs.aime import build_aime_graph
+    from aimegraph.steering import DEMO_SCENARIO
 
     try:
         if args.plan:
@@ -131,7 +131,8 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
             drawing = draw_plan(snapshot.values, args.output, format=args.format)
         else:
             graph = build_aime_graph(
-                args.model, config=AimeConfig(workspace=Path(tempfile.gettempdir()))
+                args.model or DEMO_SCENARIO,
+                config=AimeConfig(workspace=Path(tempfile.gettempdir())),
             )
             drawing = draw(graph, args.output, format=args.format, xray=args.xray)
     except GraphvizNotFoundError as exc:
@@ -146,6 +147,8 @@ def cmd_draw(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 def _reader(saver: BaseCheckpointSaver[Any], thread_id: str) -> AimeGraph:
     """A graph to read an existing thread's state with (see ``reader_graph``)."""
+    from aimegraph.steering import reader_graph
+
     if saver.get_tuple(run_config(thread_id)) is None:
         raise CliError(f"no thread {thread_id!r} in this checkpoint store", EXIT_NOT_FOUND)
     return reader_graph(saver, thread_id)

@@ -23,6 +23,7 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
+from pydantic import ValidationError
 from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
@@ -30,13 +31,21 @@ from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import (
+    FileResponse,
+    HTMLResponse,
+    JSONResponse,
+    RedirectResponse,
+    Response,
+)
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.checkpoints.runs import phase
+from aimegraph.config import settings_error
+from aimegraph.dashboard.pages import run_page, threads_page
 from aimegraph.dashboard.panes import EvalsPane, MemoryPane, PromptsPane, json_body
 from aimegraph.dashboard.runs import (
     NothingToResumeError,
@@ -94,12 +103,12 @@ def create_app(
     eval_pane = EvalsPane(evals)
     app = Starlette(
         routes=[
-            Route("/", _page("threads.html")),
+            Route("/", api.threads_page),
             Route("/memory", _page("memory.html")),
             Route("/prompts", _page("prompts.html")),
             Route("/evals", _page("evals.html")),
             Route("/evals/{name}", eval_pane.report),
-            Route("/threads/{thread_id:path}", _page("run.html")),
+            Route("/threads/{thread_id:path}", api.run_page),
             Route("/api/threads", api.threads),
             Route("/api/events", api.threads_events),
             Route("/api/threads/{thread_id}", api.run),
@@ -247,6 +256,18 @@ class _Api:
             return JSONResponse({"error": f"no drawing: {exc}"}, 501)
         return Response(drawing.text, media_type="image/svg+xml")
 
+    # -- pages: their state in the HTML, then live (see aimegraph.dashboard.pages)
+
+    async def threads_page(self, request: Request) -> Response:
+        data = await self._threads()
+        status = request.query_params.get("status") or None
+        return HTMLResponse(threads_page(STATIC / "threads.html", data, status))
+
+    async def run_page(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        view = await self._run(thread_id)
+        return HTMLResponse(run_page(STATIC / "run.html", thread_id, view))
+
     # -- live
 
     async def threads_events(self, request: Request) -> Response:
@@ -320,6 +341,8 @@ class _Api:
             return JSONResponse({"error": str(exc)}, 404)
         except QueueUnavailableError as exc:
             return JSONResponse({"error": str(exc)}, 503)
+        except ValidationError as exc:  # a config with a typo or a bad value
+            return JSONResponse({"error": settings_error(exc)}, 400)
         return JSONResponse({"thread_id": thread_id, "status": outcome}, 202)
 
     async def note(self, request: Request) -> Response:
@@ -344,6 +367,8 @@ class _Api:
             return JSONResponse({"error": str(exc)}, 409)
         except QueueUnavailableError as exc:
             return JSONResponse({"error": str(exc)}, 503)
+        except ValidationError as exc:  # a config with a typo or a bad value
+            return JSONResponse({"error": settings_error(exc)}, 400)
         except (AnswerError, ValueError) as exc:  # bad answers, configs, model specs
             return JSONResponse({"error": str(exc)}, 400)
         if isinstance(result, str):  # a new run's thread id

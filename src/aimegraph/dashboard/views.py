@@ -159,7 +159,7 @@ class ThreadReader:
             "structured_response": _jsonable(answer_as_json(values.get("structured_response"))),
             "facts": dict(values.get("facts") or {}),
             "prompt_version": values.get("prompt_version"),
-            "checklist": render_checklist(tasks),
+            "checklist": render_checklist(tasks, cancelled=values.get("status") == "cancelled"),
             "tasks": [_task(t) for t in tasks.values()],
             "actors": actors,
             "updates": [_update(u) for u in values.get("updates") or []],

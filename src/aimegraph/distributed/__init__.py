@@ -9,7 +9,9 @@ records (``aimegraph.distributed.records``) need only psycopg.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from aimegraph.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from aimegraph.distributed.app import BrokerConnectionError, make_app
@@ -32,23 +34,17 @@ __all__ = [
     "wait_for_run",
 ]
 
+# Celery is imported only when a name that needs it is used, so the CLI can read queue
+# records with the [postgres] extra alone.
 _HOMES = {
-    "BrokerConnectionError": "app",
-    "make_app": "app",
-    "RunRecord": "records",
-    "ThreadExistsError": "records",
-    "RunNotResumableError": "submit",
-    "enqueue_resume": "submit",
-    "submit_run": "submit",
-    "wait_for_run": "submit",
+    "BrokerConnectionError": ".app",
+    "make_app": ".app",
+    "RunRecord": ".records",
+    "ThreadExistsError": ".records",
+    "RunNotResumableError": ".submit",
+    "enqueue_resume": ".submit",
+    "submit_run": ".submit",
+    "wait_for_run": ".submit",
 }
 
-
-def __getattr__(name: str) -> Any:
-    # Celery is imported only when a name that needs it is used, so the CLI can
-    # read queue records with the [postgres] extra alone.
-    if name not in _HOMES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    from importlib import import_module
-
-    return getattr(import_module(f"aimegraph.distributed.{_HOMES[name]}"), name)
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

@@ -47,7 +47,8 @@ def submit_run(
         goal: what the agents should achieve.
         broker: the Redis URL the workers consume from.
         checkpoints: the workers' Postgres database (``postgresql://...``).
-        model: model spec, resolved on the worker (``openai:...``, ``scripted:...``).
+        model: model spec, resolved on the worker (``openai:...``, ``anthropic:...``,
+            ``scripted:...``).
         config: ``AimeConfig`` or its fields; the workspace defaults to
             ``.aimegraph/workspace/<thread id>`` under the worker's directory.
         tools: ``module:attr`` references to the application's tools, imported on

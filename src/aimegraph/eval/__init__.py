@@ -1,31 +1,51 @@
-"""Evaluation (DESIGN.md section 17): task suites, systems under test, rollouts, reports.
+"""Evaluation: task suites, systems under test, rollouts, reports.
 
-    from aimegraph.eval import evaluate          # or: aimegraph.eval(...)
+    from aimegraph.eval import evaluate          # or: aimegraph.evaluate(...)
     result = evaluate("bundled", model="openai:gpt-4o-mini",
                       systems=["aimegraph", "create_agent"], k=3)
     result.summary["systems"], result.report_html
 
 The layer above the engine: it may use graphs, models, tools and checkpoints;
 nothing in the engine imports it. ``create_agent`` needs the ``[eval]`` extra.
+Every name below is imported on first use.
 """
 
 import sys
 import types
-from typing import Any
+import warnings
+from typing import TYPE_CHECKING, Any
 
-from aimegraph.eval.checkers import CheckInput, CheckResult
-from aimegraph.eval.oracle import OracleModels
-from aimegraph.eval.runner import DEFAULT_EVALS, EvalResult, evaluate
-from aimegraph.eval.suite import BUNDLED_SUITE, Check, Suite, SuiteError, Task, load_suite
-from aimegraph.eval.summary import compare, read_records
-from aimegraph.eval.systems import SystemsError, SystemSpec, load_systems
+from aimegraph.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from aimegraph.eval.checkers import CheckInput, CheckResult
+    from aimegraph.eval.oracle import OracleModels
+    from aimegraph.eval.runner import DEFAULT_EVALS, EvalResult, evaluate
+    from aimegraph.eval.suite import BUNDLED_SUITE, Check, Suite, SuiteError, Task, load_suite
+    from aimegraph.eval.summary import compare, read_records
+    from aimegraph.eval.systems import SystemsError, SystemSpec, load_systems
+
+_HOMES = {
+    "CheckInput": ".checkers",
+    "CheckResult": ".checkers",
+    "OracleModels": ".oracle",
+    "DEFAULT_EVALS": ".runner",
+    "EvalResult": ".runner",
+    "evaluate": ".runner",
+    **dict.fromkeys(
+        ["BUNDLED_SUITE", "Check", "Suite", "SuiteError", "Task", "load_suite"], ".suite"
+    ),
+    "compare": ".summary",
+    "read_records": ".summary",
+    **dict.fromkeys(["SystemsError", "SystemSpec", "load_systems"], ".systems"),
+}
 
 __all__ = [
     "BUNDLED_SUITE",
-    "DEFAULT_EVALS",
     "Check",
     "CheckInput",
     "CheckResult",
+    "DEFAULT_EVALS",
     "EvalResult",
     "OracleModels",
     "Suite",
@@ -40,13 +60,23 @@ __all__ = [
     "read_records",
 ]
 
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)
+
 
 class _CallableModule(types.ModuleType):
-    """``aimegraph.eval(...)`` runs :func:`evaluate`, while ``aimegraph.eval`` stays
-    this package, so ``import aimegraph.eval.suite`` and ``mock.patch`` targets under
-    it work as for any package (a function bound to the name would hide them)."""
+    """Calling the package, ``aimegraph.eval(...)``, still runs :func:`evaluate` for
+    this release, with a DeprecationWarning: use ``aimegraph.evaluate`` or
+    ``aimegraph.eval.evaluate``. Remove this class and the line below it next release."""
 
-    def __call__(self, *args: Any, **kwargs: Any) -> EvalResult:
+    def __call__(self, *args: Any, **kwargs: Any) -> "EvalResult":
+        warnings.warn(
+            "calling aimegraph.eval(...) is deprecated and will be removed in the next "
+            "release: use aimegraph.evaluate(...) or aimegraph.eval.evaluate(...)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        from aimegraph.eval.runner import evaluate
+
         return evaluate(*args, **kwargs)
 
 

@@ -1,5 +1,7 @@
 """The ReAct baselines: LangChain's ``create_agent`` and deepagents, with the same
-model and work tools as aimegraph (extra ``[eval]``; deepagents when installed)."""
+model and work tools as aimegraph (extra ``[eval]``; deepagents when installed), and
+the same tool-calling mode aimegraph's default picks for the model: native, or the
+tools described in the prompt (:mod:`aimegraph.eval.json_baseline`)."""
 
 from __future__ import annotations
 
@@ -9,25 +11,34 @@ from typing import Any
 
 from langchain.agents import create_agent
 from langchain.agents.middleware import AgentMiddleware, hook_config
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.tools import BaseTool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.runtime import Runtime
 
 from aimegraph.eval.checkers import structured_json
-from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config
+from aimegraph.eval.json_baseline import JsonToolCalling
+from aimegraph.eval.outcome import (
+    Outcome,
+    RolloutSetup,
+    thread_config,
+    tool_calling_mode,
+    unattended_registry,
+)
 from aimegraph.eval.suite import Budget
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
 from aimegraph.models.reasoning import visible_text
 from aimegraph.prompts import baseline
-from aimegraph.tools.registry import ToolRegistry, default_registry
+from aimegraph.tools.registry import ToolRegistry
 
 __all__ = ["BASELINE_BUNDLES", "BudgetMiddleware", "baseline_tools", "run_baseline"]
 
 BASELINE_BUNDLES = ("files", "compute", "knowledge", "web", "custom")
-"""The bundles whose tools a baseline gets: aimegraph's work tools. ``human`` (no one
-answers during an eval) and ``memory`` (aimegraph's run whiteboard) are engine parts."""
+"""The bundles whose tools a baseline gets: aimegraph's work tools. ``memory``
+(aimegraph's run whiteboard) is an engine part; ``human`` is offered to no system in
+an eval (no one answers)."""
 
 DEEPAGENTS_FILE_TOOLS = ("read_file", "write_file", "append_file", "list_dir")
 """aimegraph's file tools, left out for deepagents, which brings its own over the
@@ -84,13 +95,16 @@ def baseline_tools(registry: ToolRegistry, *, without: Sequence[str] = ()) -> li
 def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
     """Every turn of the task on one thread of a ``create_agent`` (or deepagents) loop."""
     budget = BudgetMiddleware(setup.counter, setup.budget)
-    registry = default_registry(setup.workspace, extra_tools=setup.tools)
+    registry = unattended_registry(setup)
     prompt = spec.system_prompt or baseline.SYSTEM
+    model = setup.model
+    if tool_calling_mode(spec, model) == "json":
+        model = JsonToolCalling(inner=model)
     if spec.kind == "deepagents":
-        graph = _deep_agent(setup, registry, prompt, budget)
+        graph = _deep_agent(setup, model, registry, prompt, budget)
     else:
         graph = create_agent(
-            setup.model,
+            model,
             baseline_tools(registry),
             system_prompt=prompt,
             response_format=setup.task.answer_schema,
@@ -116,13 +130,17 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
 
 
 def _deep_agent(
-    setup: RolloutSetup, registry: ToolRegistry, prompt: str, budget: BudgetMiddleware
+    setup: RolloutSetup,
+    model: BaseChatModel,
+    registry: ToolRegistry,
+    prompt: str,
+    budget: BudgetMiddleware,
 ) -> Any:
     from deepagents import create_deep_agent
     from deepagents.backends import FilesystemBackend
 
     return create_deep_agent(
-        model=setup.model,
+        model=model,
         tools=baseline_tools(registry, without=DEEPAGENTS_FILE_TOOLS),
         system_prompt=prompt,
         response_format=setup.task.answer_schema,

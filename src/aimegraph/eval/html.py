@@ -8,13 +8,7 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from aimegraph.eval.report import (
-    PASS_AT_K_NOTE,
-    PER_SOLVED_NOTE,
-    SCORES_NOTE,
-    systems_table,
-    tags_table,
-)
+from aimegraph.eval.report import notes, systems_table, tags_table
 
 __all__ = ["html_report", "matrix_svg", "scatter_svg"]
 
@@ -40,10 +34,10 @@ def scatter_svg(systems: Sequence[Mapping[str, Any]]) -> str:
     """pass@1 (with its interval) against the mean cost per rollout, one point per
     system; against mean tokens per rollout when no price was given (all costs 0)."""
     width, height, left, bottom, top, right = 560, 320, 60, 40, 20, 160
-    priced = any(s["per_rollout"]["cost_usd"] > 0 for s in systems)
+    priced = any((s["per_rollout"]["cost_usd"] or 0) > 0 for s in systems)
     if priced:
         label = "cost per rollout (USD)"
-        xs = [float(s["per_rollout"]["cost_usd"]) for s in systems]
+        xs = [float(s["per_rollout"]["cost_usd"] or 0) for s in systems]
     else:
         label = "tokens per rollout (no prices given)"
         xs = [
@@ -174,10 +168,10 @@ def html_report(summary: Mapping[str, Any]) -> str:
     for name, reason in summary["skipped"].items():
         body.append(f'<p class="note">{escape(name)} skipped: {escape(reason)}</p>')
     columns, rows = systems_table(systems, k)
-    body.append("<h2>Systems</h2>" + _rows(columns, rows, numeric_from=2))
+    body.append("<h2>Systems</h2>" + _rows(columns, rows, numeric_from=3))
     body.append(
         '<p class="note">Calls, tokens, cost and wall time: means per rollout. '
-        + escape(SCORES_NOTE + (PASS_AT_K_NOTE.format(k=k) if k > 1 else "") + PER_SOLVED_NOTE)
+        + escape(notes(k))
         + "</p>"
     )
     if systems:

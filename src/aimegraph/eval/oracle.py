@@ -271,6 +271,8 @@ def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
     return {
         "name": f"oracle-{task.id}",
         "goal": task.goals[0],
+        # Its turns are played in order in one process, whatever the later goals say.
+        "any_goal": True,
         "planner": planner,
         "actors": actors,
         "reporter": reporter,

@@ -13,10 +13,24 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.suite import Budget, Task
+from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
-from aimegraph.tools.registry import ToolLike
+from aimegraph.models.calls import Mode, resolve_mode
+from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
-__all__ = ["Outcome", "RolloutSetup", "thread_config"]
+__all__ = [
+    "UNATTENDED_BUNDLES_LEFT_OUT",
+    "Outcome",
+    "RolloutSetup",
+    "thread_config",
+    "tool_calling_mode",
+    "unattended_registry",
+]
+
+UNATTENDED_BUNDLES_LEFT_OUT = ("human",)
+"""Bundles no system is offered in an eval: no one answers ``ask_human`` while an
+eval runs, and a question would end the rollout ``paused`` (the baselines never
+have it either)."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +60,26 @@ class Outcome:
     status: str
     reason: str | None
     state: Mapping[str, Any]
+
+
+def unattended_registry(setup: RolloutSetup) -> ToolRegistry:
+    """The default bundles over the rollout's workspace, with the application's tools,
+    less :data:`UNATTENDED_BUNDLES_LEFT_OUT`."""
+    full = default_registry(setup.workspace, extra_tools=setup.tools)
+    registry = ToolRegistry()
+    for name, bundle in full.bundles.items():
+        if name not in UNATTENDED_BUNDLES_LEFT_OUT:
+            registry.add_bundle(name, bundle.description, full.select([name]))
+    return registry
+
+
+def tool_calling_mode(spec: SystemSpec, model: BaseChatModel) -> Mode:
+    """How ``spec``'s system calls tools with ``model``: an aimegraph system as its
+    ``tool_calling`` says (``auto`` by default), a baseline as aimegraph's default does,
+    so that both describe the tools in the prompt (JSON mode) for a model without
+    native tool calling."""
+    setting = spec.config.get("tool_calling", "auto") if spec.kind == "aimegraph" else "auto"
+    return resolve_mode(str(setting), model)
 
 
 def thread_config(setup: RolloutSetup) -> RunnableConfig:

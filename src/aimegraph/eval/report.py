@@ -10,7 +10,9 @@ __all__ = [
     "fmt_ci",
     "fmt_cost",
     "fmt_number",
+    "fmt_tool_calling",
     "markdown_report",
+    "notes",
     "score_cells",
     "score_columns",
     "systems_table",
@@ -26,7 +28,12 @@ PASS_AT_K_NOTE = (
     "do (over the tasks with at least {k} rollouts). "
 )
 PER_SOLVED_NOTE = (
-    "Per solved: everything spent (failed rollouts included) divided by the rollouts that passed."
+    "Per solved: everything spent (failed rollouts included) divided by the rollouts that passed. "
+)
+TOOL_CALLING_NOTE = (
+    "Tool calling: native, or JSON (the tools described in the prompt and called in JSON "
+    "replies, for a model without native tool calling); the baselines call tools the way "
+    "aimegraph's default does with the same model."
 )
 
 
@@ -42,6 +49,12 @@ def fmt_cost(value: float | None) -> str:
 
 def fmt_rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"
+
+
+def fmt_tool_calling(system: Mapping[str, Any]) -> str:
+    """How a system called tools: ``native``, or ``JSON`` (described in the prompt)."""
+    modes = system.get("tool_calling") or []
+    return " + ".join("JSON (in the prompt)" if m == "json" else m for m in modes) or "–"
 
 
 def fmt_ci(value: float | None, ci: Sequence[float] | None) -> str:
@@ -72,7 +85,7 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
     columns, rows = systems_table(summary["systems"], k)
     lines += ["## Systems", "", "Calls, tokens, cost and wall time are means per rollout.", ""]
     lines += _table(columns, rows)
-    lines += ["", SCORES_NOTE + (PASS_AT_K_NOTE.format(k=k) if k > 1 else "") + PER_SOLVED_NOTE]
+    lines += ["", notes(k)]
     for name, reason in summary["skipped"].items():
         lines += ["", f"- **{name}** skipped: {reason}"]
     tag_columns, tag_rows = tags_table(summary["systems"])
@@ -80,6 +93,12 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
         lines += ["", "## By tag", ""] + _table(tag_columns, tag_rows)
     lines += ["", "## Tasks", ""] + _tasks_table(summary)
     return "\n".join(lines) + "\n"
+
+
+def notes(k: int) -> str:
+    """What the systems table's figures mean (both reports)."""
+    at_k = PASS_AT_K_NOTE.format(k=k) if k > 1 else ""
+    return SCORES_NOTE + at_k + PER_SOLVED_NOTE + TOOL_CALLING_NOTE
 
 
 def score_columns(k: int) -> list[str]:
@@ -126,6 +145,7 @@ def systems_table(
     columns = [
         "system",
         "kind (model)",
+        "tool calling",
         "tasks",
         "rollouts",
         *score_columns(k),
@@ -147,6 +167,7 @@ def systems_table(
             [
                 s["name"],
                 f"{s['kind']} ({s['model']})",
+                fmt_tool_calling(s),
                 str(s["tasks"]),
                 str(s["rollouts"]),
                 *score_cells(s, k),

@@ -12,7 +12,7 @@ import datetime as dt
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -22,12 +22,12 @@ from langchain_core.tools import ToolException
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
-from aimegraph.eval.outcome import Outcome, RolloutSetup
+from aimegraph.eval.outcome import Outcome, RolloutSetup, tool_calling_mode
 from aimegraph.eval.runners import run_system
 from aimegraph.eval.suite import Suite, Task
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import Prices, UsageCounter, seeded
-from aimegraph.models.resolve import resolve_model
+from aimegraph.models.resolve import ModelResolver
 from aimegraph.tools.python import make_python_tool
 from aimegraph.tools.registry import ToolLike
 
@@ -62,9 +62,11 @@ class Rollout:
 class ModelSource:
     """The model a rollout runs with: the system's own spec, else the eval's model (a
     spec, a chat model, or a :data:`ModelFactory`). Specs are resolved once each and
-    the model shared by the rollouts that use it."""
+    the model shared by the rollouts that use it, with ``resolver``'s settings (rate
+    limit, reply cache)."""
 
     default: str | BaseChatModel | ModelFactory
+    resolver: ModelResolver = field(default_factory=ModelResolver)
     _resolved: dict[str, BaseChatModel] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -83,11 +85,23 @@ class ModelSource:
         if isinstance(chosen, BaseChatModel):
             return chosen
         if isinstance(chosen, str):
-            with self._lock:
-                if chosen not in self._resolved:
-                    self._resolved[chosen] = resolve_model(chosen)
-                return self._resolved[chosen]
+            return self._resolve(chosen)
         return chosen(rollout.task, rollout.system.kind, rollout.index)
+
+    def resolve_specs(self, rollouts: Sequence[Rollout]) -> None:
+        """Resolve the specs ``rollouts`` run with, before any of them runs: a spec that
+        cannot be (an unknown provider, a missing package or key) stops the eval with
+        its one line instead of failing every rollout."""
+        for rollout in rollouts:
+            chosen = rollout.system.model or self.default
+            if isinstance(chosen, str):
+                self._resolve(chosen)
+
+    def _resolve(self, spec: str) -> BaseChatModel:
+        with self._lock:
+            if spec not in self._resolved:
+                self._resolved[spec] = self.resolver.resolve(spec)
+            return self._resolved[spec]
 
 
 def _now() -> str:
@@ -152,11 +166,13 @@ def run_rollout(
     counter = UsageCounter()
     started_at, started = _now(), time.monotonic()
     seed_used: int | None = None
+    tool_calling: str | None = None
     error: str | None = None
     try:
         fresh_workspace(workspace, task, suite)
         model, applied = seeded(models.model_for(rollout), rollout.seed)
         seed_used = rollout.seed if applied else None
+        tool_calling = tool_calling_mode(rollout.system, model)
         setup = RolloutSetup(
             task=task,
             workspace=workspace,
@@ -199,6 +215,7 @@ def run_rollout(
         "task_digest": rollout.task_digest,
         "system_digest": rollout.system_digest,
         "model": models.describe(rollout.system),
+        "tool_calling": tool_calling,
         "tags": list(task.tags),
         "passed": passed,
         "failure": None if passed else _failure(outcome, error, checks),

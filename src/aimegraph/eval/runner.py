@@ -41,7 +41,7 @@ from aimegraph.eval.suite import Budget, Suite, load_suite
 from aimegraph.eval.summary import read_records, summarise
 from aimegraph.eval.systems import SystemSpec, load_systems, unavailable_reason
 from aimegraph.eval.usage import Prices
-from aimegraph.models.resolve import resolve_model
+from aimegraph.models.resolve import ModelResolver
 from aimegraph.tools.registry import ToolLike
 
 __all__ = ["DEFAULT_EVALS", "EvalResult", "evaluate"]
@@ -98,6 +98,8 @@ def evaluate(
     keep_workspaces: KeepWorkspaces = "failed",
     progress: Console | bool = False,
     on_rollout: Callable[[Mapping[str, Any]], None] | None = None,
+    rate_limit: str | float | None = None,
+    model_cache: str | Path | None = None,
 ) -> EvalResult:
     """Run ``k`` rollouts of every task of ``suite`` on every system and report.
 
@@ -105,7 +107,7 @@ def evaluate(
         suite: A suite file (:func:`~aimegraph.eval.suite.load_suite`), ``"bundled"``,
             or a loaded :class:`~aimegraph.eval.suite.Suite`.
         model: The model every system runs with unless its spec names one: a spec
-            (``openai:<model>``, ``local``, ...), a chat model, a factory
+            (``openai:<model>``, ``anthropic:<model>``, ``local``, ...), a chat model, a factory
             ``(task, system_kind, rollout) -> chat model``, or ``"oracle"`` for the
             tasks' scripted oracle replies.
         systems: Built-in names (``aimegraph``, ``create_agent``, ``deepagents``),
@@ -128,6 +130,10 @@ def evaluate(
             ``"all"`` or ``"none"``.
         progress: Show a progress bar (on this console, or stderr when True).
         on_rollout: Called with each record as it is written.
+        rate_limit: A client-side rate limit per provider (``"2/s"``, ``"30/min"``)
+            for the models given as specs, the judge's too, shared by all systems.
+        model_cache: A SQLite file of model replies: identical requests are answered
+            from it (for re-running an eval cheaply; see ``AimeConfig.model_cache``).
 
     Returns:
         An :class:`EvalResult`. On Ctrl-C the records so far are kept, the reports
@@ -143,7 +149,8 @@ def evaluate(
     specs = load_systems(systems)
     folder = Path(out) if out is not None else DEFAULT_EVALS / loaded.name
     folder.mkdir(parents=True, exist_ok=True)
-    source = ModelSource(OracleModels() if model == ORACLE else model)
+    resolver = ModelResolver(rate_limit=rate_limit, cache=model_cache)
+    source = ModelSource(OracleModels() if model == ORACLE else model, resolver)
     skipped = {
         spec.name: reason for spec in specs if (reason := _unavailable(spec, model)) is not None
     }
@@ -162,7 +169,8 @@ def evaluate(
             current[key] = earlier
     pending = [r for r in plan if r.key not in current]
     resumed = len(current)
-    judge = resolve_model(judge_model) if isinstance(judge_model, str) else judge_model
+    judge = resolver.resolve(judge_model) if isinstance(judge_model, str) else judge_model
+    source.resolve_specs(pending)
     result = EvalResult(folder, [], {}, skipped, 0, resumed, torn)
 
     def finish() -> EvalResult:
@@ -201,7 +209,8 @@ def evaluate(
         if on_rollout is not None:
             on_rollout(item)
 
-    bar = _progress_bar(progress, len(plan), resumed)
+    recorded_passes = sum(bool(r["passed"]) for r in current.values())
+    bar = _progress_bar(progress, len(plan), resumed, recorded_passes)
     try:
         with bar or _Quiet():
             _run_all(pending, work, record, concurrency, bar)
@@ -312,7 +321,9 @@ class _Bar:
         )
 
 
-def _progress_bar(progress: Console | bool, total: int, done: int) -> _Bar | None:
+def _progress_bar(progress: Console | bool, total: int, done: int, passed: int) -> _Bar | None:
+    """The eval's progress bar, starting from the ``done`` rollouts already recorded
+    (``passed`` of them passed), so a resumed eval counts them too."""
     if progress is False:
         return None
     console = progress if isinstance(progress, Console) else Console(stderr=True)
@@ -325,8 +336,8 @@ def _progress_bar(progress: Console | bool, total: int, done: int) -> _Bar | Non
         console=console,
         transient=False,
     )
-    task = bar.add_task("", total=total, completed=done, passed=0)
-    return _Bar(bar, task)
+    task = bar.add_task("", total=total, completed=done, passed=passed)
+    return _Bar(bar, task, passed)
 
 
 _DONE = object()

@@ -5,6 +5,10 @@ every turn on one thread, and returns an :class:`Outcome`: the last turn's answe
 and typed answer, a status and the output state. Model calls are counted by the
 rollout's :class:`~aimegraph.eval.usage.UsageCounter`, passed in ``callbacks``.
 
+No system is offered the ``human`` bundle: no one answers ``ask_human`` during an
+eval. An aimegraph system that configures ``approve_plan``, ``approve_tools`` or
+``escalate`` still pauses there, and its rollout ends ``paused``.
+
 Budgets are the task's, the same for every system: aimegraph enforces them with
 its own run budgets (``max_llm_calls``, ``max_tokens``, ``max_wall_s``); the
 ReAct baselines (:mod:`aimegraph.eval.baselines`) with a middleware that reads the
@@ -21,9 +25,8 @@ from langgraph.checkpoint.memory import InMemorySaver
 from aimegraph.checkpoints import make_serializer
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import structured_json
-from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config
+from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config, unattended_registry
 from aimegraph.eval.systems import SystemSpec
-from aimegraph.tools.registry import default_registry
 
 __all__ = ["run_system"]
 
@@ -63,12 +66,12 @@ def _run_aimegraph(
     )
     extra: dict[str, Any] = {}
     if setup.task.answer_schema is not None:
-        # The typed answer (DESIGN.md s. 15): the reporter fills it in, the state's
+        # The typed answer: the reporter fills it in, the state's
         # ``structured_response`` holds it, as with create_agent.
         extra["response_format"] = setup.task.answer_schema
     graph = build_aime_graph(
         setup.model,
-        tools=default_registry(setup.workspace, extra_tools=setup.tools),
+        tools=unattended_registry(setup),
         config=config,
         models=dict(spec.models) or None,
         prompts=dict(prompts) if prompts is not None else _prompts(spec),
@@ -84,8 +87,8 @@ def _run_aimegraph(
                 answer=str(state.get("final_answer") or ""),
                 structured_response=None,
                 status="paused",
-                reason="the run paused for a human (plan or tool approval, ask_human); "
-                "evals are unattended",
+                reason="the run paused for a human (the system's approve_plan, "
+                "approve_tools or escalate); evals are unattended",
                 state=state,
             )
     return Outcome(

@@ -16,23 +16,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Mapping, Sequence
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
-from pydantic import (
-    BaseModel,
-    ConfigDict,
-    Field,
-    PositiveFloat,
-    PositiveInt,
-    ValidationError,
-    field_validator,
-    model_validator,
-)
+from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+
+from aimegraph.eval.suite_parts import ID_PATTERN, Check, Oracle, OracleStage, OracleTurn, Strict
 
 __all__ = [
     "BUNDLED_SUITE",
@@ -46,23 +38,26 @@ __all__ = [
     "Task",
     "is_suite_file",
     "load_suite",
+    "yaml_problem",
 ]
 
 BUNDLED_SUITE = "bundled"
 """The name that loads the suite shipped with the package (``aimegraph eval bundled``)."""
 
-_ID = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
+
+ORACLE_SHAPE = (
+    "an oracle is {stages: [{id: ID, title: TEXT, calls: [{tool: NAME, args: {...}}], "
+    "after: [ID, ...], result: TEXT}], answer: TEXT or structured: {FIELD: VALUE}}, or "
+    "{turns: [one such per turn]}"
+)
+"""What an oracle looks like, appended to the errors that do not say it themselves."""
 
 
 class SuiteError(ValueError):
     """A suite file is missing or malformed; the message names where and what."""
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Budget(_Strict):
+class Budget(Strict):
     """What one rollout may spend; the same limits for every system under test."""
 
     max_llm_calls: PositiveInt | None = None
@@ -92,264 +87,10 @@ class Budget(_Strict):
         )
 
 
-FILE_MODES = ("equals", "expected", "json", "contains", "regex")
-"""How a ``file`` check compares the file's content (none: the file must exist)."""
-
-CHECK_KINDS = ("exact", "contains", "regex", "number", "file", "program", "python", "rubric")
-
-_MODIFIERS: dict[str, tuple[str, ...]] = {
-    "exact": ("field", "ignore_case"),
-    "contains": ("field", "ignore_case"),
-    "regex": ("field",),
-    "number": ("field", "tolerance", "relative"),
-    "file": FILE_MODES + ("ignore_case",),
-    "program": ("args", "stdout", "contains"),
-    "python": (),
-    "rubric": (),
-}
-
-
-class Check(_Strict):
-    """One way to judge a rollout. Exactly one kind; the other fields modify it.
-
-    - ``exact``: the answer (or ``field`` of the typed answer), stripped, equals it.
-    - ``contains``: the answer contains the text (every text of a list);
-      case-insensitive unless ``ignore_case: false``.
-    - ``regex``: the pattern matches somewhere in the answer (``re.search``).
-    - ``number``: a number written in the answer is within ``tolerance``
-      (absolute, default 1e-6) or ``relative`` (a fraction) of it.
-    - ``file``: the workspace file exists, and with ``equals`` (text), ``expected``
-      (a suite file), ``json`` (a value), ``contains`` or ``regex``, its content fits.
-    - ``program``: the workspace Python script, run with ``args`` through the
-      run's own python tool (same limits and sandbox), prints ``stdout`` exactly
-      (trailing blanks ignored) or output that ``contains`` the texts.
-    - ``python``: ``module:attr``, a callable given a
-      :class:`~aimegraph.eval.checkers.CheckInput`, returning a bool, a score in
-      [0, 1] (1 passes) or ``(passed, reason)``.
-    - ``rubric``: a separate judge model decides whether the answer meets it.
-    """
-
-    exact: str | None = None
-    contains: str | list[str] | None = None
-    regex: str | None = None
-    number: float | None = None
-    file: str | None = None
-    program: str | None = None
-    python: str | None = None
-    rubric: str | None = None
-    field: str | None = None
-    ignore_case: bool | None = None
-    tolerance: float = Field(1e-6, ge=0)
-    relative: float | None = Field(None, ge=0)
-    equals: str | None = None
-    expected: str | None = None
-    json_value: Any = Field(None, alias="json")
-    args: list[str] = Field(default_factory=list)
-    stdout: str | None = None
-
-    model_config = ConfigDict(extra="forbid", frozen=True, populate_by_name=True)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _one_kind(cls, data: Any) -> Any:
-        if not isinstance(data, Mapping):
-            raise ValueError(f"a check is a mapping such as {{contains: '42'}}; got {data!r}")
-        given = [key for key in data if key in ("file", "program")]
-        if not given:
-            given = [key for key in CHECK_KINDS if key in data]
-        if len(given) != 1:
-            raise ValueError(
-                f"a check needs exactly one of {', '.join(CHECK_KINDS)}; "
-                f"got {', '.join(given) or 'none'}"
-            )
-        kind = given[0]
-        allowed = {kind, *_MODIFIERS[kind]}
-        extra = [key for key in data if key not in allowed and key in cls._field_names()]
-        if extra:
-            raise ValueError(
-                f"{', '.join(extra)} cannot modify a {kind!r} check "
-                f"(it takes: {', '.join(_MODIFIERS[kind]) or 'nothing else'})"
-            )
-        if kind == "file" and sum(mode in data for mode in FILE_MODES) > 1:
-            raise ValueError(f"a file check takes at most one of {', '.join(FILE_MODES)}")
-        if kind == "program" and ("stdout" in data) == ("contains" in data):
-            raise ValueError("a program check needs exactly one of stdout, contains")
-        return data
-
-    @classmethod
-    def _field_names(cls) -> set[str]:
-        return {f.alias or name for name, f in cls.model_fields.items()}
-
-    @field_validator("regex")
-    @classmethod
-    def _compiles(cls, pattern: str | None) -> str | None:
-        if pattern is not None:
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"regex {pattern!r} does not compile: {exc}") from exc
-        return pattern
-
-    @field_validator("python")
-    @classmethod
-    def _module_attr(cls, spec: str | None) -> str | None:
-        if spec is not None and not re.fullmatch(r"[\w.]+:[\w.]+", spec):
-            raise ValueError(f"python takes module:attr; got {spec!r}")
-        return spec
-
-    @property
-    def kind(self) -> str:
-        for name in ("file", "program", *CHECK_KINDS):
-            if getattr(self, name) is not None:
-                return name
-        raise AssertionError("validated checks have a kind")
-
-    @property
-    def texts(self) -> list[str]:
-        """``contains`` as a list."""
-        if self.contains is None:
-            return []
-        return [self.contains] if isinstance(self.contains, str) else list(self.contains)
-
-    def describe(self) -> str:
-        """A short label for reports, e.g. ``number 1234.5 ±0.01``."""
-        target = f"{self.field}: " if self.field else ""
-        kind = self.kind
-        if kind == "number":
-            margin = (
-                f"±{self.relative:.0%}" if self.relative is not None else f"±{self.tolerance:g}"
-            )
-            return f"number {target}{self.number:.12g} {margin}"
-        if kind == "file":
-            mode = next((m for m in FILE_MODES if self._mode_value(m) is not None), "exists")
-            return f"file {self.file} ({mode})"
-        if kind == "program":
-            return f"program {self.program} {' '.join(self.args)}".strip()
-        value = getattr(self, kind)
-        shown = value if isinstance(value, str) else json.dumps(value)
-        return f"{kind} {target}{shown[:60]}"
-
-    def _mode_value(self, mode: str) -> Any:
-        return self.json_value if mode == "json" else getattr(self, mode)
-
-    @property
-    def file_mode(self) -> str | None:
-        """The ``file`` check's comparison, or ``None`` when the file must only exist."""
-        return next((m for m in FILE_MODES if self._mode_value(m) is not None), None)
-
-
-class OracleStage(_Strict):
-    """A piece of scripted work: the tool calls that do it and the result it hands on.
-
-    For aimegraph a stage is one planned task (``after``: the stages whose results
-    it needs, default the previous one); for a ReAct loop the stages' calls are
-    made one after the other. Strings may use ``{last_tool_output}`` (the newest
-    tool output of this stage) and ``{stage:<id>}`` (a stage's result; in a
-    stage, only of a stage it comes ``after``).
-    """
-
-    id: str = Field(pattern=_ID)
-    title: str
-    after: list[str] | None = None
-    calls: list[dict[str, Any]] = Field(default_factory=list)
-    result: str = "{last_tool_output}"
-
-    @field_validator("calls")
-    @classmethod
-    def _calls(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        for call in calls:
-            if set(call) - {"tool", "args"} or not isinstance(call.get("tool"), str):
-                raise ValueError(f"a call is {{tool: name, args: {{...}}}}; got {call!r}")
-        return calls
-
-
-class OracleTurn(_Strict):
-    """The scripted solution of one turn: its stages, then the answer (text, or the
-    ``structured`` object of a typed answer; its strings may use ``{stage:<id>}``)."""
-
-    stages: list[OracleStage] = Field(min_length=1)
-    answer: str | None = None
-    structured: dict[str, Any] | None = None
-
-    @model_validator(mode="after")
-    def _consistent(self) -> OracleTurn:
-        if (self.answer is None) == (self.structured is None):
-            raise ValueError("an oracle turn needs exactly one of answer, structured")
-        ids = [stage.id for stage in self.stages]
-        if len(set(ids)) != len(ids):
-            raise ValueError(f"oracle stage ids repeat: {ids}")
-        for index, stage in enumerate(self.stages):
-            earlier = ids[:index]
-            unknown = [dep for dep in stage.after or () if dep not in earlier]
-            if unknown:
-                raise ValueError(
-                    f"oracle stage {stage.id!r} comes after {unknown}, not earlier stages"
-                )
-            allowed = set(self.dependencies(stage, index))
-            for text in _strings(stage.calls) + [stage.result]:
-                for used in _STAGE_REF.findall(text):
-                    if used not in allowed:
-                        raise ValueError(
-                            f"oracle stage {stage.id!r} uses {{stage:{used}}} but does not "
-                            f"come after it (after: {sorted(allowed)})"
-                        )
-        for text in _strings(self.answer if self.answer is not None else self.structured):
-            unknown = [used for used in _STAGE_REF.findall(text) if used not in ids]
-            if unknown:
-                raise ValueError(f"the oracle answer uses unknown stages {unknown}")
-        return self
-
-    def dependencies(self, stage: OracleStage, index: int) -> list[str]:
-        """The stages ``stage`` (at ``index``) comes after."""
-        if stage.after is not None:
-            return list(stage.after)
-        return [self.stages[index - 1].id] if index else []
-
-    @property
-    def tool_calls(self) -> int:
-        return sum(len(stage.calls) for stage in self.stages)
-
-
-class Oracle(_Strict):
-    """Scripted replies that solve a task: one :class:`OracleTurn` per turn."""
-
-    turns: list[OracleTurn] = Field(min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _single_turn(cls, data: Any) -> Any:
-        # A one-turn task writes its stages and answer directly under `oracle`.
-        if isinstance(data, Mapping) and "turns" not in data:
-            return {"turns": [data]}
-        return data
-
-    @model_validator(mode="after")
-    def _unique_stages(self) -> Oracle:
-        # aimegraph plays each stage as a planned task, scripted by its id.
-        ids = [stage.id for turn in self.turns for stage in turn.stages]
-        repeated = sorted({i for i in ids if ids.count(i) > 1})
-        if repeated:
-            raise ValueError(f"oracle stage ids repeat across turns: {', '.join(repeated)}")
-        return self
-
-
-_STAGE_REF = re.compile(r"\{stage:([\w.-]+)\}")
-
-
-def _strings(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, Mapping):
-        return [s for item in value.values() for s in _strings(item)]
-    if isinstance(value, list | tuple):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
-class Task(_Strict):
+class Task(Strict):
     """One task of a suite (see the module docstring)."""
 
-    id: str = Field(pattern=_ID)
+    id: str = Field(pattern=ID_PATTERN)
     goal: str | None = None
     turns: list[str] | None = None
     files: dict[str, str] = Field(default_factory=dict)
@@ -397,18 +138,30 @@ class Task(_Strict):
                 "task has no response_format"
             )
         if self.oracle is not None:
-            if len(self.oracle.turns) != len(self.goals):
-                raise ValueError(
-                    f"the oracle scripts {len(self.oracle.turns)} turn(s); the task has "
-                    f"{len(self.goals)}"
-                )
-            typed = [t.structured is not None for t in self.oracle.turns]
-            if typed[-1] != (self.response_format is not None):
-                raise ValueError(
-                    "the oracle's last turn answers with structured exactly when the task "
-                    "has a response_format"
-                )
+            self._check_oracle(self.oracle)
         return self
+
+    def _check_oracle(self, oracle: Oracle) -> None:
+        """The oracle scripts every turn, and answers the last as the task asks."""
+        if len(oracle.turns) != len(self.goals):
+            raise ValueError(
+                f"the oracle scripts {len(oracle.turns)} turn(s); the task has "
+                f"{len(self.goals)}: write oracle: {{turns: [...]}} with one "
+                "{stages: [...], answer: TEXT} per turn"
+            )
+        typed = oracle.turns[-1].structured is not None
+        if self.response_format is not None and not typed:
+            fields = ", ".join(f"{name}: VALUE" for name in _properties(self.response_format))
+            raise ValueError(
+                "the task has a response_format, so the oracle's last turn answers with "
+                f"structured: {{{fields or 'FIELD: VALUE'}}} (values may use {{stage:<id>}}) "
+                "instead of answer"
+            )
+        if self.response_format is None and typed:
+            raise ValueError(
+                "the task has no response_format, so the oracle's last turn answers with "
+                "answer: TEXT instead of structured (or give the task a response_format)"
+            )
 
     @property
     def goals(self) -> list[str]:
@@ -423,6 +176,12 @@ class Task(_Strict):
         return {"title": "Answer", **self.response_format}
 
 
+def _properties(schema: Mapping[str, Any]) -> list[str]:
+    """The top-level fields a typed answer's schema names."""
+    properties = schema.get("properties")
+    return [str(name) for name in properties] if isinstance(properties, Mapping) else []
+
+
 def _check_schema(schema: dict[str, Any]) -> None:
     import jsonschema
 
@@ -434,7 +193,7 @@ def _check_schema(schema: dict[str, Any]) -> None:
         raise ValueError('response_format must describe an object ("type": "object")')
 
 
-class Suite(_Strict):
+class Suite(Strict):
     """A loaded suite: its tasks, and ``root``, the folder its ``files`` are read from."""
 
     name: str
@@ -572,13 +331,27 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise SuiteError(f"{path} is not valid YAML: {exc}") from exc
+        raise SuiteError(f"{path}{yaml_problem(exc)}") from exc
     if isinstance(data, list):
         return {"name": path.stem, "tasks": data}
     if not isinstance(data, dict) or "tasks" not in data:
         raise SuiteError(f"{path}: a suite is a list of tasks or a mapping with 'tasks'")
     data.setdefault("name", path.stem)
     return data
+
+
+def yaml_problem(exc: yaml.YAMLError) -> str:
+    """A YAML syntax error as the tail of one line after the file name: where
+    (``line L column C``) and what, without PyYAML's multi-line excerpt."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return f" is not valid YAML: {' '.join(str(exc).split())}"
+    mark = exc.problem_mark
+    said = f" line {mark.line + 1} column {mark.column + 1}: not valid YAML: {exc.problem}"
+    if exc.context and exc.context_mark is not None and exc.context_mark.line != mark.line:
+        said += f" ({exc.context} started at line {exc.context_mark.line + 1})"
+    elif exc.context:
+        said += f" ({exc.context})"
+    return said
 
 
 def _validated(data: dict[str, Any], path: Path, shown: str) -> Suite:
@@ -599,19 +372,34 @@ def _describe(exc: ValidationError, data: Mapping[str, Any]) -> str:
     listed = data.get("tasks")
     tasks: list[Any] = listed if isinstance(listed, list) else []
     problems = []
+    show_shape = False
     for error in exc.errors():
         loc = list(error["loc"])
         where = ""
+        message = error["msg"].removeprefix("Value error, ")
         if loc[:1] == ["tasks"] and len(loc) > 1 and isinstance(loc[1], int):
             index = loc[1]
             item = tasks[index] if index < len(tasks) else None
             name = item.get("id") if isinstance(item, Mapping) else None
             where = f"task {name!r}" if name else f"task #{index + 1}"
             loc = loc[2:]
+            if loc[:1] == ["oracle"] and isinstance(item, Mapping):
+                loc = _as_written(loc, item.get("oracle"))
+                # Pydantic's own words do not say what to write: the shape does.
+                show_shape = show_shape or error["type"] != "value_error"
         path = ".".join(str(part) for part in loc if not _is_union_tag(part))
-        message = error["msg"].removeprefix("Value error, ")
         problems.append(" ".join(p for p in (where, f"{path}:" if path else "", message) if p))
+    if show_shape:
+        problems.append(ORACLE_SHAPE)
     return "; ".join(dict.fromkeys(problems))
+
+
+def _as_written(loc: list[Any], oracle: Any) -> list[Any]:
+    """An oracle error's location as the user wrote it: a one-turn oracle has no
+    ``turns`` (it is read as the only turn)."""
+    if loc[1:3] == ["turns", 0] and isinstance(oracle, Mapping) and "turns" not in oracle:
+        return ["oracle", *loc[3:]]
+    return loc
 
 
 def _is_union_tag(part: Any) -> bool:

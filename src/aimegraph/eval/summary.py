@@ -26,7 +26,6 @@ USAGE_KEYS = (
     "cached_input_tokens",
     "output_tokens",
     "reasoning_tokens",
-    "cost_usd",
 )
 Record = Mapping[str, Any]
 
@@ -57,15 +56,25 @@ def _total(records: Iterable[Record], key: str) -> float:
     return sum(float(r["usage"].get(key, 0) or 0) for r in records)
 
 
-def _per_solved(records: Sequence[Record], solved: int) -> dict[str, float | None]:
-    def per(value: float) -> float | None:
-        return value / solved if solved else None
+def _cost(records: Sequence[Record]) -> float | None:
+    """What the records cost in all; ``None`` when none of them was priced (no price
+    given for their models), so that reports show no figure rather than $0."""
+    costs = [r["usage"].get("cost_usd") for r in records]
+    if all(cost is None for cost in costs):
+        return None
+    return sum(float(cost or 0) for cost in costs)
 
+
+def _share(value: float | None, count: int) -> float | None:
+    return value / count if value is not None and count else None
+
+
+def _per_solved(records: Sequence[Record], solved: int) -> dict[str, float | None]:
     tokens = _total(records, "input_tokens") + _total(records, "output_tokens")
     return {
-        "tokens_per_solved": per(tokens),
-        "input_tokens_per_solved": per(_total(records, "input_tokens")),
-        "cost_per_solved": per(_total(records, "cost_usd")),
+        "tokens_per_solved": _share(tokens, solved),
+        "input_tokens_per_solved": _share(_total(records, "input_tokens"), solved),
+        "cost_per_solved": _share(_cost(records), solved),
     }
 
 
@@ -99,10 +108,12 @@ def _system_summary(records: Sequence[Record], k: int) -> dict[str, Any]:
         **_scores(by_task, k),
         "per_rollout": {
             **{key: _total(records, key) / len(records) for key in USAGE_KEYS},
+            "cost_usd": _share(_cost(records), len(records)),
             "wall_s": mean([float(r["wall_s"]) for r in records]),
         },
         **_per_solved(records, solved),
         "errors": sum(r.get("error") is not None for r in records),
+        "tool_calling": sorted({str(r["tool_calling"]) for r in records if r.get("tool_calling")}),
     }
     tags = sorted({tag for r in records for tag in r.get("tags", [])})
     summary["by_tag"] = {
@@ -136,7 +147,7 @@ def _task_row(records: Sequence[Record]) -> dict[str, Any]:
         "pass_at_1": c / n,
         "mean_input_tokens": _total(records, "input_tokens") / n,
         "mean_tokens": (_total(records, "input_tokens") + _total(records, "output_tokens")) / n,
-        "mean_cost_usd": _total(records, "cost_usd") / n,
+        "mean_cost_usd": _share(_cost(records), n),
         "mean_wall_s": mean([float(r["wall_s"]) for r in records]),
         "failures": [
             {"reason": reason, "count": count} for reason, count in failures.most_common(3)

@@ -31,6 +31,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from aimegraph.config import AimeConfig
+from aimegraph.eval.suite import yaml_problem
 from aimegraph.models.resolve import ROLES
 
 __all__ = [
@@ -145,7 +146,7 @@ def _read_file(path: Path) -> list[SystemSpec]:
     except OSError as exc:
         raise SystemsError(f"cannot read systems file {path}: {exc.strerror or exc}") from exc
     except yaml.YAMLError as exc:
-        raise SystemsError(f"{path} is not valid YAML: {exc}") from exc
+        raise SystemsError(f"{path}{yaml_problem(exc)}") from exc
     if isinstance(data, dict) and set(data) == {"systems"}:
         data = data["systems"]
     if not isinstance(data, list):

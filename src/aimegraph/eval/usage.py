@@ -6,7 +6,8 @@ Every system's run gets one :class:`UsageCounter` in its ``callbacks``: LangChai
 ``output_token_details.reasoning``) by model name, plus a count of calls. No
 system's own bookkeeping is read, so aimegraph and a ReAct loop are counted alike.
 Cost comes from one price table: USD per million tokens ``(input, output)`` or
-``(input, output, cached input)`` by model name.
+``(input, output, cached input)`` by model name; with no price for any model a
+rollout used, its cost is ``None`` (unknown, shown as such), never $0.
 """
 
 from __future__ import annotations
@@ -35,15 +36,16 @@ UNNAMED = "(unnamed model)"
 @dataclass(frozen=True)
 class RolloutUsage:
     """What a rollout spent: calls and tokens (cached input is part of input, reasoning
-    part of output, as providers report them) and their cost, in all and by model."""
+    part of output, as providers report them) and their cost, in all and by model
+    (``None``: no model it used has a price)."""
 
     llm_calls: int = 0
     input_tokens: int = 0
     cached_input_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
-    cost_usd: float = 0.0
-    by_model: dict[str, dict[str, float]] = field(default_factory=dict)
+    cost_usd: float | None = None
+    by_model: dict[str, dict[str, float | None]] = field(default_factory=dict)
 
     @property
     def total_tokens(self) -> int:
@@ -61,22 +63,30 @@ class RolloutUsage:
         for name, counts in other.by_model.items():
             mine = models.setdefault(name, {})
             for key, value in counts.items():
-                mine[key] = mine.get(key, 0) + value
+                mine[key] = plus(mine.get(key), value)
         return RolloutUsage(
             llm_calls=self.llm_calls + other.llm_calls,
             input_tokens=self.input_tokens + other.input_tokens,
             cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,
             reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-            cost_usd=self.cost_usd + other.cost_usd,
+            cost_usd=plus(self.cost_usd, other.cost_usd),
             by_model=models,
         )
 
 
-def cost_of(usage: UsageMetadata, price: Price | None) -> float:
-    """USD for ``usage`` at ``price`` (cached input at its own rate when given)."""
+def plus(a: float | None, b: float | None) -> float | None:
+    """A sum where ``None`` is unknown: unknown only when both are."""
+    if a is None and b is None:
+        return None
+    return (a or 0) + (b or 0)
+
+
+def cost_of(usage: UsageMetadata, price: Price | None) -> float | None:
+    """USD for ``usage`` at ``price`` (cached input at its own rate when given);
+    ``None`` without a price."""
     if price is None:
-        return 0.0
+        return None
     cached = int(usage.get("input_token_details", {}).get("cache_read", 0) or 0)
     cached_rate = price[2] if len(price) == 3 else price[0]
     fresh = int(usage.get("input_tokens", 0)) - cached

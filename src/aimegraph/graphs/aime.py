@@ -26,7 +26,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_models
+from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
 from aimegraph.nodes.escalation import make_escalate_node
 from aimegraph.nodes.executor import ActorFactory
@@ -44,11 +44,11 @@ if TYPE_CHECKING:
 
 
 def build_aime_graph(
-    model: BaseChatModel | str,
+    model: ModelSpec,
     *,
     tools: ToolRegistry | Iterable[ToolLike] | None = None,
     config: AimeConfig | None = None,
-    models: Mapping[str, BaseChatModel | str] | None = None,
+    models: Mapping[str, ModelSpec] | None = None,
     checkpointer: Checkpointer = None,
     store: BaseStore | None = None,
     knowledge: KnowledgeBase | None = None,
@@ -63,7 +63,10 @@ def build_aime_graph(
 
     Args:
         model: The chat model for every role, or a spec: ``openai:<model>``,
-            ``local``, ``scripted:<scenario>``.
+            ``<provider>:<model>`` (``anthropic:``, ``ollama:``, ... any provider
+            ``init_chat_model`` knows), ``local``, ``scripted:<scenario>``; or a
+            fallback chain: a list of them, or specs joined by commas (the next model
+            answers when one fails with a rate limit, a 5xx, a timeout).
         tools: A :class:`ToolRegistry` used as is, or tools to add to the built-in
             bundles (files, compute, human, memory, knowledge, and web when
             ``config.web`` is set) in a ``custom`` bundle.
@@ -263,7 +266,7 @@ def build_aime_graph(
         {"planner": "planner", "orchestrator": "orchestrator", "escalate": "escalate", END: end},
     )
     settings = RunSettings(
-        model=model if isinstance(model, str) else None,
+        model=_spec_text(model),
         config=config,
         tools=_tool_specs(tools),
         prompts=str(prompts) if isinstance(prompts, str | Path) else None,
@@ -277,9 +280,9 @@ def build_aime_graph(
 
 
 def _graph_parts(
-    model: BaseChatModel | str,
+    model: ModelSpec,
     *,
-    models: Mapping[str, BaseChatModel | str] | None,
+    models: Mapping[str, ModelSpec] | None,
     config: AimeConfig,
     tools: ToolRegistry | list[ToolLike] | None,
     knowledge: KnowledgeBase | None,
@@ -298,6 +301,8 @@ def _graph_parts(
         {role: m for role, m in (models or {}).items() if role != "reflection"},
         timeout=config.model_timeout_s,
         max_retries=config.model_retries,
+        rate_limit=config.rate_limit,
+        cache=config.model_cache,
     )
     registry = (
         tools
@@ -323,6 +328,16 @@ def _graph_parts(
         knowledge=knowledge,
         units=units,
     )
+
+
+def _spec_text(model: ModelSpec) -> str | None:
+    """The model as a spec string to store with the run (a fallback chain of specs
+    joined by commas), or None when a chat model object is part of it."""
+    if isinstance(model, str):
+        return model
+    if isinstance(model, BaseChatModel) or not all(isinstance(m, str) for m in model):
+        return None
+    return ",".join(str(m).strip() for m in model)
 
 
 def _tool_specs(tools: ToolRegistry | Iterable[ToolLike] | None) -> tuple[str, ...]:

@@ -211,9 +211,7 @@ def team_parts(
         base, units, matcher or UnitMatcher(units, embeddings=embeddings)
     )
     roles = dict(models if models is not None else shared.models)
-    chat_of = units.chat_models(
-        chat, roles, timeout=config.model_timeout_s, max_retries=config.model_retries
-    )
+    chat_of = units.chat_models(chat, roles, resolve=config.chat_model)
 
     def member_graph(
         member_chat: BaseChatModel, name: str

@@ -6,17 +6,16 @@ import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
-import faiss
 import numpy as np
-from langchain_community.docstore.in_memory import InMemoryDocstore
-from langchain_community.vectorstores import FAISS
-from langchain_community.vectorstores.utils import DistanceStrategy
 from langchain_core.documents import Document
 from langchain_core.embeddings import Embeddings
 from numpy.typing import NDArray
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
+
+if TYPE_CHECKING:
+    from langchain_community.vectorstores import FAISS
 
 from aimegraph.knowledge.embeddings import (
     EmbeddingsSpec,
@@ -172,6 +171,12 @@ class KnowledgeBase:
         return normalised
 
     def _new_store(self, index: Any, documents: dict[str, Document], ids: list[str]) -> FAISS:
+        # FAISS (the library and LangChain's store) loads with the first knowledge base,
+        # not with the engine, which only refers to this class.
+        from langchain_community.docstore.in_memory import InMemoryDocstore
+        from langchain_community.vectorstores import FAISS
+        from langchain_community.vectorstores.utils import DistanceStrategy
+
         return FAISS(
             embedding_function=self.embeddings,
             index=index,
@@ -208,6 +213,8 @@ class KnowledgeBase:
         if vectors is None:
             return []
         if self._store is None:
+            import faiss
+
             self._store = self._new_store(faiss.IndexFlatIP(vectors.shape[1]), {}, [])
         # Copies, so later changes to the caller's dicts do not alter stored passages.
         copies = None if metadatas is None else [dict(m) for m in metadatas]
@@ -312,6 +319,8 @@ class KnowledgeBase:
                 {"id": doc_id, "text": doc.page_content, "metadata": doc.metadata}
                 for doc_id, doc in zip(ids, self._store.get_by_ids(ids), strict=True)
             ]
+            import faiss
+
             faiss.write_index(self._store.index, str(target / INDEX_FILE))
         try:
             payload = json.dumps(stored, ensure_ascii=False)
@@ -372,6 +381,8 @@ class KnowledgeBase:
             if documents:
                 raise KnowledgeBaseFormatError(f"{source}: documents present but no dimension")
             return kb
+        import faiss
+
         try:
             index = faiss.read_index(str(source / INDEX_FILE))
         except RuntimeError as exc:

@@ -1,4 +1,4 @@
-"""Memory that outlives a run, on LangGraph's own parts (DESIGN.md section 7).
+"""Memory that outlives a run, on LangGraph's own parts.
 
 * working memory: the state key ``facts`` and the ``remember`` / ``recall`` tools
   (bundle ``memory``), see :mod:`aimegraph.tools.whiteboard`;

@@ -1,4 +1,4 @@
-"""Long-term experience: episodes and lessons in a LangGraph store (DESIGN.md section 7).
+"""Long-term experience: episodes and lessons in a LangGraph store.
 
 Namespaces are ``("aimegraph", <scope>, "episodes")`` and
 ``("aimegraph", <scope>, "lessons")``; ``<scope>`` is the run's ``user_id`` (from

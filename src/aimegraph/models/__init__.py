@@ -1,7 +1,34 @@
-"""Chat models: spec resolution, structured output with repair, the scripted model."""
+"""Chat models: spec resolution, structured output with repair, the scripted model.
 
-from aimegraph.models.resolve import ModelSpecError, resolve_model, resolve_models
-from aimegraph.models.scripted import Scenario, ScenarioError, ScriptedChatModel, load_scenario
+Every name is imported on first use: the model modules pull in LangChain's providers.
+"""
+
+from typing import TYPE_CHECKING
+
+from aimegraph.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from aimegraph.models.resolve import (
+        ModelSpecError,
+        resolve_model,
+        resolve_models,
+    )
+    from aimegraph.models.scripted import (
+        Scenario,
+        ScenarioError,
+        ScriptedChatModel,
+        load_scenario,
+    )
+
+_HOMES = {
+    "ModelSpecError": ".resolve",
+    "resolve_model": ".resolve",
+    "resolve_models": ".resolve",
+    "Scenario": ".scripted",
+    "ScenarioError": ".scripted",
+    "ScriptedChatModel": ".scripted",
+    "load_scenario": ".scripted",
+}
 
 __all__ = [
     "ModelSpecError",
@@ -12,3 +39,5 @@ __all__ = [
     "resolve_model",
     "resolve_models",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

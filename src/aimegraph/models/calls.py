@@ -14,10 +14,8 @@ import json
 import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 
-import httpx
-import openai
 import tenacity
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
@@ -27,44 +25,19 @@ from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
+from aimegraph.models.errors import is_transient, openai_errors
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.steps import Steps, arun_steps, run_steps
 from aimegraph.prompts import json_mode
 from aimegraph.state import Prices, Usage
 
+if TYPE_CHECKING:
+    import openai
+
 M = TypeVar("M", bound=BaseModel)
 R = TypeVar("R")
 Mode = Literal["native", "json"]
-
-
-_TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
-    TimeoutError,
-    ConnectionError,
-    httpx.TimeoutException,
-    httpx.TransportError,
-    openai.APITimeoutError,
-    openai.APIConnectionError,
-    openai.RateLimitError,
-    openai.InternalServerError,
-)
-
-
-def is_transient(exc: BaseException) -> bool:
-    """Errors worth retrying: the service may answer next time (timeouts, dropped
-    connections, rate limits, 408/409/429 and 5xx answers)."""
-    if isinstance(exc, _TRANSIENT_TYPES):
-        return True
-    status = status_code_of(exc)
-    return status is not None and (status in (408, 409, 429) or status >= 500)
-
-
-def status_code_of(exc: BaseException) -> int | None:
-    """The HTTP status an error carries (``status_code``, or its ``response``'s), if any."""
-    status = getattr(exc, "status_code", None) or getattr(
-        getattr(exc, "response", None), "status_code", None
-    )
-    return status if isinstance(status, int) else None
 
 
 LLM_RETRY_POLICY = RetryPolicy(
@@ -131,7 +104,8 @@ def usage_of(
     """One LLM call's usage, from the reply's ``usage_metadata``: its tokens, the
     cached-input and reasoning tokens among them (``input_token_details.cache_read``,
     ``output_token_details.reasoning``), and its cost when ``prices`` has the
-    reply's model; ``tool_calls`` are the calls of tools it asked for."""
+    reply's model; counted under that model's name too; ``tool_calls`` are the calls
+    of tools it asked for."""
     meta = getattr(message, "usage_metadata", None) or {}
     cached = (meta.get("input_token_details") or {}).get("cache_read")
     reasoning = (meta.get("output_token_details") or {}).get("reasoning")
@@ -144,6 +118,7 @@ def usage_of(
         reasoning_tokens=int(reasoning or 0),
         tool_calls=tool_calls,
         price=(prices or {}).get(model_name),
+        model=model_name,
     )
 
 
@@ -257,7 +232,8 @@ def structured_steps(
                 (stages.call if usage.llm_calls == 0 else retrying_in_place(stages.call)),
                 conversation,
             )
-        except openai.LengthFinishReasonError as exc:
+        except openai_errors("LengthFinishReasonError") as cut_off:
+            exc = cast("openai.LengthFinishReasonError", cut_off)
             # A native structured reply cut off at the token limit: a degenerate
             # reply like any other, to be re-asked, and its tokens were spent.
             usage = usage + _usage_of_completion(exc.completion, role)

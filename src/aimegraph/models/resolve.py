@@ -7,25 +7,38 @@ Accepted specs (see DESIGN.md section 5):
   ``OPENAI_BASE_URL`` (or LangChain's ``OPENAI_API_BASE``), so any OpenAI-compatible server
   works (vLLM, Ollama, llama.cpp server, LM Studio). With a base URL and no key a
   placeholder key is sent, since such servers do not check it;
+- ``<provider>:<model>`` for any other provider LangChain's ``init_chat_model`` knows
+  (``anthropic``, ``ollama``, ``google_genai``, ``mistralai``, ``bedrock_converse``, ...),
+  see :mod:`aimegraph.models.providers`;
 - ``local`` or ``local:<path-to-gguf>``: the bundled Gemma 3 270M (or the given GGUF)
   in-process through llama.cpp, see :mod:`aimegraph.models.local` (extra ``[local]``);
 - ``scripted:<scenario>``: the deterministic offline model of
-  :mod:`aimegraph.models.scripted`.
+  :mod:`aimegraph.models.scripted`;
+- a list of the above, or specs joined by commas: a fallback chain
+  (:mod:`aimegraph.models.fallbacks`).
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+from langchain_core.caches import BaseCache
 from langchain_core.language_models import BaseChatModel
 
 from aimegraph.models.errors import ModelSpecError
+from aimegraph.models.fallbacks import FallbackChatModel
+from aimegraph.models.providers import UnknownProviderError, provider_model
+from aimegraph.models.resilience import ModelSetup
 
 __all__ = [
     "ROLES",
+    "ModelResolver",
+    "ModelSpec",
     "ModelSpecError",
+    "check_goal",
     "resolve_model",
     "resolve_models",
     "supports_structured_output",
@@ -36,6 +49,8 @@ ROLES: tuple[str, ...] = ("planner", "actor", "verifier", "reporter")
 
 ACCEPTED_SPECS = (
     "'openai:<model>' (OpenAI or an OpenAI-compatible server via OPENAI_BASE_URL), "
+    "'<provider>:<model>' for any provider LangChain's init_chat_model knows "
+    "(anthropic, ollama, google_genai, mistralai, bedrock_converse, ...), "
     "'local' or 'local:<path-to-gguf>' (llama.cpp, extra [local]), "
     "'scripted:<scenario>' (offline demo), or a LangChain BaseChatModel instance"
 )
@@ -51,29 +66,125 @@ DEFAULT_MODEL_TIMEOUT_S = 60.0
 DEFAULT_MODEL_RETRIES = 1
 
 
+ModelSpec = str | BaseChatModel | Sequence[str | BaseChatModel]
+"""A model: a spec string, a chat model, or a fallback chain of them (a list, or specs
+joined by commas: ``"openai:gpt-4o-mini,anthropic:claude-3-5-haiku-latest"``)."""
+
+
 def resolve_model(
-    spec: str | BaseChatModel,
+    spec: ModelSpec,
     *,
     timeout: float | None = DEFAULT_MODEL_TIMEOUT_S,
     max_retries: int = DEFAULT_MODEL_RETRIES,
+    rate_limit: str | float | None = None,
+    cache: str | Path | BaseCache | None = None,
 ) -> BaseChatModel:
     """Return the chat model a spec names; a ``BaseChatModel`` passes through unchanged.
 
     ``timeout`` (seconds per request) and ``max_retries`` (client retries) apply to
-    remote models; ``build_aime_graph`` passes ``AimeConfig.model_timeout_s`` and
-    ``model_retries``.
+    remote models (as each provider's class takes them); ``build_aime_graph`` passes
+    ``AimeConfig.model_timeout_s`` and ``model_retries``. ``rate_limit`` (``"2/s"``,
+    ``"30/min"``) and ``cache`` (a SQLite path) apply to the models built from specs,
+    see :mod:`aimegraph.models.resilience`. A list (or comma-separated specs) is a
+    fallback chain, see :mod:`aimegraph.models.fallbacks`.
 
     Raises:
         ModelSpecError: for an unknown or incomplete spec, a missing API key, or a missing
-            optional dependency.
+            optional dependency or provider package (the line names what to install), a
+            bad rate limit, or a cache file that cannot be opened.
     """
-    if isinstance(spec, BaseChatModel):
-        return spec
-    if not isinstance(spec, str):
+    resolver = ModelResolver(
+        timeout=timeout, max_retries=max_retries, rate_limit=rate_limit, cache=cache
+    )
+    return resolver.resolve(spec)
+
+
+def resolve_models(
+    model: ModelSpec | None,
+    models: Mapping[str, ModelSpec] | None = None,
+    *,
+    timeout: float | None = DEFAULT_MODEL_TIMEOUT_S,
+    max_retries: int = DEFAULT_MODEL_RETRIES,
+    rate_limit: str | float | None = None,
+    cache: str | Path | BaseCache | None = None,
+) -> dict[str, BaseChatModel]:
+    """One model per role in :data:`ROLES`: ``models[role]`` if given, else ``model``.
+
+    Each distinct spec string is resolved once, so roles sharing ``"local"`` share one
+    loaded model, and roles using one provider share its rate limiter.
+
+    Raises:
+        ModelSpecError: for an unknown role name, a role left without a model, or a spec
+            :func:`resolve_model` rejects.
+    """
+    overrides = dict(models or {})
+    unknown = sorted(set(overrides) - set(ROLES))
+    if unknown:
         raise ModelSpecError(
-            f"expected a model spec string or a BaseChatModel, got {type(spec).__name__}; "
-            f"accepted: {ACCEPTED_SPECS}"
+            f"unknown model role(s) {', '.join(map(repr, unknown))}; roles are {', '.join(ROLES)}"
         )
+    resolver = ModelResolver(
+        timeout=timeout, max_retries=max_retries, rate_limit=rate_limit, cache=cache
+    )
+    resolved: dict[str, BaseChatModel] = {}
+    for role in ROLES:
+        spec = overrides.get(role, model)
+        if spec is None:
+            raise ModelSpecError(f"no model for the {role} role: pass model= or models[{role!r}]")
+        resolved[role] = resolver.resolve(spec)
+    return resolved
+
+
+class ModelResolver:
+    """Resolves specs with the same settings, each distinct spec string once: the
+    models it builds share one rate limiter per provider and the cache (an eval's
+    models across its systems, a graph's across its roles).
+
+    Raises:
+        ModelSpecError: for a bad rate limit or a cache file that cannot be opened.
+    """
+
+    def __init__(
+        self,
+        *,
+        timeout: float | None = DEFAULT_MODEL_TIMEOUT_S,
+        max_retries: int = DEFAULT_MODEL_RETRIES,
+        rate_limit: str | float | None = None,
+        cache: str | Path | BaseCache | None = None,
+    ) -> None:
+        self.setup = ModelSetup(timeout, max_retries, rate_limit, cache)
+        self.by_spec: dict[str, BaseChatModel] = {}
+
+    def resolve(self, spec: ModelSpec) -> BaseChatModel:
+        """:func:`resolve_model` with this resolver's settings."""
+        if isinstance(spec, str) and "," in spec:
+            spec = spec.split(",")
+        if isinstance(spec, str | BaseChatModel):
+            return self._one(spec)
+        if not isinstance(spec, Sequence):
+            return self._one(spec)  # refuses it
+        chain = [self._one(member) for member in spec]
+        if not chain:
+            raise ModelSpecError(f"empty fallback chain; accepted: {ACCEPTED_SPECS}")
+        return chain[0] if len(chain) == 1 else FallbackChatModel(models=chain)
+
+    def _one(self, spec: str | BaseChatModel) -> BaseChatModel:
+        if isinstance(spec, BaseChatModel):
+            return spec
+        if not isinstance(spec, str):
+            raise ModelSpecError(
+                f"expected a model spec string or a BaseChatModel, got {type(spec).__name__}; "
+                f"accepted: {ACCEPTED_SPECS}"
+            )
+        key = spec.strip()
+        if key not in self.by_spec:
+            provider = key.partition(":")[0].strip().lower()
+            self.by_spec[key] = self.setup.applied(_built_model(spec, self.setup), provider)
+        return self.by_spec[key]
+
+
+def _built_model(spec: str, setup: ModelSetup) -> BaseChatModel:
+    timeout, max_retries = setup.timeout, setup.max_retries
     text = spec.strip()
     provider, sep, name = text.partition(":")
     provider = provider.strip().lower()
@@ -94,47 +205,30 @@ def resolve_model(
         return _openai_model(name, timeout=timeout, max_retries=max_retries)
     if provider == "scripted":
         return _scripted_model(name)
-    raise ModelSpecError(
-        f"unknown model provider {provider!r} in {spec!r}; accepted: {ACCEPTED_SPECS}"
-    )
+    try:
+        return provider_model(provider, name, text, timeout=timeout, max_retries=max_retries)
+    except UnknownProviderError as exc:
+        raise ModelSpecError(f"{exc}; accepted: {ACCEPTED_SPECS}") from exc
 
 
-def resolve_models(
-    model: str | BaseChatModel | None,
-    models: Mapping[str, str | BaseChatModel] | None = None,
-    *,
-    timeout: float | None = DEFAULT_MODEL_TIMEOUT_S,
-    max_retries: int = DEFAULT_MODEL_RETRIES,
-) -> dict[str, BaseChatModel]:
-    """One model per role in :data:`ROLES`: ``models[role]`` if given, else ``model``.
-
-    Each distinct spec string is resolved once, so roles sharing ``"local"`` share one
-    loaded model.
+def check_goal(spec: str | BaseChatModel | None, goal: str, earlier: Sequence[str] = ()) -> None:
+    """Refuse up front a goal the model would refuse at its first prompt: a scripted
+    scenario plays only the goals it was written for (``earlier``: the thread's
+    earlier requests, which a follow-up's goal must follow). Other models take any
+    goal. A front end calls this before it stores anything, to say so in one line.
 
     Raises:
-        ModelSpecError: for an unknown role name, a role left without a model, or a spec
-            :func:`resolve_model` rejects.
+        ScenarioGoalError: the scenario does not play ``goal`` after ``earlier``.
     """
-    overrides = dict(models or {})
-    unknown = sorted(set(overrides) - set(ROLES))
-    if unknown:
-        raise ModelSpecError(
-            f"unknown model role(s) {', '.join(map(repr, unknown))}; roles are {', '.join(ROLES)}"
-        )
-    resolved: dict[str, BaseChatModel] = {}
-    by_spec: dict[str, BaseChatModel] = {}
-    for role in ROLES:
-        spec = overrides.get(role, model)
-        if spec is None:
-            raise ModelSpecError(f"no model for the {role} role: pass model= or models[{role!r}]")
-        if isinstance(spec, str):
-            key = spec.strip()
-            if key not in by_spec:
-                by_spec[key] = resolve_model(spec, timeout=timeout, max_retries=max_retries)
-            resolved[role] = by_spec[key]
-        else:
-            resolved[role] = resolve_model(spec, timeout=timeout, max_retries=max_retries)
-    return resolved
+    from aimegraph.models.scripted import ScriptedChatModel
+
+    if isinstance(spec, str):
+        provider, _, name = spec.strip().partition(":")
+        if provider.strip().lower() != "scripted" or not name.strip():
+            return
+        spec = _scripted_model(name.strip())
+    if isinstance(spec, ScriptedChatModel):
+        spec.scenario.turn_for(goal, "\n".join(earlier))
 
 
 def supports_tool_calling(model: BaseChatModel) -> bool:
@@ -147,6 +241,8 @@ def supports_tool_calling(model: BaseChatModel) -> bool:
     never call its tools. It is reported as not supporting tool calling, so ``"auto"`` picks
     the JSON mode for it (``"native"`` can still be asked for explicitly).
     """
+    if isinstance(model, FallbackChatModel):
+        return all(supports_tool_calling(member) for member in model.models)
     cls = type(model)
     if getattr(cls, "bind_tools", None) is getattr(BaseChatModel, "bind_tools", None):
         return False
@@ -157,6 +253,8 @@ def decodes_forced_calls_by_grammar(model: BaseChatModel) -> bool:
     """Whether a forced single-function call of ``model`` is decoded under a grammar built
     from the function's schema, so the reply always parses: ``ChatLlamaCpp`` (llama.cpp),
     whose free tool choice is ignored (see :func:`supports_tool_calling`)."""
+    if isinstance(model, FallbackChatModel):
+        return all(decodes_forced_calls_by_grammar(member) for member in model.models)
     return any(base.__name__ == "ChatLlamaCpp" for base in type(model).__mro__)
 
 
@@ -167,6 +265,8 @@ def supports_structured_output(model: BaseChatModel) -> bool:
     when the class overrides either of them. Unlike :func:`supports_tool_calling` it is True
     for ``ChatLlamaCpp``, whose forced single-function call is grammar-constrained JSON.
     """
+    if isinstance(model, FallbackChatModel):
+        return all(supports_structured_output(member) for member in model.models)
     cls = type(model)
     return any(
         getattr(cls, name, None) is not getattr(BaseChatModel, name, None)

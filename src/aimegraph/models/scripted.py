@@ -6,6 +6,25 @@ JSON text when no tools are bound, exactly as a model in ``tool_calling="json"``
 mode is asked to. The graph never special-cases it; it reads the same prompts a
 real model reads.
 
+Which goals it plays, and which turn:
+
+* A scenario that declares its ``goal`` plays that goal only (whitespace and case
+  aside); any other goal raises :class:`ScenarioGoalError` at the first prompt that
+  shows it, one line naming the scenario's goals and how to use a real model (a
+  Python run ends ``failed`` with it as the reason; ``aimegraph run`` checks first,
+  :func:`aimegraph.models.resolve.check_goal`, and exits 2 with it, storing
+  nothing). ``any_goal: true``, or no ``goal`` at all, plays the first turn for
+  any goal: tests that drive a scenario with goals of their own say so.
+* ``follow_ups`` are the later turns of a thread, each a goal with its own
+  sections. The turn is read from the prompt, never counted in the process: the
+  goal it shows (``Goal:`` / ``Overall goal (for context):``) picks the turn, and a
+  follow-up is played only when the prompt's ``<conversation>`` view shows the
+  previous turn's goal (its first 100 characters at least: older turns are
+  clipped). So two ``aimegraph run --thread T`` processes play turn 1, then turn 2;
+  the follow-up on a thread without turn 1 is refused. A prompt that shows no goal
+  (a task check, a memory prompt) plays the latest turn that scripts its task. The
+  lists of a turn (planner, verifier, reporter...) start from their top.
+
 Which reply comes next:
 
 * The role is read from the ``# Role: <name>`` line that opens every system prompt.
@@ -26,10 +45,15 @@ Which reply comes next:
   (the last one repeats once the list is used up). A verifier prompt about a
   single ``<task id=...>`` reads ``task_checks[<id>]`` instead, and passes when
   there is none.
+* A verifier's pass never stands over tool errors: when the answer it judges (or a
+  task check's result) shows one (:func:`tool_errors`: a traceback, ``exit code:
+  N`` of a code tool, an exception line such as ``FileNotFoundError: ...``, an
+  ``Error: ...`` observation), the verdict is a rejection naming the errors.
 
 Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
 
-    goal: default goal for `aimegraph demo`
+    goal: the goal it plays (the default goal of `aimegraph demo`)
+    any_goal: false   # true: the first turn for any goal
     planner:  [ {rationale, tasks: [...], drop: [...]}, ... ]
     actors:   { t1: [step, ...] }  or  { t1: {attempts: [[step, ...], [step, ...]]} }
     verifier: [ {passed, reasoning, issues}, ... ]
@@ -38,6 +62,7 @@ Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
     team_leads: { t1: [ {parts: [{member, instruction}, ...]}, ... ] }
     team_merges: { t1: [ {summary, answer, agreeing}, ... ] }
     team_speakers: { t1: [ {member}, ... ] }
+    follow_ups: [ {goal, planner, actors, verifier, reporter, ...}, ... ]
 
 A step is ``{tool: name, args: {...}}``, ``{calls: [{tool, args}, ...]}`` (parallel
 calls), ``{text: "..."}`` (a plain reply), ``{raw: "..."}`` (sent verbatim, to
@@ -75,17 +100,13 @@ submitting ``"<title>: done"``.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 import threading
 import uuid
 from collections.abc import Callable, Sequence
-from importlib import resources
-from pathlib import Path
 from typing import Any
 
-import yaml
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.language_models.base import LangSmithParams
@@ -94,14 +115,33 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
+from pydantic import PrivateAttr
 
 from aimegraph.models.chunks import WholeReplyStreaming
 from aimegraph.models.echo import echo_reply
 from aimegraph.models.json_modes import JsonModes
-from aimegraph.state import TaskSpec
+from aimegraph.models.scenario import (
+    Scenario,
+    ScenarioError,
+    ScenarioGoalError,
+    Step,
+    Turn,
+    bundled_scenarios,
+    load_scenario,
+    validated,
+)
 
-Step = dict[str, Any]
+__all__ = [
+    "Scenario",
+    "ScenarioError",
+    "ScenarioGoalError",
+    "ScriptedChatModel",
+    "Step",
+    "ToolSchemaChatModel",
+    "bundled_scenarios",
+    "load_scenario",
+    "tool_errors",
+]
 
 _ROLE = re.compile(r"^#\s*Role:\s*(\w+)", re.MULTILINE)
 _TASK = re.compile(r'<task id="([^"]+)"(?: attempt="(\d+)")?>')
@@ -110,192 +150,20 @@ _LEAD_MEMBERS = re.compile(r"^- ([\w-]+): ", re.MULTILINE)
 _PLACEHOLDER = re.compile(
     r"\{(goal|answer|last_tool_output|all_results|dep:[\w.-]+|result:[\w.-]+)\}"
 )
-_PLACEHOLDER_NAMES = ("goal", "answer", "last_tool_output", "all_results", "dep", "result")
-# Anything shaped like a placeholder: a word, optionally ``prefix:id``.
-_BRACE_WORD = re.compile(r"\{(\w+)(?::([\w.-]+))?\}")
-
-
-class ScenarioError(ValueError):
-    """A scenario file is missing or malformed."""
-
-
-class Scenario(BaseModel):
-    """The parsed scenario file."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    name: str = "inline"
-    description: str = ""
-    goal: str = ""
-    planner: list[Step] = Field(default_factory=list)
-    actors: dict[str, list[Step] | dict[str, list[list[Step]]]] = Field(default_factory=dict)
-    team_leads: dict[str, list[Step]] = Field(default_factory=dict)
-    team_merges: dict[str, list[Step]] = Field(default_factory=dict)
-    team_speakers: dict[str, list[Step]] = Field(default_factory=dict)
-    verifier: list[Step] = Field(default_factory=list)
-    task_checks: dict[str, list[Step]] = Field(default_factory=dict)
-    reporter: list[Step] = Field(default_factory=list)
-    lesson: list[Step] = Field(default_factory=list)
-    summary: list[Step] = Field(default_factory=list)
-    echo: bool = False
-    """Answer prompts that are not the engine's from the prompt (see the module docstring)."""
-
-    @model_validator(mode="after")
-    def _check(self) -> Scenario:
-        problems = [*self._task_field_problems()]
-        problems += [
-            problem
-            for text in _strings(self.model_dump(include=_SCRIPTED_SECTIONS))
-            for problem in _placeholder_problems(text)
-        ]
-        if problems:
-            raise ValueError("; ".join(dict.fromkeys(problems)))
-        return self
-
-    def _planner_tasks(self) -> list[dict[str, Any]]:
-        return [
-            task
-            for entry in self.planner
-            if "raw" not in entry
-            for task in entry.get("tasks") or []
-            if isinstance(task, dict)
-        ]
-
-    def unplanned_scripts(self) -> list[str]:
-        """Script keys (``actors``, ``task_checks``) that no planner entry defines.
-        Not an error by itself: a human's edited plan may bring those tasks."""
-        planned = {str(task["id"]) for task in self._planner_tasks() if "id" in task}
-        # A member's script ("t1/writer") belongs to its task.
-        scripted = {key.split("/")[0] for key in (*self.actors, *self.task_checks)}
-        return sorted(scripted - planned) if planned else []
-
-    def check_scripted(self, task_id: str) -> None:
-        """A task without a script, while scripts exist for tasks never planned, is
-        almost always a misspelled task id: refuse it instead of submitting
-        ``"<title>: done"`` for it."""
-        if task_id in self.actors or task_id in self.task_checks:
-            return
-        if any(key.startswith(f"{task_id}/") for key in self.actors):
-            return
-        if unplanned := self.unplanned_scripts():
-            raise ScenarioError(
-                f"scenario {self.name!r} has no script for task {task_id!r}, and scripts "
-                f"for tasks no planner entry defines: {', '.join(unplanned)} (misspelled?)"
-            )
-
-    def _task_field_problems(self) -> list[str]:
-        known = list(TaskSpec.model_fields)
-        problems = []
-        for task in self._planner_tasks():
-            for name in task:
-                if name not in known:
-                    close = difflib.get_close_matches(name, known, n=1)
-                    hint = f" (did you mean {close[0]!r}?)" if close else ""
-                    problems.append(
-                        f"planner task {task.get('id', '?')!r} has an unknown field {name!r}"
-                        f"{hint}; task fields: {', '.join(known)}"
-                    )
-        return problems
-
-    def actor_steps(self, task_id: str, attempt: int, member: str | None = None) -> list[Step]:
-        """The steps of a task's actor (by attempt), or of a member's turn (by turn)."""
-        script = self.actors.get(f"{task_id}/{member}" if member else task_id, [])
-        if isinstance(script, list):
-            return script
-        rounds = script.get("turns" if member else "attempts", [])
-        if not rounds:
-            return []
-        return rounds[min(attempt, len(rounds)) - 1]
-
-
-_SCRIPTED_SECTIONS = {
-    "goal",
-    "planner",
-    "actors",
-    "verifier",
-    "task_checks",
-    "reporter",
-    "lesson",
-    "summary",
-    "team_leads",
-    "team_merges",
-    "team_speakers",
-}
+# The run's goal in the planner's, reporter's, verifier's and actors' prompts.
+_GOAL = r"(?:Overall goal \(for context\)|Goal):\s*\n?(.*?)\n\n"
+_ANSWER = r"<answer>\n(.*?)\n</answer>"
+_RESULT = r"<result>\n(.*?)</result>"
+_CONVERSATION = r"<conversation>\n(.*?)</conversation>"
 # Memory prompts (aimegraph.prompts.memory) say how many actor steps a context
 # summary stands for, so step counting survives a summarised conversation.
 _SUMMARISED_STEPS = re.compile(r"^Summary of your first (\d+) steps", re.MULTILINE)
-
-
-def _strings(value: Any) -> list[str]:
-    """Every string in a scenario section, except inside ``raw`` steps."""
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [s for key, item in value.items() if key != "raw" for s in _strings(item)]
-    if isinstance(value, list):
-        return [s for item in value for s in _strings(item)]
-    return []
-
-
-def _placeholder_problems(text: str) -> list[str]:
-    problems = []
-    for match in _BRACE_WORD.finditer(text):
-        name, ident = match.group(1), match.group(2)
-        if name in ("dep", "result") and ident is not None:
-            continue
-        if name in _PLACEHOLDER_NAMES[:4] and ident is None:
-            continue
-        close = difflib.get_close_matches(name, _PLACEHOLDER_NAMES, n=1, cutoff=0.75)
-        if close:
-            problems.append(
-                f"unknown placeholder {match.group(0)} (did you mean {{{close[0]}"
-                f"{':<id>' if close[0] in ('dep', 'result') else ''}}}?)"
-            )
-    return problems
-
-
-def load_scenario(name_or_path: str) -> Scenario:
-    """Load a bundled scenario by name (``demo``) or a YAML/JSON file by path."""
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml", ".json") and path.is_file():
-        text, name = path.read_text(encoding="utf-8"), path.stem
-    else:
-        bundled = resources.files("aimegraph.models") / "scenarios" / f"{name_or_path}.yaml"
-        if not bundled.is_file():
-            available = ", ".join(sorted(bundled_scenarios())) or "none"
-            raise ScenarioError(
-                f"unknown scenario {name_or_path!r}: not a .yaml/.json file and not bundled "
-                f"(bundled: {available})"
-            )
-        text, name = bundled.read_text(encoding="utf-8"), name_or_path
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ScenarioError(f"scenario {name_or_path!r} is not valid YAML: {exc}") from exc
-    if not isinstance(data, dict):
-        raise ScenarioError(f"scenario {name_or_path!r} must be a mapping")
-    data.setdefault("name", name)
-    return _validated(data)
-
-
-def _validated(data: dict[str, Any]) -> Scenario:
-    """The scenario, or ScenarioError with pydantic's message (a misspelled section,
-    a wrong type) or the scenario checks' (see the module docstring)."""
-    try:
-        return Scenario.model_validate(data)
-    except ValidationError as exc:
-        details = "; ".join(
-            (".".join(map(str, error["loc"])) + ": " if error["loc"] else "")
-            + error["msg"].removeprefix("Value error, ")
-            for error in exc.errors()
-        )
-        name = data.get("name", "inline")
-        raise ScenarioError(f"scenario {name!r} is malformed: {details}") from exc
-
-
-def bundled_scenarios() -> list[str]:
-    folder = resources.files("aimegraph.models") / "scenarios"
-    return [p.name.removesuffix(".yaml") for p in folder.iterdir() if p.name.endswith(".yaml")]
+# What tools answer when they fail: a traceback, a code tool's non-zero exit, an
+# exception line ("FileNotFoundError: ...") or the engine's "Error: ..." observation.
+_TOOL_ERROR = re.compile(
+    r"Traceback \(most recent call last\)|\bexit code: [1-9]|\b(?:[A-Z]\w*)?(?:Error|Exception): "
+)
+_RAISED = re.compile(r"\b(?:[A-Z]\w*)?(?:Error|Exception): ")
 
 
 class ToolSchemaChatModel(BaseChatModel):
@@ -329,7 +197,7 @@ class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ScriptedChatModel:
-        return cls(scenario=_validated(data))
+        return cls(scenario=validated(data))
 
     @property
     def _llm_type(self) -> str:
@@ -406,60 +274,70 @@ class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
         with self._lock:
             self._calls.append((role, prompt))
         task_match = _TASK.search(prompt)
+        index = self._turn_of(prompt, task_match.group(1) if task_match else None)
+        turn = self.scenario.turns()[index]
         if role == "actor":
             if task_match is None:
                 raise ScenarioError("actor prompt without a <task id=...> block")
-            task_id, attempt = task_match.group(1), int(task_match.group(2) or 1)
-            self.scenario.check_scripted(task_id)
-            if member := _MEMBER.search(prompt):
-                steps = self.scenario.actor_steps(task_id, int(member.group(2)), member.group(1))
-            else:
-                steps = self.scenario.actor_steps(task_id, attempt)
-            index = sum(isinstance(m, AIMessage) for m in messages)
-            index += sum(int(n) for n in _SUMMARISED_STEPS.findall(prompt))
-            if index < len(steps):
-                return steps[index]
-            title = re.search(r"^Title: (.*)$", prompt, re.MULTILINE)
-            done = f"{title.group(1) if title else task_id}: done"
-            return {"tool": "submit_result", "args": {"status": "completed", "summary": done}}
-        if role == "verifier" and task_match is not None:
-            key, entries = (
-                f"check:{task_match.group(1)}",
-                self.scenario.task_checks.get(task_match.group(1), []),
-            )
-            default: Step = {"passed": True, "reasoning": "Meets its criteria.", "issues": []}
-        elif role == "verifier":
-            key, entries = "verifier", self.scenario.verifier
-            default = {"passed": True, "reasoning": "The answer addresses the goal.", "issues": []}
-        elif role == "planner":
-            if not self.scenario.planner:
-                raise ScenarioError(f"scenario {self.scenario.name!r} has no planner entries")
-            key, entries, default = "planner", self.scenario.planner, self.scenario.planner[-1]
-        elif role in ("team_lead", "team_merge", "team_speaker") and task_match is not None:
-            task_id = task_match.group(1)
-            if role == "team_lead":
-                entries = self.scenario.team_leads.get(task_id, [])
-                heading = _section(prompt, r"Title: ([^\n]*)") or task_id
-                members = _LEAD_MEMBERS.findall(_section(prompt, r"Your members:\n(.*?)(?:\n\n|$)"))
-                default = {"parts": [{"member": m, "instruction": heading} for m in members]}
-            elif role == "team_speaker":
-                entries = self.scenario.team_speakers.get(task_id, [])
-                default = {"member": _section(prompt, r"In turn order, ([\w-]+) would speak next")}
-            else:
-                entries = self.scenario.team_merges.get(task_id, [])
-                first = _section(prompt, r"<result [^>]*>\n(.*?)</result>")
-                default = {"summary": first or "no results", "agreeing": []}
-            key = f"{role}:{task_id}"
-        elif role in ("lesson", "summary"):
-            key, entries = role, getattr(self.scenario, role)
-            default = {"text": _memory_reply(role, prompt)}
-        else:
-            key, entries = "reporter", self.scenario.reporter
-            default = {"text": "Results:\n{all_results}"}
+            return self._actor_step(turn, task_match, messages, prompt)
+        key, entries, default = self._listed(role, turn, task_match, prompt)
         with self._lock:
-            index = self._cursors.get(key, 0)
-            self._cursors[key] = index + 1
-        return entries[min(index, len(entries) - 1)] if entries else default
+            # Cursors are per turn: a follow-up starts its lists from the top.
+            position = self._cursors.get(f"{index}:{key}", 0)
+            self._cursors[f"{index}:{key}"] = position + 1
+        step = entries[min(position, len(entries) - 1)] if entries else default
+        if role == "verifier":
+            judged = _section(prompt, _ANSWER if task_match is None else _RESULT)
+            return _no_pass_over_tool_errors(step, judged)
+        return step
+
+    def _turn_of(self, prompt: str, task_id: str | None) -> int:
+        """The turn a prompt belongs to, from what it shows: its goal and the earlier
+        turns in its conversation view; a prompt without a goal (a task check, a
+        memory prompt) by its task. Raises ScenarioGoalError for a goal the scenario
+        does not play."""
+        goal = _section(prompt, _GOAL)
+        if goal:
+            return self.scenario.turn_for(goal, _section(prompt, _CONVERSATION))
+        return self.scenario.turn_scripting(task_id) if task_id else 0
+
+    def _actor_step(
+        self, turn: Turn, task_match: re.Match[str], messages: list[BaseMessage], prompt: str
+    ) -> Step:
+        task_id, attempt = task_match.group(1), int(task_match.group(2) or 1)
+        turn.check_scripted(task_id, self.scenario.name)
+        if member := _MEMBER.search(prompt):
+            steps = turn.actor_steps(task_id, int(member.group(2)), member.group(1))
+        else:
+            steps = turn.actor_steps(task_id, attempt)
+        index = sum(isinstance(m, AIMessage) for m in messages)
+        index += sum(int(n) for n in _SUMMARISED_STEPS.findall(prompt))
+        if index < len(steps):
+            return steps[index]
+        title = re.search(r"^Title: (.*)$", prompt, re.MULTILINE)
+        done = f"{title.group(1) if title else task_id}: done"
+        return {"tool": "submit_result", "args": {"status": "completed", "summary": done}}
+
+    def _listed(
+        self, role: str, turn: Turn, task_match: re.Match[str] | None, prompt: str
+    ) -> tuple[str, list[Step], Step]:
+        """The cursor key, the entries and the default step of a role that plays its
+        entries in order."""
+        if role == "verifier" and task_match is not None:
+            task_id = task_match.group(1)
+            checks = turn.task_checks.get(task_id, [])
+            return f"check:{task_id}", checks, {**PASSED, "reasoning": "Meets its criteria."}
+        if role == "verifier":
+            return "verifier", turn.verifier, PASSED
+        if role == "planner":
+            if not turn.planner:
+                raise ScenarioError(f"scenario {self.scenario.name!r} has no planner entries")
+            return "planner", turn.planner, turn.planner[-1]
+        if role in ("team_lead", "team_merge", "team_speaker") and task_match is not None:
+            return _team_entries(role, turn, task_match.group(1), prompt)
+        if role in ("lesson", "summary"):
+            return role, getattr(turn, role), {"text": _memory_reply(role, prompt)}
+        return "reporter", turn.reporter, {"text": "Results:\n{all_results}"}
 
     # --- turning a step into a message ---
 
@@ -500,6 +378,44 @@ class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
         )
 
 
+PASSED: Step = {"passed": True, "reasoning": "The answer addresses the goal.", "issues": []}
+"""A verifier's verdict when its list is empty."""
+
+
+def tool_errors(text: str) -> list[str]:
+    """The lines of ``text`` that show a tool error (a traceback, a non-zero exit, an
+    exception line, an ``Error:`` observation), exception lines first."""
+    lines = list(dict.fromkeys(ln.strip() for ln in text.splitlines() if _TOOL_ERROR.search(ln)))
+    return sorted(lines, key=lambda line: not _RAISED.search(line))
+
+
+def _no_pass_over_tool_errors(step: Step, judged: str) -> Step:
+    """A scripted pass does not stand over an answer (or a task result) that shows
+    tool errors: the verdict becomes a rejection naming them."""
+    if step.get("passed") is not True or not (errors := tool_errors(judged)):
+        return step
+    return {
+        "passed": False,
+        "reasoning": f"It shows tool errors instead of results: {errors[0]}",
+        "issues": [f"tool error: {line}" for line in errors[:3]],
+    }
+
+
+def _team_entries(role: str, turn: Turn, task_id: str, prompt: str) -> tuple[str, list[Step], Step]:
+    """A team's lead, merge or speaker entries (and the default without one)."""
+    if role == "team_lead":
+        heading = _section(prompt, r"Title: ([^\n]*)") or task_id
+        members = _LEAD_MEMBERS.findall(_section(prompt, r"Your members:\n(.*?)(?:\n\n|$)"))
+        default: Step = {"parts": [{"member": m, "instruction": heading} for m in members]}
+        return f"{role}:{task_id}", turn.team_leads.get(task_id, []), default
+    if role == "team_speaker":
+        default = {"member": _section(prompt, r"In turn order, ([\w-]+) would speak next")}
+        return f"{role}:{task_id}", turn.team_speakers.get(task_id, []), default
+    first = _section(prompt, r"<result [^>]*>\n(.*?)</result>")
+    default = {"summary": first or "no results", "agreeing": []}
+    return f"{role}:{task_id}", turn.team_merges.get(task_id, []), default
+
+
 class _Filler:
     """Substitutes ``{placeholder}`` values taken from the conversation."""
 
@@ -507,10 +423,8 @@ class _Filler:
         self._prompt = "\n".join(_text(m) for m in messages)
         self._values = {
             "last_tool_output": _last_observation(messages),
-            "goal": _section(
-                self._prompt, r"(?:Overall goal \(for context\)|Goal):\s*\n?(.*?)\n\n"
-            ),
-            "answer": _section(self._prompt, r"<answer>\n(.*?)\n</answer>"),
+            "goal": _section(self._prompt, _GOAL),
+            "answer": _section(self._prompt, _ANSWER),
             "all_results": "\n".join(
                 m.strip() for m in re.findall(r"<result [^>]*>\n(.*?)</result>", self._prompt, re.S)
             ),

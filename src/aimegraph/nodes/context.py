@@ -11,7 +11,7 @@ checkpointed with them, so a resumed actor does not summarise again.
 Sizes come from langchain-core's ``count_tokens_approximately`` and the cut from
 ``trim_messages``; the summary prompt asks to keep numbers, names and paths.
 It is part of the actor's own loop (the core); :mod:`aimegraph.memory` re-exports it
-as the memory layer it is in DESIGN.md section 7.
+as the memory layer it is (docs/architecture.md).
 """
 
 from __future__ import annotations

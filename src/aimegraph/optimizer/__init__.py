@@ -1,4 +1,4 @@
-"""Prompt optimisation (DESIGN.md section 8): the prompt store, the GEPA adapter and
+"""Prompt optimisation: the prompt store, the GEPA adapter and
 the online loop (``AimeConfig.optimize_online``). The offline search,
 ``aimegraph.optimize``, runs whole graphs and so lives above them
 (:mod:`aimegraph.eval.optimize`).

@@ -51,6 +51,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.models.resolve import ModelSpec
 from aimegraph.nodes.types import Node
 from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, reflective_dataset
 from aimegraph.optimizer.store import PromptStore
@@ -320,7 +321,7 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
 
 
 def make_online_node(
-    config: AimeConfig, source: PromptSource, reflection_model: BaseChatModel | str
+    config: AimeConfig, source: PromptSource, reflection_model: ModelSpec
 ) -> Node[AimeState]:
     """The graph's last node when ``config.optimize_online``: :meth:`OnlineLoop.after_run`
     for the run that just finished, with the prompt version the run started with

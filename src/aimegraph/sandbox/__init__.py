@@ -1,4 +1,4 @@
-"""The sandbox for model-written code (DESIGN s. 14), below the tools that use it.
+"""The sandbox for model-written code, below the tools that use it.
 
 - :mod:`~aimegraph.sandbox.workspace`: the workspace, the one definition of where tools
   may read and write, shared by the file tools and the sandboxes;

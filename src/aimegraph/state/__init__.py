@@ -1,65 +1,124 @@
-"""Typed shared state: records, reducers and progress-list operations."""
+"""Typed shared state: records, reducers and progress-list operations.
 
-from aimegraph.state.aime_state import (
-    ActorInput,
-    AimeInput,
-    AimeOutput,
-    AimeState,
-    Escalation,
-    EscalationTrigger,
-    PastRun,
-    thread_usage,
-)
-from aimegraph.state.models import (
-    ENDED_STATUSES,
-    TERMINAL_TASK_STATUSES,
-    MemberResult,
-    PlanUpdate,
-    Price,
-    Prices,
-    ProgressUpdate,
-    ResultStatus,
-    RoleUsage,
-    RunStatus,
-    Task,
-    TaskResult,
-    TaskSpec,
-    TaskStatus,
-    TeamMode,
-    TeamSpec,
-    Usage,
-    Verdict,
-    plan_update_schema,
-)
-from aimegraph.state.progress import (
-    PlanError,
-    apply_plan,
-    dependency_results,
-    ready_tasks,
-    render_checklist,
-    validate_plan,
-)
-from aimegraph.state.reducers import add_usage, merge_tasks
-from aimegraph.state.role_states import (
-    ActorOutput,
-    ActorState,
-    MemberOutput,
-    PlannerInput,
-    PlannerOutput,
-    PlannerState,
-    VerifierInput,
-    VerifierOutput,
-    VerifierState,
-)
+Every name is imported on first use: the records (``aimegraph.state.models``) need only
+pydantic, the graph states LangGraph.
+"""
+
+from typing import TYPE_CHECKING
+
+from aimegraph.lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from aimegraph.state.aime_state import (
+        ActorInput,
+        AimeInput,
+        AimeOutput,
+        AimeState,
+        Escalation,
+        EscalationTrigger,
+        PastRun,
+        thread_usage,
+    )
+    from aimegraph.state.models import (
+        ENDED_STATUSES,
+        TERMINAL_TASK_STATUSES,
+        MemberResult,
+        PlanUpdate,
+        Price,
+        Prices,
+        ProgressUpdate,
+        ResultStatus,
+        RoleUsage,
+        RunStatus,
+        Task,
+        TaskResult,
+        TaskSpec,
+        TaskStatus,
+        TeamMode,
+        TeamSpec,
+        Usage,
+        Verdict,
+        plan_update_schema,
+    )
+    from aimegraph.state.progress import (
+        PlanError,
+        apply_plan,
+        dependency_results,
+        ready_tasks,
+        render_checklist,
+        validate_plan,
+    )
+    from aimegraph.state.reducers import (
+        add_usage,
+        merge_tasks,
+    )
+    from aimegraph.state.role_states import (
+        ActorOutput,
+        ActorState,
+        MemberOutput,
+        PlannerInput,
+        PlannerOutput,
+        PlannerState,
+        VerifierInput,
+        VerifierOutput,
+        VerifierState,
+    )
+
+_HOMES = {
+    "ActorInput": ".aime_state",
+    "AimeInput": ".aime_state",
+    "AimeOutput": ".aime_state",
+    "AimeState": ".aime_state",
+    "Escalation": ".aime_state",
+    "EscalationTrigger": ".aime_state",
+    "PastRun": ".aime_state",
+    "thread_usage": ".aime_state",
+    "ENDED_STATUSES": ".models",
+    "TERMINAL_TASK_STATUSES": ".models",
+    "MemberResult": ".models",
+    "PlanUpdate": ".models",
+    "Price": ".models",
+    "Prices": ".models",
+    "ProgressUpdate": ".models",
+    "ResultStatus": ".models",
+    "RoleUsage": ".models",
+    "RunStatus": ".models",
+    "Task": ".models",
+    "TaskResult": ".models",
+    "TaskSpec": ".models",
+    "TaskStatus": ".models",
+    "TeamMode": ".models",
+    "TeamSpec": ".models",
+    "Usage": ".models",
+    "Verdict": ".models",
+    "plan_update_schema": ".models",
+    "PlanError": ".progress",
+    "apply_plan": ".progress",
+    "dependency_results": ".progress",
+    "ready_tasks": ".progress",
+    "render_checklist": ".progress",
+    "validate_plan": ".progress",
+    "add_usage": ".reducers",
+    "merge_tasks": ".reducers",
+    "ActorOutput": ".role_states",
+    "ActorState": ".role_states",
+    "MemberOutput": ".role_states",
+    "PlannerInput": ".role_states",
+    "PlannerOutput": ".role_states",
+    "PlannerState": ".role_states",
+    "VerifierInput": ".role_states",
+    "VerifierOutput": ".role_states",
+    "VerifierState": ".role_states",
+}
 
 __all__ = [
-    "TERMINAL_TASK_STATUSES",
     "ActorInput",
     "ActorOutput",
     "ActorState",
     "AimeInput",
     "AimeOutput",
     "AimeState",
+    "ENDED_STATUSES",
     "Escalation",
     "EscalationTrigger",
     "MemberOutput",
@@ -67,16 +126,16 @@ __all__ = [
     "PastRun",
     "PlanError",
     "PlanUpdate",
-    "Price",
-    "Prices",
     "PlannerInput",
     "PlannerOutput",
     "PlannerState",
+    "Price",
+    "Prices",
     "ProgressUpdate",
     "ResultStatus",
     "RoleUsage",
-    "ENDED_STATUSES",
     "RunStatus",
+    "TERMINAL_TASK_STATUSES",
     "Task",
     "TaskResult",
     "TaskSpec",
@@ -98,3 +157,5 @@ __all__ = [
     "thread_usage",
     "validate_plan",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, _HOMES)

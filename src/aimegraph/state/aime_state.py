@@ -1,4 +1,4 @@
-"""The shared state of the aime graph (DESIGN.md section 3, contract)."""
+"""The shared state of the aime graph (a contract: docs/architecture.md, Contracts)."""
 
 from __future__ import annotations
 
@@ -67,9 +67,9 @@ class AimeOutput(TypedDict, total=False):
     usage: Annotated[Usage, add_usage]
     # The thread's earlier runs, oldest first (see ``thread_usage`` for totals).
     runs: Annotated[list[PastRun], DeltaChannel(append_batches, list)]
-    # Working memory (DESIGN.md section 7): facts actors remember, merged by key.
+    # Working memory: facts actors remember, merged by key.
     facts: Annotated[dict[str, str], merge_facts]
-    # The prompt version the run started with (DESIGN.md section 8): the id the
+    # The prompt version the run started with: the id the
     # graph's prompt source gives its texts by; set at the run's start, kept on resume.
     prompt_version: str | None
     # The typed final answer (build_aime_graph(response_format=...)): an instance of

@@ -1,4 +1,4 @@
-"""The records that flow through the aime graph (DESIGN.md section 3, contract).
+"""The records that flow through the aime graph (a contract: docs/architecture.md, Contracts).
 
 All records are frozen pydantic models: a node never mutates what another node
 holds, it returns a new copy and the reducers merge it. That is what makes the
@@ -63,7 +63,7 @@ TeamMode = Literal["sequential", "joint", "hierarchical", "broadcast"]
 
 
 class TeamSpec(BaseModel):
-    """A team of agent units doing one task together (DESIGN.md section 9); also the
+    """A team of agent units doing one task together; also the
     shape the planner model fills in, so unknown fields are ignored."""
 
     model_config = ConfigDict(frozen=True, extra="ignore")
@@ -116,7 +116,7 @@ class Task(_Record):
     persona: str = ""
     result: TaskResult | None = None
     attempts: int = 0
-    # Agent units (DESIGN.md section 9): one named unit, or a team; the turns of
+    # Agent units: one named unit, or a team; the turns of
     # a team's members (of the latest attempt) are kept with the result.
     agent: str | None = None
     team: TeamSpec | None = None
@@ -206,11 +206,14 @@ class Usage(_Counts):
     """Resource use of a run; the state reducer adds these up. The totals are what
     the budgets count; ``by_role`` splits them by role (planner, actor, reporter,
     verifier, team, memory), ``by_task`` by the task whose actor (or team, or
-    check) spent them, and ``by_member`` by team member (agent unit name)."""
+    check) spent them, ``by_member`` by team member (agent unit name), and
+    ``by_model`` by the model that answered (the reply's model name: with a
+    fallback chain, each call counts under the member that answered it)."""
 
     by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     by_task: dict[str, RoleUsage] = Field(default_factory=dict)
     by_member: dict[str, RoleUsage] = Field(default_factory=dict)
+    by_model: dict[str, RoleUsage] = Field(default_factory=dict)
 
     @classmethod
     def of_call(
@@ -223,9 +226,11 @@ class Usage(_Counts):
         reasoning_tokens: int = 0,
         tool_calls: int = 0,
         price: Price | None = None,
+        model: str = "",
     ) -> Usage:
-        """One model call's usage, counted under ``role``, with the ``tool_calls`` it
-        made; its cost from ``price``."""
+        """One model call's usage, counted under ``role`` (and under ``model``, the
+        name of the model that answered, when known), with the ``tool_calls`` it made;
+        its cost from ``price``."""
         cost = 0.0
         if price is not None:
             cached_price = price[2] if len(price) == 3 else price[0]
@@ -243,7 +248,8 @@ class Usage(_Counts):
             tool_calls=tool_calls,
             cost_usd=cost,
         )
-        return cls(**counts.model_dump(), by_role={role: counts})
+        by_model = {model: counts} if model else {}
+        return cls(**counts.model_dump(), by_role={role: counts}, by_model=by_model)
 
     def totals(self) -> RoleUsage:
         """The counts without the breakdowns."""
@@ -266,10 +272,11 @@ class Usage(_Counts):
             by_role=_merged(self.by_role, other.by_role),
             by_task=_merged(self.by_task, other.by_task),
             by_member=_merged(self.by_member, other.by_member),
+            by_model=_merged(self.by_model, other.by_model),
         )
 
 
-# --- what the planner model is asked for (DESIGN.md section 4, contract) ---
+# --- what the planner model is asked for (a contract: docs/architecture.md) ---
 # Unknown fields are ignored and every string and list is bounded.
 
 

@@ -4,10 +4,12 @@ AIME's Markdown checklist."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
-
-import networkx as nx
+from typing import TYPE_CHECKING
 
 from aimegraph.state.models import PlanUpdate, Task, TaskResult, TaskSpec
+
+if TYPE_CHECKING:
+    import networkx as nx
 
 Tasks = Mapping[str, Task]
 
@@ -18,6 +20,8 @@ _CHECKBOX = {
     "failed": "[!]",
     "skipped": "[-]",
 }
+CANCELLED_MARK = "[/]"
+"""A task the run's cancel cut off (it had not finished), whatever its status says."""
 
 
 class PlanError(ValueError):
@@ -148,6 +152,8 @@ def restates(spec: TaskSpec, task: Task) -> bool:
 
 def validate_plan(tasks: Tasks, *, max_tasks: int) -> None:
     """Raise PlanError unless the open part of ``tasks`` is a runnable DAG."""
+    import networkx as nx  # with the first plan, not with the state records
+
     open_tasks = {i: t for i, t in tasks.items() if t.status != "skipped"}
     errors: list[str] = []
     if len(open_tasks) > max_tasks:
@@ -178,6 +184,8 @@ def validate_plan(tasks: Tasks, *, max_tasks: int) -> None:
 
 
 def _find_cycle(graph: nx.DiGraph) -> str | None:
+    import networkx as nx
+
     try:
         edges = nx.find_cycle(graph)
     except nx.NetworkXNoCycle:
@@ -202,11 +210,13 @@ def dependency_results(tasks: Tasks, task: Task) -> dict[str, TaskResult]:
     return {dep: result for dep in task.dependencies if (result := tasks[dep].result) is not None}
 
 
-def render_checklist(tasks: Tasks, *, with_results: bool = False) -> str:
+def render_checklist(tasks: Tasks, *, with_results: bool = False, cancelled: bool = False) -> str:
     """AIME's Markdown progress list: children indented under their parent.
 
     ``[ ]`` pending, ``[~]`` in progress, ``[x]`` completed, ``[!]`` failed,
-    ``[-]`` skipped. Dependencies and, on request, results follow each line.
+    ``[-]`` skipped; in a run that was ``cancelled``, ``[/]`` for each task it left
+    unfinished (pending or in progress: none of them will run). Dependencies and, on
+    request, results follow each line.
     """
     if not tasks:
         return "(no tasks yet)"
@@ -220,7 +230,9 @@ def render_checklist(tasks: Tasks, *, with_results: bool = False) -> str:
     def walk(parent: str | None, depth: int) -> None:
         for task in children.get(parent, []):
             indent = "  " * depth
-            line = f"{indent}- {_CHECKBOX[task.status]} {task.id}: {task.title}"
+            unfinished = task.status in ("pending", "in_progress")
+            mark = CANCELLED_MARK if cancelled and unfinished else _CHECKBOX[task.status]
+            line = f"{indent}- {mark} {task.id}: {task.title}"
             if task.dependencies:
                 line += f" (after {', '.join(task.dependencies)})"
             if task.agent and task.team is None:

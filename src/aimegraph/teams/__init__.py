@@ -1,4 +1,4 @@
-"""Agent units and teams of agents on one task (DESIGN.md section 9).
+"""Agent units and teams of agents on one task.
 
 ``build_aime_graph(model, agents=[AgentUnit(...), ...])`` lets the planner assign a
 unit (``TaskSpec.agent``) or a team (``TaskSpec.team``) to a task; a task naming

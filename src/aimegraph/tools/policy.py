@@ -16,7 +16,8 @@ import httpx
 import tenacity
 from langchain_core.tools import BaseTool, StructuredTool
 
-from aimegraph.models.calls import LLM_RETRY_POLICY, retrying, status_code_of
+from aimegraph.models.calls import LLM_RETRY_POLICY, retrying
+from aimegraph.models.errors import status_code_of
 
 __all__ = ["TIMEOUT_KEY", "ToolRetry", "timeout_of", "with_policy"]
 

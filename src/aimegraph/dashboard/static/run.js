@@ -15,8 +15,9 @@ function render(view) {
   $("holder").textContent = view.holder ? `run by ${view.holder}` : "";
   $("resume-run").hidden = status !== "stopped";
   $("cancel-run").hidden = !["running", "stopped", "paused", "queued"].includes(status);
+  $("note-card").hidden = status !== "running"; // only running actors read notes
   $("goal").textContent = view.goal;
-  $("reason").textContent = view.reason || "";
+  $("reason").textContent = view.reason && view.reason !== status ? view.reason : "";
   $("error").textContent = view.error ? `the run stopped with an error: ${view.error}` : "";
   $("updated").textContent = when(view.updated);
   $("version").textContent = view.version;
@@ -325,4 +326,8 @@ function renderUsage(usage) {
   );
 }
 
+// The page came with the run's state (the server read it): show it whole at once,
+// then go live.
+const initial = JSON.parse($("initial-state")?.textContent || "null");
+if (initial) render(initial);
 follow(`${api}/events`, "run", render);

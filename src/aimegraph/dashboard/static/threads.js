@@ -78,6 +78,12 @@ document.getElementById("run-form").addEventListener("submit", (event) => {
   });
 });
 
+// The page came with the rows (the server read them): show them at once, then go live.
+const initial = JSON.parse(document.getElementById("initial-state")?.textContent || "null");
+if (initial) {
+  rows = initial.threads;
+  render();
+}
 follow("/api/events", "threads", (data) => {
   rows = data.threads;
   render();
