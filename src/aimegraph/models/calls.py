@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
@@ -138,9 +139,34 @@ def resolve_mode(setting: str, model: BaseChatModel, *, structured: bool = False
     actors; for ``structured`` output (plans, verdicts), ``with_structured_output``,
     which some local models offer as grammar-constrained JSON without tool calling."""
     if setting == "auto":
-        native = supports_structured_output(model) if structured else supports_tool_calling(model)
-        return "native" if native else "json"
+        support = native_support(model)
+        return "native" if (support.structured if structured else support.tools) else "json"
     return "json" if setting == "json" else "native"
+
+
+@dataclass(frozen=True)
+class NativeSupport:
+    """What a model does natively: tool calling (:func:`supports_tool_calling`) and
+    structured output (:func:`supports_structured_output`)."""
+
+    tools: bool
+    structured: bool
+
+
+_NATIVE_SUPPORT: dict[int, NativeSupport] = {}
+
+
+def native_support(model: BaseChatModel) -> NativeSupport:
+    """``model``'s native support, decided on its first use and kept while the model
+    lives: every ReAct step and structured call of every run asks for it."""
+    key = id(model)
+    support = _NATIVE_SUPPORT.get(key)
+    if support is None:
+        support = NativeSupport(supports_tool_calling(model), supports_structured_output(model))
+        _NATIVE_SUPPORT[key] = support
+        # Forgotten with the model, before its id can be reused.
+        weakref.finalize(model, _NATIVE_SUPPORT.pop, key, None)
+    return support
 
 
 def with_json_instructions(messages: Sequence[BaseMessage], instructions: str) -> list[BaseMessage]:
