@@ -191,6 +191,20 @@ def test_an_overloaded_server_is_not_taken_for_a_refusal(site: LocalSite) -> Non
     assert accepted_form(model, schema.model_json_schema()) is None
 
 
+def test_each_member_of_a_fallback_chain_is_asked_for_the_schema(site: LocalSite) -> None:
+    from aimegraph.models.fallbacks import FallbackChatModel
+
+    # The first server is down for good (a 503, transient): the chain falls through to
+    # the second, which must be asked for the schema as a lone model would be.
+    with LocalSite() as second:
+        down = answering(site, lambda _: error(503, "server busy, try later"))
+        up = answering(second, lambda _: completion(json.dumps(PLAN)))
+        assert plan(FallbackChatModel(models=[down, up])) is not None
+        [sent] = requests(second)
+    assert sent["response_format"]["type"] == "json_schema"
+    assert all(body.get("response_format") for body in requests(site))
+
+
 def test_other_models_are_left_alone() -> None:
     from langchain_core.language_models.fake_chat_models import FakeListChatModel
 

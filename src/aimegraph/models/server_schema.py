@@ -85,7 +85,11 @@ def constrained(
 ) -> Runnable[LanguageModelInput, AIMessage]:
     """``model`` asking its server for replies matching ``schema`` (see the module
     docstring); ``model`` itself when the setting is ``off`` or the model is not an
-    OpenAI-compatible client."""
+    OpenAI-compatible client. A fallback chain asks each member that is one."""
+    from aimegraph.models.fallbacks import FallbackChatModel
+
+    if isinstance(model, FallbackChatModel):
+        return model.each(lambda member: constrained(member, schema, setting))
     if setting == "off" or not is_openai_compatible(model):
         return model
     from langchain_core.runnables import RunnableLambda
