@@ -574,7 +574,7 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
     if error := state.get("error"):
         return TaskResult(status="failed", summary=error)
     if isinstance(last, AIMessage) and not last.tool_calls and visible_text(last):
-        # An answer without a tool call is the actor's final summary (DESIGN.md 4).
+        # An answer without a tool call is the actor's final summary.
         return TaskResult(status="completed", summary=visible_text(last))
     steps = state.get("steps", 0)
     budget = state.get("llm_call_budget")
