@@ -48,7 +48,10 @@ def read_plan(path: str | Path) -> PlanUpdate:
     except OSError as exc:
         raise PlanError(f"cannot read the plan file {path}: {exc.strerror or exc}") from None
     except yaml.YAMLError as exc:
-        raise PlanError(f"the plan file {path} is not YAML or JSON: {exc}") from None
+        mark = getattr(exc, "problem_mark", None)
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or " ".join(str(exc).split())
+        raise PlanError(f"the plan file {path} is not YAML or JSON: {problem}{where}") from None
     try:
         return as_plan(data)
     except PlanError as exc:
