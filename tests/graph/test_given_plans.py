@@ -139,9 +139,7 @@ def test_a_failure_in_a_given_plan_is_replanned_by_the_planner_model(workspace: 
 
 
 def test_a_given_plan_waits_for_approval_when_plans_need_it(workspace: Path) -> None:
-    graph, model = build(
-        workspace, plan=GIVEN, checkpointer=InMemorySaver(serde=make_serializer())
-    )
+    graph, model = build(workspace, plan=GIVEN, checkpointer=InMemorySaver(serde=make_serializer()))
     config = thread_config("approve")
     graph.invoke({"goal": "greet"}, config, context={"approve_plan": True})
     (pause,) = graph.get_state(config).interrupts

@@ -139,7 +139,9 @@ def test_a_reference_the_result_lacks_fails_the_task_then_replans(
     graph, model = scripted_graph(
         {
             "planner": [
-                plan(step("t1", "lookup", city="Oslo"), step("t2", "advise", "t1", temp="$t1.wind")),
+                plan(
+                    step("t1", "lookup", city="Oslo"), step("t2", "advise", "t1", temp="$t1.wind")
+                ),
                 plan(step("t3", "advise", "t1", temp="$t1.temp.min")),
             ],
             "reporter": [{"text": "{all_results}"}],

@@ -33,7 +33,11 @@ def write_plan(path: Path, plan: Any) -> Path:
 CALC_PLAN = {
     "rationale": "a fixed workflow",
     "tasks": [
-        {"id": "t1", "title": "Compute", "call": {"tool": "calculator", "args": {"expression": "6*7"}}},
+        {
+            "id": "t1",
+            "title": "Compute",
+            "call": {"tool": "calculator", "args": {"expression": "6*7"}},
+        },
         {"id": "t2", "title": "Phrase the answer", "dependencies": ["t1"]},
     ],
 }

@@ -109,8 +109,8 @@ def build_team_executor(
 
 
 def _route(units: UnitActorFactory) -> Callable[[ActorState], str | Send]:
-    """The task's team mode, else ``single`` (also for a tool step); a unit with a model of its own runs as
-    a sequential team of one."""
+    """The task's team mode, else ``single`` (also for a tool step); a unit with a
+    model of its own runs as a sequential team of one."""
 
     def route(state: ActorState) -> str | Send:
         task = state["task"]

@@ -52,8 +52,9 @@ def apply_plan(
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
     those tool bundles; an ``agent`` or team member must be one of ``agents``. A
     tool step's references must name its dependencies, and with ``check_call``
-    its tool and arguments must pass that check. A first plan (no ``tasks`` yet) with no task is refused unless it says the goal
-    needs no work (``no_work_needed``).
+    its tool and arguments must pass that check. A first plan (no ``tasks`` yet)
+    with no task is refused unless it says the goal needs no work
+    (``no_work_needed``).
     """
     errors: list[str] = []
     seen: set[str] = set()

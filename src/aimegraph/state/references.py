@@ -138,7 +138,9 @@ def _walk(value: Any, path: tuple[str, ...]) -> Any:
         elif isinstance(value, list) and key.isdigit() and int(key) < len(value):
             value = value[int(key)]
         else:
-            known = f" (fields: {', '.join(map(str, value))[:200]})" if isinstance(value, dict) else ""
+            known = (
+                f" (fields: {', '.join(map(str, value))[:200]})" if isinstance(value, dict) else ""
+            )
             raise LookupError(f"no field {where!r}{known}")
     return value
 
