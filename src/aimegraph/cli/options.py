@@ -156,6 +156,12 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replan", choices=["on_failure", "every_step"])
     parser.add_argument("--verify", choices=["final", "tasks", "both", "off"])
     parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
+    parser.add_argument(
+        "--server-schema",
+        # AimeConfig.server_schema's values, spelt out: the parser loads no engine code.
+        choices=["auto", "json_schema", "json_object", "guided_json", "off"],
+        help="in JSON mode, how an OpenAI-compatible server is asked for each reply's schema",
+    )
     parser.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
     parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -12,11 +11,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
-from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_actor_recall_node, make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import (
     ALWAYS_BOUND,
     ActorFactory,
@@ -55,11 +53,13 @@ def build_actor_graph(
     member: bool = False,
     name: str = "executor",
     prompts: PromptsArg = None,
+    parts: GraphParts | None = None,
 ) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, Any]:
     """Build the executor: one specialised ReAct actor working on one task.
 
     Args:
-        model: The actor model (or a spec string for ``resolve_model``).
+        model: The actor model (or a spec, resolved with the config's ``model_timeout_s``
+            and ``model_retries``).
         registry: The tools actors may be given, in bundles.
         factory: Assembles the actor for a task; defaults to
             :class:`DefaultActorFactory` over ``registry`` and ``knowledge``.
@@ -82,6 +82,9 @@ def build_actor_graph(
             the task check): overrides, a prompt store or any ``PromptSource`` (see
             ``build_aime_graph``); the built-in ones by default. They are applied
             to the spec any factory builds.
+        parts: The parts shared with the other builders of a graph (``build_aime_graph``
+            passes its own); instead of ``config``, ``registry``, ``knowledge`` and
+            ``prompts``.
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
@@ -89,12 +92,14 @@ def build_actor_graph(
         ``updates`` and ``usage``, ready to merge into ``AimeState``.
     """
     memory = memory and not member
-    config = config or AimeConfig()
-    registry = registry or ToolRegistry()
-    factory = factory or DefaultActorFactory(
-        registry, workspace=Path(config.workspace), knowledge=knowledge
+    parts = GraphParts.given(
+        parts, config=config, registry=registry, knowledge=knowledge, prompts=prompts
     )
-    chat = resolve_model(model)
+    config, registry, source = parts.config, parts.registry, parts.prompts
+    factory = factory or DefaultActorFactory(
+        registry, workspace=parts.workspace, knowledge=parts.knowledge
+    )
+    chat = config.chat_model(model)
     always = [t.name for t in ALWAYS_BOUND]
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
 
@@ -104,7 +109,6 @@ def build_actor_graph(
         input_schema=ActorInput,
         output_schema=MemberOutput if member else ActorOutput,
     )
-    source = open_prompt_source(prompts)
     # The task is settled where the loop ends (react or tools); `done` is what follows.
     check = config.verify in ("tasks", "both") and not member
     last = "hand_back" if member else "record" if memory else END
@@ -129,7 +133,7 @@ def build_actor_graph(
             untimed=always,
             once_per_reply=[SUBMIT_RESULT],
             # Where the file tools read: they resolve the workspace when built, too.
-            workspace=Path(config.workspace).expanduser().resolve(),
+            workspace=parts.workspace,
         ),
     )
     # A tool step (the plan gives its call) runs that call with no model call, through
@@ -155,7 +159,7 @@ def build_actor_graph(
     # goes to settle_call.
     builder.add_conditional_edges("tools", route_after_tools, ["react", SETTLE_CALL])
     if check:
-        checker = resolve_model(verifier_model) if verifier_model is not None else chat
+        checker = config.chat_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check",
             make_task_check_node(checker, config=config, prompt_source=source),

@@ -18,6 +18,7 @@ from aimegraph.checkpoints.runs import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.compiled import AimeGraph
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.graphs.planner import build_planner_graph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
@@ -34,7 +35,6 @@ from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
-from aimegraph.policy import check_rules
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import (
     AimeInput,
@@ -148,41 +148,24 @@ def build_aime_graph(
         # a plain dict (and log that it blocked the class).
         schema = typed.schema
         checkpointer = checkpointer.with_allowlist([(schema.__module__, schema.__name__)])
-    source = open_prompt_source(prompts)
-    # models["reflection"] is the online prompt optimiser's, not a workflow role's.
-    reflection = (models or {}).get("reflection")
-    role_models = resolve_models(
-        model,
-        {role: m for role, m in (models or {}).items() if role != "reflection"},
-        timeout=config.model_timeout_s,
-        max_retries=config.model_retries,
-        rate_limit=config.rate_limit,
-        cache=config.model_cache,
-    )
     if tools is not None and not isinstance(tools, ToolRegistry):
         tools = list(tools)  # read twice: registered, and recorded in the run settings
-    registry = (
-        tools
-        if isinstance(tools, ToolRegistry)
-        else registry_for(config, knowledge=knowledge, extra_tools=tools or ())
+    parts = _graph_parts(
+        model,
+        models=models,
+        config=config,
+        tools=tools,
+        knowledge=knowledge,
+        prompts=prompts,
+        mcp_servers=mcp_servers,
+        agents=agents,
     )
-    servers = {**config.mcp_servers, **load_mcp_servers(mcp_servers)}
-    if servers:
-        from aimegraph.tools.mcp import add_mcp_bundles  # the [mcp] extra: only when asked for
-
-        owned = registry.copy() if registry is tools else registry
-        registry = add_mcp_bundles(owned, servers)
-    check_rules(config.approve_tools, registry.tools)
-
-    units = None
-    if agents:
-        from aimegraph.teams import AgentRegistry  # wave-2 subpackage: only when asked for
-
-        units = AgentRegistry(agents, tools=registry)
-
+    registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
     check_call = call_checker(registry.tools)
     agent_names = list(units.descriptions()) if units is not None else []
     given = _checked_plan(plan, config, registry, agent_names) if plan is not None else None
+    # Before the other nodes: it checks that approve_tools names tools there are.
+    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
 
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
@@ -192,12 +175,10 @@ def build_aime_graph(
         "planner",
         build_planner_graph(
             role_models["planner"],
-            registry=registry,
-            config=config,
             memory=memory,
             ask_approval=False,
             agents=units.descriptions() if units is not None else None,
-            prompts=source,
+            parts=parts,
         ),
     )
     builder.add_node(
@@ -216,13 +197,10 @@ def build_aime_graph(
     if units is None:
         actor = build_actor_graph(
             role_models["actor"],
-            registry=registry,
             factory=factory,
-            knowledge=knowledge,
-            config=config,
             verifier_model=role_models["verifier"],
             memory=memory,
-            prompts=source,
+            parts=parts,
         )
     else:  # the team executor holds its own single-actor graph
         from aimegraph.graphs.team import build_team_executor
@@ -230,14 +208,10 @@ def build_aime_graph(
         actor = build_team_executor(
             role_models["actor"],
             agents=units,
-            registry=registry,
             factory=factory,
-            knowledge=knowledge,
-            config=config,
-            models=role_models,
             verifier_model=role_models["verifier"],
             memory=memory,
-            prompts=source,
+            parts=parts,
         )
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.scheduler).
@@ -254,13 +228,11 @@ def build_aime_graph(
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
-    builder.add_node(
-        "verifier", build_verifier_graph(role_models["verifier"], config=config, prompts=source)
-    )
+    builder.add_node("verifier", build_verifier_graph(role_models["verifier"], parts=parts))
 
     builder.add_node(
         "intake",
-        make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given),
+        intake,
         destinations=("planner", "reporter", "approve_plan"),
     )
     builder.add_edge(START, "intake")
@@ -297,7 +269,9 @@ def build_aime_graph(
 
         builder.add_node(
             "optimize_online",
-            make_online_node(config, source, reflection or role_models["planner"]),
+            make_online_node(
+                config, source, (models or {}).get("reflection") or role_models["planner"]
+            ),
         )
     for here, there in pairwise([*finals, END]):
         builder.add_edge(here, there)
@@ -338,6 +312,57 @@ def _checked_plan(
         check_call=call_checker(registry.tools),
     )
     return given
+
+
+def _graph_parts(
+    model: ModelSpec,
+    *,
+    models: Mapping[str, ModelSpec] | None,
+    config: AimeConfig,
+    tools: ToolRegistry | list[ToolLike] | None,
+    knowledge: KnowledgeBase | None,
+    prompts: PromptsArg,
+    mcp_servers: McpServersArg,
+    agents: Sequence[AgentUnit] | None,
+) -> GraphParts:
+    """The parts every builder of the graph shares, each made once: one model per
+    role (with the config's timeout and retries), the tools (the built-in bundles with
+    ``tools`` added, or the given registry; MCP servers' bundles added), the prompt
+    source and the agent units."""
+    source = open_prompt_source(prompts)  # first: a bad override is the likeliest mistake
+    role_models = resolve_models(
+        model,
+        # models["reflection"] is the online prompt optimiser's, not a workflow role's.
+        {role: m for role, m in (models or {}).items() if role != "reflection"},
+        timeout=config.model_timeout_s,
+        max_retries=config.model_retries,
+        rate_limit=config.rate_limit,
+        cache=config.model_cache,
+    )
+    registry = (
+        tools
+        if isinstance(tools, ToolRegistry)
+        else registry_for(config, knowledge=knowledge, extra_tools=tools or ())
+    )
+    servers = {**config.mcp_servers, **load_mcp_servers(mcp_servers)}
+    if servers:
+        from aimegraph.tools.mcp import add_mcp_bundles  # the [mcp] extra: only when asked for
+
+        owned = registry.copy() if registry is tools else registry
+        registry = add_mcp_bundles(owned, servers)
+    units = None
+    if agents:
+        from aimegraph.teams import AgentRegistry  # wave-2 subpackage: only when asked for
+
+        units = AgentRegistry(agents, tools=registry)
+    return GraphParts(
+        config=config,
+        registry=registry,
+        prompts=source,
+        models=role_models,
+        knowledge=knowledge,
+        units=units,
+    )
 
 
 def _spec_text(model: ModelSpec) -> str | None:

@@ -10,10 +10,9 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
-from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.given_plan import GIVEN, make_given_plan_node, route_planner_start
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.planner import (
@@ -40,6 +39,7 @@ def build_planner_graph(
     ask_approval: bool = True,
     agents: Mapping[str, str] | None = None,
     prompts: PromptsArg = None,
+    parts: GraphParts | None = None,
 ) -> CompiledStateGraph[PlannerState, AimeConfig, PlannerInput, PlannerOutput]:
     """Build the planner: it turns the goal and the progress list into a task DAG.
 
@@ -51,7 +51,8 @@ def build_planner_graph(
     ``commit`` (see ``ask_approval``).
 
     Args:
-        model: The planner model (or a spec string for ``resolve_model``).
+        model: The planner model (or a spec, resolved with the config's ``model_timeout_s``
+            and ``model_retries``).
         registry: Tool bundles the plan may assign; without one, tasks get none.
         config: Budgets and policies (``max_tasks``, ``max_plan_repairs``, ...).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
@@ -69,6 +70,8 @@ def build_planner_graph(
         prompts: The ``planner`` prompt: overrides (a mapping of component name to
             text, or a prompt-set file), a prompt store, or any ``PromptSource``
             (see ``build_aime_graph``); the built-in prompt by default.
+        parts: The parts shared with the other builders of a graph (``build_aime_graph``
+            passes its own); instead of ``config``, ``registry``, ``prompts``.
 
     Returns:
         A compiled graph. Input: ``goal`` (or ``messages``), ``tasks`` and the
@@ -77,9 +80,9 @@ def build_planner_graph(
         approval (``proposal``, ``draft``), and on failure ``status="failed"`` with
         ``reason``.
     """
-    config = config or AimeConfig()
-    registry = registry or ToolRegistry()
-    chat = resolve_model(model)
+    parts = GraphParts.given(parts, config=config, registry=registry, prompts=prompts)
+    config, registry = parts.config, parts.registry
+    chat = config.chat_model(model)
 
     builder = StateGraph(
         PlannerState,
@@ -100,7 +103,7 @@ def build_planner_graph(
             config=config,
             bundles_description=described,
             teams=bool(units),
-            prompt_source=open_prompt_source(prompts),
+            prompt_source=parts.prompts,
         ),
         retry_policy=LLM_RETRY_POLICY,
     )

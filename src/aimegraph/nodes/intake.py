@@ -53,7 +53,8 @@ def make_intake_node(
     ``max_conversation_tokens``) and ``recent_turns`` (a quarter of it, for actors).
 
     Raises a ``ValueError`` for settings the run cannot honour (approvals without a
-    checkpointer, ``approve_tools`` naming no tool). A goal that cannot be used
+    checkpointer, ``approve_tools`` naming no tool: the config's here, a run's
+    override when it starts). A goal that cannot be used
     ends the run ``failed`` with the reason, through the reporter, so a chat app
     gets a reply saying what to change; the state keeps only its opening (see
     :func:`refused_goal`), not the whole text in every later checkpoint.
@@ -66,9 +67,12 @@ def make_intake_node(
     asks again, its ``error`` saying how to go on (``PLAN_PENDING``).
     """
 
+    check_rules(config.approve_tools, tool_names)
+
     def intake(state: AimeState, runtime: Runtime[Any]) -> Command:
         cfg = config.for_run(runtime)
-        check_rules(cfg.approve_tools, tool_names)
+        if cfg.approve_tools != config.approve_tools:  # the built ones are checked above
+            check_rules(cfg.approve_tools, tool_names)
         if cfg.approve_plan:
             require_checkpointer("approve_plan")
         if cfg.escalate != "off":
