@@ -18,6 +18,7 @@ from tests.conftest import GraphFactory
 from tests.scripted import plan, spec
 
 from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.state import plan_update_schema, render_checklist
 
 calls: list[tuple[str, dict[str, Any]]] = []
 
@@ -66,14 +67,17 @@ def by_role(out: dict[str, Any], role: str) -> int:
     return used.llm_calls if used is not None else 0
 
 
-@pytest.mark.parametrize("scheduler", ["eager", "batch"])
+@pytest.mark.parametrize(
+    ("scheduler", "tool_calling"), [("eager", "native"), ("batch", "native"), ("eager", "json")]
+)
 def test_a_chain_of_tool_steps_runs_with_no_actor_call_and_fills_in_references(
-    scripted_graph: GraphFactory, scheduler: str
+    scripted_graph: GraphFactory, scheduler: str, tool_calling: str
 ) -> None:
-    graph, _ = scripted_graph(
+    graph, model = scripted_graph(
         {"planner": [CHAIN], "reporter": [{"text": "{all_results}"}]},
         tools=TOOLS,
         scheduler=scheduler,
+        tool_calling=tool_calling,
         verify="off",
     )
     out = graph.invoke({"goal": "What to wear in Oslo?"})
@@ -83,10 +87,24 @@ def test_a_chain_of_tool_steps_runs_with_no_actor_call_and_fills_in_references(
         ("advise", {"temp": 21, "note": "Oslo: dry, $5"}),  # a whole reference keeps its type
     ]
     assert out["tasks"]["t2"].result.summary == "shirt (Oslo: dry, $5)"
+    assert "- [x] t2: Task t2 (after t1) [calls advise]" in render_checklist(out["tasks"])
     assert json.loads(out["tasks"]["t1"].result.summary)["city"] == "Oslo"
     assert by_role(out, "actor") == 0
     assert out["usage"].by_role["tool_step"].tool_calls == 2
     assert out["usage"].by_task["t2"].tool_calls == 1 and out["usage"].by_task["t2"].llm_calls == 0
+    if tool_calling == "json":  # the schema in the planner's prompt has the tool step
+        assert (
+            '"call"' in model.prompts("planner")[0]
+            and "ToolCallSpec" in model.prompts("planner")[0]
+        )
+
+
+def test_the_planner_schema_carries_the_call_of_a_tool_step() -> None:
+    schema = plan_update_schema(8, first=True).model_json_schema()
+    call = schema["$defs"]["ToolCallSpec"]
+    assert set(call["properties"]) == {"tool", "args"} and call["required"] == ["tool"]
+    spec_fields = schema["$defs"]["TaskSpec"]["properties"]
+    assert "call" in spec_fields
 
 
 def test_a_tool_step_and_an_actor_task_mix_in_one_plan(scripted_graph: GraphFactory) -> None:

@@ -264,7 +264,9 @@ def render_checklist(tasks: Tasks, *, with_results: bool = False, cancelled: boo
             line = f"{indent}- {mark} {task.id}: {task.title}"
             if task.dependencies:
                 line += f" (after {', '.join(task.dependencies)})"
-            if task.agent and task.team is None:
+            if task.call is not None:
+                line += f" [calls {task.call.tool}]"
+            elif task.agent and task.team is None:
                 line += f" [agent {task.agent}]"
             lines.append(line)
             if task.team is not None:
