@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from aimegraph.checkpoints import DEFAULT_CHECKPOINT_URL, redact_url
@@ -15,6 +16,7 @@ __all__ = [
     "checkpoints_option",
     "durability_option",
     "mcp_option",
+    "plan_option",
     "rebuild_options",
     "run_options",
     "stream_option",
@@ -39,6 +41,16 @@ def stream_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the answer as the model writes it (token by token with a streaming "
         "model); not with --json",
+    )
+
+
+def plan_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        type=Path,
+        help="start from this plan (YAML or JSON: tasks, which may be tool steps with "
+        "'call') instead of asking the planner; checked first (a bad plan: exit 2)",
     )
 
 

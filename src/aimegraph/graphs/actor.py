@@ -1,5 +1,5 @@
 """The actor subgraph: [recall ->] react <-> tools (one task per call) [-> check]
-[-> record | hand_back]."""
+[-> record | hand_back]; a tool step (``Task.call``): call -> tools -> settle_call."""
 
 from __future__ import annotations
 
@@ -24,6 +24,14 @@ from aimegraph.nodes.executor import (
     make_react_node,
 )
 from aimegraph.nodes.tool_approval import make_tool_approval
+from aimegraph.nodes.tool_step import (
+    CALL,
+    SETTLE_CALL,
+    make_call_node,
+    make_settle_call_node,
+    route_after_tools,
+    route_start,
+)
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
@@ -128,21 +136,28 @@ def build_actor_graph(
             workspace=parts.workspace,
         ),
     )
+    # A tool step (the plan gives its call) runs that call with no model call, through
+    # the same tools step; it needs no recall, check or record (no model to inform).
+    after_call = "hand_back" if member else END
+    builder.add_node(CALL, make_call_node(after_call), destinations=("tools", after_call))
+    builder.add_node(SETTLE_CALL, make_settle_call_node())
+    builder.add_edge(SETTLE_CALL, after_call)
     if memory:
         builder.add_node("recall", make_actor_recall_node(config))
-        builder.add_edge(START, "recall")
+        builder.add_conditional_edges(START, route_start("recall"), [CALL, "recall"])
         builder.add_edge("recall", "react")
         builder.add_node("record", make_task_record_node(chat, config))
         builder.add_edge("record", END)
     else:
-        builder.add_edge(START, "react")
+        builder.add_conditional_edges(START, route_start("react"), [CALL, "react"])
     if member:
         builder.add_node("hand_back", make_hand_back_node())
         builder.add_edge("hand_back", END)
-    # Every tools task (one per call) hands back to react, which ends the loop when a
-    # call settled the task: a route per task could send one call's task to `done`
-    # and its sibling's to `react` in the same step.
-    builder.add_edge("tools", "react")
+    # Every tools task (one per call) of an actor hands back to react, which ends the
+    # loop when a call settled the task: a route by outcome could send one call's task
+    # to `done` and its sibling's to `react` in the same step. A tool step's one call
+    # goes to settle_call.
+    builder.add_conditional_edges("tools", route_after_tools, ["react", SETTLE_CALL])
     if check:
         checker = config.chat_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(

@@ -36,8 +36,18 @@ from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
-from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
+from aimegraph.state import (
+    AimeInput,
+    AimeOutput,
+    AimeState,
+    PlanLike,
+    PlanUpdate,
+    Usage,
+    apply_plan,
+    load_plan,
+)
 from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
+from aimegraph.tools.steps import call_checker
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
@@ -57,6 +67,7 @@ def build_aime_graph(
     prompts: PromptsArg = None,
     response_format: ResponseFormat | None = None,
     mcp_servers: McpServersArg = None,
+    plan: PlanLike | str | Path | None = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -112,6 +123,12 @@ def build_aime_graph(
             that cannot start raises ``McpServerError`` naming it); during a run each
             server has one session, opened on its first call and closed when the run
             ends, however it ends (see :mod:`aimegraph.tools.mcp`).
+        plan: A predefined plan each run starts from, instead of the planner's first
+            plan (no model call): a ``PlanUpdate``, its dict, a list of task specs
+            (actor tasks and tool steps), or the path of a YAML / JSON file of one.
+            Checked here as the planner's plans are (``PlanError``, a ``ValueError``,
+            says why it is refused); a run's input ``plan`` takes its place. Failed
+            tasks and rejected answers are still replanned by the planner model.
         name: The compiled graph's name.
 
     Returns:
@@ -144,8 +161,11 @@ def build_aime_graph(
         agents=agents,
     )
     registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
-    # First: it checks that approve_tools names tools there are.
-    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source)
+    check_call = call_checker(registry.tools)
+    agent_names = list(units.descriptions()) if units is not None else []
+    given = _checked_plan(plan, config, registry, agent_names) if plan is not None else None
+    # Before the other nodes: it checks that approve_tools names tools there are.
+    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
 
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
@@ -170,9 +190,7 @@ def build_aime_graph(
     builder.add_node(
         "escalate",
         make_escalate_node(
-            config,
-            bundles=list(registry.bundles),
-            agents=list(units.descriptions()) if units is not None else (),
+            config, bundles=list(registry.bundles), agents=agent_names, check_call=check_call
         ),
         destinations=("orchestrator", "planner", "reporter"),
     )
@@ -225,7 +243,8 @@ def build_aime_graph(
         make_approve_plan_node(
             config=config,
             bundles=list(registry.bundles),
-            agents=list(units.descriptions()) if units is not None else (),
+            agents=agent_names,
+            check_call=check_call,
         ),
     )
     builder.add_conditional_edges(
@@ -277,6 +296,22 @@ def build_aime_graph(
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
+
+
+def _checked_plan(
+    plan: PlanLike | str | Path, config: AimeConfig, registry: ToolRegistry, agents: list[str]
+) -> PlanUpdate:
+    """The predefined plan, read and checked as a first plan (raises ``PlanError``)."""
+    given = load_plan(plan)
+    apply_plan(
+        {},
+        given,
+        max_tasks=config.max_tasks,
+        bundles=list(registry.bundles),
+        agents=agents,
+        check_call=call_checker(registry.tools),
+    )
+    return given
 
 
 def _graph_parts(

@@ -13,6 +13,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
+from aimegraph.nodes.given_plan import GIVEN, make_given_plan_node, route_planner_start
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.planner import (
     make_commit_node,
@@ -25,6 +26,7 @@ from aimegraph.prompts import planner as planner_prompts
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
 from aimegraph.tools.registry import ToolRegistry
+from aimegraph.tools.steps import call_checker
 
 
 def build_planner_graph(
@@ -42,7 +44,9 @@ def build_planner_graph(
     """Build the planner: it turns the goal and the progress list into a task DAG.
 
     ``draft -> validate -> commit``; an invalid draft goes back to ``draft`` with
-    the error (at most ``max_plan_repairs`` times) and then to ``give_up``. When the
+    the error (at most ``max_plan_repairs`` times) and then to ``give_up``. A plan
+    given in the state (``plan``) is the draft instead (``given``: no model call),
+    and ends in ``give_up`` when it is invalid. When the
     run's config sets ``approve_plan``, an ``approve_plan`` interrupt replaces
     ``commit`` (see ``ask_approval``).
 
@@ -103,29 +107,40 @@ def build_planner_graph(
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
+    check_call = call_checker(registry.tools)
     builder.add_node(
         "validate",
-        make_validate_node(config=config, bundles=list(registry.bundles), agents=list(units)),
+        make_validate_node(
+            config=config,
+            bundles=list(registry.bundles),
+            agents=list(units),
+            check_call=check_call,
+        ),
     )
+    builder.add_node(GIVEN, make_given_plan_node(config))
+    builder.add_edge(GIVEN, "validate")
     builder.add_node("give_up", make_give_up_node(config))
     builder.add_node("commit", make_commit_node())
     if ask_approval:
         builder.add_node(
             "approve_plan",
             make_approve_plan_node(
-                config=config, bundles=list(registry.bundles), agents=list(units)
+                config=config,
+                bundles=list(registry.bundles),
+                agents=list(units),
+                check_call=check_call,
             ),
         )
         builder.add_conditional_edges(
             "approve_plan", route_after_approval(END), ["approve_plan", END]
         )
 
+    # A plan given in the state is the draft: no recall, no model call.
+    first = "recall" if memory else "draft"
+    builder.add_conditional_edges(START, route_planner_start(first), [GIVEN, first])
     if memory:
         builder.add_node("recall", make_planner_recall_node(config))
-        builder.add_edge(START, "recall")
         builder.add_edge("recall", "draft")
-    else:
-        builder.add_edge(START, "draft")
     builder.add_edge("draft", "validate")
     builder.add_conditional_edges(
         "validate",

@@ -110,11 +110,13 @@ def build_team_executor(
 
 
 def _route(units: UnitActorFactory) -> Callable[[ActorState], str | Send]:
-    """The task's team mode, else ``single``; a unit with a model of its own runs as
-    a sequential team of one."""
+    """The task's team mode, else ``single`` (also for a tool step); a unit with a
+    model of its own runs as a sequential team of one."""
 
     def route(state: ActorState) -> str | Send:
         task = state["task"]
+        if task.call is not None:  # a tool step: the engine makes its call, no unit
+            return "single"
         if task.team is not None:
             return task.team.mode
         name, _ = units.choose(task)
