@@ -47,6 +47,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "FAILED_STATUSES",
+    "LiveCollector",
     "Metrics",
     "MetricsCallback",
     "ObservedRun",
@@ -119,7 +120,7 @@ class Metrics:
         self._lock = threading.Lock()
         self._tasks: dict[UUID, float] = {}
         self._runs = 0
-        r.register(_LiveCollector(self._live))
+        r.register(LiveCollector(self._live))
 
     # -- what the sources report
 
@@ -203,7 +204,7 @@ class Metrics:
         yield GaugeMetricFamily("aimegraph_runs_in_flight", "Runs executing now", value=runs)
 
 
-class _LiveCollector:
+class LiveCollector:
     """A custom collector over a function (values read when scraped)."""
 
     def __init__(self, collect: Callable[[], Iterable[Metric]]) -> None:

@@ -304,7 +304,9 @@ def invoke_held(
     """``graph.invoke`` under ``lease``, as :func:`stream_held`; returns the state.
     Counted by the process's metrics when they are on (:mod:`aimegraph.metrics`)."""
     with observe_run(graph, config) as run:
-        for update in stream_held(graph, inputs, run.config, lease, stream_mode="updates", **kwargs):
+        for update in stream_held(
+            graph, inputs, run.config, lease, stream_mode="updates", **kwargs
+        ):
             run.update(update)
         snapshot = graph.get_state(run_config(lease.thread_id))
         run.ended(snapshot)
