@@ -23,8 +23,15 @@ log = logging.getLogger(__name__)
 
 def queue_depth(app: Celery, queue: str) -> int:
     """Messages waiting in ``queue`` (not yet taken by a worker)."""
+    from kombu.exceptions import ChannelError
+
     with app.connection_for_read() as connection:
-        declared = connection.default_channel.queue_declare(queue=queue, passive=True)
+        try:
+            declared = connection.default_channel.queue_declare(queue=queue, passive=True)
+        except ChannelError as exc:
+            if "NOT_FOUND" in str(exc):  # Redis keeps no empty list: an empty queue
+                return 0
+            raise
         return int(declared.message_count)
 
 
