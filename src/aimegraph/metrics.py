@@ -51,6 +51,7 @@ __all__ = [
     "Metrics",
     "MetricsCallback",
     "ObservedRun",
+    "disable_metrics",
     "enable_metrics",
     "exposition",
     "metrics_enabled",
@@ -227,18 +228,27 @@ def _samples(families: Iterable[Metric], suffix: str) -> Iterator[Any]:
 
 # --- the process's metrics
 
+_METRICS: Metrics | None = None
 _CURRENT: Metrics | None = None
+"""The metrics runs count in: ``_METRICS`` while they are on."""
 _ENABLING = threading.Lock()
 
 
 def enable_metrics() -> Metrics:
     """Count every run of this process from now on (idempotent); returns the metrics
     on prometheus-client's default registry."""
-    global _CURRENT
+    global _CURRENT, _METRICS
     with _ENABLING:
-        if _CURRENT is None:
-            _CURRENT = Metrics()
-        return _CURRENT
+        if _METRICS is None:
+            _METRICS = Metrics()
+        _CURRENT = _METRICS
+        return _METRICS
+
+
+def disable_metrics() -> None:
+    """Count no more runs (the counts so far stay on the registry)."""
+    global _CURRENT
+    _CURRENT = None
 
 
 def metrics_enabled() -> Metrics | None:

@@ -36,7 +36,9 @@ def test_alert_rules_and_dashboard_name_only_exported_metrics(
     names = exported(saver, runs)
     rules = yaml.safe_load((DEPLOY / "prometheus-alerts.yml").read_text())
     exprs = [rule["expr"] for group in rules["groups"] for rule in group["rules"]]
-    assert len(exprs) >= 5 and all(rule.get("alert") for g in rules["groups"] for rule in g["rules"])
+    assert len(exprs) >= 5 and all(
+        rule.get("alert") for g in rules["groups"] for rule in g["rules"]
+    )
     dashboard = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
     exprs += [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     used = {name for expr in exprs for name in METRIC.findall(expr)}

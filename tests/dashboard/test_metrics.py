@@ -26,9 +26,7 @@ Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 def scrape(client: TestClient) -> Samples:
     response = client.get("/metrics")
-    assert response.status_code == 200 and response.headers["content-type"].startswith(
-        "text/plain"
-    )
+    assert response.status_code == 200 and response.headers["content-type"].startswith("text/plain")
     return {
         (s.name, tuple(sorted(s.labels.items()))): s.value
         for family in text_string_to_metric_families(response.text)

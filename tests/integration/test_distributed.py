@@ -803,7 +803,10 @@ def test_a_worker_serves_metrics_during_and_after_its_runs(own_cluster: Cluster)
     )
     assert calls == sum(u.llm_calls for u in usages)
     tools = after[
-        ("aimegraph_tool_call_duration_seconds_count", (("outcome", "ok"), ("tool", "record_side_effect")))
+        (
+            "aimegraph_tool_call_duration_seconds_count",
+            (("outcome", "ok"), ("tool", "record_side_effect")),
+        )
     ]
     assert tools == 3 * len(TASKS)
 

@@ -19,6 +19,8 @@ from aimegraph.alerts import AlertEngine, AlertRule, AlertSettings, Webhook, loa
 from aimegraph.metrics import Metrics
 from aimegraph.state import Usage
 
+HOUR = 3600.0
+
 
 @pytest.fixture
 def site() -> Iterator[LocalSite]:
@@ -48,7 +50,9 @@ def tool_calls(metrics: Metrics, tool: str, ok: int, failed: int) -> None:
         metrics.tool_call(tool, "error", 0.01)
 
 
-def test_a_tool_failing_too_often_fires_once_then_resolves(site: LocalSite, metrics: Metrics) -> None:
+def test_a_tool_failing_too_often_fires_once_then_resolves(
+    site: LocalSite, metrics: Metrics
+) -> None:
     rule = AlertRule(name="tools", kind="tool_failure_rate", limit=0.2, window_s=0.3, min_calls=5)
     alerts = engine(site, metrics, rule)
     tool_calls(metrics, "python", ok=7, failed=3)  # 30% of 10
@@ -106,9 +110,6 @@ def test_spending_over_the_hourly_limit_fires(site: LocalSite, metrics: Metrics)
     metrics.usage(Usage.of_call("planner", input_tokens=500, price=(4000.0, 0.0), model="m"))
     fired = alerts.check()  # $6 this hour
     assert [a.value for a in fired] == [pytest.approx(6.0)]
-
-
-HOUR = 3600.0
 
 
 def test_failed_runs_in_a_row_fire_and_a_success_resolves(
