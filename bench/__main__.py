@@ -38,6 +38,7 @@ from bench import (
     local_runs,
     mcp,
     memory,
+    metrics,
     optimize,
     overhead,
     parallel,
@@ -81,6 +82,7 @@ NEEDING_EXTRAS: dict[str, Callable[[bool], SectionResult]] = {
     "sandbox": sandbox.run,
     "eval": eval_tokens.run,
     "install": install.run,
+    "metrics": metrics.run,
 }
 """Sections that need an optional extra or a service: in the full run, never in
 ``--quick`` (unless named in ``--only``)."""

@@ -45,6 +45,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
+from aimegraph.metrics import observe_run
 from aimegraph.models.response_format import load_response_format
 from aimegraph.nodes.notes import Note, post_note
 from aimegraph.state import PlanLike, Usage
@@ -303,10 +304,16 @@ def stream_held(
 def invoke_held(
     graph: ThreadGraph, inputs: Any, config: RunnableConfig, lease: ThreadLease, **kwargs: Any
 ) -> dict[str, Any]:
-    """``graph.invoke`` under ``lease``, as :func:`stream_held`; returns the state."""
-    for _ in stream_held(graph, inputs, config, lease, stream_mode="updates", **kwargs):
-        pass
-    return dict(graph.get_state(run_config(lease.thread_id)).values)
+    """``graph.invoke`` under ``lease``, as :func:`stream_held`; returns the state.
+    Counted by the process's metrics when they are on (:mod:`aimegraph.metrics`)."""
+    with observe_run(graph, config) as run:
+        for update in stream_held(
+            graph, inputs, run.config, lease, stream_mode="updates", **kwargs
+        ):
+            run.update(update)
+        snapshot = graph.get_state(run_config(lease.thread_id))
+        run.ended(snapshot)
+    return dict(snapshot.values)
 
 
 def run_thread(

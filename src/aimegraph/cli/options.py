@@ -7,14 +7,19 @@ from __future__ import annotations
 import argparse
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from aimegraph.checkpoints import DEFAULT_CHECKPOINT_URL, redact_url
 
+if TYPE_CHECKING:
+    from aimegraph.alerts import AlertSettings
+
 __all__ = [
+    "alerts_option",
     "broker_options",
     "checkpoints_option",
     "durability_option",
+    "load_alert_rules",
     "mcp_option",
     "plan_option",
     "rebuild_options",
@@ -200,3 +205,25 @@ def broker_options(parser: argparse.ArgumentParser, purpose: str) -> None:
         "redis://127.0.0.1:6379/0)",
     )
     parser.add_argument("--queue", default="aimegraph", help="queue name (aimegraph)")
+
+
+def alerts_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--alerts",
+        metavar="FILE",
+        help="alert rules (YAML: rules, webhook; see the README's Metrics and alerts) "
+        "checked in the background, fired alerts POSTed to the webhook",
+    )
+
+
+def load_alert_rules(path: str | None) -> AlertSettings | None:
+    """The ``--alerts`` file's rules (None without one); CliError on a bad file."""
+    if path is None:
+        return None
+    from aimegraph.alerts import load_alerts
+    from aimegraph.cli.support import EXIT_USAGE, CliError
+
+    try:
+        return load_alerts(path)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
