@@ -1,0 +1,147 @@
+"""aimegraph served to other agents (issue 36): the A2A server driven by the official
+``a2a-sdk`` client, the MCP server by the ``mcp`` client over stdio and streamable
+HTTP. Each round trip: start a goal, follow it, answer the human it waits for,
+cancel another run."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from tests.human_scenarios import ASKING, scenario_spec
+
+from aimegraph.checkpoints import open_checkpointer
+
+a2a = pytest.importorskip("a2a", reason="the [a2a] extra is not installed")
+pytest.importorskip("mcp", reason="the [mcp] extra is not installed")
+
+from a2a.client import ClientConfig, create_client  # noqa: E402
+from a2a.helpers import get_artifact_text, get_data_parts, new_text_message  # noqa: E402
+from a2a.types import (  # noqa: E402
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    TaskState,
+)
+from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH  # noqa: E402
+
+from aimegraph.serving.a2a import create_a2a_app, thread_of  # noqa: E402
+from aimegraph.serving.runs import ServedRuns  # noqa: E402
+from aimegraph.serving.server import serving_in_background  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedRuns]:
+    """Runs of the asking scenario over an SQLite store; workspaces in tmp_path."""
+    monkeypatch.chdir(tmp_path)
+    with open_checkpointer(f"sqlite:///{tmp_path / 'checkpoints.db'}") as saver:
+        served = ServedRuns(saver, model=scenario_spec(tmp_path, ASKING))
+        yield served
+        for thread_id in served.manager.active():  # nothing may write after the store closes
+            served.manager.wait(thread_id, timeout=60)
+
+
+def _a2a(runs: ServedRuns) -> AbstractContextManager[str]:
+    return serving_in_background(lambda url: create_a2a_app(runs, url))
+
+
+def _message(text: str, task_id: str | None = None, context_id: str | None = None) -> Message:
+    message = new_text_message(text, role=Role.ROLE_USER)
+    if task_id:
+        message.task_id = task_id
+        message.context_id = context_id or ""
+    return message
+
+
+async def _send(client: Any, message: Message) -> list[StreamResponse]:
+    return [event async for event in client.send_message(SendMessageRequest(message=message))]
+
+
+def _states(events: list[StreamResponse]) -> list[int]:
+    return [e.status_update.status.state for e in events if e.HasField("status_update")]
+
+
+async def test_a2a_round_trip_send_stream_input_required_resume_cancel(runs: ServedRuns) -> None:
+    with _a2a(runs) as url:
+        client = await create_client(url, ClientConfig(streaming=True))
+        events = await _send(client, _message("Pick a mirror and fetch from it."))
+        task = events[0].task
+        states = _states(events)
+        # Streamed: submitted, working with the progress list, then paused for the human.
+        assert task.status.state == TaskState.TASK_STATE_SUBMITTED
+        assert TaskState.TASK_STATE_WORKING in states
+        working = [
+            e.status_update.status.message.parts[0].text
+            for e in events
+            if e.HasField("status_update")
+            and e.status_update.status.state == TaskState.TASK_STATE_WORKING
+            and e.status_update.status.message.parts
+        ]
+        assert working[:2] == ["- [ ] t1: Ask", "- [~] t1: Ask"]
+        assert states[-1] == TaskState.TASK_STATE_INPUT_REQUIRED
+        asked = events[-1].status_update.status.message
+        (data,) = get_data_parts(asked.parts)
+        (interrupt,) = data["interrupts"]
+        assert interrupt["kind"] == "ask_human" and interrupt["question"] == "Which mirror?"
+        assert data["thread_id"] == thread_of(task.id)
+
+        # Resume: the next message on the task answers; the run carries on and completes.
+        events = await _send(client, _message("the EU one", task.id, task.context_id))
+        assert _states(events)[-1] == TaskState.TASK_STATE_COMPLETED
+        (artifact,) = [e.artifact_update.artifact for e in events if e.HasField("artifact_update")]
+        assert artifact.name == "answer" and "ok" in get_artifact_text(artifact)
+        assert runs.view(thread_of(task.id)).status == "succeeded"
+
+        # A non-streaming client sees the same task, paused; cancelling it cancels the run.
+        blocking = await create_client(url, ClientConfig(streaming=False))
+        (response,) = await _send(blocking, _message("Pick a mirror again."))
+        paused = response.task
+        assert paused.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+        cancelled = await blocking.cancel_task(CancelTaskRequest(id=paused.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        assert runs.view(thread_of(paused.id)).status == "cancelled"
+        again = await blocking.get_task(GetTaskRequest(id=paused.id))
+        assert again.status.state == TaskState.TASK_STATE_CANCELED
+
+
+async def test_a2a_answer_that_does_not_fit_asks_again(runs: ServedRuns, tmp_path: Path) -> None:
+    with open_checkpointer(f"sqlite:///{tmp_path / 'plan.db'}") as saver:
+        approving = ServedRuns(
+            saver, model=scenario_spec(tmp_path, ASKING, "approving"), config={"approve_plan": True}
+        )
+        with _a2a(approving) as url:
+            client = await create_client(url, ClientConfig(streaming=True))
+            events = await _send(client, _message("Pick a mirror."))
+            task = events[0].task
+            (data,) = get_data_parts(events[-1].status_update.status.message.parts)
+            assert data["interrupts"][0]["kind"] == "approve_plan"
+            events = await _send(client, _message("maybe", task.id, task.context_id))
+            assert _states(events) == [TaskState.TASK_STATE_INPUT_REQUIRED]
+            (data,) = get_data_parts(events[-1].status_update.status.message.parts)
+            assert "approve or reject" in data["error"]
+            events = await _send(client, _message("reject too vague", task.id, task.context_id))
+            assert _states(events)[-1] == TaskState.TASK_STATE_REJECTED
+            assert "too vague" in events[-1].status_update.status.message.parts[0].text
+
+
+async def test_a2a_needs_the_token_when_it_has_one(runs: ServedRuns) -> None:
+    with serving_in_background(lambda url: create_a2a_app(runs, url, token="s3cret")) as url:
+        async with httpx.AsyncClient(base_url=url) as http:
+            card = (await http.get(AGENT_CARD_WELL_KNOWN_PATH)).json()
+            assert "bearer" in card["securitySchemes"]  # the card is public, and says so
+            call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
+            assert (await http.post("/", json=call)).status_code == 401
+            authorised = {"Authorization": "Bearer s3cret"}
+            assert (await http.post("/", json=call, headers=authorised)).status_code == 200
