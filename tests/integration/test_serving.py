@@ -5,7 +5,6 @@ cancel another run."""
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -34,8 +33,12 @@ from a2a.types import (  # noqa: E402
     TaskState,
 )
 from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH  # noqa: E402
+from mcp import ClientSession, StdioServerParameters  # noqa: E402
+from mcp.client.stdio import stdio_client  # noqa: E402
+from mcp.client.streamable_http import streamable_http_client  # noqa: E402
 
 from aimegraph.serving.a2a import create_a2a_app, thread_of  # noqa: E402
+from aimegraph.serving.mcp import create_mcp_server, mcp_http_app  # noqa: E402
 from aimegraph.serving.runs import ServedRuns  # noqa: E402
 from aimegraph.serving.server import serving_in_background  # noqa: E402
 
@@ -145,3 +148,80 @@ async def test_a2a_needs_the_token_when_it_has_one(runs: ServedRuns) -> None:
             assert (await http.post("/", json=call)).status_code == 401
             authorised = {"Authorization": "Bearer s3cret"}
             assert (await http.post("/", json=call, headers=authorised)).status_code == 200
+
+
+async def _mcp_round_trip(session: ClientSession) -> None:
+    """Start, follow with progress, answer, finish; start again, cancel; a mistake."""
+    await session.initialize()
+    names = {tool.name for tool in (await session.list_tools()).tools}
+    assert {"start_run", "run_status", "wait_for_run", "answer", "cancel_run"} <= names
+    thread_id = (await _tool(session, "start_run", goal="Pick a mirror."))["thread_id"]
+    progress: list[tuple[float, float | None, str | None]] = []
+
+    async def heard(done: float, total: float | None, message: str | None) -> None:
+        progress.append((done, total, message))
+
+    run = await _tool(session, "wait_for_run", heard, thread_id=thread_id, timeout_s=60)
+    # Where the run was when asked (planned, or already at the question), then each step.
+    assert run["status"] == "paused" and progress[-1] == (0, 1, "- [~] t1: Ask")
+    assert {message for *_, message in progress} <= {"- [ ] t1: Ask", "- [~] t1: Ask"}
+    (waiting,) = run["interrupts"]
+    assert waiting["kind"] == "ask_human" and waiting["question"] == "Which mirror?"
+    assert (await _tool(session, "run_status", thread_id=thread_id))["status"] == "paused"
+    # An answer that does not fit is a tool error saying what would.
+    decision = {"action": "approve"}
+    refused = await session.call_tool("answer", {"thread_id": thread_id, "decision": decision})
+    assert refused.isError and "asks a question" in refused.content[0].text
+    await _tool(session, "answer", thread_id=thread_id, decision={"answer": "the EU one"})
+    run = await _tool(session, "wait_for_run", thread_id=thread_id, timeout_s=60)
+    assert run["status"] == "succeeded" and "ok" in run["final_answer"]
+
+    other = (await _tool(session, "start_run", goal="Pick another."))["thread_id"]
+    assert (await _tool(session, "wait_for_run", thread_id=other))["status"] == "paused"
+    assert (await _tool(session, "cancel_run", thread_id=other))["status"] == "cancelled"
+    unknown = await session.call_tool("run_status", {"thread_id": "nope"})
+    assert unknown.isError and "no thread 'nope'" in unknown.content[0].text
+
+
+async def _tool(session: ClientSession, name: str, heard: Any = None, **arguments: Any) -> Any:
+    result = await session.call_tool(name, arguments, progress_callback=heard)
+    assert not result.isError, result.content
+    return result.structuredContent
+
+
+async def test_mcp_round_trip_over_stdio(tmp_path: Path) -> None:
+    model = scenario_spec(tmp_path, ASKING)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    server = StdioServerParameters(
+        command=sys.executable,
+        args=[
+            "-m",
+            "aimegraph.cli",
+            "--checkpoints",
+            f"sqlite:///{tmp_path / 'c.db'}",
+            "mcp",
+            "serve",
+            "--transport",
+            "stdio",
+            "--model",
+            model,
+        ],  # fmt: skip
+        env=env,
+        cwd=tmp_path,
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await _mcp_round_trip(session)
+
+
+async def test_mcp_round_trip_over_streamable_http(runs: ServedRuns) -> None:
+    server = create_mcp_server(runs)
+    with serving_in_background(lambda url: mcp_http_app(server, token="s3cret")) as url:
+        async with httpx.AsyncClient() as anonymous:
+            assert (await anonymous.post(f"{url}/mcp", json={})).status_code == 401
+        http = httpx.AsyncClient(headers={"Authorization": "Bearer s3cret"}, timeout=60)
+        async with (
+            http,
+            streamable_http_client(f"{url}/mcp", http_client=http) as (read, write, _),
+            ClientSession(read, write) as session,
+        ):
+            await _mcp_round_trip(session)

@@ -53,7 +53,11 @@ from a2a.types import (
     StringList,
     TaskState,
 )
-from a2a.utils.constants import AGENT_CARD_WELL_KNOWN_PATH, PROTOCOL_VERSION_CURRENT, TransportProtocol
+from a2a.utils.constants import (
+    AGENT_CARD_WELL_KNOWN_PATH,
+    PROTOCOL_VERSION_CURRENT,
+    TransportProtocol,
+)
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -268,4 +272,3 @@ def create_a2a_app(runs: ServedRuns, url: str, token: str | None = None) -> Star
     public = (AGENT_CARD_WELL_KNOWN_PATH,)
     middleware = [Middleware(BearerTokenMiddleware, token=token, public=public)] if token else []
     return Starlette(routes=routes, middleware=middleware)
-

@@ -193,13 +193,13 @@ class ServedRuns:
         *,
         since: str | None = None,
         timeout: float | None = None,
+        shown: str | None = None,
     ) -> RunView:
         """Wait until the thread's run pauses for a human or ends (or ``timeout``
         seconds pass: then its state as it is), telling ``on_progress`` each new
         state of its progress list after checkpoint ``since`` meanwhile (each
-        checkpointed step's, as the run writes them)."""
+        checkpointed step's, as the run writes them; not the ``shown`` one again)."""
         deadline = None if timeout is None else time.monotonic() + timeout
-        shown = None
         while True:
             view = await asyncio.to_thread(self.view, thread_id)
             if on_progress is not None:
