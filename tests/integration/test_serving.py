@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+from tests.conftest import Cli
 from tests.human_scenarios import ASKING, scenario_spec
 
 from aimegraph.checkpoints import open_checkpointer
@@ -119,24 +120,23 @@ async def test_a2a_round_trip_send_stream_input_required_resume_cancel(runs: Ser
         assert again.status.state == TaskState.TASK_STATE_CANCELED
 
 
-async def test_a2a_answer_that_does_not_fit_asks_again(runs: ServedRuns, tmp_path: Path) -> None:
-    with open_checkpointer(f"sqlite:///{tmp_path / 'plan.db'}") as saver:
-        approving = ServedRuns(
-            saver, model=scenario_spec(tmp_path, ASKING, "approving"), config={"approve_plan": True}
-        )
-        with _a2a(approving) as url:
-            client = await create_client(url, ClientConfig(streaming=True))
-            events = await _send(client, _message("Pick a mirror."))
-            task = events[0].task
-            (data,) = get_data_parts(events[-1].status_update.status.message.parts)
-            assert data["interrupts"][0]["kind"] == "approve_plan"
-            events = await _send(client, _message("maybe", task.id, task.context_id))
-            assert _states(events) == [TaskState.TASK_STATE_INPUT_REQUIRED]
-            (data,) = get_data_parts(events[-1].status_update.status.message.parts)
-            assert "approve or reject" in data["error"]
-            events = await _send(client, _message("reject too vague", task.id, task.context_id))
-            assert _states(events)[-1] == TaskState.TASK_STATE_REJECTED
-            assert "too vague" in events[-1].status_update.status.message.parts[0].text
+async def test_a2a_answer_that_does_not_fit_asks_again(runs: ServedRuns) -> None:
+    with _a2a(runs) as url:
+        client = await create_client(url, ClientConfig(streaming=True))
+        # The caller asks for plan approval in the first message's metadata.
+        first = _message("Pick a mirror.")
+        first.metadata.update({"config": {"approve_plan": True}})
+        events = await _send(client, first)
+        task = events[0].task
+        (data,) = get_data_parts(events[-1].status_update.status.message.parts)
+        assert data["interrupts"][0]["kind"] == "approve_plan"
+        events = await _send(client, _message("maybe", task.id, task.context_id))
+        assert _states(events) == [TaskState.TASK_STATE_INPUT_REQUIRED]
+        (data,) = get_data_parts(events[-1].status_update.status.message.parts)
+        assert "approve or reject" in data["error"]
+        events = await _send(client, _message("reject too vague", task.id, task.context_id))
+        assert _states(events)[-1] == TaskState.TASK_STATE_REJECTED
+        assert "too vague" in events[-1].status_update.status.message.parts[0].text
 
 
 async def test_a2a_needs_the_token_when_it_has_one(runs: ServedRuns) -> None:
@@ -155,6 +155,9 @@ async def _mcp_round_trip(session: ClientSession) -> None:
     await session.initialize()
     names = {tool.name for tool in (await session.list_tools()).tools}
     assert {"start_run", "run_status", "wait_for_run", "answer", "cancel_run"} <= names
+    # A caller sets budgets and human control, never the host's settings.
+    refused = await session.call_tool("start_run", {"goal": "x", "config": {"workspace": "/"}})
+    assert refused.isError and "may not set workspace" in refused.content[0].text
     thread_id = (await _tool(session, "start_run", goal="Pick a mirror."))["thread_id"]
     progress: list[tuple[float, float | None, str | None]] = []
 
@@ -225,3 +228,14 @@ async def test_mcp_round_trip_over_streamable_http(runs: ServedRuns) -> None:
             ClientSession(read, write) as session,
         ):
             await _mcp_round_trip(session)
+
+
+def test_serving_beyond_this_machine_needs_a_token(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("AIMEGRAPH_SERVE_TOKEN", raising=False)
+    for command in (("a2a", "serve"), ("mcp", "serve", "--transport", "http")):
+        code, text = cli(*command, "--host", "0.0.0.0")
+        assert code == 2 and "pass --token" in text and "Traceback" not in text
+    code, text = cli("a2a", "serve", "--config", '{"max_replans": "many"}')
+    assert code == 2 and "max_replans" in text

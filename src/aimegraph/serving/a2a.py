@@ -58,6 +58,7 @@ from a2a.utils.constants import (
     PROTOCOL_VERSION_CURRENT,
     TransportProtocol,
 )
+from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
@@ -65,7 +66,7 @@ from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError
 from aimegraph.serving.runs import PAUSED, RunView, ServedRuns
 from aimegraph.serving.security import BearerTokenMiddleware
-from aimegraph.steering import AnswerError, NoSuchInterruptError
+from aimegraph.steering import DEMO_SCENARIO, AnswerError, NoSuchInterruptError
 
 __all__ = ["AimeAgentExecutor", "agent_card", "create_a2a_app", "thread_of"]
 
@@ -117,7 +118,7 @@ class AimeAgentExecutor(AgentExecutor):
         since = await asyncio.to_thread(self.runs.head, thread_id)
         try:
             if context.current_task is None:
-                config = _metadata_config(context.metadata)
+                config = _metadata_config(MessageToDict(message.metadata))
                 await asyncio.to_thread(
                     self.runs.start, get_message_text(message), thread_id, config
                 )
@@ -245,6 +246,7 @@ def agent_card(url: str, *, model: str, token: bool = False) -> AgentCard:
                 name="Run a goal",
                 description="Plan, run and verify a goal; answer its questions when asked.",
                 tags=["planning", "multi-agent", "workflow"],
+                examples=[_demo_goal()] if model == DEMO_SCENARIO else [],
             )
         ],
     )
@@ -256,6 +258,13 @@ def agent_card(url: str, *, model: str, token: bool = False) -> AgentCard:
             SecurityRequirement(schemes={"bearer": StringList(list=[])})
         )
     return card
+
+
+def _demo_goal() -> str:
+    """The one goal the offline demo model plays."""
+    from aimegraph.models.scripted import load_scenario
+
+    return load_scenario(DEMO_SCENARIO.removeprefix("scripted:")).goal.strip()
 
 
 def create_a2a_app(runs: ServedRuns, url: str, token: str | None = None) -> Starlette:
