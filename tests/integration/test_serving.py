@@ -15,7 +15,8 @@ from typing import Any
 import httpx
 import pytest
 from tests.conftest import Cli
-from tests.human_scenarios import ASKING, scenario_spec
+from tests.human_scenarios import ASKING, REPORTED, scenario_spec
+from tests.scripted import call, plan, spec, submit
 
 from aimegraph.checkpoints import open_checkpointer
 
@@ -55,6 +56,14 @@ def runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[ServedRuns
         yield served
         for thread_id in served.manager.active():  # nothing may write after the store closes
             served.manager.wait(thread_id, timeout=60)
+
+
+SLOW: dict[str, Any] = {
+    "planner": [plan(spec("t1", title="Wait", tool_bundles=["compute"]))],
+    "actors": {"t1": [call("python", code="import time; time.sleep(1.5)"), submit("waited")]},
+    **REPORTED,
+}
+"""One actor busy for 1.5 s: a run live long enough to be cancelled while it runs."""
 
 
 def _a2a(runs: ServedRuns) -> AbstractContextManager[str]:
@@ -118,6 +127,27 @@ async def test_a2a_round_trip_send_stream_input_required_resume_cancel(runs: Ser
         assert runs.view(thread_of(paused.id)).status == "cancelled"
         again = await blocking.get_task(GetTaskRequest(id=paused.id))
         assert again.status.state == TaskState.TASK_STATE_CANCELED
+
+
+async def test_a2a_cancel_stops_a_live_run_at_its_next_step(
+    runs: ServedRuns, tmp_path: Path
+) -> None:
+    # The operator's choice, in the server's config: code runs unconfined in this test.
+    runs.model, runs.config = scenario_spec(tmp_path, SLOW, "slow"), {"sandbox": "none"}
+    with _a2a(runs) as url:
+        client = await create_client(url, ClientConfig(streaming=True))
+        events = client.send_message(SendMessageRequest(message=_message("Wait a while.")))
+        task = (await anext(events)).task
+        async for event in events:
+            message = event.status_update.status.message
+            if message.parts and message.parts[0].text == "- [~] t1: Wait":
+                break  # the actor is in its tool call
+        cancelled = await client.cancel_task(CancelTaskRequest(id=task.id))
+        assert cancelled.status.state == TaskState.TASK_STATE_CANCELED
+        await events.aclose()
+        view = runs.view(thread_of(task.id))
+        # Cancelled while live (not after it ended), its running step finished first.
+        assert view.status == "cancelled" and view.reason == "cancelled"
 
 
 async def test_a2a_answer_that_does_not_fit_asks_again(runs: ServedRuns) -> None:
