@@ -17,7 +17,6 @@ __all__ = [
     "mcp_option",
     "rebuild_options",
     "run_options",
-    "serving_options",
     "stream_option",
     "tools_option",
     "wait_option",
@@ -189,25 +188,3 @@ def broker_options(parser: argparse.ArgumentParser, purpose: str) -> None:
         "redis://127.0.0.1:6379/0)",
     )
     parser.add_argument("--queue", default="aimegraph", help="queue name (aimegraph)")
-
-
-def serving_options(parser: argparse.ArgumentParser, port: int) -> None:
-    """Where ``a2a serve`` / ``mcp serve`` listen and what their runs use."""
-    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
-    parser.add_argument("--port", type=int, default=port, help=f"port ({port})")
-    parser.add_argument(
-        "--token",
-        help="required by every request as Authorization: Bearer TOKEN; mandatory when "
-        "--host is not a loopback address (default: $AIMEGRAPH_SERVE_TOKEN)",
-    )
-    parser.add_argument(
-        "--model",
-        default="scripted:demo",
-        help="model spec of the runs started here, as for run (default: scripted:demo, the "
-        "offline demo, which plays only its own goal)",
-    )
-    parser.add_argument(
-        "--config",
-        help="AimeConfig fields as a JSON object for every run started here; callers may "
-        "add budgets and human control, never change these",
-    )

@@ -10,7 +10,6 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 
-from aimegraph.cli.options import serving_options
 from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError, config_json
 from aimegraph.console import cli_console
 
@@ -36,6 +35,28 @@ def register(command: AddCommand) -> None:
         help="stdio (for a client that starts this command) or streamable HTTP at /mcp",
     )
     serving_options(serve, port=8767)
+
+
+def serving_options(parser: argparse.ArgumentParser, port: int) -> None:
+    """Where ``a2a serve`` / ``mcp serve`` listen and what their runs use."""
+    parser.add_argument("--host", default="127.0.0.1", help="address to bind (127.0.0.1)")
+    parser.add_argument("--port", type=int, default=port, help=f"port ({port})")
+    parser.add_argument(
+        "--token",
+        help="required by every request as Authorization: Bearer TOKEN; mandatory when "
+        "--host is not a loopback address (default: $AIMEGRAPH_SERVE_TOKEN)",
+    )
+    parser.add_argument(
+        "--model",
+        default="scripted:demo",
+        help="model spec of the runs started here, as for run (default: scripted:demo, the "
+        "offline demo, which plays only its own goal)",
+    )
+    parser.add_argument(
+        "--config",
+        help="AimeConfig fields as a JSON object for every run started here; callers may "
+        "add budgets and human control, never change these",
+    )
 
 
 def cmd_a2a(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
