@@ -82,6 +82,17 @@ COMMANDS: dict[str, Command] = {
         "and start runs (needs the [dashboard] extra).",
         json=False,
     ),
+    "a2a": Command(
+        "serving",
+        "Serve aimegraph to other agents over A2A: a2a serve (needs the [a2a] extra).",
+        json=False,
+    ),
+    "mcp": Command(
+        "serving",
+        "Serve aimegraph's run tools over MCP, on stdio or streamable HTTP: mcp serve "
+        "(needs the [mcp] extra).",
+        json=False,
+    ),
     "submit": Command(
         "distributed",
         "Queue a run for the workers and print its thread id (needs [distributed]).",
@@ -133,6 +144,8 @@ EXTRA_OF_MODULE = {
     "opentelemetry": "tracing",
     "openinference": "tracing",
     "llama_cpp": "local",
+    "a2a": "a2a",
+    "mcp": "mcp",
 }
 """Modules only an extra installs, by the extra (``pip install 'aimegraph[extra]'``)."""
 
