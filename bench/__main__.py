@@ -46,6 +46,7 @@ from bench import (
     sandbox,
     scaling,
     scheduling,
+    skills,
     startup,
     teams,
     verifier,
@@ -67,6 +68,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "teams": teams.run,
     "conversation": conversation.run,
     "verifier": verifier.run,
+    "skills": skills.run,
     "startup": startup.run,
 }
 """Section name -> ``run(quick)``: the sections ``--quick`` runs, in report order."""

@@ -300,6 +300,13 @@ class AimeConfig(_Settings):
     opt_in_bundles: tuple[OptInBundle, ...] = Field(
         (), description="Tool bundles off by default: 'shell' (set when built)."
     )
+    skills: tuple[str, ...] = Field(
+        (),
+        description="Agent Skills folders (each holds a SKILL.md, or is a folder of skill "
+        "folders): actors see each skill's name and description and load the rest with "
+        "load_skill; the sandbox shows their files read-only at /skills/<name> (set when "
+        "built).",
+    )
     memory: MemoryPolicy = Field(
         "on",
         description="Long-term memory (with a store): write episodes and lessons, retrieve them.",
@@ -423,6 +430,7 @@ class AimeConfig(_Settings):
             "sandbox",
             "sandbox_network",
             "opt_in_bundles",
+            "skills",
         }
     )
 

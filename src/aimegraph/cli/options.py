@@ -173,6 +173,14 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     tools_option(parser)
     mcp_option(parser)
     parser.add_argument(
+        "--skills",
+        metavar="DIR",
+        action="append",
+        help="an Agent Skills folder (a SKILL.md with name and description front matter, "
+        "or a folder of such folders); repeatable. Actors see each skill's name and "
+        "description and load the rest on demand. Stored with the run",
+    )
+    parser.add_argument(
         "--prompts",
         metavar="FILE_OR_STORE",
         help="role prompts: a JSON / YAML prompt set, or a prompt store (.jsonl) whose "

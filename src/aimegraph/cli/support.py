@@ -93,6 +93,9 @@ def config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
             fields[name] = value
     if args.approve_plan:
         fields["approve_plan"] = True
+    if args.skills:  # absolute: a resumed run finds them from anywhere
+        given = [str(Path(d).expanduser().absolute()) for d in args.skills]
+        fields["skills"] = [*fields.get("skills", ()), *given]
     if args.approve_tools:
         fields["approve_tools"] = [t.strip() for t in args.approve_tools.split(",") if t.strip()]
     fields.setdefault(

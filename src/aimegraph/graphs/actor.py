@@ -97,7 +97,7 @@ def build_actor_graph(
     )
     config, registry, source = parts.config, parts.registry, parts.prompts
     factory = factory or DefaultActorFactory(
-        registry, workspace=parts.workspace, knowledge=parts.knowledge
+        registry, workspace=parts.workspace, knowledge=parts.knowledge, skills=parts.skills
     )
     chat = config.chat_model(model)
     always = [t.name for t in ALWAYS_BOUND]

@@ -68,6 +68,7 @@ def build_aime_graph(
     response_format: ResponseFormat | None = None,
     mcp_servers: McpServersArg = None,
     plan: PlanLike | str | Path | None = None,
+    skills: Iterable[str | Path] = (),
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -129,6 +130,12 @@ def build_aime_graph(
             Checked here as the planner's plans are (``PlanError``, a ``ValueError``,
             says why it is refused); a run's input ``plan`` takes its place. Failed
             tasks and rejected answers are still replanned by the planner model.
+        skills: Agent Skills folders (each holds a ``SKILL.md`` with ``name`` and
+            ``description`` front matter, or is a folder of such folders), added to
+            ``config.skills``. Each actor's prompt lists their names and descriptions;
+            the ``skills`` bundle's ``load_skill`` returns a skill's instructions, and
+            the code tools see its files read-only at ``/skills/<name>``. A malformed
+            folder raises ``SkillError`` (a ``ValueError``) naming the file.
         name: The compiled graph's name.
 
     Returns:
@@ -142,6 +149,8 @@ def build_aime_graph(
         earlier turns sees a bounded view of them (``max_conversation_tokens``).
     """
     config = config or AimeConfig()
+    if skills:
+        config = config.model_copy(update={"skills": (*config.skills, *map(str, skills))})
     typed = TypedAnswer.of(response_format) if response_format is not None else None
     if typed is not None and not typed.plain and isinstance(checkpointer, BaseCheckpointSaver):
         # A strict serializer would hand the typed answer back from a checkpoint as

@@ -21,6 +21,7 @@ from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.prompts.source import PromptsArg, PromptSource
 from aimegraph.tools.registry import ToolRegistry
+from aimegraph.tools.skills import Skill, load_skills
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentRegistry
@@ -45,6 +46,11 @@ class GraphParts:
     def workspace(self) -> Path:
         """``config.workspace``, absolute and resolved: where the file tools are jailed."""
         return Path(self.config.workspace).expanduser().resolve()
+
+    @cached_property
+    def skills(self) -> tuple[Skill, ...]:
+        """The Agent Skills of ``config.skills``, whose names and descriptions actors see."""
+        return load_skills(self.config.skills)
 
     @classmethod
     def of(

@@ -207,7 +207,7 @@ def team_parts(
     units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
     chat = config.chat_model(model)
     base = factory or DefaultActorFactory(
-        registry, workspace=shared.workspace, knowledge=shared.knowledge
+        registry, workspace=shared.workspace, knowledge=shared.knowledge, skills=shared.skills
     )
     unit_factory = UnitActorFactory(
         base, units, matcher or UnitMatcher(units, embeddings=embeddings)

@@ -76,6 +76,7 @@ from aimegraph.tools.progress import (
     update_progress,
 )
 from aimegraph.tools.registry import ToolRegistry, first_sentence
+from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, skills_section
 
 ActorNode = Node[ActorState]
 
@@ -157,7 +158,9 @@ class DefaultActorFactory:
       tools, fewer mistakes;
     * knowledge: the ``knowledge_k`` passages of ``knowledge`` nearest the task;
     * environment: the workspace and what is in it, today's date, the inputs;
-    * output format: what the result must show, from the completion criteria.
+    * output format: what the result must show, from the completion criteria;
+    * skills: the names and descriptions of ``skills`` in the environment, with the
+      ``skills`` bundle bound to load them (their bodies only on demand).
     """
 
     def __init__(
@@ -171,8 +174,10 @@ class DefaultActorFactory:
         max_bundles: int = 2,
         min_match: float = 0.05,
         knowledge_k: int = 3,
+        skills: Sequence[Skill] = (),
     ) -> None:
         self.registry = registry
+        self.skills = tuple(skills)
         self.workspace = Path(workspace)
         self.knowledge = knowledge
         self.personas = dict(personas or {})
@@ -188,13 +193,18 @@ class DefaultActorFactory:
 
     def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
         bundles = self.bundles(task)
+        # Skills are listed only where load_skill can be bound (a registry of the
+        # application's own may have no skills bundle).
+        skills = self.skills if SKILLS_BUNDLE in self.registry.bundles else ()
+        if skills:
+            bundles = list(dict.fromkeys([*bundles, SKILLS_BUNDLE]))
         return ActorSpec(
             task_id=task.id,
             persona=self.persona(task),
             bundles=tuple(bundles),
             tools=tuple(self.registry.select(bundles)),
             knowledge=tuple(self.retrieve(task)),
-            environment=self.environment(dependencies),
+            environment=self.environment(dependencies) + skills_section(skills),
             output_format=self.output_format(task),
         )
 

@@ -7,12 +7,14 @@
 - :mod:`~aimegraph.sandbox.bubblewrap`: the default, an OS sandbox on Linux;
 - :mod:`~aimegraph.sandbox.unconfined`: ``sandbox="none"``, the explicit opt-out;
 - :mod:`~aimegraph.sandbox.docker`: an example of a sandbox of your own;
+- :mod:`~aimegraph.sandbox.mounted`: a sandbox whose jobs also see read-only folders;
 - :func:`open_sandbox`: the sandbox a setting names.
 """
 
 from aimegraph.sandbox.bubblewrap import BubblewrapSandbox
 from aimegraph.sandbox.docker import DockerSandbox
 from aimegraph.sandbox.factory import SANDBOX_NAMES, open_sandbox
+from aimegraph.sandbox.mounted import MountedSandbox, mounts_read_only
 from aimegraph.sandbox.protocol import (
     MAX_OUTPUT_CHARS,
     Job,
@@ -33,11 +35,13 @@ __all__ = [
     "Job",
     "Language",
     "Limits",
+    "MountedSandbox",
     "Outcome",
     "Sandbox",
     "SandboxUnavailable",
     "UnconfinedSandbox",
     "Workspace",
     "WorkspaceError",
+    "mounts_read_only",
     "open_sandbox",
 ]

@@ -4,7 +4,8 @@ Each job gets new user, pid, ipc, uts, cgroup and network namespaces, and a root
 system built of: ``/usr`` (with the ``/bin``, ``/lib`` links of a merged-usr system) and
 the Python installation in use, read-only; the few ``/etc`` entries that only name
 libraries, command alternatives and the time zone (plus name resolution and CA
-certificates when the network is opted in); fresh ``/proc`` and ``/dev``; a private,
+certificates when the network is opted in); the job's ``read_only`` directories (agent
+skills), read-only at their sandbox paths; fresh ``/proc`` and ``/dev``; a private,
 size-capped ``/tmp`` and ``/dev/shm``; and the workspace, read-write at its real path.
 Nothing else of the host is there: no home, no other workspace, no project tree, no host
 ``/tmp``, no host processes. The job runs as an unprivileged uid with no capabilities,
@@ -92,6 +93,8 @@ class BubblewrapSandbox:
     """
 
     name = "bubblewrap"
+    mounts_read_only = True
+    """It shows a job's ``read_only`` directories at their paths in the sandbox."""
 
     def __init__(self, *, network: bool = False, bwrap: str | None = None) -> None:
         self.network = network
@@ -163,6 +166,7 @@ class BubblewrapSandbox:
             ("/dev/shm", [*size, "--tmpfs", "/dev/shm", "--remount-ro", "/dev"]),
             ("/tmp", [*size, "--tmpfs", "/tmp"]),
             (root, ["--bind", root, root]),
+            *((target, ["--ro-bind", str(source), target]) for target, source in job.read_only),
         ]
         # A mount hides what an earlier one put below its path: parents go first (a
         # workspace under /tmp, a virtualenv inside the workspace stays read-only).

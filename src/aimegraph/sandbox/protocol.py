@@ -10,6 +10,7 @@ a remote service (E2B, Modal, Daytona). See :class:`Sandbox`.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
 from aimegraph.sandbox.workspace import Workspace
@@ -64,12 +65,17 @@ class Limits:
 @dataclass(frozen=True)
 class Job:
     """One run: ``source`` in ``language``, with the workspace as working directory
-    (its files are the job's input; what the job writes there is its output)."""
+    (its files are the job's input; what the job writes there is its output).
+
+    ``read_only`` pairs a path inside the sandbox with the host directory shown there,
+    read-only (an agent skill's folder at ``/skills/<name>``); a sandbox that cannot
+    mount directories (``mounts_read_only`` unset) leaves them out."""
 
     language: Language
     source: str
     workspace: Workspace
     limits: Limits = Limits()
+    read_only: tuple[tuple[str, Path], ...] = ()
 
 
 @dataclass(frozen=True)

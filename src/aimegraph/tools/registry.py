@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from aimegraph.config import AimeConfig, WebConfig
     from aimegraph.knowledge import KnowledgeBase
     from aimegraph.sandbox import Sandbox
+    from aimegraph.tools.skills import Skill
 
 ToolLike = BaseTool | Callable[..., Any]
 
@@ -125,11 +126,13 @@ def default_registry(
     extra_tools: Iterable[ToolLike] = (),
     sandbox: Sandbox | None = None,
     opt_in: Iterable[str] = (),
+    skills: Sequence[Skill] = (),
 ) -> ToolRegistry:
     """The built-in bundles (files, compute, human, memory; knowledge when a
     knowledge base is given; web when a web policy is given), the opt-in bundles
-    named in ``opt_in`` (``shell``), plus ``extra_tools`` in a ``custom`` bundle. The
-    code tools run in ``sandbox`` (default: ``open_sandbox("auto")``, bubblewrap)."""
+    named in ``opt_in`` (``shell``), ``skills`` in a ``skills`` bundle, plus
+    ``extra_tools`` in a ``custom`` bundle. The code tools run in ``sandbox`` (default:
+    ``open_sandbox("auto")``, bubblewrap), which shows the skills' folders read-only."""
     from aimegraph.sandbox import Workspace, open_sandbox
     from aimegraph.tools.calculator import calculator
     from aimegraph.tools.files import make_file_tools
@@ -141,8 +144,10 @@ def default_registry(
         raise ToolRegistryError(
             f"unknown opt-in bundles {unknown}; available: {', '.join(OPT_IN_BUNDLES)}"
         )
+    from aimegraph.tools.skills import skill_sandbox
+
     jail = Workspace(workspace)
-    box = sandbox if sandbox is not None else open_sandbox()
+    box = skill_sandbox(sandbox if sandbox is not None else open_sandbox(), skills)
     registry = ToolRegistry()
     registry.add_bundle(
         "files",
@@ -178,11 +183,22 @@ def default_registry(
         from aimegraph.tools.web import WEB_BUNDLE, WEB_BUNDLE_DESCRIPTION, make_web_tools
 
         registry.add_bundle(WEB_BUNDLE, WEB_BUNDLE_DESCRIPTION, make_web_tools(web))
+    if skills:
+        add_skills_bundle(registry, skills, sandbox=box)
     extra = list(extra_tools)
     if extra:
         names = ", ".join(t.name if isinstance(t, BaseTool) else t.__name__ for t in extra)
         registry.add_bundle("custom", f"Tools provided by the application: {names}.", extra)
     return registry
+
+
+def add_skills_bundle(registry: ToolRegistry, skills: Sequence[Skill], *, sandbox: Sandbox) -> None:
+    """Add the ``skills`` bundle (``load_skill``, ``read_skill_file``) to ``registry``."""
+    from aimegraph.tools.skills import SKILLS_BUNDLE, make_skill_tools, skills_description
+
+    registry.add_bundle(
+        SKILLS_BUNDLE, skills_description(skills), make_skill_tools(skills, sandbox=sandbox)
+    )
 
 
 def registry_for(
@@ -192,8 +208,14 @@ def registry_for(
     extra_tools: Iterable[ToolLike] = (),
 ) -> ToolRegistry:
     """:func:`default_registry` as ``config`` sets it up: its workspace, its sandbox
-    (``sandbox``, ``sandbox_network``), its ``opt_in_bundles`` and its ``web`` policy."""
+    (``sandbox``, ``sandbox_network``), its ``opt_in_bundles``, its ``skills`` and its
+    ``web`` policy.
+
+    Raises:
+        SkillError: a skill folder is malformed (a ``ValueError``).
+    """
     from aimegraph.sandbox import open_sandbox
+    from aimegraph.tools.skills import load_skills
 
     return default_registry(
         config.workspace,
@@ -202,6 +224,7 @@ def registry_for(
         extra_tools=extra_tools,
         sandbox=open_sandbox(config.sandbox, network=config.sandbox_network),
         opt_in=config.opt_in_bundles,
+        skills=load_skills(config.skills),
     )
 
 

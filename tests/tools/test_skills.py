@@ -1,0 +1,131 @@
+"""Agent Skills: the prompt lists names and descriptions only, load_skill gives the
+body, the sandbox shows a skill's files read-only, and bad folders fail in one line."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from aimegraph.nodes.executor import DefaultActorFactory
+from aimegraph.sandbox import BubblewrapSandbox, Job, Workspace
+from aimegraph.state import Task
+from aimegraph.tools.registry import default_registry
+from aimegraph.tools.skills import SkillError, load_skills
+
+BODY = "Run scripts/probe.py and report what it prints. SECRET-BODY-MARKER"
+
+
+def make_skill(parent: Path, name: str = "csv-stats", front: str | None = None) -> Path:
+    folder = parent / name
+    (folder / "scripts").mkdir(parents=True)
+    meta = front if front is not None else f"name: {name}\ndescription: Summarise CSV files."
+    (folder / "SKILL.md").write_text(f"---\n{meta}\n---\n{BODY}\n")
+    (folder / "scripts" / "probe.py").write_text(
+        textwrap.dedent(
+            """
+            import socket
+            try:
+                open("/etc/shadow").read(); print("shadow: read")
+            except OSError as exc:
+                print("shadow:", type(exc).__name__)
+            try:
+                socket.create_connection(("1.1.1.1", 53), timeout=2); print("net: open")
+            except OSError as exc:
+                print("net:", type(exc).__name__)
+            """
+        )
+    )
+    return folder
+
+
+def test_prompt_lists_name_and_description_and_load_skill_gives_body(tmp_path: Path) -> None:
+    skills = load_skills([make_skill(tmp_path / "skills")])
+    registry = default_registry(tmp_path / "ws", skills=skills, sandbox=BubblewrapSandbox())
+    factory = DefaultActorFactory(registry, workspace=tmp_path, skills=skills)
+    spec = factory.build(Task(id="t1", title="Add two numbers"), "goal", {})
+    prompt = spec.system_prompt()
+    assert "- csv-stats: Summarise CSV files." in prompt
+    assert "SECRET-BODY-MARKER" not in prompt
+    assert "load_skill" in spec.tool_names
+    loaded = registry.tools["load_skill"].invoke({"name": "csv-stats"})
+    assert BODY in loaded and "/skills/csv-stats" in loaded and "scripts/probe.py" in loaded
+    script = registry.tools["read_skill_file"].invoke(
+        {"name": "csv-stats", "path": "scripts/probe.py"}
+    )
+    assert "/etc/shadow" in script
+
+
+def test_no_skills_no_section(tmp_path: Path) -> None:
+    registry = default_registry(tmp_path / "ws", sandbox=BubblewrapSandbox())
+    spec = DefaultActorFactory(registry, workspace=tmp_path).build(
+        Task(id="t1", title="x"), "g", {}
+    )
+    assert "Skills (" not in spec.system_prompt() and "load_skill" not in spec.tool_names
+
+
+def test_skill_files_read_only_and_script_confined(
+    tmp_path: Path, bubblewrap: BubblewrapSandbox
+) -> None:
+    folder = make_skill(tmp_path / "skills")
+    registry = default_registry(tmp_path / "ws", skills=load_skills([folder]), sandbox=bubblewrap)
+    code = (
+        "import subprocess\n"
+        "print(subprocess.run(['python', '/skills/csv-stats/scripts/probe.py'],"
+        " capture_output=True, text=True).stdout)\n"
+        "open('/skills/csv-stats/SKILL.md', 'a').write('x')\n"
+    )
+    out = registry.tools["python"].invoke({"code": code})
+    assert "shadow: FileNotFoundError" in out or "shadow: PermissionError" in out
+    assert "net: " in out and "net: open" not in out
+    assert "Read-only file system" in out
+    assert (folder / "SKILL.md").read_text().endswith(f"{BODY}\n")
+
+
+def test_bare_sandbox_has_no_skills(tmp_path: Path, bubblewrap: BubblewrapSandbox) -> None:
+    """The mount comes from the skills, not from the sandbox: none without them."""
+    make_skill(tmp_path / "skills")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    code = "import os; print(os.path.exists('/skills'))"
+    assert bubblewrap.run(Job("python", code, Workspace(ws))).stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("front", "error"),
+    [
+        ("name: [unclosed\ndescription: x", "bad YAML front matter"),
+        ("description: only this", "has no name"),
+        ("name: csv-stats", "has no description"),
+        ("name: Bad_Name\ndescription: x", "must be 1-64 lowercase"),
+        ("name: other\ndescription: x", "must match its folder's name"),
+    ],
+)
+def test_bad_front_matter_is_one_line_naming_the_file(
+    tmp_path: Path, front: str, error: str
+) -> None:
+    folder = make_skill(tmp_path, front=front)
+    with pytest.raises(SkillError) as raised:
+        load_skills([folder])
+    message = str(raised.value)
+    assert error in message and str(folder / "SKILL.md") in message and "\n" not in message
+
+
+def test_missing_skill_md_and_duplicate_names(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SkillError, match=r"empty/SKILL.md: missing"):
+        load_skills([tmp_path / "empty"])
+    first = make_skill(tmp_path / "a")
+    second = make_skill(tmp_path / "b")
+    with pytest.raises(SkillError, match=r"b/csv-stats/SKILL.md: skill name 'csv-stats' is"):
+        load_skills([first, second])
+
+
+def test_cli_skills(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    folder = make_skill(tmp_path / "skills")
+    code, out = cli("run", "x", "--model", "scripted:demo", "--skills", str(tmp_path / "none"))
+    assert code == 2 and f"{tmp_path / 'none'}: no such skill folder" in out
+    code, result = cli.run("t-skills", "--skills", str(folder), "--config", '{"sandbox": "none"}')
+    assert code == 0, result
+    assert result["status"] == "succeeded"
