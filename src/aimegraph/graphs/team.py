@@ -22,6 +22,7 @@ from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamMode, TeamSpec
+from aimegraph.teams.backed import build_backed_unit_graph
 from aimegraph.teams.modes import MODES, TeamParts, TeamState, mode_graph
 from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
 from aimegraph.tools.registry import ToolRegistry, registry_for
@@ -104,7 +105,16 @@ def build_team_executor(
     for mode in MODES:
         builder.add_node(mode, mode_graph(mode, team))
         builder.add_edge(mode, END)
-    builder.add_conditional_edges(START, _route(team.unit_factory), ["single", *MODES])
+    # A unit backed by an agent of its own does its tasks alone in its own node.
+    backed = [unit for unit in team.units.values() if unit.agent is not None]
+    for unit in backed:
+        builder.add_node(_backed_node(unit.name), build_backed_unit_graph(unit, shared.config))
+        builder.add_edge(_backed_node(unit.name), END)
+    builder.add_conditional_edges(
+        START,
+        _route(team.unit_factory),
+        ["single", *MODES, *(_backed_node(unit.name) for unit in backed)],
+    )
     builder.add_edge("single", END)
     return builder.compile(checkpointer=checkpointer, name="executor")
 
@@ -120,12 +130,18 @@ def _route(units: UnitActorFactory) -> Callable[[ActorState], str | Send]:
         if task.team is not None:
             return task.team.mode
         name, _ = units.choose(task)
+        if name is not None and units.units[name].agent is not None:
+            return _backed_node(name)
         if name is not None and units.units[name].model is not None:
             alone = TeamSpec(mode="sequential", members=(name,), max_rounds=1)
             return Send("sequential", {**state, "task": task.model_copy(update={"team": alone})})
         return "single"
 
     return route
+
+
+def _backed_node(unit: str) -> str:
+    return f"agent_{unit}"
 
 
 def build_team_graph(
@@ -229,7 +245,13 @@ def team_parts(
     # after the first unit using it.
     node_by_model: dict[int, str] = {id(chat): "member"}
     node_of = {}
-    for name in units:
+    for name, unit in units.items():
+        if unit.agent is not None:  # its turns are its own agent's
+            node_of[name] = f"member_{name}"
+            graphs[node_of[name]] = build_backed_unit_graph(
+                unit, config, member=True, name=node_of[name]
+            )
+            continue
         node = node_by_model.setdefault(id(chat_of[name]), f"member_{name}")
         if node not in graphs:
             graphs[node] = member_graph(chat_of[name], node)

@@ -12,7 +12,8 @@ from typing import Any
 
 import yaml
 from langchain_core.language_models import BaseChatModel
-from pydantic import BaseModel, ConfigDict, Field
+from langgraph.pregel.protocol import PregelProtocol
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from aimegraph.imports import import_object
 from aimegraph.knowledge import KnowledgeBase
@@ -27,7 +28,11 @@ class AgentUnit(BaseModel):
     and the matcher compares tasks with), who it is (``persona``, the opening of
     its actors' system prompt), the tool bundles it works with and, optionally, its
     own model: a role key of the graph's models (``"planner"``, ``"verifier"``, ...),
-    a model spec (``"openai:gpt-4o-mini"``) or a chat model."""
+    a model spec (``"openai:gpt-4o-mini"``) or a chat model.
+
+    Instead of aimegraph's own actor, ``agent`` may do the unit's work: any agent
+    with a ``messages`` channel (a compiled graph such as ``create_agent``'s or a
+    deepagents agent, or a ``RemoteGraph``); see :mod:`aimegraph.teams.backed`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -36,6 +41,16 @@ class AgentUnit(BaseModel):
     persona: str = ""
     tool_bundles: tuple[str, ...] = ()
     model: str | BaseChatModel | None = None
+    agent: PregelProtocol | None = None
+
+    @model_validator(mode="after")
+    def _one_worker(self) -> AgentUnit:
+        if self.agent is not None and (self.model is not None or self.tool_bundles):
+            raise ValueError(
+                f"agent unit {self.name!r} is backed by an agent: its model and tools are "
+                "the agent's own, so it takes no model or tool_bundles"
+            )
+        return self
 
 
 class AgentRegistry(Mapping[str, AgentUnit]):

@@ -1,0 +1,173 @@
+"""Agent units backed by agents of their own (``AgentUnit(agent=...)``): a
+``create_agent`` loop and a user's graph shaped like a deepagents agent, assigned by
+the planner alone or in a team; their usage, and an ``interrupt()`` inside one
+answered with ``Command(resume=...)`` while the sibling's work is not repeated."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.types import Command, interrupt
+from pydantic import ValidationError
+
+from aimegraph import AgentUnit, AimeConfig, build_aime_graph
+from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.models import ScriptedChatModel
+from tests.scripted import plan, spec, submit
+
+
+class ToolingFakeModel(GenericFakeChatModel):
+    """A fake chat model ``create_agent`` can bind tools to (it replies as scripted)."""
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> ToolingFakeModel:  # type: ignore[override]
+        return self
+
+
+def replies(*messages: AIMessage) -> Iterator[AIMessage]:
+    return iter(messages)
+
+
+def used(inp: int, out: int) -> dict[str, int]:
+    return {"input_tokens": inp, "output_tokens": out, "total_tokens": inp + out}
+
+
+@tool
+def q3_figures(region: str) -> str:
+    """The Q3 figures of a region."""
+    return f"{region}: 48213"
+
+
+def counter_agent() -> Any:
+    model = ToolingFakeModel(
+        messages=replies(
+            AIMessage(
+                "",
+                tool_calls=[{"name": "q3_figures", "args": {"region": "EU"}, "id": "c1"}],
+                usage_metadata=used(100, 10),  # type: ignore[arg-type]
+            ),
+            AIMessage("The Q3 total is 48213.", usage_metadata=used(150, 20)),  # type: ignore[arg-type]
+        )
+    )
+    return create_agent(model, tools=[q3_figures])
+
+
+def asking_graph(seen: list[str]) -> Any:
+    """A user's own graph with a ``messages`` channel (as a deepagents agent is), whose
+    node asks a human with ``interrupt()``."""
+
+    def ask(state: MessagesState) -> dict[str, Any]:
+        seen.append(state["messages"][-1].text)
+        answer = interrupt({"question": "Which region?"})
+        return {"messages": [AIMessage(f"Region chosen: {answer}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("ask", ask)
+    builder.add_edge(START, "ask")
+    return builder.compile()
+
+
+def aime(model: ScriptedChatModel, units: list[AgentUnit], workspace: Path, **kw: Any) -> Any:
+    return build_aime_graph(model, agents=units, config=AimeConfig(workspace=workspace), **kw)
+
+
+def test_a_create_agent_unit_does_its_task_and_its_usage_counts(workspace: Path) -> None:
+    units = [AgentUnit(name="counter", description="Counts sales.", agent=counter_agent())]
+    scenario = {
+        "planner": [plan(spec("t1", agent="counter"), spec("t2", "t1"))],
+        "actors": {"t2": [submit("Reported: {dependency_results}")]},
+        "reporter": [{"text": "{all_results}"}],
+    }
+    model = ScriptedChatModel.from_dict(scenario)
+    out = aime(model, units, workspace).invoke({"goal": "Report the Q3 total"})
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["t1"].result.summary == "The Q3 total is 48213."
+    # The next task got the unit's result as any dependency's.
+    assert "The Q3 total is 48213." in model.prompts("actor")[0]
+    t1 = out["usage"].by_task["t1"]
+    assert (t1.llm_calls, t1.input_tokens, t1.output_tokens, t1.tool_calls) == (2, 250, 30, 1)
+    assert out["usage"].input_tokens >= 250
+
+
+def test_an_agent_reporting_no_usage_is_said_to(workspace: Path) -> None:
+    seen: list[str] = []
+
+    def echo(state: MessagesState) -> dict[str, Any]:
+        seen.append(state["messages"][-1].text)
+        return {"messages": [AIMessage("done by echo")]}
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("echo", echo)
+    graph.add_edge(START, "echo")
+    units = [AgentUnit(name="echo", description="Echoes.", agent=graph.compile())]
+    scenario = {
+        "planner": [plan(spec("t1", agent="echo", description="Say the figure"))],
+        "reporter": [{"text": "{all_results}"}],
+    }
+    out = aime(ScriptedChatModel.from_dict(scenario), units, workspace).invoke({"goal": "Go"})
+    assert out["tasks"]["t1"].result.summary == "done by echo"
+    # It was handed the goal and the task as one human message.
+    assert "Go" in seen[0] and "Say the figure" in seen[0]
+    assert out["usage"].by_task["t1"].llm_calls == 0
+    assert any(u.status == "usage_unknown" and u.task_id == "t1" for u in out["updates"])
+
+
+def test_an_interrupt_inside_a_unit_waits_for_a_human_and_the_sibling_runs_once(
+    workspace: Path,
+) -> None:
+    seen: list[str] = []
+    units = [
+        AgentUnit(name="asker", description="Asks.", agent=asking_graph(seen)),
+        AgentUnit(name="writer", description="Writes."),
+    ]
+    scenario = {
+        "planner": [plan(spec("t1", agent="asker"), spec("t2", agent="writer"))],
+        "actors": {"t2": [submit("sibling done")]},
+        "reporter": [{"text": "{all_results}"}],
+    }
+    model = ScriptedChatModel.from_dict(scenario)
+    graph = aime(model, units, workspace, checkpointer=InMemorySaver(serde=make_serializer()))
+    config = thread_config("asks")
+    graph.invoke({"goal": "Pick a region"}, config)
+    (pending,) = graph.get_state(config).interrupts
+    assert pending.value == {"question": "Which region?"}
+    out = graph.invoke(Command(resume="EU"), config)
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["t1"].result.summary == "Region chosen: EU"
+    assert out["tasks"]["t2"].result.summary == "sibling done"
+    # The sibling's actor ran once; the agent was handed its task once.
+    assert len(model.prompts("actor")) == 1 and len(seen) == 2  # the node re-ran to resume
+    assert seen[0] == seen[1]
+
+
+def test_a_backed_unit_is_a_team_member(workspace: Path) -> None:
+    units = [
+        AgentUnit(name="counter", description="Counts sales.", agent=counter_agent()),
+        AgentUnit(name="writer", description="Writes reports."),
+    ]
+    team = {"mode": "sequential", "members": ["counter", "writer"], "max_rounds": 1}
+    scenario = {
+        "planner": [plan(spec("t1", team=team))],
+        "actors": {"t1/writer": [submit("Report: 48213")]},
+        "reporter": [{"text": "{all_results}"}],
+    }
+    model = ScriptedChatModel.from_dict(scenario)
+    out = aime(model, units, workspace).invoke({"goal": "Report the Q3 total"})
+    task = out["tasks"]["t1"]
+    assert [m.member for m in task.members] == ["counter", "writer"]
+    assert task.members[0].summary == "The Q3 total is 48213."
+    assert "The Q3 total is 48213." in model.prompts("actor")[0]
+    assert out["usage"].by_member["counter"].input_tokens == 250
+
+
+def test_a_backed_unit_takes_no_model_or_tools() -> None:
+    with pytest.raises(ValidationError, match="takes no model or tool_bundles"):
+        AgentUnit(name="x", description="X.", agent=counter_agent(), model="scripted:demo")
