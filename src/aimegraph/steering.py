@@ -16,7 +16,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -175,12 +175,15 @@ def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:
     return settings, goal
 
 
-def answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
+def answer_for(interrupt_value: Any, answer: dict[str, Any]) -> Any:
     """Adapt a front end's answer (``{"action": "approve" | "reject" | "edit", ...}``
     or ``{"answer": text}``) to the interrupt kind: a tool approval gets LangChain's
     HITL decisions (``{"decisions": [...]}``, which it may also be sent as is; an
-    edit there carries the call's new ``args``)."""
-    kind = interrupt_value.get("kind")
+    edit there carries the call's new ``args``). An interrupt of an agent unit's own
+    (no aimegraph ``kind``) gets the answer's text, as its ``interrupt()`` asked."""
+    kind = interrupt_value.get("kind") if isinstance(interrupt_value, Mapping) else None
+    if kind is None:
+        return answer["answer"] if set(answer) == {"answer"} else answer
     if kind == "ask_human" and "answer" not in answer:
         raise AnswerError("this interrupt asks a question", needs="answer")
     if kind == "approve_tool" and "decisions" in answer:

@@ -22,6 +22,8 @@ from pydantic import ValidationError
 from aimegraph import AgentUnit, AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer, thread_config
 from aimegraph.models import ScriptedChatModel
+from tests.conftest import Cli
+from tests.human_scenarios import scenario_spec
 from tests.scripted import plan, spec, submit
 
 
@@ -66,13 +68,35 @@ def asking_graph(seen: list[str]) -> Any:
 
     def ask(state: MessagesState) -> dict[str, Any]:
         seen.append(state["messages"][-1].text)
-        answer = interrupt({"question": "Which region?"})
+        answer = interrupt("Which region?")
         return {"messages": [AIMessage(f"Region chosen: {answer}")]}
 
     builder = StateGraph(MessagesState)
     builder.add_node("ask", ask)
     builder.add_edge(START, "ask")
     return builder.compile()
+
+
+def noting_graph(runs: list[str], reply: str) -> Any:
+    """A user's graph that notes each run and replies ``reply`` (no usage reported)."""
+
+    def note(state: MessagesState) -> dict[str, Any]:
+        runs.append(state["messages"][-1].text)
+        return {"messages": [AIMessage(reply)]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("note", note)
+    builder.add_edge(START, "note")
+    return builder.compile()
+
+
+# Units for `aimegraph run --agents tests.teams.test_backed_units:CLI_UNITS`.
+CLI_ASKED: list[str] = []
+CLI_SIBLING_RUNS: list[str] = []
+CLI_UNITS = [
+    AgentUnit(name="asker", description="Asks.", agent=asking_graph(CLI_ASKED)),
+    AgentUnit(name="sibling", description="Sums.", agent=noting_graph(CLI_SIBLING_RUNS, "sum 7")),
+]
 
 
 def aime(model: ScriptedChatModel, units: list[AgentUnit], workspace: Path, **kw: Any) -> Any:
@@ -99,15 +123,9 @@ def test_a_create_agent_unit_does_its_task_and_its_usage_counts(workspace: Path)
 
 def test_an_agent_reporting_no_usage_is_said_to(workspace: Path) -> None:
     seen: list[str] = []
-
-    def echo(state: MessagesState) -> dict[str, Any]:
-        seen.append(state["messages"][-1].text)
-        return {"messages": [AIMessage("done by echo")]}
-
-    graph = StateGraph(MessagesState)
-    graph.add_node("echo", echo)
-    graph.add_edge(START, "echo")
-    units = [AgentUnit(name="echo", description="Echoes.", agent=graph.compile())]
+    units = [
+        AgentUnit(name="echo", description="Echoes.", agent=noting_graph(seen, "done by echo"))
+    ]
     scenario = {
         "planner": [plan(spec("t1", agent="echo", description="Say the figure"))],
         "reporter": [{"text": "{all_results}"}],
@@ -138,7 +156,7 @@ def test_an_interrupt_inside_a_unit_waits_for_a_human_and_the_sibling_runs_once(
     config = thread_config("asks")
     graph.invoke({"goal": "Pick a region"}, config)
     (pending,) = graph.get_state(config).interrupts
-    assert pending.value == {"question": "Which region?"}
+    assert pending.value == "Which region?"
     out = graph.invoke(Command(resume="EU"), config)
     assert out["status"] == "succeeded"
     assert out["tasks"]["t1"].result.summary == "Region chosen: EU"
@@ -171,3 +189,23 @@ def test_a_backed_unit_is_a_team_member(workspace: Path) -> None:
 def test_a_backed_unit_takes_no_model_or_tools() -> None:
     with pytest.raises(ValidationError, match="takes no model or tool_bundles"):
         AgentUnit(name="x", description="X.", agent=counter_agent(), model="scripted:demo")
+
+
+def test_an_interrupt_inside_a_unit_is_answered_from_the_cli(cli: Cli, tmp_path: Path) -> None:
+    scenario = {
+        "planner": [plan(spec("t1", agent="asker"), spec("t2", agent="sibling"))],
+        "reporter": [{"text": "{all_results}"}],
+    }
+    agents = "tests.teams.test_backed_units:CLI_UNITS"
+    model = scenario_spec(tmp_path, scenario)
+    code, summary = cli.run("unit-asks", "--agents", agents, model=model)
+    assert code == 5
+    (waiting,) = summary["interrupts"]
+    assert waiting["value"] == "Which region?"
+    code, text = cli("show", "unit-asks")
+    assert "Which region?" in text
+    code, summary = cli.json("resume", "unit-asks", "--answer", "EU")
+    assert code == 0 and summary["status"] == "succeeded"
+    assert summary["tasks"]["t1"]["result"]["summary"] == "Region chosen: EU"
+    assert summary["tasks"]["t2"]["result"]["summary"] == "sum 7"
+    assert len(CLI_SIBLING_RUNS) == 1  # the sibling's work was not repeated

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
         ThreadNotFoundError,
         ThreadSummary,
         has_ended,
+        interrupt_fields,
         latest_settings,
         list_threads,
         run_config,
@@ -73,6 +74,7 @@ _HOMES = {
     "ThreadNotFoundError": ".runs",
     "ThreadSummary": ".runs",
     "has_ended": ".runs",
+    "interrupt_fields": ".runs",
     "latest_settings": ".runs",
     "list_threads": ".runs",
     "run_config": ".runs",
@@ -80,6 +82,7 @@ _HOMES = {
 }
 
 __all__ = [
+    "interrupt_fields",
     "ALLOWED_MSGPACK_TYPES",
     "CHECKPOINT_URL_FORMS",
     "CheckpointConnectionError",

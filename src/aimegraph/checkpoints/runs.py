@@ -254,6 +254,12 @@ def list_threads(
     return ordered[:limit]
 
 
+def interrupt_fields(value: Any) -> dict[str, Any]:
+    """A pending interrupt's value as fields to show. aimegraph's own are dicts with a
+    ``kind``; an agent unit's own ``interrupt()`` may pass anything, shown as ``value``."""
+    return dict(value) if isinstance(value, Mapping) else {"value": value}
+
+
 def run_state(snapshot: StateSnapshot, *, live: bool = False) -> str:
     """``paused`` when the run waits on an interrupt; ``running`` while a live
     process runs it (``live``: it holds the thread's lease); ``stopped`` when it has

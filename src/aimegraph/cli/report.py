@@ -13,7 +13,7 @@ from langgraph.types import StateSnapshot
 from rich.console import Console
 from rich.markup import escape
 
-from aimegraph.checkpoints import run_state
+from aimegraph.checkpoints import interrupt_fields, run_state
 from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import PastRun, Usage, render_checklist, thread_usage
 
@@ -55,7 +55,7 @@ def report(
     (the answer as it was written, the checklist as it ended) is not printed again."""
     state = run_state(snapshot, live=holder is not None)
     data = summary(snapshot.values, thread_id, state)
-    data["interrupts"] = [{"id": i.id, **i.value} for i in snapshot.interrupts]
+    data["interrupts"] = [{"id": i.id, **interrupt_fields(i.value)} for i in snapshot.interrupts]
     data["holder"] = holder
     if args.json:
         print(json.dumps(data, indent=2, default=str))
@@ -189,7 +189,7 @@ def _past_run(run: PastRun) -> dict[str, Any]:
 
 def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
     for item in interrupts:
-        value = dict(item.value)
+        value = interrupt_fields(item.value)
         kind = value.pop("kind", "interrupt")
         error = value.pop("error", None)
         console.print(f"\n[yellow]waiting ({kind})[/yellow] id={item.id}")

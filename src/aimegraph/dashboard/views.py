@@ -19,7 +19,13 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
 from langgraph.types import Interrupt
 
-from aimegraph.checkpoints import RunSettings, ThreadSummary, live_threads, thread_config
+from aimegraph.checkpoints import (
+    RunSettings,
+    ThreadSummary,
+    interrupt_fields,
+    live_threads,
+    thread_config,
+)
 from aimegraph.checkpoints.delta import checkpoint_values
 from aimegraph.checkpoints.runs import phase
 from aimegraph.dashboard.feed import CheckpointFeed, Head
@@ -166,7 +172,9 @@ class ThreadReader:
             "plans": list(history.plans),
             "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
             "usage": usage_dict(values.get("usage")),
-            "interrupts": [{"id": i.id, **_jsonable(i.value)} for i in interrupts],
+            "interrupts": [
+                {"id": i.id, **_jsonable(interrupt_fields(i.value))} for i in interrupts
+            ],
             "settings": (
                 {
                     "model": settings.model,

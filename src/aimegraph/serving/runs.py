@@ -22,7 +22,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from pydantic_core import to_jsonable_python
 
-from aimegraph.checkpoints import ThreadNotFoundError, run_config
+from aimegraph.checkpoints import ThreadNotFoundError, interrupt_fields, run_config
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.state import Task
 from aimegraph.state.progress import render_checklist
@@ -142,7 +142,10 @@ class ServedRuns:
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
         values = snapshot.values
         progress = _progress(thread_id, values.get("tasks") or {})
-        interrupts = [{"id": i.id, **to_jsonable_python(i.value)} for i in snapshot.interrupts]
+        interrupts = [
+            {"id": i.id, **to_jsonable_python(interrupt_fields(i.value))}
+            for i in snapshot.interrupts
+        ]
         status = str(values.get("status") or "running")
         if interrupts and not live:
             status = PAUSED
