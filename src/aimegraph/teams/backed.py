@@ -16,12 +16,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, AnyMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel.protocol import PregelProtocol
+from langgraph.pregel.remote import RemoteGraph
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
@@ -36,6 +37,7 @@ from aimegraph.state import (
     TaskResult,
     Usage,
 )
+from aimegraph.teams.remote import remote_thread_id, run_remote
 from aimegraph.teams.units import AgentUnit
 from aimegraph.tools.progress import settled
 
@@ -75,15 +77,12 @@ def _make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> A
             {"type": "actor", "event": "started", "task_id": task.id, "unit": unit, "tools": []}
         )
         try:
-            # The node's config makes the agent a subgraph of the run: it checkpoints
-            # with it, and a resumed run continues it rather than starting it again.
-            out = agent.invoke({"messages": [task_message(state)]}, config)
+            messages = _run(agent, state, config, runtime)
         except GraphBubbleUp:  # an interrupt() inside: the run waits for a human
             raise
         except Exception as exc:  # the agent's failure is the task's, as data
             result = TaskResult(status="failed", summary=f"agent unit {unit} failed: {exc}")
             return {"steps": 0} | settled(state, result, runtime.stream_writer)
-        messages: list[AnyMessage] = list((out or {}).get("messages") or [])
         replies = [m for m in messages if isinstance(m, AIMessage)]
         usage, known = _usage(replies, cfg)
         usage = usage.for_task(task.id, state.get("member"))
@@ -102,6 +101,22 @@ def _make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> A
     return run_agent
 
 
+def _run(
+    agent: PregelProtocol, state: ActorState, config: RunnableConfig, runtime: Runtime[Any]
+) -> list[BaseMessage]:
+    """The agent's messages once it has done the task."""
+    if isinstance(agent, RemoteGraph):
+        thread_id = remote_thread_id(config, state)
+        runtime.stream_writer(
+            {"type": "actor", "event": "remote", "task_id": state["task"].id, "thread": thread_id}
+        )
+        return run_remote(agent, thread_id, task_message(state))
+    # The node's config makes the agent a subgraph of the run: it checkpoints with
+    # it, and a resumed run continues it rather than starting it again.
+    out = agent.invoke({"messages": [task_message(state)]}, config)
+    return list((out or {}).get("messages") or [])
+
+
 def _usage(replies: Sequence[AIMessage], cfg: AimeConfig) -> tuple[Usage, bool]:
     """The replies' usage, and whether any of them reported it."""
     total = Usage()
@@ -113,7 +128,7 @@ def _usage(replies: Sequence[AIMessage], cfg: AimeConfig) -> tuple[Usage, bool]:
     return total, known
 
 
-def _result(unit: str, messages: Sequence[AnyMessage]) -> TaskResult:
+def _result(unit: str, messages: Sequence[BaseMessage]) -> TaskResult:
     """The agent's last message as the task's result; none is a failure."""
     last = messages[-1] if messages else None
     text = last.text.strip() if last is not None else ""
