@@ -15,10 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from aimegraph import AgentUnit, AimeConfig, build_aime_graph
-from aimegraph.checkpoints import make_serializer, thread_config
-from aimegraph.models import ScriptedChatModel
 from tests.human_scenarios import scenario_spec
 from tests.integration.test_langgraph_server import (
     DROPPED_ENV,
@@ -29,6 +25,10 @@ from tests.integration.test_langgraph_server import (
     _wait_until_ready,
 )
 from tests.scripted import plan, spec
+
+from aimegraph import AgentUnit, AimeConfig, build_aime_graph
+from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.models import ScriptedChatModel
 
 pytest.importorskip("langgraph_api", reason="needs langgraph-cli[inmem] (the dev extra)")
 langgraph_sdk = pytest.importorskip("langgraph_sdk")
@@ -147,7 +147,13 @@ def test_a_sigkill_while_the_remote_unit_works_then_resume_joins_the_same_run(
         "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), str(tmp_path)]),
         "REMOTE_URL": remote.url,
     }
-    base = [sys.executable, "-m", "aimegraph.cli", "--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}"]
+    base = [
+        sys.executable,
+        "-m",
+        "aimegraph.cli",
+        "--checkpoints",
+        f"sqlite:///{tmp_path / 'cp.db'}",
+    ]
     run = subprocess.Popen(
         [*base, "run", "Count Q3", "--model", scenario_spec(tmp_path, SCENARIO),
          "--agents", "remote_units:UNITS", "--thread", "k", "--workspace",
