@@ -14,6 +14,7 @@ replies report (``usage_metadata``); an agent that reports none is said to.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import asdict
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -37,27 +38,38 @@ from aimegraph.state import (
     TaskResult,
     Usage,
 )
-from aimegraph.teams.remote import remote_thread_id, run_remote
+from aimegraph.teams.a2a_unit import COMPLETED, INPUT_REQUIRED, A2AState, ask_human, exchange
+from aimegraph.teams.remote import attempt_key, run_remote
 from aimegraph.teams.units import AgentUnit
 from aimegraph.tools.progress import settled
 
 
 def build_backed_unit_graph(
     unit: AgentUnit, config: AimeConfig, *, member: bool = False, name: str | None = None
-) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, Any]:
+) -> CompiledStateGraph[Any, AimeConfig, ActorInput, Any]:
     """The graph doing a task with ``unit``'s agent, in place of the actor graph: the
     same input (:class:`ActorInput`) and output (the task with its result, progress
-    updates, usage; a team member's turn with ``member``)."""
-    if unit.agent is None:
-        raise ValueError(f"agent unit {unit.name!r} is not backed by an agent")
+    updates, usage; a team member's turn with ``member``). A graph agent is one
+    ``agent`` node; an A2A agent is ``a2a`` <-> ``ask`` (its ``input-required``
+    answered by a human), then ``finish``."""
     builder = StateGraph(
-        ActorState,
+        A2AUnitState,
         context_schema=AimeConfig,
         input_schema=ActorInput,
         output_schema=MemberOutput if member else ActorOutput,
     )
-    builder.add_node("agent", _make_agent_node(unit.name, unit.agent, base=config))
-    builder.add_edge(START, "agent")
+    if isinstance(unit.agent, str):
+        builder.add_node("a2a", _make_a2a_node(unit.agent))
+        builder.add_node("ask", _make_ask_node(unit.name))
+        builder.add_node("agent", _make_finish_node(unit.name))
+        builder.add_edge(START, "a2a")
+        builder.add_conditional_edges("a2a", _after_a2a, ["ask", "agent"])
+        builder.add_edge("ask", "a2a")
+    elif unit.agent is not None:
+        builder.add_node("agent", _make_agent_node(unit.name, unit.agent, base=config))
+        builder.add_edge(START, "agent")
+    else:
+        raise ValueError(f"agent unit {unit.name!r} is not backed by an agent")
     if member:
         builder.add_node("hand_back", make_hand_back_node())
         builder.add_edge("agent", "hand_back")
@@ -65,6 +77,56 @@ def build_backed_unit_graph(
     else:
         builder.add_edge("agent", END)
     return builder.compile(name=name or f"agent_{unit.name}")
+
+
+class A2AUnitState(ActorState, total=False):
+    """An A2A unit's task as it stands (:class:`A2AState` as a dict, which any
+    checkpoint serializer takes), and a human's answer still to send."""
+
+    a2a: dict[str, Any]
+    answer: str | None
+
+
+def _make_a2a_node(url: str) -> Any:
+    def a2a(state: A2AUnitState, config: RunnableConfig) -> dict[str, Any]:
+        answer, known = state.get("answer"), state.get("a2a") or {}
+        try:
+            found = exchange(
+                url,
+                attempt_key(config, state),
+                task_message(state).text,
+                answer,
+                known.get("task_id") if answer is not None else None,
+            )
+        except Exception as exc:  # an agent unreachable or refusing: the task fails
+            return {"a2a": {"state": "unreachable", "text": str(exc)}, "answer": None}
+        return {"a2a": asdict(found), "answer": None}
+
+    return a2a
+
+
+def _after_a2a(state: A2AUnitState) -> str:
+    return "ask" if (state.get("a2a") or {}).get("state") == INPUT_REQUIRED else "agent"
+
+
+def _make_ask_node(unit: str) -> Any:
+    def ask(state: A2AUnitState) -> dict[str, Any]:
+        return {"answer": ask_human(unit, A2AState(**state["a2a"]))}
+
+    return ask
+
+
+def _make_finish_node(unit: str) -> Any:
+    def finish(state: A2AUnitState, runtime: Runtime[Any]) -> dict[str, Any]:
+        found = state.get("a2a") or {}
+        if found.get("state") == COMPLETED and found.get("text"):
+            result = TaskResult(status="completed", summary=found["text"])
+        else:
+            why = f"{found.get('state')}: {found.get('text')}"
+            result = TaskResult(status="failed", summary=f"agent unit {unit} failed: {why}")
+        return _settle(unit, state, result, Usage(), known=False, runtime=runtime)
+
+    return finish
 
 
 def _make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> Any:
@@ -85,20 +147,35 @@ def _make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> A
             return {"steps": 0} | settled(state, result, runtime.stream_writer)
         replies = [m for m in messages if isinstance(m, AIMessage)]
         usage, known = _usage(replies, cfg)
-        usage = usage.for_task(task.id, state.get("member"))
-        result = _result(unit, messages)
-        update = settled({**state, "usage": usage}, result, runtime.stream_writer)
-        if not known:
-            update["updates"].append(
-                ProgressUpdate(
-                    task_id=task.id,
-                    status="usage_unknown",
-                    message=f"agent unit {unit} reports no usage: its calls and tokens are unknown",
-                )
-            )
-        return update | {"usage": usage, "messages": messages, "steps": len(replies)}
+        update = _settle(unit, state, _result(unit, messages), usage, known=known, runtime=runtime)
+        return update | {"messages": messages, "steps": len(replies)}
 
     return run_agent
+
+
+def _settle(
+    unit: str,
+    state: ActorState,
+    result: TaskResult,
+    usage: Usage,
+    *,
+    known: bool,
+    runtime: Runtime[Any],
+) -> dict[str, Any]:
+    """The task settled with ``result``, with the agent's ``usage`` (said to be
+    unknown unless ``known``)."""
+    task = state["task"]
+    usage = usage.for_task(task.id, state.get("member"))
+    update = settled({**state, "usage": usage}, result, runtime.stream_writer)
+    if not known:
+        update["updates"].append(
+            ProgressUpdate(
+                task_id=task.id,
+                status="usage_unknown",
+                message=f"agent unit {unit} reports no usage: its calls and tokens are unknown",
+            )
+        )
+    return update | {"usage": usage}
 
 
 def _run(
@@ -106,7 +183,7 @@ def _run(
 ) -> list[BaseMessage]:
     """The agent's messages once it has done the task."""
     if isinstance(agent, RemoteGraph):
-        thread_id = remote_thread_id(config, state)
+        thread_id = attempt_key(config, state)
         runtime.stream_writer(
             {"type": "actor", "event": "remote", "task_id": state["task"].id, "thread": thread_id}
         )

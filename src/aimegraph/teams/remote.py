@@ -20,9 +20,10 @@ from aimegraph.state import ActorState
 _UNFINISHED = ("pending", "running")
 
 
-def remote_thread_id(run_config: Mapping[str, Any], state: ActorState) -> str:
-    """The remote thread of this attempt of the task (of this member's turn): the
-    same on every resume of the run; a fresh one without a run thread to key it."""
+def attempt_key(run_config: Mapping[str, Any], state: ActorState) -> str:
+    """This attempt of the task (this member's turn) as a UUID, to name its remote
+    thread or A2A context: the same on every resume of the run; a fresh one without
+    a run thread to key it."""
     run_thread = (run_config.get("configurable") or {}).get("thread_id")
     if run_thread is None:
         return str(uuid.uuid4())

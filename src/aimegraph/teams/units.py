@@ -32,7 +32,8 @@ class AgentUnit(BaseModel):
 
     Instead of aimegraph's own actor, ``agent`` may do the unit's work: any agent
     with a ``messages`` channel (a compiled graph such as ``create_agent``'s or a
-    deepagents agent, or a ``RemoteGraph``); see :mod:`aimegraph.teams.backed`."""
+    deepagents agent, or a ``RemoteGraph``), or an A2A agent: the base URL its agent
+    card is published under (the ``a2a`` extra); see :mod:`aimegraph.teams.backed`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -41,7 +42,7 @@ class AgentUnit(BaseModel):
     persona: str = ""
     tool_bundles: tuple[str, ...] = ()
     model: str | BaseChatModel | None = None
-    agent: PregelProtocol | None = None
+    agent: PregelProtocol | str | None = None
 
     @model_validator(mode="after")
     def _one_worker(self) -> AgentUnit:
@@ -49,6 +50,11 @@ class AgentUnit(BaseModel):
             raise ValueError(
                 f"agent unit {self.name!r} is backed by an agent: its model and tools are "
                 "the agent's own, so it takes no model or tool_bundles"
+            )
+        if isinstance(self.agent, str) and not self.agent.startswith(("http://", "https://")):
+            raise ValueError(
+                f"agent unit {self.name!r}: an A2A agent is named by its http(s) URL; "
+                f"got {self.agent!r}"
             )
         return self
 
