@@ -189,6 +189,10 @@ def test_a_backed_unit_is_a_team_member(workspace: Path) -> None:
 def test_a_backed_unit_takes_no_model_or_tools() -> None:
     with pytest.raises(ValidationError, match="takes no model or tool_bundles"):
         AgentUnit(name="x", description="X.", agent=counter_agent(), model="scripted:demo")
+    with pytest.raises(ValidationError, match="named by its http"):
+        AgentUnit.model_validate({"name": "x", "description": "X.", "agent": "billing-agent"})
+    a2a = AgentUnit.model_validate({"name": "x", "description": "X.", "agent": "http://h:1"})
+    assert a2a.agent == "http://h:1"
 
 
 def test_an_interrupt_inside_a_unit_is_answered_from_the_cli(cli: Cli, tmp_path: Path) -> None:
