@@ -91,6 +91,7 @@ def test_input_required_is_answered_from_python(a2a_url: str, workspace: Path) -
     out = graph.invoke(Command(resume="the EU one"), config)
     assert out["status"] == "succeeded"
     assert "mirror: the EU one" in out["tasks"]["t1"].result.summary
+    assert out["tasks"]["t1"].result.artifacts["a2a_task"]
     assert out["tasks"]["t2"].result.summary == "sum 7" and len(sibling) == 1
     assert any(u.status == "usage_unknown" and u.task_id == "t1" for u in out["updates"])
 

@@ -135,7 +135,10 @@ def test_a_remote_graph_unit_does_its_task_in_one_remote_run(
     assert out["tasks"]["t1"].result.summary == "remote: Q3 is 48213"
     used = out["usage"].by_task["t1"]
     assert (used.llm_calls, used.input_tokens, used.output_tokens) == (1, 70, 7)
-    assert remote.starts() == 1 and len(remote.runs()) == 1
+    (run,) = remote.runs()
+    assert remote.starts() == 1 and out["tasks"]["t1"].result.artifacts == {
+        "remote_thread": run["thread_id"]
+    }
 
 
 def test_a_sigkill_while_the_remote_unit_works_then_resume_joins_the_same_run(

@@ -119,11 +119,12 @@ def _make_ask_node(unit: str) -> Any:
 def _make_finish_node(unit: str) -> Any:
     def finish(state: A2AUnitState, runtime: Runtime[Any]) -> dict[str, Any]:
         found = state.get("a2a") or {}
+        where = {"a2a_task": found["task_id"]} if found.get("task_id") else {}
         if found.get("state") == COMPLETED and found.get("text"):
-            result = TaskResult(status="completed", summary=found["text"])
+            result = TaskResult(status="completed", summary=found["text"], artifacts=where)
         else:
-            why = f"{found.get('state')}: {found.get('text')}"
-            result = TaskResult(status="failed", summary=f"agent unit {unit} failed: {why}")
+            why = f"agent unit {unit} failed: {found.get('state')}: {found.get('text')}"
+            result = TaskResult(status="failed", summary=why, artifacts=where)
         return _settle(unit, state, result, Usage(), known=False, runtime=runtime)
 
     return finish
@@ -135,19 +136,24 @@ def _make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> A
     ) -> dict[str, Any]:
         cfg = base.for_run(runtime)
         task = state["task"]
+        # A remote agent's thread, kept with the result: where to look at its work.
+        remote = isinstance(agent, RemoteGraph)
+        where = {"remote_thread": attempt_key(config, state)} if remote else {}
         runtime.stream_writer(
             {"type": "actor", "event": "started", "task_id": task.id, "unit": unit, "tools": []}
         )
         try:
-            messages = _run(agent, state, config, runtime)
+            messages = _run(agent, state, config, runtime, where.get("remote_thread"))
         except GraphBubbleUp:  # an interrupt() inside: the run waits for a human
             raise
         except Exception as exc:  # the agent's failure is the task's, as data
-            result = TaskResult(status="failed", summary=f"agent unit {unit} failed: {exc}")
+            why = f"agent unit {unit} failed: {exc}"
+            result = TaskResult(status="failed", summary=why, artifacts=where)
             return {"steps": 0} | settled(state, result, runtime.stream_writer)
         replies = [m for m in messages if isinstance(m, AIMessage)]
         usage, known = _usage(replies, cfg)
-        update = _settle(unit, state, _result(unit, messages), usage, known=known, runtime=runtime)
+        result = _result(unit, messages, where)
+        update = _settle(unit, state, result, usage, known=known, runtime=runtime)
         return update | {"messages": messages, "steps": len(replies)}
 
     return run_agent
@@ -179,11 +185,15 @@ def _settle(
 
 
 def _run(
-    agent: PregelProtocol, state: ActorState, config: RunnableConfig, runtime: Runtime[Any]
+    agent: PregelProtocol,
+    state: ActorState,
+    config: RunnableConfig,
+    runtime: Runtime[Any],
+    thread_id: str | None,
 ) -> list[BaseMessage]:
-    """The agent's messages once it has done the task."""
-    if isinstance(agent, RemoteGraph):
-        thread_id = attempt_key(config, state)
+    """The agent's messages once it has done the task (on the remote ``thread_id``
+    for a ``RemoteGraph``)."""
+    if isinstance(agent, RemoteGraph) and thread_id is not None:
         runtime.stream_writer(
             {"type": "actor", "event": "remote", "task_id": state["task"].id, "thread": thread_id}
         )
@@ -205,10 +215,12 @@ def _usage(replies: Sequence[AIMessage], cfg: AimeConfig) -> tuple[Usage, bool]:
     return total, known
 
 
-def _result(unit: str, messages: Sequence[BaseMessage]) -> TaskResult:
-    """The agent's last message as the task's result; none is a failure."""
+def _result(unit: str, messages: Sequence[BaseMessage], where: dict[str, str]) -> TaskResult:
+    """The agent's last message as the task's result (``where`` it worked as its
+    artifacts); none is a failure."""
     last = messages[-1] if messages else None
     text = last.text.strip() if last is not None else ""
     if not text:
-        return TaskResult(status="failed", summary=f"agent unit {unit} ended without an answer")
-    return TaskResult(status="completed", summary=text)
+        why = f"agent unit {unit} ended without an answer"
+        return TaskResult(status="failed", summary=why, artifacts=where)
+    return TaskResult(status="completed", summary=text, artifacts=where)
