@@ -213,3 +213,28 @@ def test_an_interrupt_inside_a_unit_is_answered_from_the_cli(cli: Cli, tmp_path:
     assert summary["tasks"]["t1"]["result"]["summary"] == "Region chosen: EU"
     assert summary["tasks"]["t2"]["result"]["summary"] == "sum 7"
     assert len(CLI_SIBLING_RUNS) == 1  # the sibling's work was not repeated
+
+
+def test_an_interrupt_inside_a_team_member_resumes_without_redoing_the_turns_before(
+    workspace: Path,
+) -> None:
+    asked: list[str] = []
+    noted: list[str] = []
+    units = [
+        AgentUnit(name="sibling", description="Sums.", agent=noting_graph(noted, "sum 7")),
+        AgentUnit(name="asker", description="Asks.", agent=asking_graph(asked)),
+    ]
+    team = {"mode": "sequential", "members": ["sibling", "asker"], "max_rounds": 1}
+    scenario = {"planner": [plan(spec("t1", team=team))], "reporter": [{"text": "{all_results}"}]}
+    model = ScriptedChatModel.from_dict(scenario)
+    graph = aime(model, units, workspace, checkpointer=InMemorySaver(serde=make_serializer()))
+    config = thread_config("team-asks")
+    graph.invoke({"goal": "Pick a region"}, config)
+    (pending,) = graph.get_state(config).interrupts
+    assert pending.value == "Which region?"
+    # The member was handed the previous member's result in its brief.
+    assert "sum 7" in asked[0]
+    out = graph.invoke(Command(resume="EU"), config)
+    task = out["tasks"]["t1"]
+    assert [m.member for m in task.members] == ["sibling", "asker"]
+    assert task.result.summary == "Region chosen: EU" and len(noted) == 1
