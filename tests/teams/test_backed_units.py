@@ -238,3 +238,14 @@ def test_an_interrupt_inside_a_team_member_resumes_without_redoing_the_turns_bef
     task = out["tasks"]["t1"]
     assert [m.member for m in task.members] == ["sibling", "asker"]
     assert task.result.summary == "Region chosen: EU" and len(noted) == 1
+
+
+def test_an_a2a_unit_without_the_extra_is_refused_when_the_graph_is_built(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aimegraph.teams.backed as backed
+
+    monkeypatch.setattr(backed, "find_spec", lambda name: None)
+    units = [AgentUnit(name="billing", description="Bills.", agent="http://127.0.0.1:9")]
+    with pytest.raises(ValueError, match=r"install the a2a extra"):
+        aime(ScriptedChatModel.from_dict({}), units, workspace)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
+from importlib.util import find_spec
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -59,6 +60,11 @@ def build_backed_unit_graph(
         output_schema=MemberOutput if member else ActorOutput,
     )
     if isinstance(unit.agent, str):
+        if find_spec("a2a") is None:
+            raise ValueError(
+                f"agent unit {unit.name!r} is an A2A agent: install the a2a extra "
+                "(pip install 'aimegraph[a2a]')"
+            )
         builder.add_node("a2a", _make_a2a_node(unit.agent))
         builder.add_node("ask", _make_ask_node(unit.name))
         builder.add_node("agent", _make_finish_node(unit.name))
