@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -47,6 +46,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.models.response_format import load_response_format
 from aimegraph.nodes.notes import Note, post_note
+from aimegraph.notify import announce_waits
 from aimegraph.state import Usage
 from aimegraph.tools.registry import (
     ToolLike,
@@ -55,6 +55,8 @@ from aimegraph.tools.registry import (
     import_tools,
     registry_for,
 )
+from aimegraph.waits import await_overdue as await_overdue  # public here since escalations
+from aimegraph.waits import overdue_answers as overdue_answers
 
 DEMO_SCENARIO = "scripted:demo"
 CANCELLED_REPLY = "The run was cancelled before it finished ({reason})."
@@ -316,7 +318,8 @@ def run_thread(
 ) -> dict[str, Any]:
     """Run (start or carry on) the thread of ``config`` holding its lease, so that
     no other runner (the CLI, the dashboard, a worker, another call of this) runs
-    it meanwhile; returns the thread's state afterwards. A cancel
+    it meanwhile; returns the thread's state afterwards. A pause for a human is
+    announced to the run's ``notify_webhook``. A cancel
     (:func:`cancel_run`, ``aimegraph cancel``) stops it at the next step, with
     status ``cancelled``. ``kwargs`` go to ``graph.stream`` (``context``,
     ``durability``...).
@@ -328,7 +331,12 @@ def run_thread(
     thread_id = str(config["configurable"]["thread_id"])
     with hold_thread(_saver(graph), thread_id, wait=wait) as lease:
         settle_pending_cancel(graph, thread_id)
-        return invoke_held(graph, inputs, config, lease, **kwargs)
+        known = {i.id for i in graph.get_state(run_config(thread_id)).interrupts}
+        state = invoke_held(graph, inputs, config, lease, **kwargs)
+        if (settings := getattr(graph, "run_settings", None)) is not None:
+            waiting = graph.get_state(run_config(thread_id)).interrupts
+            announce_waits(settings.config, thread_id, waiting, known)
+        return state
 
 
 CancelOutcome = Literal["cancelled", "requested"]
@@ -428,56 +436,6 @@ def _saver(graph: ThreadGraph) -> BaseCheckpointSaver[Any]:
     if not isinstance(graph.checkpointer, BaseCheckpointSaver):
         raise ValueError("running a thread under its lease needs a graph with a checkpointer")
     return graph.checkpointer
-
-
-def escalation_deadline(item: Interrupt) -> float | None:
-    """When an escalation waiting for a human takes its default (epoch seconds), if it
-    has a timeout (``AimeConfig.escalation_timeout_s``)."""
-    value = item.value if isinstance(item.value, dict) else {}
-    deadline = value.get("deadline") if value.get("kind") == "escalation" else None
-    return float(deadline) if deadline is not None else None
-
-
-def escalation_deadlines(interrupts: Sequence[Interrupt]) -> dict[str, float]:
-    """The deadlines of the escalations among ``interrupts`` that have one, by id."""
-    return {i.id: d for i in interrupts if (d := escalation_deadline(i)) is not None}
-
-
-def overdue_answers(interrupts: Sequence[Interrupt], now: float | None = None) -> dict[str, Any]:
-    """The default answers (``AimeConfig.escalation_default``) of the escalations whose
-    deadline has passed, by interrupt id."""
-    now = time.time() if now is None else now
-    answers = {}
-    for item in interrupts:
-        deadline = escalation_deadline(item)
-        if deadline is not None and deadline <= now:
-            why = f"no answer within {item.value.get('timeout_s', 0):g} s"
-            answers[item.id] = {"action": item.value.get("default"), "reason": why, "note": why}
-    return answers
-
-
-def await_overdue(
-    pending: Callable[[], Sequence[Interrupt]],
-    *,
-    poll_s: float = 0.5,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Command[Any] | None:
-    """For the process driving an unattended run: wait until the first deadline of
-    the escalations ``pending()`` returns (the thread's interrupts, read again every
-    ``poll_s``), then the ``Command`` resuming every overdue one with its default.
-    None at once when no escalation has a deadline, and as soon as the one waited
-    for is answered by someone else (its interrupt gone)."""
-    deadlines = escalation_deadlines(pending())
-    if not deadlines:
-        return None
-    first = min(deadlines, key=deadlines.__getitem__)
-    while (left := deadlines[first] - clock()) > 0:
-        sleep(min(poll_s, left))
-        if first not in {i.id for i in pending()}:
-            return None
-    answers = overdue_answers(pending(), clock())
-    return Command(resume=answers) if answers else None
 
 
 def send_note(store: BaseStore | None, thread_id: str, text: str) -> Note:

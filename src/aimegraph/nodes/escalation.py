@@ -7,7 +7,7 @@ The interrupt value: ``kind="escalation"``, ``trigger``, ``reason``, the failed 
 unfinished tasks as an editable ``PlanUpdate`` (``plan``), the ``choices``, and for
 unattended runs ``timeout_s``, ``default`` and ``deadline`` (epoch seconds: the front
 end driving the run answers ``default`` then, see
-:func:`aimegraph.steering.await_overdue`). Answers:
+:mod:`aimegraph.waits`). Answers:
 
 * ``{"action": "edit", "plan": {PlanUpdate}}``: the edited plan (validated as the
   planner's; an invalid one is asked again) and the run goes on;
@@ -23,7 +23,6 @@ Anything else is asked again with ``error`` saying why.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
@@ -34,6 +33,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.nodes.human import require_checkpointer
 from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
+from aimegraph.waits import wait_terms
 from aimegraph.state import (
     AimeState,
     Escalation,
@@ -171,7 +171,6 @@ def _request(
     cfg: AimeConfig,
     error: str | None,
 ) -> dict[str, Any]:
-    timeout = cfg.escalation_timeout_s
     return {
         "kind": "escalation",
         "trigger": pending["trigger"],
@@ -183,9 +182,7 @@ def _request(
         "checklist": render_checklist(dict(tasks)),
         "plan": editable_plan(tasks),
         "choices": choices,
-        "timeout_s": timeout,
-        "default": cfg.escalation_default if timeout is not None else None,
-        "deadline": time.time() + timeout if timeout is not None else None,
+        **wait_terms(cfg.escalation_timeout_s, cfg.escalation_default),
         "error": error,
     }
 
