@@ -45,6 +45,8 @@ from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.models.response_format import load_response_format
+from aimegraph.memory.episodes import DEFAULT_SCOPE
+from aimegraph.memory.feedback import Feedback, record_feedback
 from aimegraph.nodes.notes import Note, post_note
 from aimegraph.notify import announce_waits
 from aimegraph.state import Usage
@@ -453,3 +455,44 @@ def send_note(store: BaseStore | None, thread_id: str, text: str) -> Note:
             "store=... (aimegraph.memory.open_store; the CLI and the dashboard have one)"
         )
     return post_note(store, thread_id, text)
+
+
+def feedback(
+    saver: BaseCheckpointSaver[Any],
+    store: BaseStore,
+    thread_id: str,
+    rating: int,
+    note: str = "",
+    *,
+    user_id: str | None = None,
+) -> Feedback:
+    """Store a user's verdict (``rating`` 1 to 5, a ``note``) on the thread's latest
+    run, in the memory scope of its ``user_id`` (given, else the run's, else
+    ``"default"``). A low rating or a correction becomes a lesson the planner of the
+    next similar goal sees first (see :mod:`aimegraph.memory.feedback`).
+
+    Raises:
+        ThreadNotFoundError: no such thread.
+        ValueError: a rating outside 1 to 5, or a thread with no goal yet.
+    """
+    snapshot = reader_graph(saver).get_state(run_config(thread_id))
+    if not snapshot.created_at:
+        raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
+    goal = snapshot.values.get("goal")
+    if not goal:
+        raise ValueError(f"thread {thread_id!r} has no goal to rate")
+    if user_id is None:
+        try:
+            user_id = latest_settings(saver, thread_id).config.user_id
+        except ThreadNotFoundError:  # started by a graph that stores no settings
+            user_id = None
+    verdict = Feedback(
+        thread_id=thread_id,
+        goal=str(goal),
+        rating=rating,
+        note=note.strip(),
+        status=str(snapshot.values.get("status") or ""),
+        answer=str(snapshot.values.get("final_answer") or ""),
+    )
+    record_feedback(store, user_id or DEFAULT_SCOPE, verdict)
+    return verdict

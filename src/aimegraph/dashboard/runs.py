@@ -41,6 +41,7 @@ from aimegraph.checkpoints import (
 )
 from aimegraph.config import AimeConfig
 from aimegraph.distributed.records import RunRecord, active_runs, find_run
+from aimegraph.memory.feedback import Feedback
 from aimegraph.notify import announce_waits
 from aimegraph.optimizer.store import PromptStore, starting_prompts
 from aimegraph.steering import (
@@ -49,6 +50,7 @@ from aimegraph.steering import (
     NoSuchInterruptError,
     NothingToResumeError,
     cancel_run,
+    feedback,
     invoke_held,
     prepare_demo,
     reader_graph,
@@ -218,6 +220,13 @@ class RunManager:
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
         send_note(self.store, thread_id, text)
         return thread_id
+
+    def feedback(self, thread_id: str, rating: int, note: str) -> Feedback:
+        """Store a user's verdict on the thread's latest run in the dashboard's memory
+        store (see :func:`aimegraph.steering.feedback`)."""
+        if self.store is None:
+            raise ValueError("feedback is kept in the memory store: serve with one (--store)")
+        return feedback(self.saver, self.store, thread_id, rating, note)
 
     def _distributed_record(self, thread_id: str) -> RunRecord | None:
         """The thread's row in the distributed runs table (read with psycopg alone),
