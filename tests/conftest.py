@@ -10,12 +10,12 @@ from typing import Any
 
 import pytest
 from langgraph.graph.state import CompiledStateGraph
-from tests.webhook_receiver import Receiver
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import redact_url
 from aimegraph.models import ScriptedChatModel
 from aimegraph.sandbox import BubblewrapSandbox, SandboxUnavailable
+from tests.webhook_receiver import Receiver
 
 
 @pytest.fixture

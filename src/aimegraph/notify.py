@@ -89,7 +89,8 @@ def _post(url: str, body: dict[str, Any]) -> bool:
 def _summary(value: Mapping[str, Any]) -> str:
     kind = value.get("kind")
     if kind == "approve_tool":
-        return f"approve a call to {value.get('tool')} with {json.dumps(value.get('args'), default=str)}"
+        args = json.dumps(value.get("args"), default=str)
+        return f"approve a call to {value.get('tool')} with {args}"
     if kind == "ask_human":
         return f"answer: {value.get('question', '')}"
     if kind == "approve_plan":

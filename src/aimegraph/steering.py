@@ -44,9 +44,9 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
-from aimegraph.models.response_format import load_response_format
 from aimegraph.memory.episodes import DEFAULT_SCOPE
 from aimegraph.memory.feedback import Feedback, record_feedback
+from aimegraph.models.response_format import load_response_format
 from aimegraph.nodes.notes import Note, post_note
 from aimegraph.notify import announce_waits
 from aimegraph.state import Usage

@@ -48,7 +48,8 @@ class HumanWaitSettings(BaseModel):
         "driving the run takes approval_default (None: wait for ever).",
     )
     approval_default: ApprovalDefault = Field(
-        "reject", description="What an unanswered plan or tool approval does: 'approve' or 'reject'."
+        "reject",
+        description="What an unanswered plan or tool approval does: 'approve' or 'reject'.",
     )
     ask_human_timeout_s: float | None = Field(
         None,
@@ -104,7 +105,9 @@ def default_answer(value: Mapping[str, Any]) -> Any:
     default = value.get("default")
     kind = value.get("kind")
     if kind == "approve_tool":
-        decision = {"type": "approve"} if default == "approve" else {"type": "reject", "message": why}
+        decision = (
+            {"type": "approve"} if default == "approve" else {"type": "reject", "message": why}
+        )
         return {"decisions": [decision]}
     if kind == "ask_human":
         return {"answer": str(default or "")}

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import Cli
 
 from aimegraph.eval.trainset import feedback_metric
+from tests.conftest import Cli
 
 pytest.importorskip("gepa")
 

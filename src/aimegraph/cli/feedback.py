@@ -46,7 +46,5 @@ def cmd_feedback(
         print(json.dumps(verdict.model_dump(mode="json") | {"lesson": bool(lesson)}))
     else:
         taught = "; it is a lesson for the next similar goal" if lesson else ""
-        console.print(
-            f"feedback on {args.thread}: {verdict.rating}/5 stored{taught}", markup=False
-        )
+        console.print(f"feedback on {args.thread}: {verdict.rating}/5 stored{taught}", markup=False)
     return 0

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.store.base import BaseStore
 from langgraph.runtime import RunControl
+from langgraph.store.base import BaseStore
 
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
@@ -35,8 +35,8 @@ from aimegraph.eval.suite import Suite
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
 from aimegraph.memory.feedback import rated_runs
-from aimegraph.optimizer.trace import default_metric
 from aimegraph.models.resolve import resolve_model
+from aimegraph.optimizer.trace import default_metric
 from aimegraph.tools.registry import ToolLike
 
 __all__ = [

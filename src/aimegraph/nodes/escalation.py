@@ -33,7 +33,6 @@ from aimegraph.config import AimeConfig
 from aimegraph.nodes.human import require_checkpointer
 from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
-from aimegraph.waits import wait_terms
 from aimegraph.state import (
     AimeState,
     Escalation,
@@ -44,6 +43,7 @@ from aimegraph.state import (
     apply_plan,
     render_checklist,
 )
+from aimegraph.waits import wait_terms
 
 PLANNER, ORCHESTRATOR, REPORTER = "planner", "orchestrator", "reporter"
 
