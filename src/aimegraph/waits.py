@@ -20,6 +20,7 @@ from langgraph.types import Command, Interrupt
 from pydantic import BaseModel, Field, field_validator
 
 __all__ = [
+    "NO_DEADLINE",
     "WAIT_KINDS",
     "HumanWaitSettings",
     "await_overdue",
@@ -78,11 +79,15 @@ class HumanWaitSettings(BaseModel):
         return url
 
 
+NO_DEADLINE: Mapping[str, None] = {"timeout_s": None, "default": None, "deadline": None}
+"""The terms of a wait with no timeout."""
+
+
 def wait_terms(timeout_s: float | None, default: Any) -> dict[str, Any]:
     """The keys an interrupt's value records so any front end can end the wait:
     ``timeout_s``, ``default`` and ``deadline`` (all None when it has no timeout)."""
     if timeout_s is None:
-        return {"timeout_s": None, "default": None, "deadline": None}
+        return dict(NO_DEADLINE)
     return {"timeout_s": timeout_s, "default": default, "deadline": time.time() + timeout_s}
 
 
