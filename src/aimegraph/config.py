@@ -34,6 +34,7 @@ from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
 from aimegraph.state import Price, Usage
+from aimegraph.waits import HumanWaitSettings
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -142,7 +143,7 @@ class WebConfig(_Settings):
     )
 
 
-class AimeConfig(_Settings):
+class AimeConfig(_Settings, HumanWaitSettings):
     """Budgets and policies. Every budget is enforced by the engine itself, so a
     run always terminates with a clear ``status``, never by ``recursion_limit``."""
 
@@ -218,7 +219,7 @@ class AimeConfig(_Settings):
         gt=0,
         description="Seconds a human has to answer an escalation; then the front end driving "
         "the run (aimegraph run / resume, the dashboard, a distributed worker, "
-        "aimegraph.steering.await_overdue) "
+        "aimegraph.waits.await_overdue) "
         "takes escalation_default, for unattended runs.",
     )
     escalation_default: EscalationDefault = Field(
