@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from aimegraph.models.resolve import ModelSpec
 
 ReplanPolicy = Literal["on_failure", "every_step"]
-VerifyPolicy = Literal["final", "tasks", "both", "off"]
+VerifyPolicy = Literal["auto", "final", "tasks", "both", "off"]
 InspectPolicy = Literal["auto", "always", "never"]
 EscalatePolicy = Literal["off", "exhausted", "failures"]
 EscalationDefault = Literal["give_up", "replan"]
@@ -181,7 +181,14 @@ class AimeConfig(_Settings):
         "finished actor's result is durable all the same (it is the unit saved), a crash "
         "redoes the actors in flight from their start; cheapest with a database checkpointer.",
     )
-    verify: VerifyPolicy = "final"
+    verify: VerifyPolicy = Field(
+        "auto",
+        description="'auto': the verifier judges the final answer wherever it can catch "
+        "something (actors did tasks, files written, failures or replans, a direct answer, "
+        "an answer that goes beyond the tool outputs) and not when the answer is written "
+        "from clean tool steps alone; 'final': always; 'tasks': each task's result against "
+        "its completion criteria instead; 'both'; 'off'.",
+    )
     verifier_inspects: InspectPolicy = Field(
         "auto",
         description="The verifier (and the per-task check) as a small agent inspecting the "
