@@ -142,7 +142,9 @@ def test_planner_tool_calls_are_tool_steps_run_in_parallel(scripted_graph: Graph
 
 
 def test_planner_tool_calls_beside_a_plan_join_it(scripted_graph: GraphFactory) -> None:
-    both = {"calls": [{"tool": "PlanUpdate", "args": plan(spec("t1"))}, call("lookup", city="Oslo")]}
+    both = {
+        "calls": [{"tool": "PlanUpdate", "args": plan(spec("t1"))}, call("lookup", city="Oslo")]
+    }
     graph, _ = scripted_graph(
         {"planner": [both], "actors": {"t1": [submit("Wrote the advice.")]}}, tools=[lookup]
     )
@@ -238,7 +240,9 @@ def test_auto_verifies_runs_with_actors_files_or_failures(scripted_graph: GraphF
             "planner": [
                 plan(
                     spec("t1", call={"tool": "lookup", "args": {"city": "Oslo"}}),
-                    spec("t2", call={"tool": "write_file", "args": {"path": "a.txt", "content": "x"}}),
+                    spec(
+                        "t2", call={"tool": "write_file", "args": {"path": "a.txt", "content": "x"}}
+                    ),
                 )
             ]
         },

@@ -64,8 +64,9 @@ def make_reporter_node(
     A run that stopped early (budget spent, no valid plan) gets a partial report
     written without a model call, and so does a run whose planner answered directly
     (``direct_answer``, sent as it is). When the final answer is not to be verified
-    (``verify``, see :mod:`aimegraph.nodes.verify_policy`), the run succeeds here; when the report's own call spent the budget, the run
-    ends ``budget_exhausted`` with the unverified answer. A reply that only
+    (``verify``, see :mod:`aimegraph.nodes.verify_policy`), the run succeeds here;
+    when the report's own call spent the budget, the run ends ``budget_exhausted``
+    with the unverified answer. A reply that only
     restates the reporter's instructions is asked again (``max_output_retries``
     times), then the run ends ``failed``. With ``response_format`` the answer is
     that typed object (``structured_response``; ``final_answer`` is its JSON),
