@@ -189,6 +189,9 @@ def test_the_planner_is_bound_the_work_tools_but_not_the_actors_own(
     names = bound[0]
     assert names[0] == "PlanUpdate" and "lookup" in names and "read_file" in names
     assert not {"ask_human", "submit_result", "update_progress", "remember"} & set(names)
+    # Turned off for a run: the plan schema alone.
+    graph.invoke({"goal": "Hi"}, context={"planner_tools": False})
+    assert bound[-1] == ["PlanUpdate"]
 
 
 def tool_steps_run(

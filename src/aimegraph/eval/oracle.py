@@ -233,17 +233,19 @@ def _task_spec(turn: OracleTurn, index: int, stage: OracleStage) -> dict[str, An
         "description": stage.title,
         "dependencies": turn.dependencies(stage, index),
     }
-    if (known := _known_call(stage)) is not None:
+    if (known := _known_call(turn, stage)) is not None:
         return task | {"call": known}
     bundles = sorted({_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls})
     return task | {"tool_bundles": bundles}
 
 
-def _known_call(stage: OracleStage) -> dict[str, Any] | None:
+def _known_call(turn: OracleTurn, stage: OracleStage) -> dict[str, Any] | None:
     """The stage as a tool step (``TaskSpec.call``), when the planner knows it in
     advance: one call whose arguments use no tool output, whose output is the
-    stage's result. A ``$`` in them is written ``$$`` (a tool step's references)."""
-    if len(stage.calls) != 1 or stage.result.strip() != _LAST:
+    stage's result (or whose result nothing uses). A ``$`` in them is written ``$$``
+    (a tool step's references)."""
+    used = f"{{stage:{stage.id}}}" in json.dumps(turn.model_dump())
+    if len(stage.calls) != 1 or (used and stage.result.strip() != _LAST):
         return None
     call = stage.calls[0]
     args = call.get("args") or {}

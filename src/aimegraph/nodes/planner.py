@@ -166,7 +166,7 @@ def make_draft_node(
             role="planner",
             config=cfg,
             runtime=runtime,
-            beside=beside,
+            beside=beside if cfg.planner_tools else None,
         )
         update: dict[str, Any] = {
             "goal": goal,
