@@ -15,6 +15,7 @@ import pytest
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import BaseModel
 from tests.conftest import GraphFactory
 from tests.scripted import call, plan, spec, submit
 
@@ -274,3 +275,24 @@ def test_the_figure_check() -> None:
         "the answer quotes none of the tool outputs"
     )
     assert ungrounded("The file holds the invoice rows.", ["invoice rows: a, b"]) is None
+
+
+class Reply(BaseModel):
+    text: str
+
+
+def test_a_direct_answer_with_a_response_format_is_typed_from_it(workspace: Path) -> None:
+    model = ScriptedChatModel.from_dict(
+        {
+            "planner": [GREETING],
+            "reporter": [{"tool": "Reply", "args": {"text": "Hello! How can I help?"}}],
+        }
+    )
+    graph = build_aime_graph(
+        model, config=AimeConfig(workspace=workspace, verify="off"), response_format=Reply
+    )
+    out = graph.invoke({"goal": "Hi there"})
+    assert out["status"] == "succeeded"
+    assert out["structured_response"] == Reply(text="Hello! How can I help?")
+    # The reporter typed the planner's answer (it had no task results to go on).
+    assert "Hello! How can I help?" in model.prompts("reporter")[0]
