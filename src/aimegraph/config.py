@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from aimegraph.models.resolve import ModelSpec
 
 ReplanPolicy = Literal["on_failure", "every_step"]
-VerifyPolicy = Literal["final", "tasks", "both", "off"]
+VerifyPolicy = Literal["auto", "final", "tasks", "both", "off"]
 InspectPolicy = Literal["auto", "always", "never"]
 EscalatePolicy = Literal["off", "exhausted", "failures"]
 EscalationDefault = Literal["give_up", "replan"]
@@ -150,6 +150,12 @@ class AimeConfig(_Settings, HumanWaitSettings):
     max_parallel: int = Field(4, ge=1, description="Actors dispatched per orchestration step.")
     max_tasks: int = Field(30, ge=1, description="Largest plan accepted.")
     max_plan_repairs: int = Field(2, ge=0, description="Re-asks when a drafted plan is invalid.")
+    planner_tools: bool = Field(
+        True,
+        description="With native tool calling, bind the run's work tools to the planner: a "
+        "plain tool call in its reply is a tool step. Their schemas are in every planner "
+        "prompt; without them the planner writes tool steps as `call` in its plan.",
+    )
     max_replans: int = Field(3, ge=0, description="Replans per run.")
     task_retries: int = Field(1, ge=0, description="Re-runs of a failed task before a replan.")
     max_actor_steps: int = Field(10, ge=1, description="ReAct iterations per task.")
@@ -182,7 +188,14 @@ class AimeConfig(_Settings, HumanWaitSettings):
         "finished actor's result is durable all the same (it is the unit saved), a crash "
         "redoes the actors in flight from their start; cheapest with a database checkpointer.",
     )
-    verify: VerifyPolicy = "final"
+    verify: VerifyPolicy = Field(
+        "auto",
+        description="'auto': the verifier judges the final answer wherever it can catch "
+        "something (actors did tasks, files written, failures or replans, a direct answer, "
+        "an answer that goes beyond the tool outputs) and not when the answer is written "
+        "from clean tool steps alone; 'final': always; 'tasks': each task's result against "
+        "its completion criteria instead; 'both'; 'off'.",
+    )
     verifier_inspects: InspectPolicy = Field(
         "auto",
         description="The verifier (and the per-task check) as a small agent inspecting the "

@@ -7,8 +7,9 @@ stages of tool calls and an answer; this module plays it for each kind of system
   after the other, one per reply, then the answer (or, for a typed answer, a call
   of the answer's tool, as ``create_agent``'s ``ToolStrategy`` binds it);
 - :class:`AimeOracle` for aimegraph: a plan with one task per stage (dependencies
-  from ``after``), each actor making its stage's calls and submitting its result,
-  then the reporter's answer (the scripted model of :mod:`aimegraph.models.scripted`).
+  from ``after``): a tool step for a stage that is one call with arguments known in
+  advance, else an actor making its stage's calls and submitting its result; then
+  the reporter's answer (the scripted model of :mod:`aimegraph.models.scripted`).
 
 Both make the same tool calls; every figure in an answer is the output of a tool
 run at rollout time. Both count tokens the same way: LangChain's
@@ -224,14 +225,43 @@ def _rename(value: Any, placeholder: str) -> Any:
 
 
 def _task_spec(turn: OracleTurn, index: int, stage: OracleStage) -> dict[str, Any]:
-    bundles = sorted({_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls})
-    return {
+    """The planner's task for a stage: a tool step when a model could write it as
+    one (:func:`_known_call`), else an actor's task with the bundles of its tools."""
+    task = {
         "id": stage.id,
         "title": stage.title,
         "description": stage.title,
         "dependencies": turn.dependencies(stage, index),
-        "tool_bundles": bundles,
     }
+    if (known := _known_call(turn, stage)) is not None:
+        return task | {"call": known}
+    bundles = sorted({_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls})
+    return task | {"tool_bundles": bundles}
+
+
+def _known_call(turn: OracleTurn, stage: OracleStage) -> dict[str, Any] | None:
+    """The stage as a tool step (``TaskSpec.call``), when the planner knows it in
+    advance: one call whose arguments use no tool output, whose output is the
+    stage's result (or whose result nothing uses). A ``$`` in them is written ``$$``
+    (a tool step's references)."""
+    used = f"{{stage:{stage.id}}}" in json.dumps(turn.model_dump())
+    if len(stage.calls) != 1 or (used and stage.result.strip() != _LAST):
+        return None
+    call = stage.calls[0]
+    args = call.get("args") or {}
+    if _LAST in json.dumps(args) or _STAGE.search(json.dumps(args)):
+        return None
+    return {"tool": call["tool"], "args": _dollars_escaped(args)}
+
+
+def _dollars_escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, list):
+        return [_dollars_escaped(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dollars_escaped(v) for k, v in value.items()}
+    return value
 
 
 def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:

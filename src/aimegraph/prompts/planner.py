@@ -15,13 +15,14 @@ Rules:
   pending tasks to cancel under `drop`.
 - Pick tool bundles for each task from the ones available.
 - A task that is one call of a listed tool with known arguments gets `call`
-  {{"tool": name, "args": {{...}}}} and runs with no agent. In args, "$t1" is task
-  t1's result and "$t1.key" a field of it (t1 must be a dependency; "$$" is "$").
+  {{"tool": name, "args": {{...}}}} and runs with no agent (if you can call the tools,
+  calling one is such a task). In args, "$t1" is task t1's result and "$t1.key" a
+  field of it (t1 must be a dependency; "$$" is "$").
 - Keep the plan small: at most {max_tasks} tasks in all.
 - The last tasks should produce what the goal asks for; a final report is written
   from all task results afterwards.
 - Only when the goal needs no work at all (a greeting, thanks, something the
-  conversation already answers), send no tasks and set `no_work_needed`.
+  conversation already answers), send no tasks: put the reply in `answer`.
 
 Available tool bundles:
 {bundles}

@@ -7,9 +7,10 @@ parallel executors safe and every checkpoint a faithful snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
+from itertools import count
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
@@ -350,6 +351,33 @@ class PlanUpdate(BaseModel):
         description="True only when the goal needs no work at all (a greeting, thanks, "
         "something the conversation already answers): then send no tasks.",
     )
+    answer: LongText = Field(
+        default="",
+        description="Only with no tasks, when the goal needs no work: the reply to the user.",
+    )
+
+    def with_tool_calls(self, calls: Sequence[Mapping[str, Any]]) -> PlanUpdate:
+        """This plan with one tool step per tool call (``{name, args}``, as a chat
+        model's reply carries them): ids ``t1``, ``t2``... not used by its tasks,
+        titled by the tool, no dependencies (they run in parallel)."""
+        taken = {spec.id for spec in self.tasks}
+        free = (f"t{n}" for n in count(1) if f"t{n}" not in taken)
+        steps = [
+            TaskSpec(
+                id=next(free),
+                title=str(call["name"]),
+                call=ToolCallSpec(tool=str(call["name"]), args=dict(call.get("args") or {})),
+            )
+            for call in calls
+        ]
+        return self.model_copy(update={"tasks": [*self.tasks, *steps]})
+
+    @property
+    def direct_answer(self) -> str | None:
+        """The answer to send as it is: a plan with no tasks that carries one."""
+        if self.tasks:
+            return None
+        return self.answer.strip() or None
 
 
 _TEAM_FIELDS = ("agent", "team")
@@ -363,8 +391,8 @@ def plan_update_schema(
     fills in (a list bound in the schema lets constrained decoding end the list). A
     ``first`` plan (the progress list is empty) must send its task list: with a
     default, a grammar built from the schema lets a model send ``{}``. An empty list
-    is still valid there, for a goal that needs no work (``no_work_needed``); the
-    plan's validation refuses it otherwise. Without ``teams`` (no agent units
+    is still valid there, for a goal that needs no work (``no_work_needed``, or an
+    ``answer``); the plan's validation refuses it otherwise. Without ``teams`` (no agent units
     configured) the tasks have no ``agent`` and ``team`` fields: a field the model
     cannot use is one more way to go wrong."""
     spec: type[TaskSpec] = TaskSpec
