@@ -1,7 +1,7 @@
 """Starting, answering, carrying on and cancelling runs the same way from every
 entry point (the CLI, the dashboard, the distributed workers, a Python program):
 one graph per stored run settings, one demo set-up, one translation of a human's
-answer into ``Command(resume=...)``, one rule for what can be resumed, and runs
+answer into ``Command(resume=...)`` (:mod:`aimegraph.answers`), one rule for what can be resumed, and runs
 held under the thread's lease (:mod:`aimegraph.checkpoints.lease`), so that a run
 paused in one front end can be answered, carried on or cancelled in another and
 two of them never run one thread at once.
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -27,8 +27,9 @@ from langgraph.constants import END
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Command, Interrupt, StateSnapshot, StateUpdate
+from langgraph.types import Command, StateSnapshot, StateUpdate
 
+from aimegraph.answers import resume_command
 from aimegraph.checkpoints import RunSettings, ThreadNotFoundError, latest_settings, run_config
 from aimegraph.checkpoints.delta import finished_outputs, finished_tasks
 from aimegraph.checkpoints.lease import (
@@ -71,20 +72,6 @@ WORKSPACES = Path(".aimegraph/workspace")
 
 ThreadGraph = CompiledStateGraph[Any, Any, Any, Any]
 """An aime graph (``build_aime_graph``'s, or a worker's ``--graph`` builder's)."""
-
-
-class AnswerError(ValueError):
-    """A human's answer does not fit the interrupt it is meant for; ``needs`` says
-    what would: ``"answer"`` (text), ``"decision"`` (approve or reject) or
-    ``"escalation"`` (edit the plan, answer for the task, replan or give up)."""
-
-    def __init__(self, message: str, needs: Literal["answer", "decision", "escalation"]) -> None:
-        super().__init__(message)
-        self.needs = needs
-
-
-class NoSuchInterruptError(LookupError):
-    """The thread has no pending interrupt with the given id."""
 
 
 class NothingToResumeError(LookupError):
@@ -177,68 +164,6 @@ def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:
     settings = RunSettings(model=DEMO_SCENARIO, config=AimeConfig(workspace=workspace, **config))
     goal = load_scenario(DEMO_SCENARIO.removeprefix("scripted:")).goal.strip()
     return settings, goal
-
-
-def answer_for(interrupt_value: dict[str, Any], answer: dict[str, Any]) -> Any:
-    """Adapt a front end's answer (``{"action": "approve" | "reject" | "edit", ...}``
-    or ``{"answer": text}``) to the interrupt kind: a tool approval gets LangChain's
-    HITL decisions (``{"decisions": [...]}``, which it may also be sent as is; an
-    edit there carries the call's new ``args``)."""
-    kind = interrupt_value.get("kind")
-    if kind == "ask_human" and "answer" not in answer:
-        raise AnswerError("this interrupt asks a question", needs="answer")
-    if kind == "approve_tool" and "decisions" in answer:
-        return answer
-    if kind in ("approve_plan", "approve_tool") and "action" not in answer:
-        # A bare {"answer": ...} would read as an approval: refuse it instead.
-        raise AnswerError(f"this interrupt ({kind}) needs a decision", needs="decision")
-    if kind == "approve_tool":
-        return {"decisions": [_tool_decision(str(interrupt_value.get("tool")), answer)]}
-    if kind == "escalation":
-        return _escalation_answer(answer)
-    return answer
-
-
-def _escalation_answer(answer: dict[str, Any]) -> dict[str, Any]:
-    """A front end's answer to an escalation: ``{"answer": text, "task_id": ...}``
-    answers for the failed task, a rejection gives up."""
-    action = answer.get("action")
-    if action is None and "answer" in answer:
-        return {"action": "answer", "answer": answer["answer"], "task_id": answer.get("task_id")}
-    if action in ("reject", "deny"):
-        return {**answer, "action": "give_up"}
-    if action == "approve" or action is None:
-        raise AnswerError(
-            "an escalation is answered by editing the plan, answering for the failed task, "
-            "a replan or giving up",
-            needs="escalation",
-        )
-    return answer
-
-
-def _tool_decision(tool: str, answer: dict[str, Any]) -> dict[str, Any]:
-    action = answer.get("action")
-    if action == "edit":
-        if not isinstance(answer.get("args"), dict):
-            raise AnswerError(
-                "a tool call is edited with its new arguments (args), not a plan",
-                needs="decision",
-            )
-        return {"type": "edit", "edited_action": {"name": tool, "args": answer["args"]}}
-    if action in ("reject", "deny"):
-        return {"type": "reject", "message": answer.get("reason") or "no reason given"}
-    return {"type": str(action)}
-
-
-def resume_command(
-    interrupts: Sequence[Interrupt], answer: dict[str, Any], interrupt_id: str | None = None
-) -> Command[Any]:
-    """``Command(resume={id: value})`` answering ``interrupt_id``, or every pending
-    interrupt when it is None (each adapted with :func:`answer_for`)."""
-    chosen = [i for i in interrupts if interrupt_id in (None, i.id)]
-    if not chosen:
-        raise NoSuchInterruptError(f"no pending interrupt {interrupt_id!r}")
-    return Command(resume={i.id: answer_for(i.value, answer) for i in chosen})
 
 
 def reader_graph(saver: BaseCheckpointSaver[Any], thread_id: str | None = None) -> AimeGraph:

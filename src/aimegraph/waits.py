@@ -105,7 +105,7 @@ def wait_deadlines(interrupts: Sequence[Interrupt]) -> dict[str, float]:
 
 def default_answer(value: Mapping[str, Any]) -> Any:
     """The resume value a wait's ``default`` stands for, in the shape its kind reads
-    (and the front ends' :func:`aimegraph.steering.answer_for` passes on as it is)."""
+    (and the front ends' :func:`aimegraph.answers.answer_for` passes on as it is)."""
     why = f"no answer within {value.get('timeout_s') or 0:g} s"
     default = value.get("default")
     kind = value.get("kind")

@@ -29,6 +29,7 @@ from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
 from rich.console import Console
 from rich.markup import escape
 
+from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import (
     RunSettings,
     SettingsNotStoredError,
@@ -77,9 +78,7 @@ from aimegraph.notify import announce_waits
 from aimegraph.sandbox import SandboxUnavailable, open_sandbox
 from aimegraph.state import PlanError, PlanUpdate, Task
 from aimegraph.steering import (
-    AnswerError,
     AnswerNeededError,
-    NoSuchInterruptError,
     NothingToResumeError,
     cancel_run,
     prepare_demo,

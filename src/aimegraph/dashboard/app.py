@@ -43,6 +43,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from aimegraph.alerts import AlertSettings
+from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.checkpoints.runs import phase
 from aimegraph.config import settings_error
@@ -58,7 +59,7 @@ from aimegraph.dashboard.runs import (
 from aimegraph.dashboard.views import ThreadReader
 from aimegraph.eval.runner import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
-from aimegraph.steering import ANSWER_KEYS, AnswerError, NoSuchInterruptError
+from aimegraph.steering import ANSWER_KEYS
 
 STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
 TOKEN_COOKIE = "aimegraph_token"

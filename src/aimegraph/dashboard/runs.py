@@ -27,6 +27,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Interrupt
 
+from aimegraph.answers import NoSuchInterruptError
 from aimegraph.checkpoints import (
     RunSettings,
     ThreadBusyError,
@@ -47,7 +48,6 @@ from aimegraph.optimizer.store import PromptStore, starting_prompts
 from aimegraph.steering import (
     WORKSPACES,
     AnswerNeededError,
-    NoSuchInterruptError,
     NothingToResumeError,
     cancel_run,
     feedback,
@@ -158,7 +158,7 @@ class RunManager:
         self, thread_id: str, answer: Mapping[str, Any] | None, interrupt_id: str | None = None
     ) -> bool:
         """Answer the thread's pending interrupts (``answer`` as in
-        :func:`aimegraph.steering.answer_for`), or carry on a run that has not ended.
+        :func:`aimegraph.answers.answer_for`), or carry on a run that has not ended.
         True when the thread is a distributed run and its resume was queued for the
         workers, False when it carries on here."""
         record = self._distributed_record(thread_id)
