@@ -342,7 +342,7 @@ def actor_steps(workspace: Path, script: list[dict[str, Any]], **config: Any) ->
         registry=default_registry(workspace),
         config=AimeConfig(workspace=workspace, **config),
     )
-    task = Task(id="a", title="Task a", status="in_progress", attempts=1)
+    task = Task(id="a", title="Task a", status="in_progress", attempts=1, tool_bundles=("files",))
     nodes, settled = [], None
     for update in graph.stream(
         {"goal": "g", "task": task, "dependency_results": {}}, stream_mode="updates"
@@ -366,10 +366,17 @@ def test_a_task_settles_in_the_step_where_its_loop_ends(workspace: Path) -> None
     ]
     progress = call("update_progress", status="s", message="m")
     assert actor_steps(workspace, [progress, submit("ok")]) == ["react", "react", "completed: ok"]
-    # Any other tool runs in the tools step, and the result submitted beside it too,
-    # each call a task of its own; the next react ends the loop without a model call.
+    # Any other tool runs in the tools step, each call a task of its own; a result
+    # submitted beside it waits for it: the next react runs it and ends the loop
+    # without a model call, the output of the work in the result.
+    (workspace / "data.csv").write_text("a,b\n")
     both = {"calls": [call("list_dir"), call("submit_result", status="completed", summary="ls")]}
-    assert actor_steps(workspace, [both]) == ["react", "tools", "tools", "react", "completed: ls"]
+    assert actor_steps(workspace, [both]) == [
+        "react",
+        "tools",
+        "react",
+        "completed: ls\n\ndata.csv  (4 bytes)",
+    ]
     # The step cap is reached in a tools step: the next react settles without a call.
     capped = actor_steps(workspace, [call("list_dir")], max_actor_steps=1)
     assert capped == ["react", "tools", "react", "failed: Stopped after 1 steps (max_actor_steps=1"]

@@ -5,10 +5,11 @@ tools, knowledge, environment, output format); the loop then runs the actor
 (``react`` <-> ``tools``) until it submits a result, answers without a tool
 call, or hits its step cap. The step where that happens settles the task: the
 ``react`` step that got the result, the answer, the model failure or no steps
-left, or the tools step that ran ``submit_result`` beside other tools (the next
-``react`` then ends the loop without a model call). A reply that only reports
-(``update_progress``, ``submit_result``) is run in its react step; only other
-tools take a tools step, each call a task of its own (``Send``), as LangChain's
+left. A reply that only reports (``update_progress``, ``submit_result``) is run
+in its react step; only other tools take a tools step, each call a task of its
+own (``Send``). A ``submit_result`` beside them waits for them: the next
+``react`` runs it, with their outputs (see :mod:`aimegraph.tools.progress`), and
+ends the loop without a model call. The tools step runs the calls as LangChain's
 ``create_agent`` runs them: a call paused for a human (tool approval,
 ``ask_human``) is resumed alone, and the reply's other calls, already run and
 saved, never run again.
@@ -69,6 +70,7 @@ from aimegraph.state import ActorState, MemberResult, Task, TaskResult, Usage
 from aimegraph.streaming import call_metadata
 from aimegraph.tools.execution import ToolOutcome, run_in_step
 from aimegraph.tools.progress import (
+    REPORT_NAMES,
     SUBMIT_RESULT,
     member_keys,
     settled,
@@ -406,11 +408,16 @@ def make_react_node(
     reading_notes: Runnable[ActorState, dict[str, Any]] = blocking_call(_new_notes, name="notes")
 
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
-        if state.get("result") is not None:  # settled by submit_result in the tools step
+        if state.get("result") is not None:  # settled by submit_result in a graph of your own
             return Command(goto=done)
         cfg = config.for_run(runtime)
-        opened = (yield opening, state) if opening and not state.get("messages") else {}
-        state = cast(ActorState, {**state, **opened})
+        submitted = _deferred_submits(state, runtime)
+        if submitted.get("result") is not None:  # the work beside it done, the task settled
+            return Command(update=submitted, goto=done)
+        opened = (yield opening, state) if opening and not state.get("messages") else submitted
+        # A refused submission is heard in this step's call; the opening starts the talk.
+        heard = [*state.get("messages", []), *opened.get("messages", [])]
+        state = cast(ActorState, {**state, **opened, "messages": heard})
         if runtime.store is not None:  # a human's notes sent since the last step
             noted = yield reading_notes, state
             if noted["messages"]:
@@ -437,6 +444,32 @@ def _new_notes(state: ActorState, *, runtime: Runtime[Any]) -> dict[str, Any]:
     return {"messages": unseen_notes(state, runtime.store)}
 
 
+def _deferred_submits(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The update of running the ``submit_result`` calls the last reply made beside
+    work calls, now that those have run (nothing when there are none): the settled
+    result, or the observation refusing it."""
+    messages = state.get("messages", [])
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    if not replies or not _has_work(replies[-1]):
+        return {}
+    last = replies[-1]
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    waiting = [c for c in last.tool_calls if c["name"] == SUBMIT_RESULT]
+    waiting = [c for c in waiting if c["id"] not in answered]
+    if not waiting:
+        return {}
+    submits = last.model_copy(update={"tool_calls": waiting})
+    outcomes = run_in_step(
+        submits, REPORTS, state=state, runtime=runtime, once_per_reply=[SUBMIT_RESULT]
+    )
+    return _with_outcomes({}, outcomes)
+
+
+def _has_work(reply: AIMessage) -> bool:
+    """Whether ``reply`` calls a tool other than the reports."""
+    return any(c["name"] not in REPORT_NAMES for c in reply.tool_calls)
+
+
 def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:
     """``update`` with the outcomes of the calls run in the step: their observations
     and progress records appended, the rest (a submitted result, its task) set."""
@@ -459,13 +492,14 @@ def _merged(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]
 
 def _next_after_react(update: Mapping[str, Any], done: str) -> str | list[Send]:
     """Where a react step's update leads: ``done`` once it settled the task, one
-    ``tools`` task per tool call, else ``react`` (after a re-ask, or reports run in
-    the step)."""
+    ``tools`` task per tool call (but ``submit_result``, which waits for them), else
+    ``react`` (after a re-ask, or reports run in the step)."""
     if update.get("result") is not None:
         return done
     last = update["messages"][-1]
     if isinstance(last, AIMessage) and last.tool_calls:
-        return [Send("tools", [call]) for call in last.tool_calls]
+        calls = [c for c in last.tool_calls if c["name"] != SUBMIT_RESULT]
+        return [Send("tools", [call]) for call in calls]
     return "react"
 
 
