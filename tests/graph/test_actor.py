@@ -25,6 +25,7 @@ from aimegraph import (
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.nodes import make_conclude_node
+from aimegraph.nodes.executor import task_message
 from aimegraph.tools import ToolRegistryError
 
 
@@ -215,24 +216,22 @@ def test_task_bundles_decide_the_tools(workspace: Path) -> None:
     spec = factory.build(Task(id="a", title="Anything", tool_bundles=("files",)), "goal", {})
     assert spec.bundles == ("files",)
     assert spec.tool_names == ["read_file", "write_file", "append_file", "list_dir"]
-    prompt = spec.system_prompt()
-    assert "- write_file:" in prompt and "- python:" not in prompt
-    assert "- submit_result:" in prompt and "- update_progress:" in prompt
+    tools = spec.system_prompt().split("## Tools\n")[1].split("\n")[0]
+    assert tools == "read_file, write_file, append_file, list_dir, update_progress, submit_result"
 
 
-def test_the_prompt_names_each_tool_and_its_purpose_not_its_whole_definition(
+def test_the_prompt_names_each_tool_and_leaves_its_definition_to_the_bound_schema(
     workspace: Path,
 ) -> None:
-    """The bound tool definitions carry every description in full: the system prompt
-    gives each tool's first sentence, so no call pays for the text twice."""
+    """The bound tool definitions (native, or JSON mode's list) carry every description
+    in full: the system prompt only names the tools, so no call pays for a text twice."""
     registry = registry_for(workspace)
     factory = DefaultActorFactory(registry, workspace=workspace)
     spec = factory.build(Task(id="a", title="Sum", tool_bundles=("compute",)), "goal", {})
-    python = next(t for t in spec.tools if t.name == "python")
-    assert python.description.count(". ") >= 2  # more than one sentence to leave out
     prompt = spec.system_prompt()
-    assert "- python: Run a Python 3 script in a fresh process.\n" in prompt
-    assert python.description not in prompt
+    for tool_ in spec.tools:
+        assert tool_.name in prompt
+        assert tool_.description.split(". ")[0] not in prompt
 
 
 @pytest.mark.parametrize(
@@ -274,10 +273,14 @@ def test_spec_has_all_five_parts(workspace: Path) -> None:
     assert spec.persona == "You are a meticulous financial auditor."
     assert spec.knowledge == ("[policy.md] Refunds are paid within 14 days.",)
     assert "data.csv" in spec.environment
-    assert "the number of days is stated" in spec.output_format
     prompt = spec.system_prompt()
     for part in (spec.persona, spec.knowledge[0], "data.csv", "knowledge_search"):
         assert part in prompt
+    # The criteria are the task's, in its message: the system prompt stays the same
+    # across tasks up to the tools (provider prompt caches).
+    assert spec.output_format == factory.output_format(Task(id="c", title="other"))
+    state: Any = {"goal": "goal", "task": task}
+    assert "Done when: the number of days is stated" in task_message(state).text
     other = factory.build(Task(id="b", title="x", persona="a statistician"), "goal", {})
     assert other.persona.startswith("You are a statistician.")
 

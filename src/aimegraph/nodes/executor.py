@@ -77,7 +77,7 @@ from aimegraph.tools.progress import (
     submit_result,
     update_progress,
 )
-from aimegraph.tools.registry import ToolRegistry, first_sentence
+from aimegraph.tools.registry import ToolRegistry
 
 ActorNode = Node[ActorState]
 
@@ -130,9 +130,9 @@ class ActorSpec:
         return self.template.format(
             persona=self.persona,
             habits=self.habits,
-            # The bound definitions (native, or json_mode's list) carry the whole
-            # descriptions and arguments; the prompt names the tools and what each is for.
-            tools="\n".join(f"- {t.name}: {first_sentence(t.description)}" for t in tools),
+            # The bound definitions (native, or json_mode's list) carry each tool's
+            # description and arguments: the prompt only names them.
+            tools=", ".join(t.name for t in tools),
             knowledge="\n\n".join([*self.knowledge, *self.experience]) or prompts.NO_KNOWLEDGE,
             environment=self.environment + facts_section(dict(self.facts)),
             output_format=self.output_format,
@@ -158,8 +158,10 @@ class DefaultActorFactory:
       at least ``min_match`` and half the best score. Only these are bound: fewer
       tools, fewer mistakes;
     * knowledge: the ``knowledge_k`` passages of ``knowledge`` nearest the task;
-    * environment: the workspace and what is in it, today's date, the inputs;
-    * output format: what the result must show, from the completion criteria.
+    * environment: the workspace and what is in it, today's date;
+    * output format: the form of the result (the completion criteria, like the
+      inputs, come in the task message: the system prompt stays the same across
+      tasks up to the tools, for provider prompt caches).
     """
 
     def __init__(
@@ -196,7 +198,7 @@ class DefaultActorFactory:
             bundles=tuple(bundles),
             tools=tuple(self.registry.select(bundles)),
             knowledge=tuple(self.retrieve(task)),
-            environment=self.environment(dependencies),
+            environment=self.environment(),
             output_format=self.output_format(task),
         )
 
@@ -226,7 +228,7 @@ class DefaultActorFactory:
             for p in self.knowledge.search(_task_text(task), k=self.knowledge_k)
         ]
 
-    def environment(self, dependencies: Mapping[str, TaskResult]) -> str:
+    def environment(self) -> str:
         files = sorted(p.name + ("/" if p.is_dir() else "") for p in self.workspace.glob("*"))
         shown = ", ".join(files[:30]) + (" ..." if len(files) > 30 else "")
         lines = [
@@ -235,14 +237,10 @@ class DefaultActorFactory:
             f"Files there now: {shown or '(empty)'}",
             f"Today is {date.today().isoformat()}.",
         ]
-        if dependencies:
-            lines.append(f"Results of earlier tasks you can use: {', '.join(dependencies)}.")
         return "\n".join(lines)
 
     def output_format(self, task: Task) -> str:
-        if not task.completion_criteria:
-            return prompts.DEFAULT_OUTPUT_FORMAT
-        return f"{prompts.DEFAULT_OUTPUT_FORMAT} It must show that: {task.completion_criteria}"
+        return prompts.DEFAULT_OUTPUT_FORMAT
 
 
 def _task_text(task: Task) -> str:
@@ -272,13 +270,19 @@ def task_message(state: ActorState) -> HumanMessage:
             task_id=task.id,
             attempt=max(task.attempts, 1),
             title=task.title,
-            description=task.description or task.title,
-            criteria=task.completion_criteria or "the task is done",
+            description=_line(prompts.DESCRIPTION, task.description, unless=task.title),
+            criteria=_line(prompts.CRITERIA, task.completion_criteria),
             previous_attempt=previous,
             dependencies=deps,
         )
         + state.get("brief", "")
     )
+
+
+def _line(template: str, text: str, *, unless: str = "") -> str:
+    """``template`` filled with ``text``; nothing when ``text`` is empty or ``unless``
+    (a line that would say nothing new)."""
+    return template.format(text=text) if text not in ("", unless) else ""
 
 
 def artifact_lines(artifacts: Mapping[str, str]) -> str:
