@@ -79,10 +79,11 @@ THREE_TASKS: list[dict[str, Any]] = [
         },
     },
 ]
-"""ReAct calls per rollout: one 2, two 3, three 3; aimegraph: one 5, two 7, three 6."""
+"""ReAct calls per rollout: one 2, two 3, three 3; aimegraph: one 4, two 5, three 5 (each task
+ends in the reply that makes its last call)."""
 
 REACT_CALLS = {"one": 2, "two": 3, "three": 3}
-AIME_CALLS = {"one": 5, "two": 7, "three": 6}
+AIME_CALLS = {"one": 4, "two": 5, "three": 5}
 
 
 def write_suite(folder: Path, tasks: list[dict[str, Any]], **suite: Any) -> Path:
