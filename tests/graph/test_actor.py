@@ -25,7 +25,7 @@ from aimegraph import (
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.nodes import make_conclude_node
-from aimegraph.nodes.executor import task_message
+from aimegraph.nodes.factory import task_message
 from aimegraph.tools import ToolRegistryError
 
 

@@ -21,7 +21,7 @@ from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.models.resolve import resolve_model
-from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
+from aimegraph.nodes.factory import ActorFactory, DefaultActorFactory
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamMode, TeamSpec
 from aimegraph.teams.modes import MODES, TeamParts, TeamState, mode_graph

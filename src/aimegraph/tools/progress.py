@@ -122,7 +122,7 @@ def _work_outputs(messages: Sequence[AnyMessage], call_id: str | None) -> list[T
     return []
 
 
-def _refusal(why: str, call_id: str) -> ToolMessage:
+def _refusal(why: str, call_id: str | None) -> ToolMessage:
     text = f"Not submitted: {why}."
     return ToolMessage(text, name=SUBMIT_RESULT, tool_call_id=call_id, status="error")
 
