@@ -47,7 +47,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
 from aimegraph.models.response_format import load_response_format
 from aimegraph.nodes.notes import Note, post_note
-from aimegraph.state import Usage
+from aimegraph.state import PlanLike, Usage
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
@@ -119,14 +119,16 @@ def run_servers(settings: RunSettings) -> dict[str, McpServer]:
 
 
 def run_graph(
-    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+    settings: RunSettings,
+    saver: BaseCheckpointSaver[Any],
+    store: BaseStore | None = None,
+    plan: PlanLike | Path | None = None,
 ) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
-    ``store``: a thread started with one must be resumed with one, the graph has
-    its memory nodes only then), with the run's prompts (``settings.prompts``),
-    agent units (``settings.agents``), knowledge base (``settings.knowledge``), typed
-    answer (``settings.response_format``) and MCP servers (``settings.mcp``, with
-    those of its config)."""
+    ``store``: a thread started with one must be resumed with one, the graph has its
+    memory nodes only then), with the run's prompts, agent units, knowledge base,
+    typed answer and MCP servers (``settings``); a new run's predefined ``plan`` (its
+    first plan, checked here: ``PlanError``; a resumed run has it in its state)."""
     if settings.model is None:
         raise ValueError(
             "the run's settings name no model (it was started from Python with a chat "
@@ -152,6 +154,7 @@ def run_graph(
         agents=agents,
         response_format=response_format,
         mcp_servers=settings.mcp,
+        plan=plan,
     )
 
 

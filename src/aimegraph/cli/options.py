@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import os
+from pathlib import Path
 from typing import Any
 
 from aimegraph.checkpoints import DEFAULT_CHECKPOINT_URL, redact_url
@@ -15,6 +16,7 @@ __all__ = [
     "checkpoints_option",
     "durability_option",
     "mcp_option",
+    "plan_option",
     "rebuild_options",
     "run_options",
     "stream_option",
@@ -39,6 +41,16 @@ def stream_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the answer as the model writes it (token by token with a streaming "
         "model); not with --json",
+    )
+
+
+def plan_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        type=Path,
+        help="start from this plan (YAML or JSON: tasks, which may be tool steps with "
+        "'call') instead of asking the planner; checked first (a bad plan: exit 2)",
     )
 
 
@@ -144,6 +156,12 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replan", choices=["on_failure", "every_step"])
     parser.add_argument("--verify", choices=["final", "tasks", "both", "off"])
     parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
+    parser.add_argument(
+        "--server-schema",
+        # AimeConfig.server_schema's values, spelt out: the parser loads no engine code.
+        choices=["auto", "json_schema", "json_object", "guided_json", "off"],
+        help="in JSON mode, how an OpenAI-compatible server is asked for each reply's schema",
+    )
     parser.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
     parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")

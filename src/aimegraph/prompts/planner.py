@@ -12,6 +12,9 @@ Rules:
 - Never revise or repeat completed tasks: their results are kept. To redo work, add
   a task with a new id. Reuse the id of a pending or failed task to revise it, or
   cancel it under `drop`.
+- A task that is one call of a listed tool with known arguments gets `call`
+  {{"tool": name, "args": {{...}}}} and runs with no agent. In args, "$t1" is task
+  t1's result and "$t1.key" a field of it (t1 must be a dependency; "$$" is "$").
 - Keep the plan small: at most {max_tasks} tasks in all.
 - The last tasks should produce what the goal asks for; a final report is written
   from all task results afterwards.
