@@ -103,18 +103,16 @@ class MemberResult(_Record):
 
 
 class ToolCallSpec(BaseModel):
-    """A tool step: one call of a run tool, run by the engine with no model call.
+    """One tool call the engine makes, with no model call."""
 
-    A string argument may name a dependency's result (:mod:`aimegraph.state.references`):
-    ``$t1`` its result text, ``$t1.key`` a field of its JSON result, ``$$`` a ``$``."""
-
+    # A tool step. A string argument may name a dependency's result
+    # (aimegraph.state.references): `$t1` its result text, `$t1.key` a field of its
+    # JSON result, `$$` a `$`. The planner's prompt says so: the schema, sent with
+    # every planner call, does not repeat it.
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    tool: Id = Field(description="The tool's name.")
-    args: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Its arguments; '$t1' is task t1's result, '$t1.key' a field of it.",
-    )
+    tool: Id
+    args: dict[str, Any] = Field(default_factory=dict)
 
 
 class Task(_Record):
@@ -317,11 +315,7 @@ class TaskSpec(BaseModel):
     team: TeamSpec | None = Field(
         default=None, description="A team of agent units to do it together, if it needs one."
     )
-    call: ToolCallSpec | None = Field(
-        default=None,
-        description="Only when the tool and its arguments are known: the engine makes "
-        "this one call, no agent; its output is the result.",
-    )
+    call: ToolCallSpec | None = None
 
 
 class PlanUpdate(BaseModel):
