@@ -1,9 +1,9 @@
 """Starting, answering, carrying on and cancelling runs the same way from every
 entry point (the CLI, the dashboard, the distributed workers, a Python program):
 one graph per stored run settings, one demo set-up, one translation of a human's
-answer into ``Command(resume=...)`` (:mod:`aimegraph.answers`), one rule for what can be resumed, and runs
-held under the thread's lease (:mod:`aimegraph.checkpoints.lease`), so that a run
-paused in one front end can be answered, carried on or cancelled in another and
+answer into ``Command(resume=...)`` (:mod:`aimegraph.answers`), one rule for what can
+be resumed, and runs held under the thread's lease (:mod:`aimegraph.checkpoints.lease`),
+so that a run paused in one front end can be answered, carried on or cancelled in another and
 two of them never run one thread at once.
 
 For a Python program, :func:`run_thread` is ``graph.invoke`` under the thread's

@@ -81,10 +81,11 @@ THREE_TASKS: list[dict[str, Any]] = [
     },
 ]
 """ReAct calls per rollout: one 2, two 3, three 3; aimegraph: one 2 (a tool step, no
-verifier), two 5 (a tool step, then an actor writing the file), three 6."""
+verifier), two 4 (a tool step, then an actor writing the file, ending its task in that
+reply; the verifier checks the file), three 5."""
 
 REACT_CALLS = {"one": 2, "two": 3, "three": 3}
-AIME_CALLS = {"one": 2, "two": 5, "three": 6}
+AIME_CALLS = {"one": 2, "two": 4, "three": 5}
 
 
 def write_suite(folder: Path, tasks: list[dict[str, Any]], **suite: Any) -> Path:

@@ -8,8 +8,9 @@ stages of tool calls and an answer; this module plays it for each kind of system
   of the answer's tool, as ``create_agent``'s ``ToolStrategy`` binds it);
 - :class:`AimeOracle` for aimegraph: a plan with one task per stage (dependencies
   from ``after``): a tool step for a stage that is one call with arguments known in
-  advance, else an actor making its stage's calls and submitting its result; then
-  the reporter's answer (the scripted model of :mod:`aimegraph.models.scripted`).
+  advance, else an actor making its stage's calls and ending its task as a real model
+  could (:func:`stage_steps`); then the reporter's answer (the scripted model of
+  :mod:`aimegraph.models.scripted`).
 
 Both make the same tool calls; every figure in an answer is the output of a tool
 run at rollout time. Both count tokens the same way: LangChain's
@@ -66,6 +67,9 @@ _BUNDLE_OF_TOOL = {
 }
 """The built-in bundle of each built-in tool; any other tool is the application's
 (the ``custom`` bundle)."""
+
+_WRITES = frozenset({"write_file", "append_file"})
+"""Tools whose caller knows what they did before they answer: it chose what to write."""
 
 
 class OracleError(ValueError):
@@ -264,6 +268,31 @@ def _dollars_escaped(value: Any) -> Any:
     return value
 
 
+def stage_steps(stage: OracleStage) -> list[dict[str, Any]]:
+    """An actor's replies for ``stage``: its calls, one per reply, the task ending in
+    the reply that does the last work where a real model could end it there. A result
+    that is the last output itself is ``submit_result`` beside the last call with an
+    empty summary (the output is handed back); one the caller knows before the call
+    answers (what a file write did) is submitted beside it; one that needs the output
+    (a summary of what was read or run) is a plain answer once the output is in."""
+    calls = [
+        {"tool": call["tool"], "args": _actor_text(call.get("args") or {})} for call in stage.calls
+    ]
+    result = _actor_text(stage.result)
+    if not calls:
+        return [_submit(result)]
+    *work, last = calls
+    if result == _LAST:
+        return [*work, {"calls": [last, _submit("")]}]
+    if _LAST not in result and last["tool"] in _WRITES:
+        return [*work, {"calls": [last, _submit(result)]}]
+    return [*calls, {"text": result}]
+
+
+def _submit(summary: str) -> dict[str, Any]:
+    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
+
+
 def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
     """The scripted-model scenario that plays ``task``'s oracle in aimegraph: per
     turn a plan (a task per stage), the actors' calls and results, the reporter's
@@ -279,15 +308,7 @@ def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
             }
         )
         for stage in turn.stages:
-            steps = [
-                {"tool": call["tool"], "args": _actor_text(call.get("args") or {})}
-                for call in stage.calls
-            ]
-            summary = _actor_text(stage.result)
-            steps.append(
-                {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
-            )
-            actors[stage.id] = steps
+            actors[stage.id] = stage_steps(stage)
         if not solve:
             reporter.append({"text": UNSOLVED_ANSWER})
         elif turn.structured is not None and task.answer_schema is not None:

@@ -71,7 +71,7 @@ def retrying(
     return kind(
         retry=tenacity.retry_if_exception(retry_on),
         wait=tenacity.wait_exponential_jitter(
-            multiplier=initial_interval,
+            initial=initial_interval,
             exp_base=policy.backoff_factor,
             max=policy.max_interval,
             # As RetryPolicy: up to 1 s, and never more than the first wait.
