@@ -45,6 +45,9 @@ __all__ = [
     "ReactOracle",
     "UNSOLVED_ANSWER",
     "aime_scenario",
+    "reply_usage",
+    "tool_call_message",
+    "typed_calls",
 ]
 
 ORACLE_MODEL_NAME = "oracle"
@@ -71,7 +74,7 @@ class OracleError(ValueError):
     """A task has no oracle replies, or they do not fit the conversation."""
 
 
-def _usage(
+def reply_usage(
     messages: list[BaseMessage],
     reply: AIMessage,
     tools: list[dict[str, Any]],
@@ -104,7 +107,7 @@ def _coerced(value: Any, schema: Mapping[str, Any]) -> Any:
     return value
 
 
-def _typed_calls(message: AIMessage, tools: list[dict[str, Any]]) -> AIMessage:
+def typed_calls(message: AIMessage, tools: list[dict[str, Any]]) -> AIMessage:
     """``message`` with each tool call's arguments typed by the bound tool's schema."""
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools}
     if not message.tool_calls:
@@ -156,11 +159,11 @@ class ReactOracle(ToolSchemaChatModel):
             mine = [i for i, (s, _) in enumerate(calls[:step]) if s.id == stage.id]
             last = outputs[mine[-1]] if mine and mine[-1] < len(outputs) else ""
             args = _fill(call.get("args") or {}, last, results)
-            message = _tool_call(str(call["tool"]), args)
+            message = tool_call_message(str(call["tool"]), args)
         else:
             message = self._answer(turn, results)
-        message = _typed_calls(message, tools)
-        message.usage_metadata = _usage(messages, message, tools, self.usage)
+        message = typed_calls(message, tools)
+        message.usage_metadata = reply_usage(messages, message, tools, self.usage)
         message.response_metadata = {"model_name": ORACLE_MODEL_NAME}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -168,7 +171,7 @@ class ReactOracle(ToolSchemaChatModel):
         if not self.solve:
             return AIMessage(content=UNSOLVED_ANSWER)
         if turn.structured is not None and self.answer_tool is not None:
-            return _tool_call(self.answer_tool, _fill(turn.structured, "", results))
+            return tool_call_message(self.answer_tool, _fill(turn.structured, "", results))
         return AIMessage(content=_fill(turn.answer or "", "", results))
 
 
@@ -198,7 +201,7 @@ def _fill(value: Any, last_output: str, results: Mapping[str, str]) -> Any:
     return value
 
 
-def _tool_call(name: str, args: dict[str, Any]) -> AIMessage:
+def tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
     call = {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
     return AIMessage(content="", tool_calls=[call])
 
@@ -224,7 +227,9 @@ def _rename(value: Any, placeholder: str) -> Any:
 
 
 def _task_spec(turn: OracleTurn, index: int, stage: OracleStage) -> dict[str, Any]:
-    bundles = sorted({_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls})
+    bundles = stage.bundles or sorted(
+        {_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls}
+    )
     return {
         "id": stage.id,
         "title": stage.title,
@@ -296,8 +301,8 @@ class AimeOracle(ScriptedChatModel):
         tools = list(kwargs.get("tools") or [])
         message = result.generations[0].message
         assert isinstance(message, AIMessage)
-        message = _typed_calls(message, tools)
-        message.usage_metadata = _usage(messages, message, tools, self.usage)
+        message = typed_calls(message, tools)
+        message.usage_metadata = reply_usage(messages, message, tools, self.usage)
         message.response_metadata = {"model_name": ORACLE_MODEL_NAME}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
