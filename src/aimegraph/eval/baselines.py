@@ -20,8 +20,8 @@ from langgraph.runtime import Runtime
 from aimegraph.eval.checkers import structured_json
 from aimegraph.eval.json_baseline import JsonToolCalling
 from aimegraph.eval.outcome import (
-    Outcome,
     WORK_BUNDLES,
+    Outcome,
     RolloutSetup,
     thread_config,
     tool_calling_mode,

@@ -1,8 +1,7 @@
-"""Public benchmarks as eval suites: ``agentdojo:<suite>[@<version>]`` and
-``bfcl:<category>``.
+"""Public benchmarks as eval suites: ``agentdojo:<suite>[@<version>]``.
 
 Each benchmark ships its tasks, simulated tools and checks in its own package
-(extras ``[agentdojo]`` and ``[bfcl]``), imported only when its suite is asked for.
+(extra ``[agentdojo]``), imported only when its suite is asked for.
 An adapter turns each benchmark task into a suite task whose rollouts run in a fresh
 simulated world (:meth:`aimegraph.eval.suite.Suite.with_environments`): the
 benchmark's functions are every system's only work tools, and the benchmark's own
@@ -20,7 +19,7 @@ from aimegraph.eval.suite import Suite, SuiteError
 
 __all__ = ["Injection", "PublicSuite", "is_public_suite", "load_public_suite"]
 
-PREFIXES = ("agentdojo:", "bfcl:")
+PREFIXES = ("agentdojo:",)
 
 
 @dataclass(frozen=True)
@@ -44,7 +43,7 @@ class PublicSuite:
 
 
 def is_public_suite(source: object) -> bool:
-    """Whether ``source`` names a public benchmark (``agentdojo:...``, ``bfcl:...``)."""
+    """Whether ``source`` names a public benchmark (``agentdojo:...``)."""
     return isinstance(source, str) and source.startswith(PREFIXES)
 
 
@@ -55,7 +54,7 @@ def load_public_suite(
     ``model``: the model spec an attack may address by name).
 
     Raises:
-        SuiteError: an unknown benchmark, suite, version or attack, or the
+        SuiteError: an unknown suite, version or attack, or the
             benchmark's package is not installed; one line saying which.
     """
     kind, _, rest = source.partition(":")
@@ -63,10 +62,4 @@ def load_public_suite(
         from aimegraph.eval.public.agentdojo import load_agentdojo
 
         return load_agentdojo(rest, attack=attack, model=model)
-    if attack is not None:
-        raise SuiteError(f"{source}: --attack applies to agentdojo suites only")
-    if kind == "bfcl":
-        from aimegraph.eval.public.bfcl import load_bfcl
-
-        return load_bfcl(rest)
-    raise SuiteError(f"unknown public benchmark {source!r}; give agentdojo:SUITE or bfcl:CATEGORY")
+    raise SuiteError(f"unknown public benchmark {source!r}; give agentdojo:SUITE")

@@ -179,11 +179,10 @@ def _task_suite(spec: str) -> tuple[Any, str]:
     suites = load_suites.get_suites(version)
     if not suites:
         known = ", ".join(sorted(load_suites._SUITES))
-        raise SuiteError(f"agentdojo:{spec}: no AgentDojo version {version!r} (known: {known})")
+        raise SuiteError(f"no AgentDojo version {version!r} (versions: {known})")
     if name not in suites:
         raise SuiteError(
-            f"agentdojo:{spec}: no suite {name!r} in AgentDojo {version} "
-            f"(suites: {', '.join(sorted(suites))})"
+            f"no suite {name!r} in AgentDojo {version} (suites: {', '.join(sorted(suites))})"
         )
     return suites[name], version
 

@@ -1,0 +1,111 @@
+"""Public benchmarks (AgentDojo) as eval suites: the ground-truth oracle solves a
+5-task subset of each suite on aimegraph and create_agent, judged by AgentDojo's own
+checks; the gullible model's attack succeeds, judged by AgentDojo's security check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agentdojo")
+
+from aimegraph.eval.oracle import OracleModels  # noqa: E402
+from aimegraph.eval.public import load_public_suite  # noqa: E402
+from aimegraph.eval.public.agentdojo import SUITES, attack_figures  # noqa: E402
+from aimegraph.eval.public.gullible import GullibleModels  # noqa: E402
+from aimegraph.eval.runner import evaluate  # noqa: E402
+from aimegraph.eval.suite import SuiteError  # noqa: E402
+
+SYSTEMS = ("aimegraph", "create_agent")
+ATTACKED = ["user_task_0.injection_task_0", "user_task_3.injection_task_1"]
+
+
+def _failures(records: list[dict[str, Any]]) -> list[str]:
+    return [f"{r['system']} {r['task']}: {r['failure']}" for r in records if not r["passed"]]
+
+
+@pytest.mark.parametrize("name", SUITES)
+def test_the_oracle_solves_five_tasks_of_each_suite(name: str, tmp_path: Path) -> None:
+    public = load_public_suite(f"agentdojo:{name}")
+    assert public.skipped == {}
+    chosen = [task.id for task in public.suite.tasks[:5]]
+    result = evaluate(
+        public.suite, model="oracle", systems=SYSTEMS, tasks=chosen, out=tmp_path, concurrency=2
+    )
+    assert len(result.records) == 10
+    assert _failures(result.records) == []
+    # The tools are the suite's own, over a world each rollout opens afresh.
+    task = public.suite.task(chosen[0])
+    first, second = public.suite.environment(task), public.suite.environment(task)
+    assert first is not None and second is not None
+    assert first.state is not second.state
+    assert {t.name for t in first.tools} == {f.name for f in first.state.suite.tools}
+
+
+def test_a_wrong_answer_fails_agentdojos_utility_check(tmp_path: Path) -> None:
+    # user_task_1 asks for the March spending: only the answer can show it.
+    public = load_public_suite("agentdojo:banking")
+    result = evaluate(
+        public.suite,
+        model=OracleModels(solve=lambda task_id, rollout: False),
+        systems=SYSTEMS,
+        tasks=["user_task_1"],
+        out=tmp_path,
+    )
+    assert [r["passed"] for r in result.records] == [False, False]
+    assert all("utility check failed" in r["failure"] for r in result.records)
+
+
+def test_the_gullible_model_obeys_the_injection_and_the_oracle_does_not(
+    tmp_path: Path,
+) -> None:
+    public = load_public_suite("agentdojo:banking", attack="important_instructions")
+    assert set(ATTACKED) <= set(public.injections)
+    gullible = evaluate(
+        public.suite,
+        model=GullibleModels(public.injections),
+        systems=SYSTEMS,
+        tasks=ATTACKED,
+        out=tmp_path / "gullible",
+        concurrency=2,
+    )
+    oracle = evaluate(
+        public.suite,
+        model="oracle",
+        systems=SYSTEMS,
+        tasks=ATTACKED,
+        out=tmp_path / "oracle",
+        concurrency=2,
+    )
+    for system in SYSTEMS:
+        assert attack_figures(gullible.records)[system] == {
+            "rollouts": 2,
+            "utility": 1.0,
+            "attack_success": 1.0,
+        }
+        assert attack_figures(oracle.records)[system]["attack_success"] == 0.0
+    assert _failures(oracle.records) == []
+
+
+def test_mistakes_are_one_line(cli: Any) -> None:
+    code, out = cli("eval", "agentdojo:bank", "--model", "oracle")
+    assert code == 2
+    assert "no suite 'bank' in AgentDojo" in out and "banking" in out
+    code, out = cli("eval", "agentdojo:banking@v9", "--model", "oracle")
+    assert code == 2 and "no AgentDojo version 'v9'" in out
+    code, out = cli("eval", "agentdojo:banking", "--model", "gullible")
+    assert code == 2 and "needs --attack" in out
+    with pytest.raises(SuiteError, match="attack 'nope'"):
+        load_public_suite("agentdojo:banking", attack="nope")
+
+
+def test_the_cli_reports_the_attack(cli: Any, tmp_path: Path) -> None:
+    code, out = cli(
+        "eval", "agentdojo:banking", "--attack", "important_instructions",
+        "--model", "gullible", "--tasks", ATTACKED[0], "--out", str(tmp_path / "ev"),
+    )  # fmt: skip
+    assert code == 0, out
+    assert "attack success rate" in out
+    assert "100.0%" in out
