@@ -1,6 +1,7 @@
-"""Public benchmarks (AgentDojo) as eval suites: the ground-truth oracle solves a
-5-task subset of each suite on aimegraph and create_agent, judged by AgentDojo's own
-checks; the gullible model's attack succeeds, judged by AgentDojo's security check."""
+"""Public benchmarks as eval suites: the ground-truth oracle solves a 5-task subset
+of each AgentDojo suite and of BFCL multi-turn on aimegraph and create_agent, judged
+by the benchmark's own checks; the gullible model's attack succeeds, judged by
+AgentDojo's security check."""
 
 from __future__ import annotations
 
@@ -10,11 +11,14 @@ from typing import Any
 import pytest
 
 pytest.importorskip("agentdojo")
+pytest.importorskip("bfcl_eval")
 
 from aimegraph.eval.oracle import OracleModels  # noqa: E402
 from aimegraph.eval.public import load_public_suite  # noqa: E402
 from aimegraph.eval.public.agentdojo import SUITES, attack_figures  # noqa: E402
+from aimegraph.eval.public.bfcl import BfclWorld, state_and_response_check  # noqa: E402
 from aimegraph.eval.public.gullible import GullibleModels  # noqa: E402
+from aimegraph.eval.checkers import CheckInput  # noqa: E402
 from aimegraph.eval.runner import evaluate  # noqa: E402
 from aimegraph.eval.suite import SuiteError  # noqa: E402
 
@@ -97,6 +101,8 @@ def test_mistakes_are_one_line(cli: Any) -> None:
     assert code == 2 and "no AgentDojo version 'v9'" in out
     code, out = cli("eval", "agentdojo:banking", "--model", "gullible")
     assert code == 2 and "needs --attack" in out
+    code, out = cli("eval", "bfcl:multi_turn_miss_func", "--model", "oracle")
+    assert code == 2 and "no BFCL category 'multi_turn_miss_func'" in out
     with pytest.raises(SuiteError, match="attack 'nope'"):
         load_public_suite("agentdojo:banking", attack="nope")
 
@@ -109,3 +115,39 @@ def test_the_cli_reports_the_attack(cli: Any, tmp_path: Path) -> None:
     assert code == 0, out
     assert "attack success rate" in out
     assert "100.0%" in out
+
+
+def test_the_oracle_solves_five_bfcl_multi_turn_tasks(tmp_path: Path) -> None:
+    public = load_public_suite("bfcl:multi_turn_base")
+    assert public.skipped == {}
+    chosen = [task.id for task in public.suite.tasks[:5]]
+    assert all(len(public.suite.task(t).goals) > 1 for t in chosen)  # turns on one thread
+    result = evaluate(
+        public.suite, model="oracle", systems=SYSTEMS, tasks=chosen, out=tmp_path, concurrency=2
+    )
+    assert len(result.records) == 10
+    assert _failures(result.records) == []
+
+
+def test_bfcls_checker_fails_a_turn_without_its_calls(tmp_path: Path) -> None:
+    public = load_public_suite("bfcl:multi_turn_base")
+    task = public.suite.tasks[0]
+    environment = public.suite.environment(task)
+    assert environment is not None and isinstance(environment.state, BfclWorld)
+    world = environment.state
+    oracle = task.oracle
+    assert oracle is not None
+    # Every turn's calls but the last turn's: the state differs after the last turn.
+    for index, turn in enumerate(oracle.turns[:-1]):
+        world.begin_turn(index)
+        for call in (c for stage in turn.stages for c in stage.calls):
+            world.call(_owner(world, call["tool"]), call["tool"], call["args"])
+    world.begin_turn(len(oracle.turns) - 1)
+    inp = CheckInput("Done.", None, tmp_path, {}, task, environment=world)
+    passed, reason = state_and_response_check(inp)
+    assert not passed
+    assert "empty_turn_model_response" in reason
+
+
+def _owner(world: BfclWorld, name: str) -> str:
+    return next(owner for owner, docs in world.docs.items() if any(d["name"] == name for d in docs))

@@ -50,7 +50,8 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         nargs="+",
         metavar="SUITE | compare A B",
         help="a suite file (.yaml, .yml, .json, .jsonl), 'bundled', or a public benchmark "
-        "(agentdojo:SUITE[@VERSION], extra [agentdojo]); or 'compare A B', "
+        "(agentdojo:SUITE[@VERSION], extra [agentdojo]; bfcl:multi_turn_base, "
+        "pip install --no-deps bfcl-eval); or 'compare A B', "
         "where A and B are eval directories or results.jsonl files, each optionally "
         "followed by :SYSTEM",
     )

@@ -118,7 +118,8 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
             checkpointer=InMemorySaver(),
         )
     state: Mapping[str, Any] = {}
-    for goal in setup.task.goals:
+    for index, goal in enumerate(setup.task.goals):
+        setup.begin_turn(index)
         state = graph.invoke(
             {"messages": [HumanMessage(goal)]}, thread_config(setup), control=setup.control
         )

@@ -3,7 +3,7 @@ of every kind of system (:mod:`aimegraph.eval.runners`, :mod:`aimegraph.eval.bas
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,12 +45,15 @@ environment replaces."""
 class RolloutEnvironment:
     """A simulated world of one rollout (a public benchmark's): its tools, the only
     work tools every system gets (in the bundle ``bundle``), and ``state``, what the
-    checks read afterwards (:attr:`aimegraph.eval.checkers.CheckInput.environment`)."""
+    checks read afterwards (:attr:`aimegraph.eval.checkers.CheckInput.environment`).
+    ``begin_turn(index)`` is told when each turn of the conversation starts (a
+    benchmark that checks the world turn by turn files each call under its turn)."""
 
     bundle: str
     description: str
     tools: Sequence[BaseTool]
     state: object
+    begin_turn: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -67,6 +70,11 @@ class RolloutSetup:
     thread_id: str
     control: RunControl
     environment: RolloutEnvironment | None = None
+
+    def begin_turn(self, index: int) -> None:
+        """Tell the rollout's world that turn ``index`` of the conversation starts."""
+        if self.environment is not None and self.environment.begin_turn is not None:
+            self.environment.begin_turn(index)
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,9 @@
-"""Public benchmarks as eval suites: ``agentdojo:<suite>[@<version>]``.
+"""Public benchmarks as eval suites: ``agentdojo:<suite>[@<version>]`` and
+``bfcl:<category>``.
 
 Each benchmark ships its tasks, simulated tools and checks in its own package
-(extra ``[agentdojo]``), imported only when its suite is asked for.
+(extra ``[agentdojo]``; ``bfcl-eval`` installed with ``--no-deps``, see
+:mod:`aimegraph.eval.public.bfcl`), imported only when its suite is asked for.
 An adapter turns each benchmark task into a suite task whose rollouts run in a fresh
 simulated world (:meth:`aimegraph.eval.suite.Suite.with_environments`): the
 benchmark's functions are every system's only work tools, and the benchmark's own
@@ -19,7 +21,7 @@ from aimegraph.eval.suite import Suite, SuiteError
 
 __all__ = ["Injection", "PublicSuite", "is_public_suite", "load_public_suite"]
 
-PREFIXES = ("agentdojo:",)
+PREFIXES = ("agentdojo:", "bfcl:")
 
 
 @dataclass(frozen=True)
@@ -43,7 +45,7 @@ class PublicSuite:
 
 
 def is_public_suite(source: object) -> bool:
-    """Whether ``source`` names a public benchmark (``agentdojo:...``)."""
+    """Whether ``source`` names a public benchmark (``agentdojo:...``, ``bfcl:...``)."""
     return isinstance(source, str) and source.startswith(PREFIXES)
 
 
@@ -62,4 +64,8 @@ def load_public_suite(
         from aimegraph.eval.public.agentdojo import load_agentdojo
 
         return load_agentdojo(rest, attack=attack, model=model)
-    raise SuiteError(f"unknown public benchmark {source!r}; give agentdojo:SUITE")
+    if attack is not None:
+        raise SuiteError("--attack applies to agentdojo suites only")
+    from aimegraph.eval.public.bfcl import load_bfcl
+
+    return load_bfcl(rest)
