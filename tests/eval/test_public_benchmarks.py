@@ -11,14 +11,13 @@ from typing import Any
 import pytest
 
 pytest.importorskip("agentdojo")
-pytest.importorskip("bfcl_eval")
 
+from aimegraph.eval.checkers import CheckInput  # noqa: E402
 from aimegraph.eval.oracle import OracleModels  # noqa: E402
 from aimegraph.eval.public import load_public_suite  # noqa: E402
 from aimegraph.eval.public.agentdojo import SUITES, attack_figures  # noqa: E402
 from aimegraph.eval.public.bfcl import BfclWorld, state_and_response_check  # noqa: E402
 from aimegraph.eval.public.gullible import GullibleModels  # noqa: E402
-from aimegraph.eval.checkers import CheckInput  # noqa: E402
 from aimegraph.eval.runner import evaluate  # noqa: E402
 from aimegraph.eval.suite import SuiteError  # noqa: E402
 
@@ -93,6 +92,7 @@ def test_the_gullible_model_obeys_the_injection_and_the_oracle_does_not(
     assert _failures(oracle.records) == []
 
 
+@pytest.mark.usefixtures("bfcl")
 def test_mistakes_are_one_line(cli: Any) -> None:
     code, out = cli("eval", "agentdojo:bank", "--model", "oracle")
     assert code == 2
@@ -117,6 +117,12 @@ def test_the_cli_reports_the_attack(cli: Any, tmp_path: Path) -> None:
     assert "100.0%" in out
 
 
+@pytest.fixture
+def bfcl() -> None:
+    pytest.importorskip("bfcl_eval")  # installed with --no-deps (see the Makefile)
+
+
+@pytest.mark.usefixtures("bfcl")
 def test_the_oracle_solves_five_bfcl_multi_turn_tasks(tmp_path: Path) -> None:
     public = load_public_suite("bfcl:multi_turn_base")
     assert public.skipped == {}
@@ -129,6 +135,7 @@ def test_the_oracle_solves_five_bfcl_multi_turn_tasks(tmp_path: Path) -> None:
     assert _failures(result.records) == []
 
 
+@pytest.mark.usefixtures("bfcl")
 def test_bfcls_checker_fails_a_turn_without_its_calls(tmp_path: Path) -> None:
     public = load_public_suite("bfcl:multi_turn_base")
     task = public.suite.tasks[0]
