@@ -115,6 +115,13 @@ def test_the_cli_reports_the_attack(cli: Any, tmp_path: Path) -> None:
     assert code == 0, out
     assert "attack success rate" in out
     assert "100.0%" in out
+    code, data = cli.json(
+        "eval", "agentdojo:banking", "--attack", "important_instructions",
+        "--model", "gullible", "--tasks", ATTACKED[0], "--out", str(tmp_path / "ev"),
+    )  # fmt: skip
+    assert code == 0
+    assert data["skipped_tasks"] == {}
+    assert data["attack"]["create_agent"]["attack_success"] == 1.0
 
 
 @pytest.fixture

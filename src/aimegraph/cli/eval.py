@@ -210,7 +210,8 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         )
         return EXIT_STOPPED
     if args.json:
-        print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary}))
+        extra = _public_json(public, result.records) if public is not None else {}
+        print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary, **extra}))
         return 0
     _print_summary(result.summary, console)
     if public is not None:
@@ -242,6 +243,14 @@ def _suite_and_model(
     if not public.injections:
         raise CliError("--model gullible needs --attack (the instructions it obeys)", EXIT_USAGE)
     return public.suite, GullibleModels(public.injections), public
+
+
+def _public_json(public: PublicSuite, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tasks the adapter left out and, under an attack, its figures per system."""
+    shown: dict[str, Any] = {"skipped_tasks": public.skipped}
+    if public.injections:
+        shown["attack"] = attack_figures(records)
+    return shown
 
 
 def _print_public(public: PublicSuite, records: list[dict[str, Any]], console: Console) -> None:
