@@ -15,7 +15,7 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,smollm2,dashboard,tracing,distributed,semantic,optimize,web,docs,mcp,eval,anthropic,ollama,agentdojo]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,smollm2,dashboard,tracing,metrics,distributed,semantic,optimize,web,docs,mcp,eval,anthropic,ollama,agentdojo]'
 	# BFCL's package pins numpy==1.26.4 and a dozen SDKs; its multi-turn data, APIs and
 	# checker need none of them (aimegraph.eval.public.bfcl), so it comes without them
 	$(BIN)/python -m pip install --quiet --no-deps '$(BFCL)'

@@ -38,6 +38,7 @@ from bench import (
     local_runs,
     mcp,
     memory,
+    metrics,
     optimize,
     overhead,
     parallel,
@@ -83,6 +84,7 @@ NEEDING_EXTRAS: dict[str, Callable[[bool], SectionResult]] = {
     "eval": eval_tokens.run,
     "public": public_benchmarks.run,
     "install": install.run,
+    "metrics": metrics.run,
 }
 """Sections that need an optional extra or a service: in the full run, never in
 ``--quick`` (unless named in ``--only``)."""

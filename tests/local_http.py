@@ -1,6 +1,7 @@
-"""A small HTTP server on 127.0.0.1 for the web tests: each path (the query string
-aside) answers with a status, headers and body set by the test; it records the
-Host header of every request it gets."""
+"""A small HTTP server on 127.0.0.1 for the web tests and stub model servers: each path
+(the query string aside) answers with a status, headers and body set by the test, or
+computed from a POST's body by the route's ``answer``; it records the Host header of
+every request it gets and the body of every POST."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ import http.server
 import ssl
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
@@ -20,6 +21,8 @@ class Route:
     body: bytes = b""
     delay_s: float = 0.0
     """Seconds to wait before answering (a slow server)."""
+    answer: Callable[[bytes], Route] | None = None
+    """For a POST: the route to answer with, given the request's body."""
 
 
 class LocalSite:
@@ -28,13 +31,23 @@ class LocalSite:
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self.routes: dict[str, Route] = {}
         self.hosts: list[str] = []
+        self.posted: list[bytes] = []
         self.tls = tls
         site = self
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 site.hosts.append(self.headers.get("Host", ""))
+                self._send(site.routes.get(urlsplit(self.path).path, Route(404, body=b"not found")))
+
+            def do_POST(self) -> None:
+                site.hosts.append(self.headers.get("Host", ""))
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                site.posted.append(body)
                 route = site.routes.get(urlsplit(self.path).path, Route(404, body=b"not found"))
+                self._send(route.answer(body) if route.answer else route)
+
+            def _send(self, route: Route) -> None:
                 time.sleep(route.delay_s)
                 try:
                     self.send_response(route.status)

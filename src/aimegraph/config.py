@@ -28,14 +28,18 @@ from pydantic import (
 
 from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resilience import requests_per_second
-from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S
+from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S, resolve_model
+from aimegraph.models.server_schema import ServerSchema
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
 from aimegraph.state import Price, Usage
 
 if TYPE_CHECKING:
+    from langchain_core.language_models import BaseChatModel
     from langgraph.runtime import Runtime
+
+    from aimegraph.models.resolve import ModelSpec
 
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["final", "tasks", "both", "off"]
@@ -221,6 +225,16 @@ class AimeConfig(_Settings):
         "give_up", description="What an unanswered escalation does: 'give_up' or 'replan'."
     )
     tool_calling: ToolCallingMode = "auto"
+    server_schema: ServerSchema = Field(
+        "auto",
+        description="In JSON mode, how an OpenAI-compatible server (openai:<model>) is asked "
+        "for the schema of each reply (plan, verdict, one call of one bound tool): 'auto' "
+        "tries OpenAI's response_format json_schema (llama.cpp server, vLLM, Ollama, LM "
+        "Studio), then llama-cpp-python's json_object with a schema, remembering per model "
+        "what the server takes; 'json_schema', 'json_object' or 'guided_json' (vLLM's "
+        "extra parameter) name one; 'off' describes the schema in the prompt only. A server "
+        "refusing the field is asked again without it.",
+    )
     max_output_retries: int = Field(
         2, ge=0, description="Re-asks when a model reply does not parse or validate."
     )
@@ -376,6 +390,19 @@ class AimeConfig(_Settings):
         """Whether some tool call may have to wait for a human (or be refused)."""
         return bool(self.approve_tools) or self.tool_policy is not None
 
+    def chat_model(self, model: ModelSpec) -> BaseChatModel:
+        """The chat model ``model`` names, with this config's ``model_timeout_s``,
+        ``model_retries``, ``rate_limit`` and ``model_cache`` (a ``BaseChatModel`` is
+        returned as it is): how every builder resolves a model, alone or within
+        ``build_aime_graph``."""
+        return resolve_model(
+            model,
+            timeout=self.model_timeout_s,
+            max_retries=self.model_retries,
+            rate_limit=self.rate_limit,
+            cache=self.model_cache,
+        )
+
     @model_validator(mode="after")
     def _cost_needs_prices(self) -> AimeConfig:
         if self.max_cost_usd is not None and not self.prices:
@@ -422,17 +449,32 @@ class AimeConfig(_Settings):
         return None
 
     def for_run(self, runtime: Runtime[Any] | None) -> AimeConfig:
-        """This config with the run's context overrides applied."""
+        """This config with the run's context overrides applied.
+
+        Free when the context is already the run's whole config, as the top-level
+        graph makes it when a run starts (:class:`aimegraph.graphs.compiled.AimeGraph`):
+        every node and tool call of the run then shares that one validated object."""
         return self.override(runtime.context if runtime is not None else None)
 
     def override(self, changes: AimeConfig | Mapping[str, Any] | None) -> AimeConfig:
-        """This config with the fields of ``changes`` applied (validated)."""
-        if changes is None:
+        """This config with the fields of ``changes`` applied (validated).
+
+        A ``changes`` config with every field set is the result as it is: merging
+        it would give an equal config, at the cost of a validation."""
+        if changes is None or changes is self:
             return self
         if isinstance(changes, AimeConfig):
+            if changes.model_fields_set.issuperset(type(self).model_fields):
+                self._refuse_build_only({key: getattr(changes, key) for key in self.BUILD_ONLY})
+                return changes
             changes = changes.model_dump(exclude_unset=True)
         if not changes:
             return self
+        self._refuse_build_only(changes)
+        return AimeConfig.model_validate({**self.model_dump(), **dict(changes)})
+
+    def _refuse_build_only(self, changes: Mapping[str, Any]) -> None:
+        """Refuse a change of a field applied when the graph was built."""
         fixed = sorted(
             key for key in self.BUILD_ONLY if key in changes and changes[key] != getattr(self, key)
         )
@@ -441,4 +483,3 @@ class AimeConfig(_Settings):
                 f"{', '.join(fixed)} apply when the graph is built (models and tools are set "
                 "up then): set them in build_aime_graph(config=AimeConfig(...)), not per run"
             )
-        return AimeConfig.model_validate({**self.model_dump(), **dict(changes)})

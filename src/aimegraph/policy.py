@@ -113,7 +113,13 @@ def decide(
 
 def as_rules(entries: Iterable[str | ToolRule]) -> list[ToolRule]:
     """``approve_tools`` entries as rules: a bare name asks for every call of its tool."""
-    return [ToolRule(tool=e) if isinstance(e, str) else e for e in entries]
+    return [_asking_rule(e) if isinstance(e, str) else e for e in entries]
+
+
+@functools.lru_cache(maxsize=256)
+def _asking_rule(tool: str) -> ToolRule:
+    # Made once per name, not on every gated call (rules are frozen: sharing is safe).
+    return ToolRule(tool=tool)
 
 
 def check_rules(entries: Iterable[str | ToolRule], available: Collection[str]) -> None:

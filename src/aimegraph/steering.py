@@ -45,9 +45,10 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
+from aimegraph.metrics import observe_run
 from aimegraph.models.response_format import load_response_format
 from aimegraph.nodes.notes import Note, post_note
-from aimegraph.state import Usage
+from aimegraph.state import PlanLike, Usage
 from aimegraph.tools.registry import (
     ToolLike,
     ToolRegistry,
@@ -119,14 +120,16 @@ def run_servers(settings: RunSettings) -> dict[str, McpServer]:
 
 
 def run_graph(
-    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+    settings: RunSettings,
+    saver: BaseCheckpointSaver[Any],
+    store: BaseStore | None = None,
+    plan: PlanLike | Path | None = None,
 ) -> AimeGraph:
     """The graph a run was (or will be) started with, over ``saver`` (and the memory
-    ``store``: a thread started with one must be resumed with one, the graph has
-    its memory nodes only then), with the run's prompts (``settings.prompts``),
-    agent units (``settings.agents``), knowledge base (``settings.knowledge``), typed
-    answer (``settings.response_format``) and MCP servers (``settings.mcp``, with
-    those of its config)."""
+    ``store``: a thread started with one must be resumed with one, the graph has its
+    memory nodes only then), with the run's prompts, agent units, knowledge base,
+    typed answer and MCP servers (``settings``); a new run's predefined ``plan`` (its
+    first plan, checked here: ``PlanError``; a resumed run has it in its state)."""
     if settings.model is None:
         raise ValueError(
             "the run's settings name no model (it was started from Python with a chat "
@@ -152,6 +155,7 @@ def run_graph(
         agents=agents,
         response_format=response_format,
         mcp_servers=settings.mcp,
+        plan=plan,
     )
 
 
@@ -300,10 +304,16 @@ def stream_held(
 def invoke_held(
     graph: ThreadGraph, inputs: Any, config: RunnableConfig, lease: ThreadLease, **kwargs: Any
 ) -> dict[str, Any]:
-    """``graph.invoke`` under ``lease``, as :func:`stream_held`; returns the state."""
-    for _ in stream_held(graph, inputs, config, lease, stream_mode="updates", **kwargs):
-        pass
-    return dict(graph.get_state(run_config(lease.thread_id)).values)
+    """``graph.invoke`` under ``lease``, as :func:`stream_held`; returns the state.
+    Counted by the process's metrics when they are on (:mod:`aimegraph.metrics`)."""
+    with observe_run(graph, config) as run:
+        for update in stream_held(
+            graph, inputs, run.config, lease, stream_mode="updates", **kwargs
+        ):
+            run.update(update)
+        snapshot = graph.get_state(run_config(lease.thread_id))
+        run.ended(snapshot)
+    return dict(snapshot.values)
 
 
 def run_thread(

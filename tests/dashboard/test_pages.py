@@ -1,6 +1,6 @@
 """Issue 38, point 7: the run and threads pages come with their current state in the
 HTML (read without scripts, shown before the live stream connects, markup as text),
-the "Send note" box only on a running run, and a config typo refused in one line."""
+the "Send note" box only on a run that has not ended, and a config typo refused in one line."""
 
 from __future__ import annotations
 
@@ -57,11 +57,12 @@ def test_the_run_page_holds_the_run_as_it_stands(
     assert re.search(r'<section id="note-card" class="card" hidden>', html)
 
 
-def test_the_note_box_shows_on_a_running_run_only() -> None:
+def test_the_note_box_shows_on_a_run_that_has_not_ended_only() -> None:
     template = STATIC / "run.html"
-    running = run_page(template, "t", {"status": "running", "goal": "g"})
-    assert '<section id="note-card" class="card" >' in running
-    for status in ("paused", "stopped", "succeeded", "cancelled", "queued"):
+    for status in ("running", "paused", "stopped", "queued"):
+        shown = run_page(template, "t", {"status": status, "goal": "g"})
+        assert '<section id="note-card" class="card" >' in shown
+    for status in ("succeeded", "failed", "rejected", "budget_exhausted", "cancelled"):
         assert 'id="note-card" class="card" hidden>' in run_page(template, "t", {"status": status})
     cancelled = run_page(template, "t", {"status": "cancelled", "reason": "cancelled"})
     assert element(cancelled, "p", "reason") == ""  # said once, by the badge

@@ -223,13 +223,15 @@ class Cluster:
             HOLD_ENV: str(self.hold),
         }
 
-    def start_worker(self, name: str, graph: str = "build_latency_graph") -> None:
+    def start_worker(
+        self, name: str, graph: str = "build_latency_graph", extra: tuple[str, ...] = ()
+    ) -> None:
         log = (self.tmp / f"{name}.log").open("wb")
         self.workers[name] = subprocess.Popen(
             [sys.executable, "-m", "aimegraph.cli", "worker", "--checkpoints", self.checkpoints]
             + ["--broker", self.broker, "--queue", self.queue, "--name", f"{name}@%h"]
             + ["--visibility-timeout", str(VISIBILITY_TIMEOUT_S)]
-            + ["--graph", f"{SUPPORT}:{graph}"],
+            + ["--graph", f"{SUPPORT}:{graph}", *extra],
             cwd=self.tmp,
             env=self.env,
             stdout=log,
@@ -735,6 +737,81 @@ def _planner_prompts(cluster: Cluster) -> defaultdict[str, list[str]]:
 
 
 def _settings(cluster: Cluster, thread_id: str) -> RunSettings:
+    with records.connect(cluster.checkpoints) as conn:
+        record = records.get(conn, thread_id)
+    assert record is not None
+    return record.settings
+
+
+def _scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    text = httpx.get(url, timeout=5).text
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    }
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_a_worker_serves_metrics_during_and_after_its_runs(own_cluster: Cluster) -> None:
+    import httpx
+
+    cluster = own_cluster
+    threads = [cluster.submit() for _ in range(3)]  # queued before any worker is up
+    port = _free_port()
+    cluster.start_worker("metrics1", extra=("--metrics-port", str(port)))
+    url = f"http://127.0.0.1:{port}/metrics"
+    seen_depth, seen_in_flight = [], []
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:  # during: one run at a time, the others queued
+        try:
+            during = _scrape(url)
+        except httpx.TransportError:  # not listening yet
+            assert cluster.workers["metrics1"].poll() is None, "the worker exited"
+            time.sleep(0.1)
+            continue
+        seen_depth.append(during.get(("aimegraph_queue_depth", (("queue", cluster.queue),))))
+        seen_in_flight.append(during.get(("aimegraph_runs_in_flight", ())))
+        if during.get(("aimegraph_runs_total", (("status", "succeeded"),)), 0) == 3:
+            break
+        time.sleep(0.1)
+    after = _scrape(url)
+    assert after[("aimegraph_runs_total", (("status", "succeeded"),))] == 3
+    assert 1 in seen_in_flight and max(d or 0 for d in seen_depth) >= 1
+    assert after[("aimegraph_queue_depth", (("queue", cluster.queue),))] == 0
+
+    # The counters add up to the runs' own usage, by role.
+    with open_checkpointer(cluster.checkpoints) as saver:
+        graph = run_graph(records_settings(cluster, threads[0]), saver)
+        usages = [graph.get_state(run_config(t)).values["usage"] for t in threads]
+    roles = {role for usage in usages for role in usage.by_role}
+    for role in roles:
+        spent = sum(u.by_role[role].input_tokens for u in usages if role in u.by_role)
+        assert after[("aimegraph_tokens_total", (("kind", "input"), ("role", role)))] == spent
+    calls = sum(
+        v for (name, _), v in after.items() if name == "aimegraph_model_call_duration_seconds_count"
+    )
+    assert calls == sum(u.llm_calls for u in usages)
+    tools = after[
+        (
+            "aimegraph_tool_call_duration_seconds_count",
+            (("outcome", "ok"), ("tool", "record_side_effect")),
+        )
+    ]
+    assert tools == 3 * len(TASKS)
+
+
+def records_settings(cluster: Cluster, thread_id: str) -> RunSettings:
     with records.connect(cluster.checkpoints) as conn:
         record = records.get(conn, thread_id)
     assert record is not None

@@ -5,9 +5,11 @@ graph built from ``openai:<name>`` with ``OPENAI_BASE_URL`` pointing at it) and 
 in-process (``resolve_model("local")``), in JSON tool-calling mode with small budgets.
 
 These tests assert robustness, not answer quality. The 270M model is a *base* model: in
-JSON mode it has not written a parseable plan in any run so far, so the whole-graph runs
-end ``failed`` at the planner; two more tests put a scripted planner (and scripted actors)
-in front of the real model to reach the actor loop, the reporter and the verifier.
+JSON mode with the schema in the prompt only it has never written a parseable plan; with
+the schema asked of the server (``server_schema``) its plans parse, but whether they hold
+useful tasks varies, so whole-graph runs often end ``failed`` at the planner; two more
+tests put a scripted planner (and scripted actors) in front of the real model to reach
+the actor loop, the reporter and the verifier.
 Whatever the model writes, a run must terminate within its budgets with a well-formed
 final state: a final status, every task terminal or the stop explained, usage counted, a
 final answer, and no exception.
@@ -233,6 +235,51 @@ def test_structured_output_over_the_server(openai_env: str, method: str) -> None
         "What is 2 + 2?", max_tokens=48
     )
     assert isinstance(result, Answer)
+
+
+def test_a_json_mode_plan_over_the_server_is_valid_with_the_schema(
+    server_url: str, workspace: Path
+) -> None:
+    # JSON mode asks the server for the plan's schema (server_schema="auto": OpenAI's
+    # json_schema, which the server takes); prompt-only JSON gets no valid plan from this
+    # model (bench section local_plans).
+    from langchain_core.messages import HumanMessage, SystemMessage
+    from langchain_openai import ChatOpenAI
+
+    from aimegraph.models.calls import invoke_structured
+    from aimegraph.models.server_schema import accepted_form
+    from aimegraph.prompts import planner as prompts
+    from aimegraph.state import PlanUpdate, apply_plan, plan_update_schema
+    from aimegraph.tools import default_registry
+
+    model = ChatOpenAI(
+        model=MODEL_NAME,
+        base_url=server_url,
+        api_key="not-needed",  # type: ignore[arg-type]
+        temperature=0.1,
+    )
+    schema = plan_update_schema(3, first=True)
+    messages = [
+        SystemMessage(
+            prompts.SYSTEM.format(max_tasks=3, bundles=default_registry(workspace).describe())
+        ),
+        HumanMessage(
+            prompts.CONTEXT.format(
+                goal="Write a haiku about autumn into poem.txt.",
+                conversation="",
+                replans=0,
+                max_replans=1,
+                checklist="(no tasks yet)",
+                sections="",
+            )
+        ),
+    ]
+    reply = invoke_structured(model, schema, messages, role="planner", mode="json", retries=1)
+    assert reply.value is not None, reply.error
+    assert accepted_form(model, schema.model_json_schema()) == "json_schema"
+    plan = PlanUpdate.model_validate(reply.value.model_dump())
+    assert plan.tasks
+    apply_plan({}, plan, max_tasks=3)
 
 
 def test_aime_graph_over_the_openai_compatible_server(openai_env: str, workspace: Path) -> None:

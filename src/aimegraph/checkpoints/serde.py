@@ -43,6 +43,7 @@ from aimegraph.state.models import (
     TaskResult,
     TaskSpec,
     TeamSpec,
+    ToolCallSpec,
     Usage,
     Verdict,
 )
@@ -53,7 +54,8 @@ __all__ = ["ALLOWED_MSGPACK_TYPES", "PROJECT_MSGPACK_TYPES", "make_serializer"]
 #: the state records (the state contract); ``TaskSpec`` and ``PlanUpdate`` are the
 #: planner's output, which can travel in an ``interrupt()`` payload or a resume
 #: value when plans need human approval; ``TeamSpec`` and ``MemberResult`` are a
-#: team task's (in a team subgraph's state, its members' turns so far). All are
+#: team task's (in a team subgraph's state, its members' turns so far);
+#: ``ToolCallSpec`` is a tool step's call (``Task.call``). All are
 #: frozen, data-only pydantic models whose constructors only validate, so reviving
 #: them runs no other code.
 PROJECT_MSGPACK_TYPES: tuple[type, ...] = (
@@ -67,6 +69,7 @@ PROJECT_MSGPACK_TYPES: tuple[type, ...] = (
     PlanUpdate,
     TeamSpec,
     MemberResult,
+    ToolCallSpec,
 )
 
 

@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from rich.console import Console
 
-from aimegraph.cli.options import broker_options
+from aimegraph.cli.options import alerts_option, broker_options, load_alert_rules
 from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError
 from aimegraph.eval.runner import DEFAULT_EVALS
 
@@ -48,6 +48,7 @@ def register(command: AddCommand) -> None:
         help=f"folder of aimegraph eval's directories the evals pane lists ({DEFAULT_EVALS})",
     )
     broker_options(dashboard, "that distributed runs' resumes go to")
+    alerts_option(dashboard)
 
 
 def cmd_dashboard(
@@ -65,6 +66,7 @@ def cmd_dashboard(
 
     token = args.token or os.environ.get(TOKEN_ENV) or None
     check_exposure(args.host, token)
+    alerts = load_alert_rules(args.alerts)
     store = args.memory_store()  # --store, or beside the checkpoints (as `aimegraph run`)
     prompts = PromptStore(args.prompts or default_prompt_store(args.checkpoints))
     distributed = (
@@ -88,6 +90,7 @@ def cmd_dashboard(
             port=args.port,
             token=token,
             evals=Path(args.evals),
+            alerts=alerts,
         )
     except KeyboardInterrupt:  # uvicorn re-raises the Ctrl+C it shut down on
         console.print("dashboard stopped")

@@ -17,7 +17,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
-from aimegraph.cli.options import broker_options, run_options
+from aimegraph.cli.options import alerts_option, broker_options, load_alert_rules, run_options
 from aimegraph.cli.report import report_cancel
 from aimegraph.cli.support import (
     EXIT_NOT_FOUND,
@@ -35,6 +35,8 @@ from aimegraph.mcp_servers import load_mcp_servers
 
 if TYPE_CHECKING:
     from celery import Celery
+
+    from aimegraph.alerts import AlertSettings
 
 __all__ = ["cancel_distributed", "register", "resume_distributed", "show_record", "wait_record"]
 
@@ -71,6 +73,16 @@ def register(command: AddCommand) -> None:
     )
     worker.add_argument("--name", help="worker name (default: aimegraph-PID@HOST)")
     worker.add_argument("--log-level", default="INFO", help="Celery log level (INFO)")
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics (the runs here, the queue's depth) on PORT at /metrics",
+    )
+    worker.add_argument(
+        "--metrics-host", default="127.0.0.1", help="address the metrics bind (127.0.0.1)"
+    )
+    alerts_option(worker)
 
 
 @contextmanager
@@ -98,8 +110,11 @@ def _cli_errors() -> Iterator[None]:
 def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     """Serve runs until stopped (Ctrl+C or SIGTERM: no new delivery; the runs in hand
     stop at their next step boundary and are queued again)."""
+    alerts = load_alert_rules(args.alerts)
     with _cli_errors():
         app = _worker_app(args, console)
+    if args.metrics_port is not None or alerts is not None:
+        _serve_metrics(app, args, alerts)
     # Threads, not processes: a run mostly waits on its models and Postgres, and one
     # process shares its imports; use more worker processes for CPU-bound models.
     app.worker_main(
@@ -115,6 +130,22 @@ def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         ]
     )
     return 0
+
+
+def _serve_metrics(app: Celery, args: argparse.Namespace, alerts: AlertSettings | None) -> None:
+    """``--metrics-port`` and ``--alerts``: the metrics served, the rules checked."""
+    try:
+        from aimegraph.distributed.monitoring import serve_worker_metrics
+    except ImportError as exc:
+        raise CliError(
+            f"metrics need: pip install 'aimegraph[metrics]' ({exc})", EXIT_USAGE
+        ) from exc
+    try:
+        serve_worker_metrics(app, args.queue, args.metrics_port, args.metrics_host, alerts)
+    except OSError as exc:  # the port is taken, the address is not ours
+        raise CliError(
+            f"cannot serve metrics on port {args.metrics_port}: {exc}", EXIT_USAGE
+        ) from exc
 
 
 def _worker_app(args: argparse.Namespace, console: Console) -> Celery:

@@ -6,15 +6,22 @@ from __future__ import annotations
 
 import argparse
 import os
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from aimegraph.checkpoints import DEFAULT_CHECKPOINT_URL, redact_url
 
+if TYPE_CHECKING:
+    from aimegraph.alerts import AlertSettings
+
 __all__ = [
+    "alerts_option",
     "broker_options",
     "checkpoints_option",
     "durability_option",
+    "load_alert_rules",
     "mcp_option",
+    "plan_option",
     "rebuild_options",
     "run_options",
     "stream_option",
@@ -39,6 +46,16 @@ def stream_option(parser: argparse.ArgumentParser) -> None:
         action="store_true",
         help="print the answer as the model writes it (token by token with a streaming "
         "model); not with --json",
+    )
+
+
+def plan_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--plan",
+        metavar="FILE",
+        type=Path,
+        help="start from this plan (YAML or JSON: tasks, which may be tool steps with "
+        "'call') instead of asking the planner; checked first (a bad plan: exit 2)",
     )
 
 
@@ -144,6 +161,12 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--replan", choices=["on_failure", "every_step"])
     parser.add_argument("--verify", choices=["final", "tasks", "both", "off"])
     parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
+    parser.add_argument(
+        "--server-schema",
+        # AimeConfig.server_schema's values, spelt out: the parser loads no engine code.
+        choices=["auto", "json_schema", "json_object", "guided_json", "off"],
+        help="in JSON mode, how an OpenAI-compatible server is asked for each reply's schema",
+    )
     parser.add_argument("--approve-plan", action="store_true", help="pause for plan approval")
     parser.add_argument("--approve-tools", help="comma-separated tools that need approval")
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")
@@ -182,3 +205,25 @@ def broker_options(parser: argparse.ArgumentParser, purpose: str) -> None:
         "redis://127.0.0.1:6379/0)",
     )
     parser.add_argument("--queue", default="aimegraph", help="queue name (aimegraph)")
+
+
+def alerts_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--alerts",
+        metavar="FILE",
+        help="alert rules (YAML: rules, webhook; see the README's Metrics and alerts) "
+        "checked in the background, fired alerts POSTed to the webhook",
+    )
+
+
+def load_alert_rules(path: str | None) -> AlertSettings | None:
+    """The ``--alerts`` file's rules (None without one); CliError on a bad file."""
+    if path is None:
+        return None
+    from aimegraph.alerts import load_alerts
+    from aimegraph.cli.support import EXIT_USAGE, CliError
+
+    try:
+        return load_alerts(path)
+    except ValueError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc

@@ -47,6 +47,7 @@ from aimegraph.cli.knowledge import add_knowledge_option
 from aimegraph.cli.options import (
     broker_options,
     durability_option,
+    plan_option,
     rebuild_options,
     run_options,
     stream_option,
@@ -73,7 +74,7 @@ from aimegraph.graphs.stopping import SignalDrain
 from aimegraph.models.resolve import check_goal
 from aimegraph.nodes.planner import resolve_goal
 from aimegraph.sandbox import SandboxUnavailable, open_sandbox
-from aimegraph.state import PlanUpdate, Task
+from aimegraph.state import PlanError, PlanUpdate, Task
 from aimegraph.steering import (
     AnswerError,
     AnswerNeededError,
@@ -112,6 +113,7 @@ def register(command: AddCommand) -> None:
     """Add ``run``, ``demo``, ``resume`` and ``fork``."""
     run = command("run", cmd_run)
     run_options(run)
+    plan_option(run)
     durability_option(run)
     add_knowledge_option(run)
     stream_option(run)
@@ -201,7 +203,10 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         response_format=args.response_format,
         mcp=args.mcp,
     )
-    graph = run_graph(settings, saver, args.memory_store())
+    try:
+        graph = run_graph(settings, saver, args.memory_store(), plan=args.plan)
+    except PlanError as exc:
+        raise CliError(f"--plan: {exc}", EXIT_USAGE) from exc
     with _hold(saver, thread_id, args) as lease:
         earlier = _check_new_run(graph, thread_id)
         # A scripted scenario's refusal of the goal, as one line (ValueError: exit 2).

@@ -61,6 +61,7 @@ RUN_FLAGS = (
     "tool_calling",
     "rate_limit",
     "model_cache",
+    "server_schema",
 )
 """The ``AimeConfig`` fields a new run (``run``, ``submit``) takes as flags."""
 

@@ -42,9 +42,11 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
+from aimegraph.alerts import AlertSettings
 from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.checkpoints.runs import phase
 from aimegraph.config import settings_error
+from aimegraph.dashboard.operations import Operations
 from aimegraph.dashboard.pages import run_page, threads_page
 from aimegraph.dashboard.panes import EvalsPane, MemoryPane, PromptsPane, json_body
 from aimegraph.dashboard.runs import (
@@ -85,19 +87,23 @@ def create_app(
     runs: RunManager | None = None,
     poll_seconds: float = POLL_SECONDS,
     evals: Path = DEFAULT_EVALS,
+    alerts: AlertSettings | None = None,
 ) -> Starlette:
     """The dashboard over ``saver`` and the long-term memory ``store`` (the memory
     pane shows it, and runs started or resumed here use it, as the CLI's do); the
     prompts pane shows the ``prompts`` store's versions; the evals pane the evals
     under ``evals`` (``aimegraph eval``'s directories) and opens their reports.
     ``allowed_hosts`` are the host names requests may be addressed to (``("*",)`` to
-    accept any, which needs a ``token``)."""
+    accept any, which needs a ``token``). ``/metrics`` serves the process's Prometheus
+    metrics; the ``alerts`` rules are checked in the background and their alerts
+    listed at ``/api/alerts`` and on the threads page."""
     if "*" in allowed_hosts and not token:
         raise ValueError("serving every host name needs a token")
     reader = ThreadReader(saver)
     runs = runs or RunManager(saver, store=store, prompts=prompts)
     closing = threading.Event()
-    api = _Api(reader, runs, poll_seconds, closing)
+    operations = Operations(reader, alerts)
+    api = _Api(reader, runs, poll_seconds, closing, operations)
     memory = MemoryPane(store if store is not None else runs.store)
     prompt_pane = PromptsPane(prompts)
     eval_pane = EvalsPane(evals)
@@ -125,6 +131,8 @@ def create_app(
             Route("/api/prompts/use", prompt_pane.use, methods=["POST"]),
             Route("/api/prompts/{version}", prompt_pane.version),
             Route("/api/evals", eval_pane.evals),
+            Route("/metrics", operations.scrape),
+            Route("/api/alerts", operations.alert_list),
             Mount("/static", StaticFiles(directory=STATIC), name="static"),
         ],
         middleware=[
@@ -135,6 +143,9 @@ def create_app(
     app.state.runs = runs
     app.state.reader = reader
     app.state.closing = closing  # set it to end every event stream (before a shutdown)
+    app.state.alerts = operations.alerts
+    if operations.alerts is not None:
+        operations.alerts.start()
     return app
 
 
@@ -202,7 +213,9 @@ class _Api:
         runs: RunManager,
         poll_seconds: float,
         closing: threading.Event,
+        operations: Operations,
     ) -> None:
+        self.operations = operations
         self.reader = reader
         self.runs = runs
         self.poll_seconds = poll_seconds
@@ -217,7 +230,11 @@ class _Api:
     async def _threads(self, status: str | None = None) -> dict[str, Any]:
         queued = await run_in_threadpool(self.runs.queued)
         rows = await run_in_threadpool(self.reader.threads, status, queued)
-        return {"threads": rows, "active": sorted(self.runs.active())}
+        return {
+            "threads": rows,
+            "active": sorted(self.runs.active()),
+            "alerts": self.operations.listed(),
+        }
 
     async def run(self, request: Request) -> Response:
         view = await self._run(request.path_params["thread_id"])

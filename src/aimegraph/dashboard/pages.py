@@ -20,8 +20,9 @@ from urllib.parse import quote
 
 __all__ = ["LIVE_STATUSES", "run_page", "threads_page"]
 
-LIVE_STATUSES = frozenset({"running"})
-"""Statuses of a run whose actors read notes (a note to any other run would be lost)."""
+LIVE_STATUSES = frozenset({"running", "paused", "stopped", "queued"})
+"""Statuses of a run that has not ended: its actors read a note at their next step (a
+paused, stopped or queued run's once it goes on); a note to an ended run would be lost."""
 
 
 def run_page(template: Path, thread_id: str, view: Mapping[str, Any] | None) -> str:

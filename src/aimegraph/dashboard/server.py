@@ -16,6 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from starlette.applications import Starlette
 
+from aimegraph.alerts import AlertSettings
 from aimegraph.dashboard.app import LOOPBACK_HOSTS, create_app
 from aimegraph.dashboard.runs import DistributedQueue, RunManager
 from aimegraph.eval.runner import DEFAULT_EVALS
@@ -53,11 +54,12 @@ def serve(
     port: int = DEFAULT_PORT,
     token: str | None = None,
     evals: Path = DEFAULT_EVALS,
+    alerts: AlertSettings | None = None,
 ) -> None:
     """Serve the dashboard until interrupted. Runs started or resumed here use the
     memory ``store``; the prompts pane shows the ``prompts`` store; the evals pane
     the evals under ``evals``; the resumes of distributed runs go to the
-    ``distributed`` queue. Any host but a loopback
+    ``distributed`` queue; the ``alerts`` rules are checked. Any host but a loopback
     address needs a ``token``, which every request must then carry."""
     import uvicorn
 
@@ -72,6 +74,7 @@ def serve(
         token=token,
         allowed_hosts=(*allowed, host),
         evals=evals,
+        alerts=alerts,
     )
 
     class Server(uvicorn.Server):

@@ -1,9 +1,8 @@
 """The actor subgraph: [recall ->] react <-> tools (one task per call) [-> check]
-[-> record | hand_back]."""
+[-> record | hand_back]; a tool step (``Task.call``): call -> tools -> settle_call."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -12,11 +11,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
-from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_actor_recall_node, make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import (
     ALWAYS_BOUND,
     ActorFactory,
@@ -26,6 +24,14 @@ from aimegraph.nodes.executor import (
     make_react_node,
 )
 from aimegraph.nodes.tool_approval import make_tool_approval
+from aimegraph.nodes.tool_step import (
+    CALL,
+    SETTLE_CALL,
+    make_call_node,
+    make_settle_call_node,
+    route_after_tools,
+    route_start,
+)
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
@@ -47,11 +53,13 @@ def build_actor_graph(
     member: bool = False,
     name: str = "executor",
     prompts: PromptsArg = None,
+    parts: GraphParts | None = None,
 ) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, Any]:
     """Build the executor: one specialised ReAct actor working on one task.
 
     Args:
-        model: The actor model (or a spec string for ``resolve_model``).
+        model: The actor model (or a spec, resolved with the config's ``model_timeout_s``
+            and ``model_retries``).
         registry: The tools actors may be given, in bundles.
         factory: Assembles the actor for a task; defaults to
             :class:`DefaultActorFactory` over ``registry`` and ``knowledge``.
@@ -74,6 +82,9 @@ def build_actor_graph(
             the task check): overrides, a prompt store or any ``PromptSource`` (see
             ``build_aime_graph``); the built-in ones by default. They are applied
             to the spec any factory builds.
+        parts: The parts shared with the other builders of a graph (``build_aime_graph``
+            passes its own); instead of ``config``, ``registry``, ``knowledge`` and
+            ``prompts``.
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
@@ -81,12 +92,14 @@ def build_actor_graph(
         ``updates`` and ``usage``, ready to merge into ``AimeState``.
     """
     memory = memory and not member
-    config = config or AimeConfig()
-    registry = registry or ToolRegistry()
-    factory = factory or DefaultActorFactory(
-        registry, workspace=Path(config.workspace), knowledge=knowledge
+    parts = GraphParts.given(
+        parts, config=config, registry=registry, knowledge=knowledge, prompts=prompts
     )
-    chat = resolve_model(model)
+    config, registry, source = parts.config, parts.registry, parts.prompts
+    factory = factory or DefaultActorFactory(
+        registry, workspace=parts.workspace, knowledge=parts.knowledge
+    )
+    chat = config.chat_model(model)
     always = [t.name for t in ALWAYS_BOUND]
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
 
@@ -96,7 +109,6 @@ def build_actor_graph(
         input_schema=ActorInput,
         output_schema=MemberOutput if member else ActorOutput,
     )
-    source = open_prompt_source(prompts)
     # The task is settled where the loop ends (react or tools); `done` is what follows.
     check = config.verify in ("tasks", "both") and not member
     last = "hand_back" if member else "record" if memory else END
@@ -121,26 +133,33 @@ def build_actor_graph(
             untimed=always,
             once_per_reply=[SUBMIT_RESULT],
             # Where the file tools read: they resolve the workspace when built, too.
-            workspace=Path(config.workspace).expanduser().resolve(),
+            workspace=parts.workspace,
         ),
     )
+    # A tool step (the plan gives its call) runs that call with no model call, through
+    # the same tools step; it needs no recall, check or record (no model to inform).
+    after_call = "hand_back" if member else END
+    builder.add_node(CALL, make_call_node(after_call), destinations=("tools", after_call))
+    builder.add_node(SETTLE_CALL, make_settle_call_node())
+    builder.add_edge(SETTLE_CALL, after_call)
     if memory:
         builder.add_node("recall", make_actor_recall_node(config))
-        builder.add_edge(START, "recall")
+        builder.add_conditional_edges(START, route_start("recall"), [CALL, "recall"])
         builder.add_edge("recall", "react")
         builder.add_node("record", make_task_record_node(chat, config))
         builder.add_edge("record", END)
     else:
-        builder.add_edge(START, "react")
+        builder.add_conditional_edges(START, route_start("react"), [CALL, "react"])
     if member:
         builder.add_node("hand_back", make_hand_back_node())
         builder.add_edge("hand_back", END)
-    # Every tools task (one per call) hands back to react, which ends the loop when a
-    # call settled the task: a route per task could send one call's task to `done`
-    # and its sibling's to `react` in the same step.
-    builder.add_edge("tools", "react")
+    # Every tools task (one per call) of an actor hands back to react, which ends the
+    # loop when a call settled the task: a route by outcome could send one call's task
+    # to `done` and its sibling's to `react` in the same step. A tool step's one call
+    # goes to settle_call.
+    builder.add_conditional_edges("tools", route_after_tools, ["react", SETTLE_CALL])
     if check:
-        checker = resolve_model(verifier_model) if verifier_model is not None else chat
+        checker = config.chat_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check",
             make_task_check_node(checker, config=config, prompt_source=source),

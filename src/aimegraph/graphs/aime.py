@@ -18,6 +18,7 @@ from aimegraph.checkpoints.runs import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.compiled import AimeGraph
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.graphs.planner import build_planner_graph
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
@@ -34,10 +35,19 @@ from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
-from aimegraph.policy import check_rules
 from aimegraph.prompts.source import PromptsArg
-from aimegraph.state import AimeInput, AimeOutput, AimeState, Usage
+from aimegraph.state import (
+    AimeInput,
+    AimeOutput,
+    AimeState,
+    PlanLike,
+    PlanUpdate,
+    Usage,
+    apply_plan,
+    load_plan,
+)
 from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
+from aimegraph.tools.steps import call_checker
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
@@ -57,6 +67,7 @@ def build_aime_graph(
     prompts: PromptsArg = None,
     response_format: ResponseFormat | None = None,
     mcp_servers: McpServersArg = None,
+    plan: PlanLike | str | Path | None = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -112,6 +123,12 @@ def build_aime_graph(
             that cannot start raises ``McpServerError`` naming it); during a run each
             server has one session, opened on its first call and closed when the run
             ends, however it ends (see :mod:`aimegraph.tools.mcp`).
+        plan: A predefined plan each run starts from, instead of the planner's first
+            plan (no model call): a ``PlanUpdate``, its dict, a list of task specs
+            (actor tasks and tool steps), or the path of a YAML / JSON file of one.
+            Checked here as the planner's plans are (``PlanError``, a ``ValueError``,
+            says why it is refused); a run's input ``plan`` takes its place. Failed
+            tasks and rejected answers are still replanned by the planner model.
         name: The compiled graph's name.
 
     Returns:
@@ -131,37 +148,24 @@ def build_aime_graph(
         # a plain dict (and log that it blocked the class).
         schema = typed.schema
         checkpointer = checkpointer.with_allowlist([(schema.__module__, schema.__name__)])
-    source = open_prompt_source(prompts)
-    # models["reflection"] is the online prompt optimiser's, not a workflow role's.
-    reflection = (models or {}).get("reflection")
-    role_models = resolve_models(
-        model,
-        {role: m for role, m in (models or {}).items() if role != "reflection"},
-        timeout=config.model_timeout_s,
-        max_retries=config.model_retries,
-        rate_limit=config.rate_limit,
-        cache=config.model_cache,
-    )
     if tools is not None and not isinstance(tools, ToolRegistry):
         tools = list(tools)  # read twice: registered, and recorded in the run settings
-    registry = (
-        tools
-        if isinstance(tools, ToolRegistry)
-        else registry_for(config, knowledge=knowledge, extra_tools=tools or ())
+    parts = _graph_parts(
+        model,
+        models=models,
+        config=config,
+        tools=tools,
+        knowledge=knowledge,
+        prompts=prompts,
+        mcp_servers=mcp_servers,
+        agents=agents,
     )
-    servers = {**config.mcp_servers, **load_mcp_servers(mcp_servers)}
-    if servers:
-        from aimegraph.tools.mcp import add_mcp_bundles  # the [mcp] extra: only when asked for
-
-        owned = registry.copy() if registry is tools else registry
-        registry = add_mcp_bundles(owned, servers)
-    check_rules(config.approve_tools, registry.tools)
-
-    units = None
-    if agents:
-        from aimegraph.teams import AgentRegistry  # wave-2 subpackage: only when asked for
-
-        units = AgentRegistry(agents, tools=registry)
+    registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
+    check_call = call_checker(registry.tools)
+    agent_names = list(units.descriptions()) if units is not None else []
+    given = _checked_plan(plan, config, registry, agent_names) if plan is not None else None
+    # Before the other nodes: it checks that approve_tools names tools there are.
+    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
 
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
@@ -171,12 +175,10 @@ def build_aime_graph(
         "planner",
         build_planner_graph(
             role_models["planner"],
-            registry=registry,
-            config=config,
             memory=memory,
             ask_approval=False,
             agents=units.descriptions() if units is not None else None,
-            prompts=source,
+            parts=parts,
         ),
     )
     builder.add_node(
@@ -188,22 +190,17 @@ def build_aime_graph(
     builder.add_node(
         "escalate",
         make_escalate_node(
-            config,
-            bundles=list(registry.bundles),
-            agents=list(units.descriptions()) if units is not None else (),
+            config, bundles=list(registry.bundles), agents=agent_names, check_call=check_call
         ),
         destinations=("orchestrator", "planner", "reporter"),
     )
     if units is None:
         actor = build_actor_graph(
             role_models["actor"],
-            registry=registry,
             factory=factory,
-            knowledge=knowledge,
-            config=config,
             verifier_model=role_models["verifier"],
             memory=memory,
-            prompts=source,
+            parts=parts,
         )
     else:  # the team executor holds its own single-actor graph
         from aimegraph.graphs.team import build_team_executor
@@ -211,14 +208,10 @@ def build_aime_graph(
         actor = build_team_executor(
             role_models["actor"],
             agents=units,
-            registry=registry,
             factory=factory,
-            knowledge=knowledge,
-            config=config,
-            models=role_models,
             verifier_model=role_models["verifier"],
             memory=memory,
-            prompts=source,
+            parts=parts,
         )
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.scheduler).
@@ -235,13 +228,11 @@ def build_aime_graph(
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
-    builder.add_node(
-        "verifier", build_verifier_graph(role_models["verifier"], config=config, prompts=source)
-    )
+    builder.add_node("verifier", build_verifier_graph(role_models["verifier"], parts=parts))
 
     builder.add_node(
         "intake",
-        make_intake_node(config, tool_names=list(registry.tools), prompts=source),
+        intake,
         destinations=("planner", "reporter", "approve_plan"),
     )
     builder.add_edge(START, "intake")
@@ -252,7 +243,8 @@ def build_aime_graph(
         make_approve_plan_node(
             config=config,
             bundles=list(registry.bundles),
-            agents=list(units.descriptions()) if units is not None else (),
+            agents=agent_names,
+            check_call=check_call,
         ),
     )
     builder.add_conditional_edges(
@@ -277,7 +269,9 @@ def build_aime_graph(
 
         builder.add_node(
             "optimize_online",
-            make_online_node(config, source, reflection or role_models["planner"]),
+            make_online_node(
+                config, source, (models or {}).get("reflection") or role_models["planner"]
+            ),
         )
     for here, there in pairwise([*finals, END]):
         builder.add_edge(here, there)
@@ -302,6 +296,73 @@ def build_aime_graph(
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
+
+
+def _checked_plan(
+    plan: PlanLike | str | Path, config: AimeConfig, registry: ToolRegistry, agents: list[str]
+) -> PlanUpdate:
+    """The predefined plan, read and checked as a first plan (raises ``PlanError``)."""
+    given = load_plan(plan)
+    apply_plan(
+        {},
+        given,
+        max_tasks=config.max_tasks,
+        bundles=list(registry.bundles),
+        agents=agents,
+        check_call=call_checker(registry.tools),
+    )
+    return given
+
+
+def _graph_parts(
+    model: ModelSpec,
+    *,
+    models: Mapping[str, ModelSpec] | None,
+    config: AimeConfig,
+    tools: ToolRegistry | list[ToolLike] | None,
+    knowledge: KnowledgeBase | None,
+    prompts: PromptsArg,
+    mcp_servers: McpServersArg,
+    agents: Sequence[AgentUnit] | None,
+) -> GraphParts:
+    """The parts every builder of the graph shares, each made once: one model per
+    role (with the config's timeout and retries), the tools (the built-in bundles with
+    ``tools`` added, or the given registry; MCP servers' bundles added), the prompt
+    source and the agent units."""
+    source = open_prompt_source(prompts)  # first: a bad override is the likeliest mistake
+    role_models = resolve_models(
+        model,
+        # models["reflection"] is the online prompt optimiser's, not a workflow role's.
+        {role: m for role, m in (models or {}).items() if role != "reflection"},
+        timeout=config.model_timeout_s,
+        max_retries=config.model_retries,
+        rate_limit=config.rate_limit,
+        cache=config.model_cache,
+    )
+    registry = (
+        tools
+        if isinstance(tools, ToolRegistry)
+        else registry_for(config, knowledge=knowledge, extra_tools=tools or ())
+    )
+    servers = {**config.mcp_servers, **load_mcp_servers(mcp_servers)}
+    if servers:
+        from aimegraph.tools.mcp import add_mcp_bundles  # the [mcp] extra: only when asked for
+
+        owned = registry.copy() if registry is tools else registry
+        registry = add_mcp_bundles(owned, servers)
+    units = None
+    if agents:
+        from aimegraph.teams import AgentRegistry  # wave-2 subpackage: only when asked for
+
+        units = AgentRegistry(agents, tools=registry)
+    return GraphParts(
+        config=config,
+        registry=registry,
+        prompts=source,
+        models=role_models,
+        knowledge=knowledge,
+        units=units,
+    )
 
 
 def _spec_text(model: ModelSpec) -> str | None:

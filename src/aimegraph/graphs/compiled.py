@@ -94,6 +94,7 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
         if _is_nested(config):
             yield from super().stream(input, config, **kwargs)
             return
+        kwargs = self._resolved_context(kwargs)
         config = self._with_settings(config, kwargs.get("context"))
         control = kwargs.pop("control", None) or RunControl()
         with SignalDrain(control, only_unclaimed=True) as stop:
@@ -111,6 +112,7 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
             async for chunk in super().astream(input, config, **kwargs):
                 yield chunk
             return
+        kwargs = self._resolved_context(kwargs)
         config = self._with_settings(config, kwargs.get("context"))
         control = kwargs.pop("control", None) or RunControl()
         with SignalDrain(control, only_unclaimed=True) as stop:
@@ -135,6 +137,18 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
         if _infers_node(supersteps):
             _refuse_while_waiting(await self.aget_state(config))
         return await super().abulk_update_state(config, supersteps)
+
+    def _resolved_context(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        """``kwargs`` with the run's ``context`` overrides replaced by the whole config
+        they make, validated once here: nodes, subgraphs and tools all receive that
+        object as ``runtime.context``, and ``AimeConfig.for_run`` returns it as is."""
+        context = kwargs.get("context")
+        if self.run_settings is None or context is None:
+            return kwargs
+        try:
+            return kwargs | {"context": self.run_settings.config.override(context)}
+        except ValueError:  # a bad override is the intake node's to report, as the run starts
+            return kwargs
 
     def _with_settings(self, config: RunnableConfig | None, context: Any) -> RunnableConfig:
         """``config`` with the run's settings in its metadata (unless it has some)."""

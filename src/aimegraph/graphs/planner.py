@@ -10,10 +10,10 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
-from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
+from aimegraph.nodes.given_plan import GIVEN, make_given_plan_node, route_planner_start
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.planner import (
     make_commit_node,
@@ -26,6 +26,7 @@ from aimegraph.prompts import planner as planner_prompts
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
 from aimegraph.tools.registry import ToolRegistry
+from aimegraph.tools.steps import call_checker
 
 
 def build_planner_graph(
@@ -38,16 +39,20 @@ def build_planner_graph(
     ask_approval: bool = True,
     agents: Mapping[str, str] | None = None,
     prompts: PromptsArg = None,
+    parts: GraphParts | None = None,
 ) -> CompiledStateGraph[PlannerState, AimeConfig, PlannerInput, PlannerOutput]:
     """Build the planner: it turns the goal and the progress list into a task DAG.
 
     ``draft -> validate -> commit``; an invalid draft goes back to ``draft`` with
-    the error (at most ``max_plan_repairs`` times) and then to ``give_up``. When the
+    the error (at most ``max_plan_repairs`` times) and then to ``give_up``. A plan
+    given in the state (``plan``) is the draft instead (``given``: no model call),
+    and ends in ``give_up`` when it is invalid. When the
     run's config sets ``approve_plan``, an ``approve_plan`` interrupt replaces
     ``commit`` (see ``ask_approval``).
 
     Args:
-        model: The planner model (or a spec string for ``resolve_model``).
+        model: The planner model (or a spec, resolved with the config's ``model_timeout_s``
+            and ``model_retries``).
         registry: Tool bundles the plan may assign; without one, tasks get none.
         config: Budgets and policies (``max_tasks``, ``max_plan_repairs``, ...).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
@@ -65,6 +70,8 @@ def build_planner_graph(
         prompts: The ``planner`` prompt: overrides (a mapping of component name to
             text, or a prompt-set file), a prompt store, or any ``PromptSource``
             (see ``build_aime_graph``); the built-in prompt by default.
+        parts: The parts shared with the other builders of a graph (``build_aime_graph``
+            passes its own); instead of ``config``, ``registry``, ``prompts``.
 
     Returns:
         A compiled graph. Input: ``goal`` (or ``messages``), ``tasks`` and the
@@ -73,9 +80,9 @@ def build_planner_graph(
         approval (``proposal``, ``draft``), and on failure ``status="failed"`` with
         ``reason``.
     """
-    config = config or AimeConfig()
-    registry = registry or ToolRegistry()
-    chat = resolve_model(model)
+    parts = GraphParts.given(parts, config=config, registry=registry, prompts=prompts)
+    config, registry = parts.config, parts.registry
+    chat = config.chat_model(model)
 
     builder = StateGraph(
         PlannerState,
@@ -96,33 +103,44 @@ def build_planner_graph(
             config=config,
             bundles_description=described,
             teams=bool(units),
-            prompt_source=open_prompt_source(prompts),
+            prompt_source=parts.prompts,
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
+    check_call = call_checker(registry.tools)
     builder.add_node(
         "validate",
-        make_validate_node(config=config, bundles=list(registry.bundles), agents=list(units)),
+        make_validate_node(
+            config=config,
+            bundles=list(registry.bundles),
+            agents=list(units),
+            check_call=check_call,
+        ),
     )
+    builder.add_node(GIVEN, make_given_plan_node(config))
+    builder.add_edge(GIVEN, "validate")
     builder.add_node("give_up", make_give_up_node(config))
     builder.add_node("commit", make_commit_node())
     if ask_approval:
         builder.add_node(
             "approve_plan",
             make_approve_plan_node(
-                config=config, bundles=list(registry.bundles), agents=list(units)
+                config=config,
+                bundles=list(registry.bundles),
+                agents=list(units),
+                check_call=check_call,
             ),
         )
         builder.add_conditional_edges(
             "approve_plan", route_after_approval(END), ["approve_plan", END]
         )
 
+    # A plan given in the state is the draft: no recall, no model call.
+    first = "recall" if memory else "draft"
+    builder.add_conditional_edges(START, route_planner_start(first), [GIVEN, first])
     if memory:
         builder.add_node("recall", make_planner_recall_node(config))
-        builder.add_edge(START, "recall")
         builder.add_edge("recall", "draft")
-    else:
-        builder.add_edge(START, "draft")
     builder.add_edge("draft", "validate")
     builder.add_conditional_edges(
         "validate",

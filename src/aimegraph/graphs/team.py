@@ -7,7 +7,6 @@ members, each a team-member actor graph (``build_actor_graph(member=True)``).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -17,10 +16,9 @@ from langgraph.types import Checkpointer, Send
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
-from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamMode, TeamSpec
@@ -43,6 +41,7 @@ def build_team_executor(
     embeddings: EmbeddingsSpec = None,
     checkpointer: Checkpointer = None,
     prompts: PromptsArg = None,
+    parts: GraphParts | None = None,
 ) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, ActorOutput]:
     """Build the executor over agent units: the task's team runs in its mode's
     subgraph; any other task runs in ``single``, the actor graph, as the unit the
@@ -66,22 +65,26 @@ def build_team_executor(
             (hashing by default; ``"minilm"`` for meaning rather than words).
         checkpointer: Only when used on its own; as a node it inherits the parent's.
         prompts: The actors' prompts, members' too (see ``build_aime_graph``).
+        parts: The parts shared with the other builders of a graph (``build_aime_graph``
+            passes its own); instead of ``config``, ``registry``, ``knowledge`` and
+            ``prompts``, and ``models`` by default.
 
     Returns:
         A compiled graph with the executor's input (:class:`ActorInput`) and output.
     """
-    parts = team_parts(
+    # One set for the members and "single" (one prompt store object, one registry).
+    shared = _shared_parts(
+        parts, config=config, registry=registry, knowledge=knowledge, prompts=prompts
+    )
+    team = team_parts(
         model,
         agents=agents,
-        registry=registry,
         factory=factory,
-        knowledge=knowledge,
-        config=config,
         models=models,
         verifier_model=verifier_model,
         embeddings=embeddings,
-        prompts=prompts,  # one store object for the members and "single"
         memory=memory,
+        parts=shared,
     )
 
     builder = StateGraph(
@@ -90,30 +93,30 @@ def build_team_executor(
     builder.add_node(
         "single",
         build_actor_graph(
-            parts.default_chat,
-            registry=parts.registry,
-            factory=parts.unit_factory,
-            config=parts.config,
+            team.default_chat,
+            factory=team.unit_factory,
             verifier_model=verifier_model,
             memory=memory,
             name="single",
-            prompts=parts.prompts,
+            parts=shared,
         ),
     )
     for mode in MODES:
-        builder.add_node(mode, mode_graph(mode, parts))
+        builder.add_node(mode, mode_graph(mode, team))
         builder.add_edge(mode, END)
-    builder.add_conditional_edges(START, _route(parts.unit_factory), ["single", *MODES])
+    builder.add_conditional_edges(START, _route(team.unit_factory), ["single", *MODES])
     builder.add_edge("single", END)
     return builder.compile(checkpointer=checkpointer, name="executor")
 
 
 def _route(units: UnitActorFactory) -> Callable[[ActorState], str | Send]:
-    """The task's team mode, else ``single``; a unit with a model of its own runs as
-    a sequential team of one."""
+    """The task's team mode, else ``single`` (also for a tool step); a unit with a
+    model of its own runs as a sequential team of one."""
 
     def route(state: ActorState) -> str | Send:
         task = state["task"]
+        if task.call is not None:  # a tool step: the engine makes its call, no unit
+            return "single"
         if task.team is not None:
             return task.team.mode
         name, _ = units.choose(task)
@@ -188,39 +191,35 @@ def team_parts(
     embeddings: EmbeddingsSpec = None,
     prompts: PromptsArg = None,
     memory: bool = False,
+    parts: GraphParts | None = None,
 ) -> TeamParts:
     """Build the member graphs: one over ``model`` for the units without a model of
     their own, one per unit with one (``AgentUnit.model``: a key of ``models``, a
     spec or a chat model). ``prompts`` are the actors' (see ``build_actor_graph``); with
     ``memory``, each mode graph ends by recording the team task's episode. Without a
-    ``matcher``, units are matched to tasks over ``embeddings``."""
-    config = config or AimeConfig()
-    registry = registry or registry_for(config, knowledge=knowledge)
+    ``matcher``, units are matched to tasks over ``embeddings``. ``parts`` (a graph's
+    shared parts) replace ``config``, ``registry``, ``knowledge`` and ``prompts``, and
+    give ``models`` by default."""
+    shared = _shared_parts(
+        parts, config=config, registry=registry, knowledge=knowledge, prompts=prompts
+    )
+    config, registry, source = shared.config, shared.registry, shared.prompts
     units = agents if isinstance(agents, AgentRegistry) else AgentRegistry(agents, tools=registry)
-    chat = resolve_model(model)
+    chat = config.chat_model(model)
     base = factory or DefaultActorFactory(
-        registry, workspace=Path(config.workspace), knowledge=knowledge
+        registry, workspace=shared.workspace, knowledge=shared.knowledge
     )
     unit_factory = UnitActorFactory(
         base, units, matcher or UnitMatcher(units, embeddings=embeddings)
     )
-    roles = dict(models or {})
-    source = open_prompt_source(prompts)
-    chat_of = units.chat_models(
-        chat, roles, timeout=config.model_timeout_s, max_retries=config.model_retries
-    )
+    roles = dict(models if models is not None else shared.models)
+    chat_of = units.chat_models(chat, roles, resolve=config.chat_model)
 
     def member_graph(
         member_chat: BaseChatModel, name: str
     ) -> CompiledStateGraph[Any, Any, Any, Any]:
         return build_actor_graph(
-            member_chat,
-            registry=registry,
-            factory=unit_factory,
-            config=config,
-            member=True,
-            name=name,
-            prompts=source,
+            member_chat, factory=unit_factory, member=True, name=name, parts=shared
         )
 
     graphs: dict[str, CompiledStateGraph[Any, Any, Any, Any]] = {
@@ -237,7 +236,7 @@ def team_parts(
         node_of[name] = node
     checker = None
     if config.verify in ("tasks", "both"):
-        checker = resolve_model(verifier_model) if verifier_model is not None else chat
+        checker = config.chat_model(verifier_model) if verifier_model is not None else chat
     return TeamParts(
         units,
         graphs,
@@ -250,4 +249,22 @@ def team_parts(
         checker,
         source,
         memory,
+    )
+
+
+def _shared_parts(
+    parts: GraphParts | None,
+    *,
+    config: AimeConfig | None,
+    registry: ToolRegistry | None,
+    knowledge: KnowledgeBase | None,
+    prompts: PromptsArg,
+) -> GraphParts:
+    """``GraphParts.given``, where a team's registry defaults to the built-in bundles
+    over ``config.workspace`` (its units name them)."""
+    if parts is None:
+        config = config or AimeConfig()
+        registry = registry or registry_for(config, knowledge=knowledge)
+    return GraphParts.given(
+        parts, config=config, registry=registry, knowledge=knowledge, prompts=prompts
     )

@@ -12,9 +12,8 @@ from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
-from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.graphs.parts import GraphParts
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.verifier import make_judge_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import VerifierInput, VerifierOutput, VerifierState
@@ -27,13 +26,15 @@ def build_verifier_graph(
     checkpointer: Checkpointer = None,
     prompts: PromptsArg = None,
     tools: Sequence[BaseTool] | None = None,
+    parts: GraphParts | None = None,
 ) -> CompiledStateGraph[VerifierState, AimeConfig, VerifierInput, VerifierOutput]:
     """Build the verifier: judges a final answer against the goal, without the plan;
     when the run wrote files in the workspace (``config.verifier_inspects``), a
     small agent that inspects them first and cites them in its verdict.
 
     Args:
-        model: The verifier model (or a spec string for ``resolve_model``).
+        model: The verifier model (or a spec, resolved with the config's ``model_timeout_s``
+            and ``model_retries``).
         config: ``max_replans`` and the budgets decide whether a rejection
             leads to a replan (``status="running"``) or ends the run
             (``status="rejected"``).
@@ -43,6 +44,8 @@ def build_verifier_graph(
         tools: What the inspecting verifier may use; by default ``list_dir``,
             ``read_lines`` and ``python`` over ``config.workspace``
             (:func:`aimegraph.tools.inspection.make_inspection_tools`).
+        parts: The parts shared with the other builders of a graph (``build_aime_graph``
+            passes its own); instead of ``config`` and ``prompts``.
 
     Returns:
         A compiled graph. Input: ``goal`` and ``final_answer`` (plus ``replans``
@@ -51,7 +54,7 @@ def build_verifier_graph(
         ``evidence``),
         ``status``, ``reason``, ``replans``, ``replan_reason`` and ``usage``.
     """
-    config = config or AimeConfig()
+    parts = GraphParts.given(parts, config=config, prompts=prompts)
     builder = StateGraph(
         VerifierState,
         context_schema=AimeConfig,
@@ -59,9 +62,9 @@ def build_verifier_graph(
         output_schema=VerifierOutput,
     )
     judge = make_judge_node(
-        resolve_model(model),
-        config=config,
-        prompt_source=open_prompt_source(prompts),
+        parts.config.chat_model(model),
+        config=parts.config,
+        prompt_source=parts.prompts,
         tools=tools,
     )
     builder.add_node("judge", judge, retry_policy=LLM_RETRY_POLICY)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
@@ -27,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 from aimegraph.models.errors import is_transient, openai_errors
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
+from aimegraph.models.server_schema import ServerSchema, constrained
 from aimegraph.models.steps import Steps, arun_steps, run_steps
 from aimegraph.prompts import json_mode
 from aimegraph.state import Prices, Usage
@@ -137,9 +139,34 @@ def resolve_mode(setting: str, model: BaseChatModel, *, structured: bool = False
     actors; for ``structured`` output (plans, verdicts), ``with_structured_output``,
     which some local models offer as grammar-constrained JSON without tool calling."""
     if setting == "auto":
-        native = supports_structured_output(model) if structured else supports_tool_calling(model)
-        return "native" if native else "json"
+        support = native_support(model)
+        return "native" if (support.structured if structured else support.tools) else "json"
     return "json" if setting == "json" else "native"
+
+
+@dataclass(frozen=True)
+class NativeSupport:
+    """What a model does natively: tool calling (:func:`supports_tool_calling`) and
+    structured output (:func:`supports_structured_output`)."""
+
+    tools: bool
+    structured: bool
+
+
+_NATIVE_SUPPORT: dict[int, NativeSupport] = {}
+
+
+def native_support(model: BaseChatModel) -> NativeSupport:
+    """``model``'s native support, decided on its first use and kept while the model
+    lives: every ReAct step and structured call of every run asks for it."""
+    key = id(model)
+    support = _NATIVE_SUPPORT.get(key)
+    if support is None:
+        support = NativeSupport(supports_tool_calling(model), supports_structured_output(model))
+        _NATIVE_SUPPORT[key] = support
+        # Forgotten with the model, before its id can be reused.
+        weakref.finalize(model, _NATIVE_SUPPORT.pop, key, None)
+    return support
 
 
 def with_json_instructions(messages: Sequence[BaseMessage], instructions: str) -> list[BaseMessage]:
@@ -175,12 +202,15 @@ def structured_steps(
     retries: int,
     runtime: Runtime[Any] | None = None,
     prices: Prices | None = None,
+    server_schema: ServerSchema = "auto",
 ) -> Steps[StructuredReply[M]]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
 
     Native mode uses ``with_structured_output`` (the raw reply kept, as with
     ``include_raw=True``); JSON mode puts
-    the JSON schema in the system prompt and parses the reply tolerantly. Either
+    the JSON schema in the system prompt and parses the reply tolerantly, and asks an
+    OpenAI-compatible server for the schema as ``server_schema`` says
+    (:mod:`aimegraph.models.server_schema`). Either
     way at most ``retries`` re-asks follow a reply that does not parse, does not
     validate or is degenerate (empty, looping, cut off at the token limit).
 
@@ -198,7 +228,7 @@ def structured_steps(
     error_or_none: str | None
     for _ in range(retries + 1):
         try:
-            stages = _structured_stages(model, schema, mode)
+            stages = _structured_stages(model, schema, mode, server_schema)
             # The first call may fail transiently and be retried by re-running the node
             # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
             # it is retried in place with the same backoff, keeping their usage.
@@ -257,6 +287,7 @@ def invoke_structured(
     retries: int,
     runtime: Runtime[Any] | None = None,
     prices: Prices | None = None,
+    server_schema: ServerSchema = "auto",
 ) -> StructuredReply[M]:
     """:func:`structured_steps` with sync model calls."""
     return run_steps(
@@ -269,6 +300,7 @@ def invoke_structured(
             retries=retries,
             runtime=runtime,
             prices=prices,
+            server_schema=server_schema,
         )
     )
 
@@ -283,6 +315,7 @@ async def ainvoke_structured(
     retries: int,
     runtime: Runtime[Any] | None = None,
     prices: Prices | None = None,
+    server_schema: ServerSchema = "auto",
 ) -> StructuredReply[M]:
     """:func:`structured_steps` with awaited model calls."""
     return await arun_steps(
@@ -295,6 +328,7 @@ async def ainvoke_structured(
             retries=retries,
             runtime=runtime,
             prices=prices,
+            server_schema=server_schema,
         )
     )
 
@@ -321,11 +355,14 @@ class _Stages:
         return {"raw": reply, "parsed": parsed, "parsing_error": None}
 
 
-def _structured_stages(model: BaseChatModel, schema: type[M], mode: Mode) -> _Stages:
-    """The model with structured output in stages (native), or the model as is (JSON)."""
+def _structured_stages(
+    model: BaseChatModel, schema: type[M], mode: Mode, server_schema: ServerSchema
+) -> _Stages:
+    """The model with structured output in stages (native), or the model asking its
+    server for the schema where it can (JSON)."""
     if mode == "native":
         return _with_structured_output(_Same(model), schema)
-    return _Stages(model)
+    return _Stages(constrained(model, _json_schema(schema), server_schema))
 
 
 @dataclass(frozen=True, eq=False)
@@ -358,8 +395,13 @@ def _with_structured_output(model: _Same, schema: type[BaseModel]) -> _Stages:
 
 
 @functools.lru_cache(maxsize=64)
+def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
+    return schema.model_json_schema()
+
+
+@functools.lru_cache(maxsize=64)
 def _schema_text(schema: type[BaseModel]) -> str:
-    return json.dumps(schema.model_json_schema(), indent=1)
+    return json.dumps(_json_schema(schema), indent=1)
 
 
 def _read_reply(

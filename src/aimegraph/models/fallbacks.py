@@ -108,36 +108,39 @@ class FallbackChatModel(BaseChatModel):
     def _llm_type(self) -> str:
         return "fallbacks"
 
-    def _chain(self, each: Callable[[BaseChatModel], Runnable[Any, Any]]) -> FirstAvailable:
-        return FirstAvailable([each(model) for model in self.models])
+    def each(self, make: Callable[[BaseChatModel], Runnable[Any, Any]]) -> FirstAvailable:
+        """The chain of ``make(member)`` for every member, tried in order as the members
+        are: how a call is prepared in each member's own way (bound tools, structured
+        output, a server's schema field) and still falls through."""
+        return FirstAvailable([make(model) for model in self.models])
 
     def bind_tools(self, tools: Sequence[Any], **kwargs: Any) -> Runnable[Any, AIMessage]:
-        return self._chain(lambda model: model.bind_tools(tools, **kwargs))
+        return self.each(lambda model: model.bind_tools(tools, **kwargs))
 
     def with_structured_output(self, schema: Any, **kwargs: Any) -> Runnable[Any, Any]:
-        return self._chain(lambda model: model.with_structured_output(schema, **kwargs))
+        return self.each(lambda model: model.with_structured_output(schema, **kwargs))
 
     def invoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AIMessage:
-        reply: AIMessage = self._chain(_same).invoke(input, config, **kwargs)
+        reply: AIMessage = self.each(_same).invoke(input, config, **kwargs)
         return reply
 
     async def ainvoke(
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AIMessage:
-        reply: AIMessage = await self._chain(_same).ainvoke(input, config, **kwargs)
+        reply: AIMessage = await self.each(_same).ainvoke(input, config, **kwargs)
         return reply
 
     def stream(  # type: ignore[override]
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> Iterator[Any]:
-        return self._chain(_same).stream(input, config, **kwargs)
+        return self.each(_same).stream(input, config, **kwargs)
 
     def astream(  # type: ignore[override]
         self, input: LanguageModelInput, config: RunnableConfig | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
-        return self._chain(_same).astream(input, config, **kwargs)
+        return self.each(_same).astream(input, config, **kwargs)
 
     def _generate(
         self,

@@ -11,7 +11,8 @@ content even when tools are bound natively; :func:`tool_calls_in_text` finds
 those, for calls of bound tools only.
 
 Models whose only tool calling is one *forced* function decoded under a grammar
-(llama.cpp) are asked through :func:`json_step_model`: the reply is constrained to
+(llama.cpp), and OpenAI-compatible servers that take a JSON schema for the reply, are
+asked through :func:`json_step_model`: the reply is constrained to
 ``{"tool": <a bound tool>, "args": <that tool's arguments>}``, so even a tiny model
 writes a call that parses.
 """
@@ -30,6 +31,7 @@ from langchain_core.tools import BaseTool
 
 from aimegraph.models.jsonparse import JsonReplyError, json_values, parse_json_reply
 from aimegraph.models.resolve import decodes_forced_calls_by_grammar
+from aimegraph.models.server_schema import ServerSchema, constrained
 
 _NAME_KEYS = ("tool", "name", "action", "function", "tool_name")
 _ARGS_KEYS = ("args", "arguments", "parameters", "input", "action_input", "tool_input")
@@ -147,17 +149,10 @@ STEP_FUNCTION = "tool_call"
 """The name of the one forced function :func:`json_step_model` binds."""
 
 
-def json_step_model(
-    model: BaseChatModel, tools: Sequence[BaseTool]
-) -> Runnable[LanguageModelInput, AIMessage]:
-    """What a JSON-mode actor step calls: ``model`` itself, or, for a model that decodes a
-    forced function call under a grammar, ``model`` forced to call :data:`STEP_FUNCTION`
-    whose arguments are one call of one of ``tools`` (``anyOf`` a ``{"tool": <name>,
-    "args": <its schema>}`` object per tool). The forced call comes back as the JSON text
-    of that object, so the step parses it as it parses any JSON-mode reply (and usage,
-    finish reason and id are kept)."""
-    if not decodes_forced_calls_by_grammar(model):
-        return model
+def one_call_schema(tools: Sequence[BaseTool]) -> dict[str, Any]:
+    """The JSON schema of one call of one of ``tools``: ``anyOf`` a ``{"tool": <name>,
+    "args": <its arguments' schema>}`` object per tool (the shape the JSON-mode prompt
+    asks for)."""
     calls = [
         {
             "type": "object",
@@ -166,12 +161,29 @@ def json_step_model(
         }
         for tool in tools
     ]
+    return {"title": STEP_FUNCTION, "anyOf": calls}
+
+
+def json_step_model(
+    model: BaseChatModel, tools: Sequence[BaseTool], server_schema: ServerSchema = "auto"
+) -> Runnable[LanguageModelInput, AIMessage]:
+    """What a JSON-mode actor step calls: ``model`` held to :func:`one_call_schema` of
+    ``tools`` where it can be.
+
+    A model that decodes a forced function call under a grammar (in-process llama.cpp)
+    is forced to call :data:`STEP_FUNCTION`, whose arguments are that one call; the
+    forced call comes back as the JSON text of that object, so the step parses it as it
+    parses any JSON-mode reply (and usage, finish reason and id are kept). An
+    OpenAI-compatible client asks its server for the schema as ``server_schema`` says
+    (:mod:`aimegraph.models.server_schema`). Any other model is returned as it is."""
+    if not decodes_forced_calls_by_grammar(model):
+        return constrained(model, one_call_schema(tools), server_schema)
     function = {
         "type": "function",
         "function": {
             "name": STEP_FUNCTION,
             "description": "The next tool call.",
-            "parameters": {"anyOf": calls},
+            "parameters": {"anyOf": one_call_schema(tools)["anyOf"]},
         },
     }
     forced: Any = {"type": "function", "function": {"name": STEP_FUNCTION}}  # ChatLlamaCpp's form

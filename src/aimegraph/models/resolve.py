@@ -1,6 +1,6 @@
 """Model resolution: from a spec string (or a ready model) to a LangChain chat model.
 
-Accepted specs (see DESIGN.md section 5):
+Accepted specs:
 
 - a ``BaseChatModel`` instance: returned unchanged;
 - ``openai:<model>``: :class:`langchain_openai.ChatOpenAI`. Honours ``OPENAI_API_KEY`` and

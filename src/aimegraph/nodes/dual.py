@@ -107,7 +107,8 @@ def ask_structured(
     runtime: Runtime[Any],
 ) -> Steps[StructuredReply[M]]:
     """A node's structured call (:func:`aimegraph.models.calls.structured_steps`) under
-    the run's settings: its ``tool_calling`` mode for ``model``, ``max_output_retries``
+    the run's settings: its ``tool_calling`` mode for ``model`` (and ``server_schema``
+    in JSON mode), ``max_output_retries``
     re-asks, and its prices; counted under ``role`` in the run's usage."""
     return (
         yield from structured_steps(
@@ -119,5 +120,6 @@ def ask_structured(
             retries=config.max_output_retries,
             runtime=runtime,
             prices=config.prices,
+            server_schema=config.server_schema,
         )
     )

@@ -36,6 +36,7 @@ from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
 from aimegraph.state import (
     AimeState,
+    CallCheck,
     Escalation,
     PlanError,
     PlanUpdate,
@@ -70,7 +71,11 @@ def escalation_for(state: AimeState) -> Escalation:
 
 
 def make_escalate_node(
-    config: AimeConfig, *, bundles: Collection[str], agents: Collection[str] = ()
+    config: AimeConfig,
+    *,
+    bundles: Collection[str],
+    agents: Collection[str] = (),
+    check_call: CallCheck | None = None,
 ) -> Node[AimeState]:
     """The node that asks a human what to do instead of ending the run (see the
     module docstring); routes with ``Command``: to the ``orchestrator`` after an
@@ -117,7 +122,12 @@ def make_escalate_node(
                 try:
                     edited = PlanUpdate.model_validate(details)
                     changed = apply_plan(
-                        tasks, edited, max_tasks=cfg.max_tasks, bundles=bundles, agents=agents
+                        tasks,
+                        edited,
+                        max_tasks=cfg.max_tasks,
+                        bundles=bundles,
+                        agents=agents,
+                        check_call=check_call,
                     )
                 except (PlanError, ValueError) as exc:
                     error = f"the edited plan is invalid: {exc}"

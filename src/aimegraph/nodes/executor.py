@@ -345,7 +345,7 @@ def make_react_node(
     """
     # Converting tool schemas costs more than a fast model's reply: once per tool set.
     bound_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
-    json_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
+    json_models: dict[tuple[tuple[str, ...], str], Runnable[LanguageModelInput, AIMessage]] = {}
 
     def react(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -359,12 +359,13 @@ def make_react_node(
                     bound_models[names] = model.bind_tools(bound)
                 reply = yield bound_models[names], state["messages"]
             else:
-                if names not in json_models:
-                    json_models[names] = json_step_model(model, bound)
+                key = (names, cfg.server_schema)
+                if key not in json_models:
+                    json_models[key] = json_step_model(model, bound, cfg.server_schema)
                 prompt = with_json_instructions(
                     state["messages"], json_mode.TOOLS.format(tools=describe_tools(bound))
                 )
-                reply = yield json_models[names], plain_conversation(prompt)
+                reply = yield json_models[key], plain_conversation(prompt)
         except Exception as exc:  # noqa: BLE001 - a model failure fails the task, as data
             reraise_if_retryable(exc, runtime)
             error = f"model call failed: {type(exc).__name__}: {exc}"
@@ -573,7 +574,7 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
     if error := state.get("error"):
         return TaskResult(status="failed", summary=error)
     if isinstance(last, AIMessage) and not last.tool_calls and visible_text(last):
-        # An answer without a tool call is the actor's final summary (DESIGN.md 4).
+        # An answer without a tool call is the actor's final summary.
         return TaskResult(status="completed", summary=visible_text(last))
     steps = state.get("steps", 0)
     budget = state.get("llm_call_budget")

@@ -34,7 +34,14 @@ from langgraph.types import interrupt
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
-from aimegraph.state import PlanError, PlanUpdate, Usage, apply_plan, render_checklist
+from aimegraph.state import (
+    CallCheck,
+    PlanError,
+    PlanUpdate,
+    Usage,
+    apply_plan,
+    render_checklist,
+)
 
 Decision = Literal["approve", "reject", "edit", "unclear"]
 
@@ -87,7 +94,11 @@ def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
 
 
 def make_approve_plan_node(
-    *, config: AimeConfig, bundles: list[str], agents: Collection[str] = ()
+    *,
+    config: AimeConfig,
+    bundles: list[str],
+    agents: Collection[str] = (),
+    check_call: CallCheck | None = None,
 ) -> Node[Any]:
     """Pauses with the plan awaiting approval (``proposal``, ``draft``); approve,
     reject or edit it.
@@ -129,7 +140,12 @@ def make_approve_plan_node(
         try:
             edited = PlanUpdate.model_validate(details["plan"])
             changed = apply_plan(
-                tasks, edited, max_tasks=cfg.max_tasks, bundles=bundles, agents=agents
+                tasks,
+                edited,
+                max_tasks=cfg.max_tasks,
+                bundles=bundles,
+                agents=agents,
+                check_call=check_call,
             )
         except (PlanError, ValueError) as exc:
             return {"approval_error": f"the edited plan is invalid: {exc}"}

@@ -34,7 +34,7 @@ from aimegraph.models.calls import (
     usage_of,
     with_json_instructions,
 )
-from aimegraph.models.json_tools import describe_tools, plain_conversation
+from aimegraph.models.json_tools import describe_tools, json_step_model, plain_conversation
 from aimegraph.models.jsonparse import JsonReplyError, parse_json_reply
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call
 from aimegraph.nodes.executor import reply_messages, transcript
@@ -128,7 +128,11 @@ def inspect(
     mode = resolve_mode(config.tool_calling, model)
     conversation: list[AnyMessage] = list(messages)
     usage, looked = Usage(), list[str]()
-    chat = model.bind_tools(bound) if mode == "native" else model
+    chat = (
+        model.bind_tools(bound)
+        if mode == "native"
+        else json_step_model(model, bound, config.server_schema)
+    )
     # The first call may fail transiently and be retried by re-running the node
     # (RetryPolicy); later ones follow calls already made: retried in place.
     patient = retrying_in_place(chat)

@@ -21,7 +21,7 @@ from aimegraph.nodes.types import Node
 from aimegraph.policy import as_rules, check_rules
 from aimegraph.prompts import conversation as conversation_prompts
 from aimegraph.prompts.source import PromptSource
-from aimegraph.state import AimeState, PastRun, Usage
+from aimegraph.state import AimeState, PastRun, PlanUpdate, Usage
 
 PLANNER, REPORTER, APPROVE_PLAN = "planner", "reporter", "approve_plan"
 
@@ -38,7 +38,11 @@ _RUN_START: dict[str, Any] = {**RUN_START, "dispatched": [], "structured_respons
 
 
 def make_intake_node(
-    config: AimeConfig, *, tool_names: Collection[str], prompts: PromptSource | None = None
+    config: AimeConfig,
+    *,
+    tool_names: Collection[str],
+    prompts: PromptSource | None = None,
+    plan: PlanUpdate | None = None,
 ) -> Node[AimeState]:
     """The node before the planner; routes with ``Command(goto=...)``.
 
@@ -49,19 +53,26 @@ def make_intake_node(
     ``max_conversation_tokens``) and ``recent_turns`` (a quarter of it, for actors).
 
     Raises a ``ValueError`` for settings the run cannot honour (approvals without a
-    checkpointer, ``approve_tools`` naming no tool). A goal that cannot be used
+    checkpointer, ``approve_tools`` naming no tool: the config's here, a run's
+    override when it starts). A goal that cannot be used
     ends the run ``failed`` with the reason, through the reporter, so a chat app
     gets a reply saying what to change; the state keeps only its opening (see
     :func:`refused_goal`), not the whole text in every later checkpoint.
+
+    A new run given no ``plan`` of its own gets ``plan`` (the graph's predefined
+    plan), which the planner then uses instead of asking its model.
 
     New input while the run waits for the approval of its plan (``proposal``) is
     not taken: the goal stays the run's own (``run_goal``) and ``approve_plan``
     asks again, its ``error`` saying how to go on (``PLAN_PENDING``).
     """
 
+    check_rules(config.approve_tools, tool_names)
+
     def intake(state: AimeState, runtime: Runtime[Any]) -> Command:
         cfg = config.for_run(runtime)
-        check_rules(cfg.approve_tools, tool_names)
+        if cfg.approve_tools != config.approve_tools:  # the built ones are checked above
+            check_rules(cfg.approve_tools, tool_names)
         if cfg.approve_plan:
             require_checkpointer("approve_plan")
         if cfg.escalate != "off":
@@ -90,12 +101,13 @@ def make_intake_node(
             goal = resolve_goal(state, max_chars=cfg.max_goal_chars)
         except GoalError as exc:
             refused = refused_goal(state, cfg.max_goal_chars)
-            return Command(
-                goto=REPORTER, update=update | refused | {"status": "failed", "reason": str(exc)}
-            )
+            failed = {"status": "failed", "reason": str(exc), "plan": None}
+            return Command(goto=REPORTER, update=update | refused | failed)
         if goal is not None:
             update |= {"goal": goal, **_conversation(state, goal, cfg)}
         update["run_goal"] = goal
+        if plan is not None and state.get("plan") is None:
+            update["plan"] = plan
         return Command(goto=PLANNER, update=update)
 
     return intake

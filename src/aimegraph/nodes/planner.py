@@ -20,6 +20,7 @@ from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import (
     ENDED_STATUSES,
+    CallCheck,
     PlanError,
     PlannerState,
     PlanUpdate,
@@ -205,11 +206,15 @@ def _memory_sections(state: PlannerState) -> str:
 
 
 def make_validate_node(
-    *, config: AimeConfig, bundles: Collection[str], agents: Collection[str] = ()
+    *,
+    config: AimeConfig,
+    bundles: Collection[str],
+    agents: Collection[str] = (),
+    check_call: CallCheck | None = None,
 ) -> PlannerNode:
     """Checks the draft against the progress list: a ``proposal`` of changed tasks,
     or the ``plan_error`` that goes back to the model (also for agent unit names
-    that are not in ``agents``)."""
+    that are not in ``agents``, and tool steps ``check_call`` refuses)."""
 
     def validate(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
@@ -224,6 +229,7 @@ def make_validate_node(
                 max_tasks=cfg.max_tasks,
                 bundles=bundles,
                 agents=agents,
+                check_call=check_call,
             )
         except PlanError as exc:
             return {"plan_error": str(exc), "repairs": state.get("repairs", 0) + 1}
@@ -271,7 +277,9 @@ def make_give_up_node(config: AimeConfig) -> PlannerNode:
         if state.get("status") == "budget_exhausted":
             return {}  # the draft said which budget, and when
         error = state.get("plan_error") or "unknown error"
-        if not state.get("goal"):
+        if state.get("plan_given"):
+            reason = f"the given plan is invalid: {error}"
+        elif not state.get("goal"):
             reason = f"the planner cannot start: {error}"
         elif state.get("model_failed"):
             reason = f"the planner stopped: {error}"
@@ -296,9 +304,11 @@ def route_after_validate(config: AimeConfig) -> Callable[[PlannerState, Runtime[
         if state.get("plan_error") is None:
             return "approve" if cfg.approve_plan else "accept"
         # An unusable reply (after its max_output_retries re-asks) and an invalid
-        # plan both cost one repair; a missing goal or a model that cannot be
-        # called (after its retries) ends the planner at once.
-        repairable = state.get("goal") and not state.get("model_failed")
+        # plan both cost one repair; a missing goal, a model that cannot be called
+        # (after its retries) or an invalid given plan ends the planner at once.
+        repairable = (
+            state.get("goal") and not state.get("model_failed") and not state.get("plan_given")
+        )
         if repairable and state.get("repairs", 0) <= cfg.max_plan_repairs:
             return "repair"
         return "give_up"

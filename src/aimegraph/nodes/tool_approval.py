@@ -39,12 +39,13 @@ from langchain_core.messages import ToolCall, ToolMessage
 from langchain_core.tools import BaseTool
 from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import interrupt
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.human import parse_decision, require_checkpointer
 from aimegraph.policy import decide
 from aimegraph.state import Task
+from aimegraph.tools.steps import args_problems
 
 ALLOWED: list[DecisionType] = ["approve", "edit", "reject"]
 
@@ -177,29 +178,17 @@ def _hitl_decision(decision: Mapping[str, Any], tool: str) -> ToolAnswer:
 
 
 def invalid_edit(tool: BaseTool | None, args: dict[str, Any]) -> str | None:
-    """Why ``args`` cannot be the arguments of a call to ``tool``, or None.
-
-    Checked against the schema the model fills in (``tool_call_schema``: types,
-    required arguments). A tool described by a JSON schema instead of a pydantic
-    model (MCP tools) is checked for its required arguments only; the tool checks
-    the rest when it runs."""
+    """Why ``args`` cannot be the arguments of a call to ``tool``, or None (see
+    :func:`aimegraph.tools.steps.args_problems`)."""
     if tool is None:
         return None
     schema = tool.tool_call_schema
-    if isinstance(schema, type) and issubclass(schema, BaseModel):
-        try:
-            schema.model_validate(args)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(map(str, e['loc'])) or 'args'}: {e['msg']}" for e in exc.errors()
-            )
-            return f"the edited arguments do not fit {tool.name}: {problems}"
+    problems = args_problems(tool, args)
+    if not problems:
         return None
-    required = schema.get("required", []) if isinstance(schema, dict) else []
-    missing = [name for name in required if name not in args]
-    if missing:
-        return f"the edited arguments of {tool.name} lack {', '.join(missing)}"
-    return None
+    if isinstance(schema, type) and issubclass(schema, BaseModel):
+        return f"the edited arguments do not fit {tool.name}: {'; '.join(problems)}"
+    return f"the edited arguments of {tool.name} lack {problems[0].removeprefix('missing ')}"
 
 
 def _observation(call: ToolCall, text: str) -> ToolMessage:

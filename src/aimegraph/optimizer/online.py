@@ -51,7 +51,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.resolve import ModelSpec, resolve_model
+from aimegraph.models.resolve import ModelSpec
 from aimegraph.nodes.types import Node
 from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, reflective_dataset
 from aimegraph.optimizer.store import PromptStore
@@ -341,7 +341,7 @@ def make_online_node(
         raise ValueError(
             f"optimize_components: unknown component(s) {unknown}; known: {sorted(DEFAULT_PROMPTS)}"
         )
-    loop = OnlineLoop(source, resolve_model(reflection_model))
+    loop = OnlineLoop(source, config.chat_model(reflection_model))
     store = source
 
     def optimize_online(state: AimeState, *, runtime: Runtime[AimeConfig]) -> dict[str, Any]:

@@ -14,6 +14,9 @@ Rules:
   a task with a new id. Reuse the id of a pending or failed task to revise it; list
   pending tasks to cancel under `drop`.
 - Pick tool bundles for each task from the ones available.
+- A task that is one call of a listed tool with known arguments gets `call`
+  {{"tool": name, "args": {{...}}}} and runs with no agent. In args, "$t1" is task
+  t1's result and "$t1.key" a field of it (t1 must be a dependency; "$$" is "$").
 - Keep the plan small: at most {max_tasks} tasks in all.
 - The last tasks should produce what the goal asks for; a final report is written
   from all task results afterwards.

@@ -23,12 +23,17 @@ class AimeInput(TypedDict, total=False):
     human message after it start a new run on that message. The earlier turns of
     ``messages``, and how the last run ended (``status``, ``reason``), make the new
     run's view of the conversation.
+
+    ``plan`` is a predefined plan (a ``PlanUpdate``, its dict, or a list of task
+    specs; :mod:`aimegraph.state.plans`): validated as the planner's are, it takes
+    the place of the planner's next plan, with no model call, and is used once.
     """
 
     goal: str
     messages: Annotated[list[AnyMessage], add_messages]
     status: RunStatus
     reason: str | None
+    plan: Any
 
 
 class PastRun(TypedDict, total=False):
@@ -141,6 +146,8 @@ class AimeState(AimeOutput, total=False):
     conversation: str
     recent_turns: str
     escalation: Escalation | None
+    # A predefined plan, until the planner has taken it (see AimeInput).
+    plan: Any
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:

@@ -102,6 +102,21 @@ class MemberResult(_Record):
     steps: int = 0
 
 
+class ToolCallSpec(BaseModel):
+    """A tool step: one call of a run tool, run by the engine with no model call.
+
+    A string argument may name a dependency's result (:mod:`aimegraph.state.references`):
+    ``$t1`` its result text, ``$t1.key`` a field of its JSON result, ``$$`` a ``$``."""
+
+    model_config = ConfigDict(frozen=True, extra="ignore")
+
+    tool: Id = Field(description="The tool's name.")
+    args: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Its arguments; '$t1' is task t1's result, '$t1.key' a field of it.",
+    )
+
+
 class Task(_Record):
     """One node of the progress list (AIME's hierarchical task list)."""
 
@@ -121,6 +136,8 @@ class Task(_Record):
     agent: str | None = None
     team: TeamSpec | None = None
     members: tuple[MemberResult, ...] = ()
+    # A tool step: the engine makes this call instead of running an actor.
+    call: ToolCallSpec | None = None
 
     @property
     def is_terminal(self) -> bool:
@@ -306,6 +323,11 @@ class TaskSpec(BaseModel):
     agent: Id | None = Field(default=None, description="The agent unit to do it, if one fits.")
     team: TeamSpec | None = Field(
         default=None, description="A team of agent units to do it together, if it needs one."
+    )
+    call: ToolCallSpec | None = Field(
+        default=None,
+        description="Only when the tool and its arguments are known: the engine makes "
+        "this one call, no agent; its output is the result.",
     )
 
 

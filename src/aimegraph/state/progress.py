@@ -3,15 +3,20 @@ AIME's Markdown checklist."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from typing import TYPE_CHECKING
 
-from aimegraph.state.models import PlanUpdate, Task, TaskResult, TaskSpec
+from aimegraph.state.models import PlanUpdate, Task, TaskResult, TaskSpec, ToolCallSpec
+from aimegraph.state.references import referenced_ids
 
 if TYPE_CHECKING:
     import networkx as nx
 
 Tasks = Mapping[str, Task]
+
+CallCheck = Callable[[ToolCallSpec], str | None]
+"""Why a tool step's call cannot run in this run (an unknown tool, arguments that do
+not fit it), or None; see ``aimegraph.tools.steps.call_checker``."""
 
 _CHECKBOX = {
     "pending": "[ ]",
@@ -35,6 +40,7 @@ def apply_plan(
     max_tasks: int,
     bundles: Collection[str] | None = None,
     agents: Collection[str] = (),
+    check_call: CallCheck | None = None,
 ) -> dict[str, Task]:
     """Return the changed tasks after applying ``plan`` to ``tasks``, or raise PlanError.
 
@@ -45,8 +51,10 @@ def apply_plan(
     planner has seen them and chose to live without them); their result, with
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
     those tool bundles; an ``agent`` or team member must be one of ``agents``. A
-    first plan (no ``tasks`` yet) with no task is refused unless it says the goal
-    needs no work (``no_work_needed``).
+    tool step's references must name its dependencies, and with ``check_call``
+    its tool and arguments must pass that check. A first plan (no ``tasks`` yet)
+    with no task is refused unless it says the goal needs no work
+    (``no_work_needed``).
     """
     errors: list[str] = []
     seen: set[str] = set()
@@ -75,6 +83,7 @@ def apply_plan(
                 f"available: {sorted(bundles or [])}"
             )
         errors += _unit_problems(spec, task_id, agents)
+        errors += _call_problems(spec, task_id, check_call)
         changed[task_id] = Task(
             id=task_id,
             title=spec.title,
@@ -86,6 +95,7 @@ def apply_plan(
             persona=spec.persona,
             agent=spec.agent or None,
             team=spec.team,
+            call=spec.call,
         )
     for task_id in plan.drop:
         task = changed.get(task_id) or tasks.get(task_id)
@@ -120,6 +130,24 @@ def _unit_problems(spec: TaskSpec, task_id: str, agents: Collection[str]) -> lis
     return [f"task {task_id!r} names unknown agent units {unknown}; {known}"]
 
 
+def _call_problems(spec: TaskSpec, task_id: str, check_call: CallCheck | None) -> list[str]:
+    """Why a tool step cannot run: references to tasks that are not its
+    dependencies, and what ``check_call`` finds."""
+    if spec.call is None:
+        return []
+    problems = []
+    deps = {d.strip() for d in spec.dependencies}
+    if strays := sorted(referenced_ids(spec.call.args) - deps):
+        problems.append(
+            f"task {task_id!r} calls {spec.call.tool} with references to "
+            f"{', '.join('$' + s for s in strays)}, which are not among its dependencies "
+            "(add them to dependencies, or write $$ for a literal $)"
+        )
+    if check_call is not None and (problem := check_call(spec.call)):
+        problems.append(f"task {task_id!r}: {problem}")
+    return problems
+
+
 def restates(spec: TaskSpec, task: Task) -> bool:
     """Whether ``spec`` only repeats ``task``: every field it gives matches (spacing
     and case aside) and the fields it leaves empty keep their values. Planners
@@ -145,6 +173,7 @@ def restates(spec: TaskSpec, task: Task) -> bool:
             )
         )
         and (spec.team is None or spec.team == task.team)
+        and (spec.call is None or spec.call == task.call)
         and (not deps or set(deps) == set(task.dependencies))
         and (not spec.tool_bundles or set(spec.tool_bundles) == set(task.tool_bundles))
     )
@@ -235,7 +264,9 @@ def render_checklist(tasks: Tasks, *, with_results: bool = False, cancelled: boo
             line = f"{indent}- {mark} {task.id}: {task.title}"
             if task.dependencies:
                 line += f" (after {', '.join(task.dependencies)})"
-            if task.agent and task.team is None:
+            if task.call is not None:
+                line += f" [calls {task.call.tool}]"
+            elif task.agent and task.team is None:
                 line += f" [agent {task.agent}]"
             lines.append(line)
             if task.team is not None:

@@ -42,6 +42,8 @@ class PlannerInput(TypedDict, total=False):
     conversation: str
     usage: Usage
     run_started_at: float
+    # A predefined plan, used instead of asking the model (see AimeInput).
+    plan: Any
 
 
 class PlannerOutput(TypedDict, total=False):
@@ -62,11 +64,14 @@ class PlannerOutput(TypedDict, total=False):
     # the plan is committed; a caller that approves plans itself reads them.
     proposal: dict[str, Task] | None
     draft: dict[str, Any] | None
+    # None once a predefined plan is taken: it is used once.
+    plan: Any
 
 
 class PlannerState(PlannerInput, PlannerOutput, total=False):
     """``plan_error``, ``model_failed``, ``repairs`` and ``approval_error`` are the
-    subgraph's own; ``usage_before`` is the run's usage when the planner started."""
+    subgraph's own; ``usage_before`` is the run's usage when the planner started;
+    ``plan_given``: the draft is a predefined plan, not the model's."""
 
     plan_error: str | None
     model_failed: bool
@@ -74,6 +79,7 @@ class PlannerState(PlannerInput, PlannerOutput, total=False):
     approval_error: str | None
     memories: list[str]
     usage_before: Usage
+    plan_given: bool
 
 
 class ActorOutput(TypedDict, total=False):

@@ -5,7 +5,7 @@ factory that turns a unit into the actor for a task."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from aimegraph.imports import import_object
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.models.resolve import resolve_model
 from aimegraph.nodes.executor import ActorFactory, ActorSpec
 from aimegraph.state import Task, TaskResult
 from aimegraph.tools.registry import ToolRegistry
@@ -78,12 +77,11 @@ class AgentRegistry(Mapping[str, AgentUnit]):
         default: BaseChatModel,
         roles: Mapping[str, BaseChatModel],
         *,
-        timeout: float | None = None,
-        max_retries: int = 1,
+        resolve: Callable[[str], BaseChatModel],
     ) -> dict[str, BaseChatModel]:
         """Each unit's chat model: its own, a role's, or ``default``. Each distinct
-        spec is resolved once (with ``timeout`` and ``max_retries``, as the graph's
-        role models), so units sharing ``"local"`` share one loaded model."""
+        spec is resolved once by ``resolve`` (the graph's ``AimeConfig.chat_model``, as
+        its role models), so units sharing ``"local"`` share one loaded model."""
         specs: dict[str, BaseChatModel] = {}
         chosen: dict[str, BaseChatModel] = {}
         for name, unit in self._units.items():
@@ -95,9 +93,7 @@ class AgentRegistry(Mapping[str, AgentUnit]):
                 chosen[name] = roles[unit.model]
             else:
                 if unit.model not in specs:
-                    specs[unit.model] = resolve_model(
-                        unit.model, timeout=timeout, max_retries=max_retries
-                    )
+                    specs[unit.model] = resolve(unit.model)
                 chosen[name] = specs[unit.model]
         return chosen
 

@@ -17,12 +17,16 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 
-__all__ = ["OUTPUTS_DIR", "fits", "keep_whole"]
+__all__ = ["KEPT_FILE", "OUTPUTS_DIR", "fits", "keep_whole"]
 
 log = logging.getLogger(__name__)
 
 OUTPUTS_DIR = ".tool_outputs"
 """The workspace directory long outputs are kept in."""
+
+KEPT_FILE = "aimegraph_output_file"
+"""The key of a kept output's ``response_metadata`` holding its file's path (relative
+to the workspace): a tool step hands it on as its result's ``output_file`` artifact."""
 
 READER = "read_file"
 """The file tool the note tells the actor to read a kept output with."""
@@ -53,7 +57,12 @@ def keep_whole(
     head = room * 2 // 3
     tail = total - (room - head)
     note = _note(saved, total, head, tail, limit, can_read)
-    return message.model_copy(update={"content": f"{text[:head]}{note}{text[tail:]}"})
+    return message.model_copy(
+        update={
+            "content": f"{text[:head]}{note}{text[tail:]}",
+            "response_metadata": {**message.response_metadata, KEPT_FILE: saved},
+        }
+    )
 
 
 def _text_of(message: ToolMessage) -> str | None:

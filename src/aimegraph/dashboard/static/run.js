@@ -15,7 +15,8 @@ function render(view) {
   $("holder").textContent = view.holder ? `run by ${view.holder}` : "";
   $("resume-run").hidden = status !== "stopped";
   $("cancel-run").hidden = !["running", "stopped", "paused", "queued"].includes(status);
-  $("note-card").hidden = status !== "running"; // only running actors read notes
+  // Actors read notes at their next step: a run that has not ended (pages.LIVE_STATUSES).
+  $("note-card").hidden = !["running", "paused", "stopped", "queued"].includes(status);
   $("goal").textContent = view.goal;
   $("reason").textContent = view.reason && view.reason !== status ? view.reason : "";
   $("error").textContent = view.error ? `the run stopped with an error: ${view.error}` : "";

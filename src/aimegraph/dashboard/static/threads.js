@@ -34,6 +34,22 @@ function render() {
   count.textContent = `${shown.length} of ${rows.length}`;
 }
 
+// Alerts of the dashboard's rules (aimegraph dashboard --alerts): firing ones first.
+function renderAlerts(alerts) {
+  const list = document.getElementById("alerts");
+  list.replaceChildren(
+    ...(alerts || []).map((alert) =>
+      el("li", { class: `alert ${alert.state}` },
+        el("span", { class: `badge status-${alert.state === "firing" ? "failed" : "succeeded"}` }, alert.state),
+        ` ${alert.rule}: ${alert.message}`,
+        el("span", { class: "when" }, ` since ${when(new Date(alert.fired_at * 1000).toISOString())}`),
+        alert.delivery ? el("span", { class: "error" }, ` (webhook: ${alert.delivery})`) : "",
+      ),
+    ),
+  );
+  document.getElementById("alerts-card").hidden = !(alerts || []).length;
+}
+
 filter.addEventListener("change", () => {
   const url = new URL(location.href);
   if (filter.value) url.searchParams.set("status", filter.value);
@@ -83,8 +99,10 @@ const initial = JSON.parse(document.getElementById("initial-state")?.textContent
 if (initial) {
   rows = initial.threads;
   render();
+  renderAlerts(initial.alerts);
 }
 follow("/api/events", "threads", (data) => {
   rows = data.threads;
   render();
+  renderAlerts(data.alerts);
 });

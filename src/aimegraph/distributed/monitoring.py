@@ -1,0 +1,68 @@
+"""A worker's Prometheus metrics (``aimegraph worker --metrics-port``): the runs it
+executes (:mod:`aimegraph.metrics`) and the depth of its queue in the broker, on a
+port of its own; and its alert rules (``--alerts``), checked in the background."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+from celery import Celery
+
+from aimegraph.alerts import AlertEngine, AlertSettings
+from aimegraph.metrics import LiveCollector, Metrics, enable_metrics
+
+if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
+__all__ = ["queue_depth", "serve_worker_metrics"]
+
+log = logging.getLogger(__name__)
+
+
+def queue_depth(app: Celery, queue: str) -> int:
+    """Messages waiting in ``queue`` (not yet taken by a worker)."""
+    from kombu.exceptions import ChannelError
+
+    with app.connection_for_read() as connection:
+        try:
+            declared = connection.default_channel.queue_declare(queue=queue, passive=True)
+        except ChannelError as exc:
+            if "NOT_FOUND" in str(exc):  # Redis keeps no empty list: an empty queue
+                return 0
+            raise
+        return int(declared.message_count)
+
+
+def serve_worker_metrics(
+    app: Celery,
+    queue: str,
+    port: int | None,
+    host: str = "127.0.0.1",
+    alerts: AlertSettings | None = None,
+) -> Metrics:
+    """Serve the process's metrics and ``queue``'s depth on ``host:port`` (``/metrics``;
+    None: not served) from a daemon thread, and check ``alerts`` in the background."""
+    from prometheus_client import start_http_server
+
+    metrics = enable_metrics()
+
+    def depth() -> Iterator[Metric]:
+        from prometheus_client.core import GaugeMetricFamily
+
+        family = GaugeMetricFamily(
+            "aimegraph_queue_depth", "Runs waiting in the broker's queue", labels=["queue"]
+        )
+        try:
+            family.add_metric([queue], queue_depth(app, queue))
+        except Exception as exc:  # noqa: BLE001 - a scrape without it, not a failed scrape
+            log.warning("cannot read the depth of queue %s: %s", queue, exc)
+        yield family
+
+    metrics.registry.register(LiveCollector(depth))
+    if port is not None:
+        start_http_server(port, addr=host, registry=metrics.registry)
+    if alerts is not None:
+        AlertEngine(alerts, metrics).start()
+    return metrics

@@ -1,0 +1,88 @@
+"""The parts an aime graph's builders share, each made once.
+
+``build_aime_graph`` makes them (the role models with the config's timeout and
+retries, the tool registry, the prompt source...) and hands them to every
+sub-builder as ``parts=``; a sub-builder used alone makes its own the same way,
+from its ``config``, ``registry``, ``prompts`` and ``knowledge`` arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from langchain_core.language_models import BaseChatModel
+
+from aimegraph.config import AimeConfig
+from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.knowledge import KnowledgeBase
+from aimegraph.prompts.source import PromptsArg, PromptSource
+from aimegraph.tools.registry import ToolRegistry
+
+if TYPE_CHECKING:
+    from aimegraph.teams import AgentRegistry
+
+__all__ = ["GraphParts"]
+
+
+@dataclass(frozen=True)
+class GraphParts:
+    """What the builders of one graph share."""
+
+    config: AimeConfig
+    registry: ToolRegistry
+    prompts: PromptSource
+    models: Mapping[str, BaseChatModel] = field(default_factory=dict)
+    """The graph's role models (``build_aime_graph``'s); a builder used alone has
+    none: its model is its own argument, resolved with ``config.chat_model``."""
+    knowledge: KnowledgeBase | None = None
+    units: AgentRegistry | None = None
+
+    @cached_property
+    def workspace(self) -> Path:
+        """``config.workspace``, absolute and resolved: where the file tools are jailed."""
+        return Path(self.config.workspace).expanduser().resolve()
+
+    @classmethod
+    def of(
+        cls,
+        *,
+        config: AimeConfig | None = None,
+        registry: ToolRegistry | None = None,
+        prompts: PromptsArg = None,
+        knowledge: KnowledgeBase | None = None,
+    ) -> GraphParts:
+        """A builder's parts from its own arguments (an empty registry by default)."""
+        return cls(
+            config=config or AimeConfig(),
+            registry=registry or ToolRegistry(),
+            prompts=open_prompt_source(prompts),
+            knowledge=knowledge,
+        )
+
+    @classmethod
+    def given(
+        cls,
+        parts: GraphParts | None,
+        *,
+        config: AimeConfig | None = None,
+        registry: ToolRegistry | None = None,
+        prompts: PromptsArg = None,
+        knowledge: KnowledgeBase | None = None,
+    ) -> GraphParts:
+        """``parts`` when a builder was given them (then none of the rest may be
+        given: they are within), else the builder's parts from the rest.
+
+        Raises:
+            TypeError: ``parts`` and one of the others both given.
+        """
+        if parts is None:
+            return cls.of(config=config, registry=registry, prompts=prompts, knowledge=knowledge)
+        given = {"config": config, "registry": registry, "prompts": prompts, "knowledge": knowledge}
+        clash = [name for name, value in given.items() if value is not None]
+        if clash:
+            raise TypeError(f"pass {', '.join(clash)} within parts=, not beside it")
+        return parts
