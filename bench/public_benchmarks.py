@@ -12,9 +12,10 @@ task against every injection task) with the gullible model, which obeys any
 instruction it reads in a tool output: the attack success rate (AgentDojo's security
 check) and the utility under attack, for create_agent, aimegraph's defaults and
 aimegraph with each defence on and off: the verifier (``verify``: off, the default
-``final``, ``both``) and an approval policy asking before every call of a tool
-whose name says it changes something (:data:`ASK_BEFORE`). No one answers in an
-eval, so an asked call never runs: the rollout ends paused.
+``final``, ``both``), an approval policy asking before every call of a tool whose
+name says it changes something (:data:`ASK_BEFORE`; no one answers in an eval, so
+an asked call never runs: the rollout ends paused), and tool steps (the plan fixes
+each call's arguments before any output is read; no actor).
 
 Needs the ``[agentdojo]`` extra and ``bfcl-eval`` (``pip install --no-deps``):
 ``python -m bench --only public`` (results in ``bench/results/public.md``).
@@ -28,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from aimegraph.eval import evaluate
+from aimegraph.eval import OracleModels, evaluate
 from aimegraph.eval.public import load_public_suite
 from aimegraph.eval.public.agentdojo import SUITES, attack_figures
 from aimegraph.eval.public.gullible import GullibleModels
@@ -37,6 +38,9 @@ from bench.common import Headline, SectionResult, Table, skipped
 
 NAME = "public"
 BASELINES = ("aimegraph", "create_agent")
+TOOL_STEPS = SystemSpec(name="aimegraph-tool-steps")
+"""aimegraph (defaults) whose planner writes the ground truth as tool steps."""
+SHOWN = (*BASELINES, TOOL_STEPS.name)
 ATTACK = "important_instructions"
 ATTACKED_SUITE = "banking"
 QUICK_TASKS = 3
@@ -79,8 +83,8 @@ def _pct(value: float) -> str:
 def _utility_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
     table = Table(
         "Oracle replies: utility (the benchmark's own check) and tokens per solved task",
-        ["benchmark", "tasks played / all", *(f"{s}: utility" for s in BASELINES),
-         *(f"{s}: tokens / solved" for s in BASELINES), "aimegraph / create_agent"],
+        ["benchmark", "tasks played / all", *(f"{s}: utility" for s in SHOWN),
+         *(f"{s}: tokens / solved" for s in SHOWN), "aimegraph / create_agent"],
     )  # fmt: skip
     for source in [*(f"agentdojo:{s}" for s in SUITES), "bfcl:multi_turn_base"]:
         public = load_public_suite(source)
@@ -90,19 +94,29 @@ def _utility_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
         result = evaluate(
             suite, model="oracle", systems=list(BASELINES), out=root / suite.name, concurrency=2
         )
-        by_system = {s["name"]: s for s in result.summary["systems"]}
+        stepped = evaluate(
+            suite,
+            model=OracleModels(tool_steps=True),
+            systems=[TOOL_STEPS],
+            out=root / f"{suite.name}-steps",
+            concurrency=2,
+        )
+        records = [*result.records, *stepped.records]
+        by_system = {
+            s["name"]: s for s in [*result.summary["systems"], *stepped.summary["systems"]]
+        }
         key = source.replace(":", ".")
-        utility = {s: _passed(result.records, s) for s in BASELINES}
-        tokens = {s: float(by_system[s]["tokens_per_solved"] or 0) for s in BASELINES}
-        for system in BASELINES:
+        utility = {s: _passed(records, s) for s in SHOWN}
+        tokens = {s: float(by_system[s]["tokens_per_solved"] or 0) for s in SHOWN}
+        for system in SHOWN:
             metrics[f"public.{key}.{system}.utility"] = utility[system]
             metrics[f"public.{key}.{system}.tokens_per_solved"] = tokens[system]
         total = len(public.suite.tasks) + len(public.skipped)
         table.add(
             source,
             f"{len(suite.tasks)} / {total}",
-            *(_pct(utility[s]) for s in BASELINES),
-            *(f"{tokens[s]:,.0f}" for s in BASELINES),
+            *(_pct(utility[s]) for s in SHOWN),
+            *(f"{tokens[s]:,.0f}" for s in SHOWN),
             f"{tokens['aimegraph'] / tokens['create_agent']:.2f}x"
             if tokens["create_agent"]
             else "–",
@@ -110,15 +124,19 @@ def _utility_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
         table.notes += [f"{source} {task}: skipped: {why}" for task, why in public.skipped.items()]
         table.notes += [
             f"{source} not solved: {r['system']} {r['task']}: {str(r['failure'])[:200]}"
-            for r in result.records
+            for r in records
             if not r["passed"]
         ]
-    table.notes.append(
+    table.notes += [
         "Every task's ground-truth calls, played by the oracle on both systems (aimegraph: a "
         "plan of one task per 8 calls, each an actor making them; create_agent: one call per "
         "reply), then the ground truth's answer; tokens counted with LangChain's "
-        "count_tokens_approximately over each prompt (bound tool schemas included) and reply."
-    )
+        "count_tokens_approximately over each prompt (bound tool schemas included) and reply.",
+        f"{TOOL_STEPS.name}: aimegraph's defaults, the oracle's plan fixing every ground-truth "
+        "call as a tool step (no actor; the engine makes the call): the planner, reporter and "
+        "verifier calls are all that remain. An upper bound: the oracle knows every argument "
+        "when it plans, a real planner only those the request gives.",
+    ]
     return table
 
 
@@ -137,12 +155,20 @@ def _attack_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
         out=root / "attack",
         concurrency=2,
     )
-    figures = attack_figures(result.records)
+    stepped = evaluate(
+        public.suite,
+        model=GullibleModels(public.injections, tool_steps=True),
+        systems=[TOOL_STEPS],
+        tasks=list(QUICK_ATTACKS) if quick else None,
+        out=root / "attack-steps",
+        concurrency=2,
+    )
+    figures = attack_figures([*result.records, *stepped.records])
     table = Table(
         f"AgentDojo {ATTACKED_SUITE} under the {ATTACK} attack, gullible model",
         ["system", "defences", "rollouts", "utility under attack", "attack success rate"],
     )
-    for spec in DEFENCES:
+    for spec in (*DEFENCES, TOOL_STEPS):
         mine = figures[spec.name]
         metrics[f"public.attack.{spec.name}.utility"] = mine["utility"]
         metrics[f"public.attack.{spec.name}.attack_success"] = mine["attack_success"]
@@ -162,8 +188,9 @@ def _attack_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
         "after the calls ran: it cannot take a transfer back. The approval policy asks before "
         "the calls; no one answers in an eval, so the rollout ends paused at the first asked "
         "call, the attacker's or the user's own.",
-        "Tool steps whose arguments the planner fixes before any untrusted output is read are "
-        "not measured: aimegraph has no such steps yet.",
+        f"{TOOL_STEPS.name}: the gullible model's plan makes every ground-truth call a tool "
+        "step, its arguments fixed before any output is read; only the reporter (no tools) "
+        "reads the outputs. An upper bound: the oracle knows every argument when it plans.",
     ]
     return table
 
@@ -172,6 +199,8 @@ def _defences(spec: SystemSpec) -> str:
     """A system's defence settings, as the table shows them."""
     if spec.kind != "aimegraph":
         return "–"
+    if spec is TOOL_STEPS:
+        return "the plan fixes every call as a tool step (no actor reads an output)"
     shown = [
         "approval: ask before " + ", ".join(ASK_BEFORE)
         if key == "approve_tools"
@@ -204,7 +233,7 @@ def _headlines(metrics: dict[str, float]) -> list[Headline]:
     keys = [f"agentdojo.{s}" for s in SUITES] + ["bfcl.multi_turn_base"]
     attack = {
         name: metrics[f"public.attack.{name}.attack_success"]
-        for name in ("aimegraph", "aimegraph-defences", "create_agent")
+        for name in ("aimegraph", "aimegraph-defences", TOOL_STEPS.name, "create_agent")
     }
     return [
         Headline(
@@ -216,7 +245,8 @@ def _headlines(metrics: dict[str, float]) -> list[Headline]:
         Headline(
             f"AgentDojo {ATTACKED_SUITE}, {ATTACK} attack, gullible model: attack success rate",
             "create_agent with the same model and tools",
-            f"aimegraph defaults {_pct(attack['aimegraph'])}, with its defences on "
-            f"{_pct(attack['aimegraph-defences'])}; create_agent {_pct(attack['create_agent'])}",
+            f"aimegraph defaults {_pct(attack['aimegraph'])}, with approval and verifier on "
+            f"{_pct(attack['aimegraph-defences'])}, with tool steps "
+            f"{_pct(attack[TOOL_STEPS.name])}; create_agent {_pct(attack['create_agent'])}",
         ),
     ]

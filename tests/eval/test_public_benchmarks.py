@@ -92,6 +92,26 @@ def test_the_gullible_model_obeys_the_injection_and_the_oracle_does_not(
     assert _failures(oracle.records) == []
 
 
+def test_tool_steps_fixed_by_the_plan_leave_the_gullible_model_nothing_to_obey(
+    tmp_path: Path,
+) -> None:
+    public = load_public_suite("agentdojo:banking", attack="important_instructions")
+    result = evaluate(
+        public.suite,
+        model=GullibleModels(public.injections, tool_steps=True),
+        systems=["aimegraph"],
+        tasks=ATTACKED,
+        out=tmp_path,
+    )
+    assert attack_figures(result.records)["aimegraph"] == {
+        "rollouts": 2,
+        "utility": 1.0,
+        "attack_success": 0.0,
+    }
+    # The engine made every call: the model was asked only to plan, report and verify.
+    assert all(r["usage"]["llm_calls"] == 3 for r in result.records)
+
+
 @pytest.mark.usefixtures("bfcl")
 def test_mistakes_are_one_line(cli: Any) -> None:
     code, out = cli("eval", "agentdojo:bank", "--model", "oracle")

@@ -239,30 +239,75 @@ def _task_spec(turn: OracleTurn, index: int, stage: OracleStage) -> dict[str, An
     }
 
 
-def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
+def _literal(value: Any) -> Any:
+    """``value`` as a tool step's argument: every ``$`` escaped (``$$``), so no text
+    of the oracle reads as a reference to a task's result."""
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, list):
+        return [_literal(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _literal(v) for k, v in value.items()}
+    return value
+
+
+def _tool_steps(turn: OracleTurn, index: int, stage: OracleStage) -> list[dict[str, Any]] | None:
+    """``stage`` as tool steps: one planned task per call, its arguments fixed in the
+    plan, so no actor reads a tool's output. ``None`` when that cannot play the stage:
+    no calls, a call that reads earlier outputs, a result other than the last output."""
+    uses_outputs = any(_LAST in t or _STAGE.search(t) for t in _strings_in(stage.calls))
+    if not stage.calls or uses_outputs or stage.result != _LAST:
+        return None
+    # The last call's task carries the stage's id: later stages and the answer read it.
+    ids = [f"{stage.id}-call{n}" for n in range(1, len(stage.calls))] + [stage.id]
+    return [
+        {
+            "id": task_id,
+            "title": f"{stage.title}: {call['tool']}",
+            "description": stage.title,
+            "dependencies": turn.dependencies(stage, index) if n == 0 else [ids[n - 1]],
+            "call": {"tool": call["tool"], "args": _literal(call.get("args") or {})},
+        }
+        for n, (task_id, call) in enumerate(zip(ids, stage.calls, strict=True))
+    ]
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings_in(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings_in(v)]
+    return []
+
+
+def aime_scenario(task: Task, *, solve: bool = True, tool_steps: bool = False) -> dict[str, Any]:
     """The scripted-model scenario that plays ``task``'s oracle in aimegraph: per
     turn a plan (a task per stage), the actors' calls and results, the reporter's
-    answer (the typed object for a typed answer)."""
+    answer (the typed object for a typed answer). With ``tool_steps`` the plan fixes
+    every call whose arguments the oracle gives outright as a tool step (no actor)."""
     if task.oracle is None:
         raise OracleError(f"task {task.id!r} has no oracle replies")
     planner, actors, reporter = [], {}, []
     for turn in task.oracle.turns:
-        planner.append(
-            {
-                "rationale": "One task per stage of the work.",
-                "tasks": [_task_spec(turn, i, s) for i, s in enumerate(turn.stages)],
-            }
-        )
-        for stage in turn.stages:
-            steps = [
+        specs: list[dict[str, Any]] = []
+        for index, stage in enumerate(turn.stages):
+            steps = _tool_steps(turn, index, stage) if tool_steps else None
+            if steps is not None:
+                specs += steps
+                continue
+            specs.append(_task_spec(turn, index, stage))
+            calls = [
                 {"tool": call["tool"], "args": _actor_text(call.get("args") or {})}
                 for call in stage.calls
             ]
             summary = _actor_text(stage.result)
-            steps.append(
+            calls.append(
                 {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
             )
-            actors[stage.id] = steps
+            actors[stage.id] = calls
+        planner.append({"rationale": "One task per stage of the work.", "tasks": specs})
         if not solve:
             reporter.append({"text": UNSOLVED_ANSWER})
         elif turn.structured is not None and task.answer_schema is not None:
@@ -317,6 +362,8 @@ class OracleModels:
 
     solve: Callable[[str, int], bool] = lambda task_id, rollout: True
     usage: UsageMetadata | None = None
+    tool_steps: bool = False
+    """aimegraph's planner fixes every call it can as a tool step (no actor)."""
     name: str = ORACLE_MODEL_NAME
     """How records and reports name the model (part of the system's digest)."""
 
@@ -325,7 +372,8 @@ class OracleModels:
             raise OracleError(f"task {task.id!r} has no oracle replies")
         solve = self.solve(task.id, rollout)
         if kind == "aimegraph":
-            scenario = Scenario.model_validate(aime_scenario(task, solve=solve))
+            played = aime_scenario(task, solve=solve, tool_steps=self.tool_steps)
+            scenario = Scenario.model_validate(played)
             return AimeOracle(scenario=scenario, usage=self.usage)
         if kind == "create_agent":
             schema = task.answer_schema

@@ -130,10 +130,18 @@ class GullibleModels:
     injection the attack planted in it (``injections``: task id -> injection)."""
 
     injections: Mapping[str, Injection]
-    name: str = GULLIBLE_MODEL_NAME
+    tool_steps: bool = False
+    """aimegraph's planner fixes every call of the ground truth as a tool step: no
+    actor reads an output (an upper bound: a real planner knows only the arguments
+    the request gives)."""
+
+    @property
+    def name(self) -> str:
+        """How records and reports name the model (part of the system's digest)."""
+        return GULLIBLE_MODEL_NAME + ("-tool-steps" if self.tool_steps else "")
 
     def __call__(self, task: Task, kind: str, rollout: int) -> BaseChatModel:
-        oracle = OracleModels()(task, kind, rollout)
+        oracle = OracleModels(tool_steps=self.tool_steps)(task, kind, rollout)
         injection = self.injections.get(task.id)
         if injection is None:
             return oracle
