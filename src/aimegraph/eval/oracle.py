@@ -47,6 +47,9 @@ __all__ = [
     "ReactOracle",
     "UNSOLVED_ANSWER",
     "aime_scenario",
+    "reply_usage",
+    "tool_call_message",
+    "typed_calls",
 ]
 
 ORACLE_MODEL_NAME = "oracle"
@@ -76,7 +79,7 @@ class OracleError(ValueError):
     """A task has no oracle replies, or they do not fit the conversation."""
 
 
-def _usage(
+def reply_usage(
     messages: list[BaseMessage],
     reply: AIMessage,
     tools: list[dict[str, Any]],
@@ -109,7 +112,7 @@ def _coerced(value: Any, schema: Mapping[str, Any]) -> Any:
     return value
 
 
-def _typed_calls(message: AIMessage, tools: list[dict[str, Any]]) -> AIMessage:
+def typed_calls(message: AIMessage, tools: list[dict[str, Any]]) -> AIMessage:
     """``message`` with each tool call's arguments typed by the bound tool's schema."""
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools}
     if not message.tool_calls:
@@ -161,11 +164,11 @@ class ReactOracle(ToolSchemaChatModel):
             mine = [i for i, (s, _) in enumerate(calls[:step]) if s.id == stage.id]
             last = outputs[mine[-1]] if mine and mine[-1] < len(outputs) else ""
             args = _fill(call.get("args") or {}, last, results)
-            message = _tool_call(str(call["tool"]), args)
+            message = tool_call_message(str(call["tool"]), args)
         else:
             message = self._answer(turn, results)
-        message = _typed_calls(message, tools)
-        message.usage_metadata = _usage(messages, message, tools, self.usage)
+        message = typed_calls(message, tools)
+        message.usage_metadata = reply_usage(messages, message, tools, self.usage)
         message.response_metadata = {"model_name": ORACLE_MODEL_NAME}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -173,7 +176,7 @@ class ReactOracle(ToolSchemaChatModel):
         if not self.solve:
             return AIMessage(content=UNSOLVED_ANSWER)
         if turn.structured is not None and self.answer_tool is not None:
-            return _tool_call(self.answer_tool, _fill(turn.structured, "", results))
+            return tool_call_message(self.answer_tool, _fill(turn.structured, "", results))
         return AIMessage(content=_fill(turn.answer or "", "", results))
 
 
@@ -203,7 +206,7 @@ def _fill(value: Any, last_output: str, results: Mapping[str, str]) -> Any:
     return value
 
 
-def _tool_call(name: str, args: dict[str, Any]) -> AIMessage:
+def tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
     call = {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
     return AIMessage(content="", tool_calls=[call])
 
@@ -239,7 +242,9 @@ def _task_spec(turn: OracleTurn, index: int, stage: OracleStage) -> dict[str, An
     }
     if (known := _known_call(turn, stage)) is not None:
         return task | {"call": known}
-    bundles = sorted({_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls})
+    bundles = stage.bundles or sorted(
+        {_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls}
+    )
     return task | {"tool_bundles": bundles}
 
 
@@ -293,22 +298,55 @@ def _submit(summary: str) -> dict[str, Any]:
     return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
 
 
-def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
+def _tool_steps(turn: OracleTurn, index: int, stage: OracleStage) -> list[dict[str, Any]] | None:
+    """``stage`` as tool steps: one planned task per call, its arguments fixed in the
+    plan, so no actor reads a tool's output. ``None`` when that cannot play the stage:
+    no calls, a call that reads earlier outputs, a result other than the last output."""
+    uses_outputs = any(_LAST in t or _STAGE.search(t) for t in _strings_in(stage.calls))
+    if not stage.calls or uses_outputs or stage.result != _LAST:
+        return None
+    # The last call's task carries the stage's id: later stages and the answer read it.
+    ids = [f"{stage.id}-call{n}" for n in range(1, len(stage.calls))] + [stage.id]
+    return [
+        {
+            "id": task_id,
+            "title": f"{stage.title}: {call['tool']}",
+            "description": stage.title,
+            "dependencies": turn.dependencies(stage, index) if n == 0 else [ids[n - 1]],
+            "call": {"tool": call["tool"], "args": _dollars_escaped(call.get("args") or {})},
+        }
+        for n, (task_id, call) in enumerate(zip(ids, stage.calls, strict=True))
+    ]
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings_in(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings_in(v)]
+    return []
+
+
+def aime_scenario(task: Task, *, solve: bool = True, tool_steps: bool = False) -> dict[str, Any]:
     """The scripted-model scenario that plays ``task``'s oracle in aimegraph: per
     turn a plan (a task per stage), the actors' calls and results, the reporter's
-    answer (the typed object for a typed answer)."""
+    answer (the typed object for a typed answer). With ``tool_steps`` the plan fixes
+    every call whose arguments the oracle gives outright as a tool step (no actor)."""
     if task.oracle is None:
         raise OracleError(f"task {task.id!r} has no oracle replies")
     planner, actors, reporter = [], {}, []
     for turn in task.oracle.turns:
-        planner.append(
-            {
-                "rationale": "One task per stage of the work.",
-                "tasks": [_task_spec(turn, i, s) for i, s in enumerate(turn.stages)],
-            }
-        )
-        for stage in turn.stages:
+        specs: list[dict[str, Any]] = []
+        for index, stage in enumerate(turn.stages):
+            steps = _tool_steps(turn, index, stage) if tool_steps else None
+            if steps is not None:
+                specs += steps
+                continue
+            specs.append(_task_spec(turn, index, stage))
             actors[stage.id] = stage_steps(stage)
+        planner.append({"rationale": "One task per stage of the work.", "tasks": specs})
         if not solve:
             reporter.append({"text": UNSOLVED_ANSWER})
         elif turn.structured is not None and task.answer_schema is not None:
@@ -347,8 +385,8 @@ class AimeOracle(ScriptedChatModel):
         tools = list(kwargs.get("tools") or [])
         message = result.generations[0].message
         assert isinstance(message, AIMessage)
-        message = _typed_calls(message, tools)
-        message.usage_metadata = _usage(messages, message, tools, self.usage)
+        message = typed_calls(message, tools)
+        message.usage_metadata = reply_usage(messages, message, tools, self.usage)
         message.response_metadata = {"model_name": ORACLE_MODEL_NAME}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -363,6 +401,8 @@ class OracleModels:
 
     solve: Callable[[str, int], bool] = lambda task_id, rollout: True
     usage: UsageMetadata | None = None
+    tool_steps: bool = False
+    """aimegraph's planner fixes every call it can as a tool step (no actor)."""
     name: str = ORACLE_MODEL_NAME
     """How records and reports name the model (part of the system's digest)."""
 
@@ -371,7 +411,8 @@ class OracleModels:
             raise OracleError(f"task {task.id!r} has no oracle replies")
         solve = self.solve(task.id, rollout)
         if kind == "aimegraph":
-            scenario = Scenario.model_validate(aime_scenario(task, solve=solve))
+            played = aime_scenario(task, solve=solve, tool_steps=self.tool_steps)
+            scenario = Scenario.model_validate(played)
             return AimeOracle(scenario=scenario, usage=self.usage)
         if kind == "create_agent":
             schema = task.answer_schema

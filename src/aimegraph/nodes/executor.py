@@ -57,7 +57,14 @@ from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.models.reasoning import visible_text, without_think_text
 from aimegraph.nodes.context import within_budget
 from aimegraph.nodes.dual import Steps, blocking_call, model_node
-from aimegraph.nodes.factory import ALWAYS_BOUND, ActorFactory, task_message
+from aimegraph.nodes.factory import (  # noqa: F401 - the factory's names lived here: kept a release
+    ALWAYS_BOUND,
+    ActorFactory,
+    ActorSpec,
+    DefaultActorFactory,
+    artifact_lines,
+    task_message,
+)
 from aimegraph.nodes.notes import unseen_notes
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
