@@ -6,6 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 DEMO_STAMP := $(VENV)/.installed-base
+BFCL := bfcl-eval==2026.3.23
 
 .PHONY: demo test lint bench clean system-deps sandbox-deps
 
@@ -14,7 +15,10 @@ $(BIN)/python:
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,smollm2,dashboard,tracing,metrics,distributed,semantic,optimize,web,docs,mcp,a2a,eval,anthropic,ollama]'
+	$(BIN)/python -m pip install --quiet -e '.[dev,postgres,notebooks,draw,local,smollm2,dashboard,tracing,metrics,distributed,semantic,optimize,web,docs,mcp,a2a,eval,anthropic,ollama,agentdojo]'
+	# BFCL's package pins numpy==1.26.4 and a dozen SDKs; its multi-turn data, APIs and
+	# checker need none of them (aimegraph.eval.public.bfcl), so it comes without them
+	$(BIN)/python -m pip install --quiet --no-deps '$(BFCL)'
 	touch $(STAMP) $(DEMO_STAMP)
 
 $(DEMO_STAMP): pyproject.toml | $(BIN)/python

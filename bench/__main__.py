@@ -10,8 +10,8 @@ with the date, the commit, the machine and the command that made it) and then re
 the README's Benchmarks table from all the results files, so every row of that table
 comes from a file the bench wrote. ``--quick`` writes nothing. Sections that need an
 extra or a service (``local``, ``local_plans``, ``dashboard``, ``distributed``,
-``optimize``, ``web_docs``, ``mcp``, ``sandbox``, ``install``) say what is missing and keep their
-earlier results file.
+``optimize``, ``web_docs``, ``mcp``, ``sandbox``, ``install``, ``public``) say what is
+missing and keep their earlier results file.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from bench import (
     optimize,
     overhead,
     parallel,
+    public_benchmarks,
     retrieval,
     sandbox,
     scaling,
@@ -83,6 +84,7 @@ NEEDING_EXTRAS: dict[str, Callable[[bool], SectionResult]] = {
     "mcp": mcp.run,
     "sandbox": sandbox.run,
     "eval": eval_tokens.run,
+    "public": public_benchmarks.run,
     "install": install.run,
     "metrics": metrics.run,
 }

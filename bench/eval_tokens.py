@@ -198,8 +198,54 @@ def _breakdown(suite: Suite, root: Path, metrics: dict[str, float]) -> Table:
                 metrics[f"eval.parts.{task_id}.{role}"] = total
     table.notes.append(
         "An actor call carries the actor system prompt (AIME's five parts) and the schemas "
-        "of its task's tools plus update_progress and submit_result; each task takes at "
-        "least two actor calls (the work, then submit_result)."
+        "of its task's tools plus update_progress and submit_result; a task ends in the "
+        "reply that makes its last call (submit_result beside it), or in a plain answer "
+        "once the actor has seen an output it must summarise."
+    )
+    return table
+
+
+def _fixed_parts(root: Path, metrics: dict[str, float]) -> Table:
+    """The parts every call of a role carries whatever the goal, each counted alone."""
+    from langchain_core.messages import SystemMessage
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    from aimegraph.nodes.factory import DefaultActorFactory
+    from aimegraph.prompts import planner, reporter, verifier
+    from aimegraph.state import Task, Verdict
+    from aimegraph.state.models import plan_update_schema
+    from aimegraph.tools.progress import submit_result, update_progress
+    from aimegraph.tools.registry import default_registry
+
+    def text(prompt: str) -> int:
+        return count_tokens_approximately([SystemMessage(prompt)])
+
+    def schema(tool: Any) -> int:
+        return count_tokens_approximately([], tools=[convert_to_openai_tool(tool)])
+
+    config = AimeConfig(workspace=root / "parts")
+    registry = default_registry(config.workspace)
+    factory = DefaultActorFactory(registry, workspace=config.workspace)
+    actor = factory.build(Task(id="t1", title="Sum", tool_bundles=("compute",)), "", {})
+    parts = {
+        "planner system prompt": text(
+            planner.SYSTEM.format(max_tasks=config.max_tasks, bundles=registry.describe())
+        ),
+        "plan schema (first plan)": schema(plan_update_schema(config.max_tasks, first=True)),
+        "actor system prompt (compute bundle)": text(actor.system_prompt()),
+        "update_progress schema": schema(update_progress),
+        "submit_result schema": schema(submit_result),
+        "reporter system prompt": text(reporter.SYSTEM),
+        "verifier system prompt": text(verifier.SYSTEM),
+        "verdict schema": schema(Verdict),
+    }
+    table = Table("Fixed prompt parts (tokens each call carries)", ["part", "tokens"])
+    for name, tokens in parts.items():
+        table.add(name, f"{tokens:,}")
+        metrics[f"eval.fixed.{name.split(' (')[0].replace(' ', '_')}"] = tokens
+    table.notes.append(
+        "count_tokens_approximately on each part alone (a tool schema as bound); the "
+        "default configuration and tool registry."
     )
     return table
 
@@ -258,6 +304,7 @@ def run(quick: bool) -> SectionResult:
         )
         tables = [_comparison(suite, result.records, metrics), _per_task(suite, result.records)]
         tables.append(_breakdown(suite, root, metrics))
+        tables.append(_fixed_parts(root, metrics))
         tables.append(_scaling(root, quick, metrics))
     metrics["eval.rollouts"] = len(result.records)
     return SectionResult("eval", tables, metrics, [_headline(metrics)])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import redact_url
 from aimegraph.models import ScriptedChatModel
 from aimegraph.sandbox import BubblewrapSandbox, SandboxUnavailable
+from tests.webhook_receiver import Receiver
 
 
 @pytest.fixture
@@ -135,3 +136,11 @@ class Cli:
 def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Cli:
     monkeypatch.setenv("COLUMNS", "200")  # no wrapped lines in rich's output
     return Cli(tmp_path, capsys)
+
+
+@pytest.fixture
+def webhook() -> Iterator[Receiver]:
+    """A real HTTP receiver on 127.0.0.1 keeping the JSON bodies posted to it."""
+    receiver = Receiver()
+    yield receiver
+    receiver.close()

@@ -28,6 +28,31 @@ ASKING: dict[str, Any] = {
 }
 """One actor waits on ask_human, then submits."""
 
+EVERY_WAIT: dict[str, Any] = {
+    "planner": [plan(spec("t1", title="Compute, then ask", tool_bundles=["compute", "human"]))],
+    "actors": {
+        "t1": [
+            call("calculator", expression="6*7"),
+            call("ask_human", question="Which region?"),
+            submit("{last_tool_output}"),
+        ]
+    },
+    **REPORTED,
+}
+"""The run waits for each kind of human in turn: the plan, the calculator call (under
+``approve_tools``), then the actor's question; t1's result is the answer."""
+
+UNATTENDED = {
+    "approve_plan": True,
+    "approve_tools": ["calculator"],
+    "approval_timeout_s": 0.3,
+    "approval_default": "approve",
+    "ask_human_timeout_s": 0.3,
+    "ask_human_default": "North",
+}
+"""The settings under which EVERY_WAIT waits for each kind of human, each taking its
+default (approve; the answer "North") when nobody answers within 0.3 s."""
+
 HEARD = "A note from the human, sent while you work"
 """How a note opens in an actor's loop."""
 

@@ -34,6 +34,7 @@ from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.factory import SANDBOX_NAMES
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
 from aimegraph.state import Price, Usage
+from aimegraph.waits import HumanWaitSettings
 
 if TYPE_CHECKING:
     from langchain_core.language_models import BaseChatModel
@@ -42,7 +43,7 @@ if TYPE_CHECKING:
     from aimegraph.models.resolve import ModelSpec
 
 ReplanPolicy = Literal["on_failure", "every_step"]
-VerifyPolicy = Literal["final", "tasks", "both", "off"]
+VerifyPolicy = Literal["auto", "final", "tasks", "both", "off"]
 InspectPolicy = Literal["auto", "always", "never"]
 EscalatePolicy = Literal["off", "exhausted", "failures"]
 EscalationDefault = Literal["give_up", "replan"]
@@ -142,13 +143,19 @@ class WebConfig(_Settings):
     )
 
 
-class AimeConfig(_Settings):
+class AimeConfig(_Settings, HumanWaitSettings):
     """Budgets and policies. Every budget is enforced by the engine itself, so a
     run always terminates with a clear ``status``, never by ``recursion_limit``."""
 
     max_parallel: int = Field(4, ge=1, description="Actors dispatched per orchestration step.")
     max_tasks: int = Field(30, ge=1, description="Largest plan accepted.")
     max_plan_repairs: int = Field(2, ge=0, description="Re-asks when a drafted plan is invalid.")
+    planner_tools: bool = Field(
+        True,
+        description="With native tool calling, bind the run's work tools to the planner: a "
+        "plain tool call in its reply is a tool step. Their schemas are in every planner "
+        "prompt; without them the planner writes tool steps as `call` in its plan.",
+    )
     max_replans: int = Field(3, ge=0, description="Replans per run.")
     task_retries: int = Field(1, ge=0, description="Re-runs of a failed task before a replan.")
     max_actor_steps: int = Field(10, ge=1, description="ReAct iterations per task.")
@@ -181,7 +188,14 @@ class AimeConfig(_Settings):
         "finished actor's result is durable all the same (it is the unit saved), a crash "
         "redoes the actors in flight from their start; cheapest with a database checkpointer.",
     )
-    verify: VerifyPolicy = "final"
+    verify: VerifyPolicy = Field(
+        "auto",
+        description="'auto': the verifier judges the final answer wherever it can catch "
+        "something (actors did tasks, files written, failures or replans, a direct answer, "
+        "an answer that goes beyond the tool outputs) and not when the answer is written "
+        "from clean tool steps alone; 'final': always; 'tasks': each task's result against "
+        "its completion criteria instead; 'both'; 'off'.",
+    )
     verifier_inspects: InspectPolicy = Field(
         "auto",
         description="The verifier (and the per-task check) as a small agent inspecting the "
@@ -218,7 +232,7 @@ class AimeConfig(_Settings):
         gt=0,
         description="Seconds a human has to answer an escalation; then the front end driving "
         "the run (aimegraph run / resume, the dashboard, a distributed worker, "
-        "aimegraph.steering.await_overdue) "
+        "aimegraph.waits.await_overdue) "
         "takes escalation_default, for unattended runs.",
     )
     escalation_default: EscalationDefault = Field(

@@ -1,9 +1,9 @@
 """Starting, answering, carrying on and cancelling runs the same way from every
 entry point (the CLI, the dashboard, the distributed workers, a Python program):
 one graph per stored run settings, one demo set-up, one translation of a human's
-answer into ``Command(resume=...)``, one rule for what can be resumed, and runs
-held under the thread's lease (:mod:`aimegraph.checkpoints.lease`), so that a run
-paused in one front end can be answered, carried on or cancelled in another and
+answer into ``Command(resume=...)`` (:mod:`aimegraph.answers`), one rule for what can
+be resumed, and runs held under the thread's lease (:mod:`aimegraph.checkpoints.lease`),
+so that a run paused in one front end can be answered, carried on or cancelled in another and
 two of them never run one thread at once.
 
 For a Python program, :func:`run_thread` is ``graph.invoke`` under the thread's
@@ -15,8 +15,7 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any, Literal
@@ -28,8 +27,9 @@ from langgraph.constants import END
 from langgraph.errors import GraphDrained
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.store.base import BaseStore
-from langgraph.types import Command, Interrupt, StateSnapshot, StateUpdate
+from langgraph.types import Command, StateSnapshot, StateUpdate
 
+from aimegraph.answers import resume_command
 from aimegraph.checkpoints import RunSettings, ThreadNotFoundError, latest_settings, run_config
 from aimegraph.checkpoints.delta import finished_outputs, finished_tasks
 from aimegraph.checkpoints.lease import (
@@ -45,9 +45,12 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServer, load_mcp_servers
+from aimegraph.memory.episodes import DEFAULT_SCOPE
+from aimegraph.memory.feedback import Feedback, record_feedback
 from aimegraph.metrics import observe_run
 from aimegraph.models.response_format import load_response_format
 from aimegraph.nodes.notes import Note, post_note
+from aimegraph.notify import announce_waits
 from aimegraph.state import PlanLike, Usage
 from aimegraph.tools.registry import (
     ToolLike,
@@ -56,6 +59,8 @@ from aimegraph.tools.registry import (
     import_tools,
     registry_for,
 )
+from aimegraph.waits import await_overdue as await_overdue  # public here since escalations
+from aimegraph.waits import overdue_answers as overdue_answers
 
 DEMO_SCENARIO = "scripted:demo"
 CANCELLED_REPLY = "The run was cancelled before it finished ({reason})."
@@ -67,20 +72,6 @@ WORKSPACES = Path(".aimegraph/workspace")
 
 ThreadGraph = CompiledStateGraph[Any, Any, Any, Any]
 """An aime graph (``build_aime_graph``'s, or a worker's ``--graph`` builder's)."""
-
-
-class AnswerError(ValueError):
-    """A human's answer does not fit the interrupt it is meant for; ``needs`` says
-    what would: ``"answer"`` (text), ``"decision"`` (approve or reject) or
-    ``"escalation"`` (edit the plan, answer for the task, replan or give up)."""
-
-    def __init__(self, message: str, needs: Literal["answer", "decision", "escalation"]) -> None:
-        super().__init__(message)
-        self.needs = needs
-
-
-class NoSuchInterruptError(LookupError):
-    """The thread has no pending interrupt with the given id."""
 
 
 class NothingToResumeError(LookupError):
@@ -175,71 +166,6 @@ def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:
     return settings, goal
 
 
-def answer_for(interrupt_value: Any, answer: dict[str, Any]) -> Any:
-    """Adapt a front end's answer (``{"action": "approve" | "reject" | "edit", ...}``
-    or ``{"answer": text}``) to the interrupt kind: a tool approval gets LangChain's
-    HITL decisions (``{"decisions": [...]}``, which it may also be sent as is; an
-    edit there carries the call's new ``args``). An interrupt of an agent unit's own
-    (no aimegraph ``kind``) gets the answer's text, as its ``interrupt()`` asked."""
-    kind = interrupt_value.get("kind") if isinstance(interrupt_value, Mapping) else None
-    if kind is None:
-        return answer["answer"] if set(answer) == {"answer"} else answer
-    if kind == "ask_human" and "answer" not in answer:
-        raise AnswerError("this interrupt asks a question", needs="answer")
-    if kind == "approve_tool" and "decisions" in answer:
-        return answer
-    if kind in ("approve_plan", "approve_tool") and "action" not in answer:
-        # A bare {"answer": ...} would read as an approval: refuse it instead.
-        raise AnswerError(f"this interrupt ({kind}) needs a decision", needs="decision")
-    if kind == "approve_tool":
-        return {"decisions": [_tool_decision(str(interrupt_value.get("tool")), answer)]}
-    if kind == "escalation":
-        return _escalation_answer(answer)
-    return answer
-
-
-def _escalation_answer(answer: dict[str, Any]) -> dict[str, Any]:
-    """A front end's answer to an escalation: ``{"answer": text, "task_id": ...}``
-    answers for the failed task, a rejection gives up."""
-    action = answer.get("action")
-    if action is None and "answer" in answer:
-        return {"action": "answer", "answer": answer["answer"], "task_id": answer.get("task_id")}
-    if action in ("reject", "deny"):
-        return {**answer, "action": "give_up"}
-    if action == "approve" or action is None:
-        raise AnswerError(
-            "an escalation is answered by editing the plan, answering for the failed task, "
-            "a replan or giving up",
-            needs="escalation",
-        )
-    return answer
-
-
-def _tool_decision(tool: str, answer: dict[str, Any]) -> dict[str, Any]:
-    action = answer.get("action")
-    if action == "edit":
-        if not isinstance(answer.get("args"), dict):
-            raise AnswerError(
-                "a tool call is edited with its new arguments (args), not a plan",
-                needs="decision",
-            )
-        return {"type": "edit", "edited_action": {"name": tool, "args": answer["args"]}}
-    if action in ("reject", "deny"):
-        return {"type": "reject", "message": answer.get("reason") or "no reason given"}
-    return {"type": str(action)}
-
-
-def resume_command(
-    interrupts: Sequence[Interrupt], answer: dict[str, Any], interrupt_id: str | None = None
-) -> Command[Any]:
-    """``Command(resume={id: value})`` answering ``interrupt_id``, or every pending
-    interrupt when it is None (each adapted with :func:`answer_for`)."""
-    chosen = [i for i in interrupts if interrupt_id in (None, i.id)]
-    if not chosen:
-        raise NoSuchInterruptError(f"no pending interrupt {interrupt_id!r}")
-    return Command(resume={i.id: answer_for(i.value, answer) for i in chosen})
-
-
 def reader_graph(saver: BaseCheckpointSaver[Any], thread_id: str | None = None) -> AimeGraph:
     """A graph to read (and cancel) any aime thread with. The top-level graph is
     the same for every model and config (a store adds only the run's last,
@@ -329,7 +255,8 @@ def run_thread(
 ) -> dict[str, Any]:
     """Run (start or carry on) the thread of ``config`` holding its lease, so that
     no other runner (the CLI, the dashboard, a worker, another call of this) runs
-    it meanwhile; returns the thread's state afterwards. A cancel
+    it meanwhile; returns the thread's state afterwards. A pause for a human is
+    announced to the run's ``notify_webhook``. A cancel
     (:func:`cancel_run`, ``aimegraph cancel``) stops it at the next step, with
     status ``cancelled``. ``kwargs`` go to ``graph.stream`` (``context``,
     ``durability``...).
@@ -341,7 +268,12 @@ def run_thread(
     thread_id = str(config["configurable"]["thread_id"])
     with hold_thread(_saver(graph), thread_id, wait=wait) as lease:
         settle_pending_cancel(graph, thread_id)
-        return invoke_held(graph, inputs, config, lease, **kwargs)
+        known = {i.id for i in graph.get_state(run_config(thread_id)).interrupts}
+        state = invoke_held(graph, inputs, config, lease, **kwargs)
+        if (settings := getattr(graph, "run_settings", None)) is not None:
+            waiting = graph.get_state(run_config(thread_id)).interrupts
+            announce_waits(settings.config, thread_id, waiting, known)
+        return state
 
 
 CancelOutcome = Literal["cancelled", "requested"]
@@ -443,56 +375,6 @@ def _saver(graph: ThreadGraph) -> BaseCheckpointSaver[Any]:
     return graph.checkpointer
 
 
-def escalation_deadline(item: Interrupt) -> float | None:
-    """When an escalation waiting for a human takes its default (epoch seconds), if it
-    has a timeout (``AimeConfig.escalation_timeout_s``)."""
-    value = item.value if isinstance(item.value, dict) else {}
-    deadline = value.get("deadline") if value.get("kind") == "escalation" else None
-    return float(deadline) if deadline is not None else None
-
-
-def escalation_deadlines(interrupts: Sequence[Interrupt]) -> dict[str, float]:
-    """The deadlines of the escalations among ``interrupts`` that have one, by id."""
-    return {i.id: d for i in interrupts if (d := escalation_deadline(i)) is not None}
-
-
-def overdue_answers(interrupts: Sequence[Interrupt], now: float | None = None) -> dict[str, Any]:
-    """The default answers (``AimeConfig.escalation_default``) of the escalations whose
-    deadline has passed, by interrupt id."""
-    now = time.time() if now is None else now
-    answers = {}
-    for item in interrupts:
-        deadline = escalation_deadline(item)
-        if deadline is not None and deadline <= now:
-            why = f"no answer within {item.value.get('timeout_s', 0):g} s"
-            answers[item.id] = {"action": item.value.get("default"), "reason": why, "note": why}
-    return answers
-
-
-def await_overdue(
-    pending: Callable[[], Sequence[Interrupt]],
-    *,
-    poll_s: float = 0.5,
-    clock: Callable[[], float] = time.time,
-    sleep: Callable[[float], None] = time.sleep,
-) -> Command[Any] | None:
-    """For the process driving an unattended run: wait until the first deadline of
-    the escalations ``pending()`` returns (the thread's interrupts, read again every
-    ``poll_s``), then the ``Command`` resuming every overdue one with its default.
-    None at once when no escalation has a deadline, and as soon as the one waited
-    for is answered by someone else (its interrupt gone)."""
-    deadlines = escalation_deadlines(pending())
-    if not deadlines:
-        return None
-    first = min(deadlines, key=deadlines.__getitem__)
-    while (left := deadlines[first] - clock()) > 0:
-        sleep(min(poll_s, left))
-        if first not in {i.id for i in pending()}:
-            return None
-    answers = overdue_answers(pending(), clock())
-    return Command(resume=answers) if answers else None
-
-
 def send_note(store: BaseStore | None, thread_id: str, text: str) -> Note:
     """Send a human's note to the thread's run while it runs: each running actor gets
     it at its next step, as a message in its loop, and the planner at its next call
@@ -508,3 +390,44 @@ def send_note(store: BaseStore | None, thread_id: str, text: str) -> Note:
             "store=... (aimegraph.memory.open_store; the CLI and the dashboard have one)"
         )
     return post_note(store, thread_id, text)
+
+
+def feedback(
+    saver: BaseCheckpointSaver[Any],
+    store: BaseStore,
+    thread_id: str,
+    rating: int,
+    note: str = "",
+    *,
+    user_id: str | None = None,
+) -> Feedback:
+    """Store a user's verdict (``rating`` 1 to 5, a ``note``) on the thread's latest
+    run, in the memory scope of its ``user_id`` (given, else the run's, else
+    ``"default"``). A low rating or a correction becomes a lesson the planner of the
+    next similar goal sees first (see :mod:`aimegraph.memory.feedback`).
+
+    Raises:
+        ThreadNotFoundError: no such thread.
+        ValueError: a rating outside 1 to 5, or a thread with no goal yet.
+    """
+    snapshot = reader_graph(saver).get_state(run_config(thread_id))
+    if not snapshot.created_at:
+        raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
+    goal = snapshot.values.get("goal")
+    if not goal:
+        raise ValueError(f"thread {thread_id!r} has no goal to rate")
+    if user_id is None:
+        try:
+            user_id = latest_settings(saver, thread_id).config.user_id
+        except ThreadNotFoundError:  # started by a graph that stores no settings
+            user_id = None
+    verdict = Feedback(
+        thread_id=thread_id,
+        goal=str(goal),
+        rating=rating,
+        note=note.strip(),
+        status=str(snapshot.values.get("status") or ""),
+        answer=str(snapshot.values.get("final_answer") or ""),
+    )
+    record_feedback(store, user_id or DEFAULT_SCOPE, verdict)
+    return verdict

@@ -15,12 +15,13 @@ from starlette.testclient import TestClient
 from tests.conftest import TWO_TASKS
 from tests.dashboard.conftest import HOSTILE, LiveServer
 
+from aimegraph.answers import resume_command
 from aimegraph.checkpoints import hold_thread, run_config
 from aimegraph.cli import main
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.dashboard.server import serve, serve_in_background
-from aimegraph.steering import prepare_demo, resume_command, run_graph
+from aimegraph.steering import prepare_demo, run_graph
 
 LOCAL = "http://127.0.0.1"
 

@@ -14,7 +14,8 @@ SUM_CODE = "import csv\nprint(sum(int(r['value']) for r in csv.DictReader(open('
 DATA = "name,value\na,3\nb,4\n"
 
 # Oracle calls per rollout (the exact-figures tests count on them):
-# ReAct: tool calls + 1; aimegraph: planner + (calls + submit) per stage + reporter + verifier.
+# ReAct: tool calls + 1; aimegraph: planner + (calls + submit) per actor stage + reporter,
+# + verifier (verify="auto") unless every stage is a tool step (one call, arguments known).
 THREE_TASKS: list[dict[str, Any]] = [
     {
         "id": "one",
@@ -79,10 +80,12 @@ THREE_TASKS: list[dict[str, Any]] = [
         },
     },
 ]
-"""ReAct calls per rollout: one 2, two 3, three 3; aimegraph: one 5, two 7, three 6."""
+"""ReAct calls per rollout: one 2, two 3, three 3; aimegraph: one 2 (a tool step, no
+verifier), two 4 (a tool step, then an actor writing the file, ending its task in that
+reply; the verifier checks the file), three 5."""
 
 REACT_CALLS = {"one": 2, "two": 3, "three": 3}
-AIME_CALLS = {"one": 5, "two": 7, "three": 6}
+AIME_CALLS = {"one": 2, "two": 4, "three": 5}
 
 
 def write_suite(folder: Path, tasks: list[dict[str, Any]], **suite: Any) -> Path:

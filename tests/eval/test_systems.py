@@ -60,6 +60,7 @@ def test_a_systems_file_configures_aimegraph(tmp_path: Path) -> None:
                     {
                         "name": "pinned",
                         "kind": "aimegraph",
+                        "config": {"verify": "final"},
                         "prompts": "prompts.jsonl",
                         "prompt_version": version[:8],
                         "models": {
@@ -79,12 +80,12 @@ def test_a_systems_file_configures_aimegraph(tmp_path: Path) -> None:
     )
     by_system = {r["system"]: r for r in result.records}
     assert all(r["passed"] for r in result.records), [r["failure"] for r in result.records]
-    # verify off: no verifier call.
-    assert by_system["lean"]["usage"]["llm_calls"] == AIME_CALLS["one"] - 1
+    # verify off: no verifier call (nor under the default, for a tool step's answer).
+    assert by_system["lean"]["usage"]["llm_calls"] == AIME_CALLS["one"]
     # The verifier's own model, counted under its own name; the rest is the oracle's.
     models = by_system["pinned"]["usage"]["by_model"]
     assert models["scripted:verifier"]["llm_calls"] == 1
-    assert models["oracle"]["llm_calls"] == AIME_CALLS["one"] - 1
+    assert models["oracle"]["llm_calls"] == AIME_CALLS["one"]
     lean, pinned = model.models  # one rollout each, in the systems' order
     assert any(MARK in p for p in pinned.prompts("reporter"))
     assert not any(MARK in p for p in lean.prompts("reporter"))
@@ -158,10 +159,10 @@ def test_a_changed_system_runs_again(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "suite", THREE_TASKS)
     out = tmp_path / "out"
     evaluate(suite, model="oracle", systems=["aimegraph"], out=out, tasks=["one"])
-    lean = SystemSpec(name="aimegraph", config={"verify": "off"})
-    again = evaluate(suite, model="oracle", systems=[lean], out=out, tasks=["one"])
+    verified = SystemSpec(name="aimegraph", config={"verify": "final"})
+    again = evaluate(suite, model="oracle", systems=[verified], out=out, tasks=["one"])
     assert (again.ran, again.resumed) == (1, 0)
-    assert again.records[0]["usage"]["llm_calls"] == AIME_CALLS["one"] - 1
+    assert again.records[0]["usage"]["llm_calls"] == AIME_CALLS["one"] + 1
 
 
 def test_seeds_go_to_clients_that_take_one() -> None:

@@ -25,6 +25,7 @@ from aimegraph import (
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.nodes import make_conclude_node
+from aimegraph.nodes.factory import task_message
 from aimegraph.tools import ToolRegistryError
 
 
@@ -215,24 +216,22 @@ def test_task_bundles_decide_the_tools(workspace: Path) -> None:
     spec = factory.build(Task(id="a", title="Anything", tool_bundles=("files",)), "goal", {})
     assert spec.bundles == ("files",)
     assert spec.tool_names == ["read_file", "write_file", "append_file", "list_dir"]
-    prompt = spec.system_prompt()
-    assert "- write_file:" in prompt and "- python:" not in prompt
-    assert "- submit_result:" in prompt and "- update_progress:" in prompt
+    tools = spec.system_prompt().split("## Tools\n")[1].split("\n")[0]
+    assert tools == "read_file, write_file, append_file, list_dir, update_progress, submit_result"
 
 
-def test_the_prompt_names_each_tool_and_its_purpose_not_its_whole_definition(
+def test_the_prompt_names_each_tool_and_leaves_its_definition_to_the_bound_schema(
     workspace: Path,
 ) -> None:
-    """The bound tool definitions carry every description in full: the system prompt
-    gives each tool's first sentence, so no call pays for the text twice."""
+    """The bound tool definitions (native, or JSON mode's list) carry every description
+    in full: the system prompt only names the tools, so no call pays for a text twice."""
     registry = registry_for(workspace)
     factory = DefaultActorFactory(registry, workspace=workspace)
     spec = factory.build(Task(id="a", title="Sum", tool_bundles=("compute",)), "goal", {})
-    python = next(t for t in spec.tools if t.name == "python")
-    assert python.description.count(". ") >= 2  # more than one sentence to leave out
     prompt = spec.system_prompt()
-    assert "- python: Run a Python 3 script in a fresh process.\n" in prompt
-    assert python.description not in prompt
+    for tool_ in spec.tools:
+        assert tool_.name in prompt
+        assert tool_.description.split(". ")[0] not in prompt
 
 
 @pytest.mark.parametrize(
@@ -274,10 +273,14 @@ def test_spec_has_all_five_parts(workspace: Path) -> None:
     assert spec.persona == "You are a meticulous financial auditor."
     assert spec.knowledge == ("[policy.md] Refunds are paid within 14 days.",)
     assert "data.csv" in spec.environment
-    assert "the number of days is stated" in spec.output_format
     prompt = spec.system_prompt()
     for part in (spec.persona, spec.knowledge[0], "data.csv", "knowledge_search"):
         assert part in prompt
+    # The criteria are the task's, in its message: the system prompt stays the same
+    # across tasks up to the tools (provider prompt caches).
+    assert spec.output_format == factory.output_format(Task(id="c", title="other"))
+    state: Any = {"goal": "goal", "task": task}
+    assert "Done when: the number of days is stated" in task_message(state).text
     other = factory.build(Task(id="b", title="x", persona="a statistician"), "goal", {})
     assert other.persona.startswith("You are a statistician.")
 
@@ -342,7 +345,7 @@ def actor_steps(workspace: Path, script: list[dict[str, Any]], **config: Any) ->
         registry=default_registry(workspace),
         config=AimeConfig(workspace=workspace, **config),
     )
-    task = Task(id="a", title="Task a", status="in_progress", attempts=1)
+    task = Task(id="a", title="Task a", status="in_progress", attempts=1, tool_bundles=("files",))
     nodes, settled = [], None
     for update in graph.stream(
         {"goal": "g", "task": task, "dependency_results": {}}, stream_mode="updates"
@@ -366,10 +369,17 @@ def test_a_task_settles_in_the_step_where_its_loop_ends(workspace: Path) -> None
     ]
     progress = call("update_progress", status="s", message="m")
     assert actor_steps(workspace, [progress, submit("ok")]) == ["react", "react", "completed: ok"]
-    # Any other tool runs in the tools step, and the result submitted beside it too,
-    # each call a task of its own; the next react ends the loop without a model call.
+    # Any other tool runs in the tools step, each call a task of its own; a result
+    # submitted beside it waits for it: the next react runs it and ends the loop
+    # without a model call, the output of the work in the result.
+    (workspace / "data.csv").write_text("a,b\n")
     both = {"calls": [call("list_dir"), call("submit_result", status="completed", summary="ls")]}
-    assert actor_steps(workspace, [both]) == ["react", "tools", "tools", "react", "completed: ls"]
+    assert actor_steps(workspace, [both]) == [
+        "react",
+        "tools",
+        "react",
+        "completed: ls\n\ndata.csv  (4 bytes)",
+    ]
     # The step cap is reached in a tools step: the next react settles without a call.
     capped = actor_steps(workspace, [call("list_dir")], max_actor_steps=1)
     assert capped == ["react", "tools", "react", "failed: Stopped after 1 steps (max_actor_steps=1"]

@@ -111,6 +111,24 @@ def test_parallel_actors_share_what_is_left_of_the_call_budget(
     )
 
 
+@pytest.mark.parametrize("scheduler", ["eager", "batch"])
+def test_no_more_actors_start_than_calls_are_left(
+    scripted_graph: GraphFactory, scheduler: str
+) -> None:
+    # Each actor takes one call at least: a fourth one started with two calls left
+    # went past the budget (a small model that plans many tasks at once).
+    ids = ("a", "b", "c", "d")
+    graph, _ = scripted_graph(
+        {"planner": [plan(*(spec(t) for t in ids))], "actors": {t: [submit(t)] for t in ids}},
+        max_llm_calls=3,
+        max_parallel=4,
+        scheduler=scheduler,
+    )
+    out = graph.invoke({"goal": "four at once"})
+    assert out["status"] == "budget_exhausted" and out["usage"].llm_calls == 3
+    assert sorted(t.id for t in out["tasks"].values() if t.status == "completed") == ["a", "b"]
+
+
 def test_call_budget_from_the_run_context(scripted_graph: GraphFactory) -> None:
     graph, model = scripted_graph(CHAIN)
     out = graph.invoke({"goal": "chain"}, context={"max_llm_calls": 2})

@@ -218,7 +218,7 @@ def test_an_unanswered_escalation_takes_its_default_at_its_deadline(
     status: str,
 ) -> None:
     clock = Clock()
-    monkeypatch.setattr("aimegraph.nodes.escalation.time.time", clock.time)
+    monkeypatch.setattr("aimegraph.waits.time.time", clock.time)
     graph, _ = scripted_graph(
         FAILING,
         checkpointer=saver,

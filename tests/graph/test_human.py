@@ -16,6 +16,7 @@ from tests.scripted import plan, spec, submit
 
 from aimegraph.checkpoints import make_serializer, thread_config
 from aimegraph.graphs.compiled import WaitingTasksError
+from aimegraph.waits import NO_DEADLINE
 
 
 def ask(question: str) -> dict[str, Any]:
@@ -271,7 +272,7 @@ def test_ask_human_answer_comes_back_as_the_tool_result(
     graph, _ = scripted_graph(ASKING, checkpointer=saver)
     out = graph.invoke({"goal": "pick a region"}, CONFIG)
     (item,) = out["__interrupt__"]
-    assert item.value == {"kind": "ask_human", "question": "Which region?"}
+    assert item.value == {"kind": "ask_human", "question": "Which region?"} | NO_DEADLINE
     out = graph.invoke(Command(resume=answer), CONFIG)
     assert out["status"] == "succeeded"
     assert out["tasks"]["a"].result.summary == "the human said: North"

@@ -35,7 +35,8 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
-from tests.human_scenarios import ESCALATE, FAILING
+from tests.human_scenarios import ESCALATE, EVERY_WAIT, FAILING, UNATTENDED
+from tests.webhook_receiver import Receiver
 
 from aimegraph import AimeConfig, build_aime_graph, distributed
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
@@ -179,6 +180,14 @@ def build_escalating_graph(
 ) -> AimeGraph:
     """A run whose task fails for good: with ``escalate`` it waits for a human."""
     model = LatencyChatModel.from_dict(FAILING, latency_s=0.0)
+    return build_aime_graph(model, config=settings.config, checkpointer=saver, store=store)
+
+
+def build_waiting_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """A run that waits for each kind of human in turn (plan, tool call, question)."""
+    model = LatencyChatModel.from_dict(EVERY_WAIT, latency_s=0.0)
     return build_aime_graph(model, config=settings.config, checkpointer=saver, store=store)
 
 
@@ -460,6 +469,28 @@ def test_an_unanswered_escalation_takes_its_default_on_the_worker(own_cluster: C
     _, shown = cluster.cli("show", thread_id)
     assert shown["status"] == "budget_exhausted" and "no answer within 3 s" in shown["reason"]
     _wait_for_text(log, f"thread {thread_id}: budget_exhausted")
+
+
+def test_each_kind_of_wait_takes_its_default_on_the_worker(
+    own_cluster: Cluster, webhook: Receiver
+) -> None:
+    """Plan approval, tool approval and ask_human with timeouts: each pause frees the
+    worker, is posted to the webhook, and a delivery at its deadline takes the default."""
+    cluster = own_cluster
+    cluster.start_worker("h1", graph="build_waiting_graph")
+    log = cluster.tmp / "h1.log"
+    _wait_for_text(log, " ready.")
+    timeouts = {"approval_timeout_s": 1, "ask_human_timeout_s": 1}
+    thread_id = cluster.submit(**UNATTENDED | timeouts, notify_webhook=webhook.url)
+    deadline = time.monotonic() + 90
+    while (record := wait_for_run(thread_id, checkpoints=cluster.checkpoints)).state != "finished":
+        assert time.monotonic() < deadline, f"still {record.state} after 90 s"
+        time.sleep(0.2)
+    assert record.outcome == "succeeded"
+    _, shown = cluster.cli("show", thread_id)
+    assert shown["tasks"]["t1"]["result"]["summary"] == "North"
+    assert webhook.kinds() == ["approve_plan", "approve_tool", "ask_human"]
+    assert all(body["thread_id"] == thread_id for body in webhook.bodies)
 
 
 def test_cancel_a_queued_and_a_running_distributed_run(own_cluster: Cluster) -> None:

@@ -46,6 +46,7 @@ from aimegraph.checkpoints import (
 from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.cli import main
 from aimegraph.models import ScriptedChatModel
+from aimegraph.waits import NO_DEADLINE
 
 SCENARIOS = Path(__file__).parent.parent / "data" / "scenarios"
 CLI = [sys.executable, "-m", "aimegraph.cli"]
@@ -332,7 +333,9 @@ def test_many_threads_run_concurrently_against_one_postgres(
             graph.invoke({"goal": f"goal {i}"}, config)
             graph.invoke(Command(resume="approve"), config)  # then ask_human pauses
             (question,) = graph.get_state(config).interrupts
-            assert question.value == {"kind": "ask_human", "question": f"question {i}?"}
+            assert (
+                question.value == {"kind": "ask_human", "question": f"question {i}?"} | NO_DEADLINE
+            )
             return graph.invoke(Command(resume={question.id: f"answer {i}"}), config)
 
     with ThreadPoolExecutor(max_workers=n) as pool:

@@ -19,6 +19,7 @@ from langgraph.types import Command
 from aimegraph import AgentUnit, AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer, open_checkpointer, thread_config
 from aimegraph.models import ScriptedChatModel
+from aimegraph.waits import NO_DEADLINE
 from tests.scripted import submit
 from tests.teams.helpers import UNITS
 
@@ -87,7 +88,7 @@ def test_ask_human_inside_a_member_turn_pauses_and_resumes(
     config = thread_config("team-ask")
     graph.invoke({"goal": "Write the report"}, config)
     (pending,) = graph.get_state(config).interrupts
-    assert pending.value == {"kind": "ask_human", "question": "Which quarter?"}
+    assert pending.value == {"kind": "ask_human", "question": "Which quarter?"} | NO_DEADLINE
 
     out = graph.invoke(Command(resume="Q3"), config)
     assert out["status"] == "succeeded"

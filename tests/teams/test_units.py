@@ -63,7 +63,7 @@ def test_planner_sees_the_units_and_unknown_names_go_back_to_it(workspace: Path)
     assert tasks["t2"].agent == "analyst" and tasks["t2"].members == ()
     # The analyst's actor: its persona and its compute bundle.
     (analyst,) = [p for p in model.prompts("actor") if '<task id="t2"' in p]
-    assert "You are a quantitative analyst." in analyst and "- calculator:" in analyst
+    assert "You are a quantitative analyst." in analyst and "calculator, python" in analyst
     checklist = render_checklist(tasks)
     assert "- [x] t1: Write\n  - team (sequential): [x] writer, [x] reviewer" in checklist
     assert "- [x] t2: Sum (after t1) [agent analyst]" in checklist

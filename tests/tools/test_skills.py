@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aimegraph.nodes.executor import DefaultActorFactory
+from aimegraph.nodes.factory import DefaultActorFactory
 from aimegraph.sandbox import BubblewrapSandbox, Job, Workspace
 from aimegraph.state import Task
 from aimegraph.tools.registry import default_registry

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import openai
 import pytest
+import tenacity
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import (
     ModelAuthenticationError,
@@ -429,6 +430,20 @@ def test_the_retry_policy_backs_off_with_jitter_on_transient_errors_only() -> No
     assert policy.max_attempts >= 2 and policy.backoff_factor > 1 and policy.jitter
     assert policy.initial_interval > 0 and policy.max_interval >= policy.initial_interval
     assert policy.retry_on is is_transient
+
+
+def test_retrying_runs_with_the_installed_tenacity_and_retries_transient_errors() -> None:
+    # Built with the policy's waits (tenacity's own argument names), zeroed to run fast.
+    attempts: list[int] = []
+
+    def flaky() -> str:
+        attempts.append(1)
+        if len(attempts) < 2:
+            raise ConnectionError("reset")
+        return "ok"
+
+    runner = calls.retrying(tenacity.Retrying, initial_interval=0.0)
+    assert runner(flaky) == "ok" and len(attempts) == 2
 
 
 # --------------------------------------------------------------------------- usage_of

@@ -103,6 +103,11 @@ COMMANDS: dict[str, Command] = {
         "[distributed]).",
     ),
     "memory": Command("memory", "Long-term memory: list, search, forget or export episodes."),
+    "feedback": Command(
+        "feedback",
+        "Rate a thread's run (1-5) with a note: a low rating or a correction becomes a lesson "
+        "for the next similar goal, and rated runs a GEPA trainset (optimize --from-feedback).",
+    ),
     "knowledge": Command(
         "knowledge",
         "Knowledge base: add documents (PDF, HTML, DOCX, ...), search.",

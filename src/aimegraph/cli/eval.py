@@ -15,6 +15,9 @@ from rich.markup import escape
 from rich.table import Table
 
 from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError, application_tools
+from aimegraph.eval.public import PublicSuite, is_public_suite, load_public_suite
+from aimegraph.eval.public.agentdojo import attack_figures
+from aimegraph.eval.public.gullible import GULLIBLE_MODEL_NAME, GullibleModels
 from aimegraph.eval.report import (
     comparison_markdown,
     fmt_cost,
@@ -23,8 +26,9 @@ from aimegraph.eval.report import (
     score_cells,
     score_columns,
 )
+from aimegraph.eval.rollout import ModelFactory
 from aimegraph.eval.runner import DEFAULT_EVALS, RESULTS, evaluate
-from aimegraph.eval.suite import Budget, SuiteError
+from aimegraph.eval.suite import Budget, Suite, SuiteError
 from aimegraph.eval.summary import compare, read_records
 from aimegraph.eval.systems import BUILTIN_SYSTEMS, SystemsError
 
@@ -45,7 +49,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         "target",
         nargs="+",
         metavar="SUITE | compare A B",
-        help="a suite file (.yaml, .yml, .json, .jsonl) or 'bundled'; or 'compare A B', "
+        help="a suite file (.yaml, .yml, .json, .jsonl), 'bundled', or a public benchmark "
+        "(agentdojo:SUITE[@VERSION], extra [agentdojo]; bfcl:multi_turn_base, "
+        "pip install --no-deps bfcl-eval); or 'compare A B', "
         "where A and B are eval directories or results.jsonl files, each optionally "
         "followed by :SYSTEM",
     )
@@ -62,7 +68,15 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         default="openai:gpt-4o-mini",
         help="the systems' model unless a system names its own: openai:<model>, "
         "<provider>:<model> (anthropic:, ollama:, ...), local, ... "
-        "or 'oracle' for the suite's scripted oracle replies (offline)",
+        "or 'oracle' for the suite's scripted oracle replies (offline); with --attack, "
+        "'gullible': the oracle obeying every instruction it reads in a tool output",
+    )
+    parser.add_argument(
+        "--attack",
+        metavar="NAME",
+        help="agentdojo suites: run each user task against each injection task with "
+        "AgentDojo's attack NAME (e.g. important_instructions); reports utility under "
+        "attack and attack success rate per system",
     )
     parser.add_argument("--judge-model", help="the separate model that judges rubric checks")
     parser.add_argument("--concurrency", type=int, default=4, help="rollouts at once (4)")
@@ -165,9 +179,10 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     if args.k < 1 or args.concurrency < 1:
         raise CliError("-k and --concurrency must be at least 1", EXIT_USAGE)
     try:
+        suite, model, public = _suite_and_model(target[0], args)
         result = evaluate(
-            target[0],
-            model=args.model,
+            suite,
+            model=model,
             systems=_names(args.systems) or [],
             k=args.k,
             out=args.out,
@@ -195,9 +210,12 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         )
         return EXIT_STOPPED
     if args.json:
-        print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary}))
+        extra = _public_json(public, result.records) if public is not None else {}
+        print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary, **extra}))
         return 0
     _print_summary(result.summary, console)
+    if public is not None:
+        _print_public(public, result.records, console)
     if result.torn:
         console.print(
             f"{result.torn} unreadable line(s) of {RESULTS} skipped (their rollouts ran again)"
@@ -208,6 +226,50 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         soft_wrap=True,
     )
     return 0
+
+
+def _suite_and_model(
+    source: str, args: argparse.Namespace
+) -> tuple[str | Suite, str | ModelFactory, PublicSuite | None]:
+    """The suite to run and its model: a public benchmark is loaded here (under
+    ``--attack``), and ``--model gullible`` is the stand-in that obeys its injections."""
+    if not is_public_suite(source):
+        if args.attack is not None:
+            raise CliError("--attack applies to agentdojo:SUITE only", EXIT_USAGE)
+        return source, args.model, None
+    public = load_public_suite(source, attack=args.attack, model=args.model)
+    if args.model != GULLIBLE_MODEL_NAME:
+        return public.suite, args.model, public
+    if not public.injections:
+        raise CliError("--model gullible needs --attack (the instructions it obeys)", EXIT_USAGE)
+    return public.suite, GullibleModels(public.injections), public
+
+
+def _public_json(public: PublicSuite, records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tasks the adapter left out and, under an attack, its figures per system."""
+    shown: dict[str, Any] = {"skipped_tasks": public.skipped}
+    if public.injections:
+        shown["attack"] = attack_figures(records)
+    return shown
+
+
+def _print_public(public: PublicSuite, records: list[dict[str, Any]], console: Console) -> None:
+    """The tasks the benchmark's adapter left out, and the attack's figures."""
+    for task_id, reason in public.skipped.items():
+        console.print(f"task {escape(task_id)} skipped: {escape(reason)}", soft_wrap=True)
+    if not public.injections:
+        return
+    table = Table(title="under attack")
+    for column in ("system", "rollouts", "utility", "attack success rate"):
+        table.add_column(column)
+    for system, figures in attack_figures(records).items():
+        table.add_row(
+            escape(system),
+            str(int(figures["rollouts"])),
+            f"{figures['utility']:.1%}",
+            f"{figures['attack_success']:.1%}",
+        )
+    console.print(table)
 
 
 def _print_summary(summary: dict[str, Any], console: Console) -> None:

@@ -40,9 +40,18 @@ def register(command: AddCommand) -> None:
 
 
 def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    sets = parser.add_mutually_exclusive_group(required=True)
+    sets.add_argument(
+        "--from-feedback",
+        action="store_true",
+        help="the runs users rated (aimegraph feedback) in the memory store: each goal, its "
+        "rating as the score and its note as the feedback",
+    )
     parser.add_argument(
+        "--user", help="with --from-feedback: the memory scope to read (default: 'default')"
+    )
+    sets.add_argument(
         "--trainset",
-        required=True,
         metavar="FILE",
         help='JSON Lines: {"goal": ...} per line; or a task suite (as aimegraph eval takes: '
         "YAML/JSON, or JSON Lines of tasks with checks), each task run in a workspace of "
@@ -168,6 +177,31 @@ def _suite_inputs(args: argparse.Namespace, config: AimeConfig) -> OptimizerInpu
     )
 
 
+def _feedback_inputs(args: argparse.Namespace, config: AimeConfig) -> OptimizerInputs:
+    """The rated runs as the trainset, scored by what their users said."""
+    from aimegraph.eval.trainset import feedback_metric, feedback_trainset
+    from aimegraph.memory.episodes import DEFAULT_SCOPE
+
+    if args.metric:
+        raise CliError(
+            "rated runs are scored by their ratings: --metric is for example files", EXIT_USAGE
+        )
+    scope = args.user or DEFAULT_SCOPE
+    trainset = feedback_trainset(args.memory_store(), scope)
+    if not trainset:
+        raise CliError(
+            f"no rated runs in memory scope {scope!r}: rate runs with aimegraph feedback THREAD "
+            "--rating N --note TEXT",
+            EXIT_USAGE,
+        )
+    return OptimizerInputs(
+        trainset=trainset,
+        valset=read_examples(args.valset) if args.valset else None,
+        metric=feedback_metric,
+        tools=run_tools(RunSettings(args.model, config, tools=tuple(args.tools))),
+    )
+
+
 def cmd_optimize(
     args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console
 ) -> int:
@@ -177,7 +211,9 @@ def cmd_optimize(
     fields = config_json(args.config)
     fields.setdefault("workspace", str(DEFAULT_WORKSPACE))
     config = checked_config(fields)
-    if is_suite_file(args.trainset):
+    if args.from_feedback:
+        inputs = _feedback_inputs(args, config)
+    elif is_suite_file(args.trainset):
         inputs = _suite_inputs(args, config)
     else:
         if args.valset and is_suite_file(args.valset):

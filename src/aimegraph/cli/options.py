@@ -159,7 +159,7 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-steps", type=int)
     parser.add_argument("--max-actor-steps", type=int)
     parser.add_argument("--replan", choices=["on_failure", "every_step"])
-    parser.add_argument("--verify", choices=["final", "tasks", "both", "off"])
+    parser.add_argument("--verify", choices=["auto", "final", "tasks", "both", "off"])
     parser.add_argument("--tool-calling", choices=["auto", "native", "json"])
     parser.add_argument(
         "--server-schema",

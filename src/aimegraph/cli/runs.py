@@ -29,6 +29,7 @@ from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
 from rich.console import Console
 from rich.markup import escape
 
+from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import (
     RunSettings,
     SettingsNotStoredError,
@@ -73,16 +74,13 @@ from aimegraph.graphs.aime import AimeGraph
 from aimegraph.graphs.stopping import SignalDrain
 from aimegraph.models.resolve import check_goal
 from aimegraph.nodes.planner import resolve_goal
+from aimegraph.notify import announce_waits
 from aimegraph.sandbox import SandboxUnavailable, open_sandbox
 from aimegraph.state import PlanError, PlanUpdate, Task
 from aimegraph.steering import (
-    AnswerError,
     AnswerNeededError,
-    NoSuchInterruptError,
     NothingToResumeError,
-    await_overdue,
     cancel_run,
-    overdue_answers,
     prepare_demo,
     reader_graph,
     resume_inputs,
@@ -93,6 +91,7 @@ from aimegraph.steering import (
     settle_pending_cancel,
     stream_held,
 )
+from aimegraph.waits import await_overdue, overdue_answers
 
 __all__ = ["execute", "register"]
 
@@ -333,20 +332,25 @@ def execute(
             raise GraphDrained(lease.control.drain_reason or "shutdown")
         return graph.get_state(run_config(thread_id)).interrupts
 
+    def follow(inputs: Any, config: RunnableConfig) -> Shown:
+        """One stretch of the run; the human waits it ends on that are new are announced
+        (``notify_webhook``)."""
+        known = {i.id for i in graph.get_state(run_config(thread_id)).interrupts}
+        shown = _follow(graph, inputs, config, lease, modes, args, console)
+        announce_waits(settings.config, thread_id, waiting(), known)
+        return shown
+
     with stops:
         try:
             if not args.json:
                 console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
-            streamed = _follow(graph, inputs, config, lease, modes, args, console)
-            # An unattended run: an escalation nobody answers by its deadline takes its
+            streamed = follow(inputs, config)
+            # An unattended run: a human wait nobody answers by its deadline takes its
             # default.
             while overdue := await_overdue(waiting):
                 if not args.json:
-                    console.print(
-                        "no answer to the escalation in time: taking its default", markup=False
-                    )
-                again = run_config(thread_id, settings)
-                streamed = _follow(graph, overdue, again, lease, modes, args, console)
+                    console.print("no answer in time: taking the default", markup=False)
+                streamed = follow(overdue, run_config(thread_id, settings))
         except GraphDrained as exc:
             if stops.received is None:  # the lease's Postgres session ended
                 raise CliError(

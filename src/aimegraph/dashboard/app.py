@@ -43,6 +43,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from aimegraph.alerts import AlertSettings
+from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.checkpoints.runs import phase
 from aimegraph.config import settings_error
@@ -58,7 +59,7 @@ from aimegraph.dashboard.runs import (
 from aimegraph.dashboard.views import ThreadReader
 from aimegraph.eval.runner import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
-from aimegraph.steering import ANSWER_KEYS, AnswerError, NoSuchInterruptError
+from aimegraph.steering import ANSWER_KEYS
 
 STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
 TOKEN_COOKIE = "aimegraph_token"
@@ -123,6 +124,7 @@ def create_app(
             Route("/api/threads/{thread_id}/resume", api.resume, methods=["POST"]),
             Route("/api/threads/{thread_id}/cancel", api.cancel, methods=["POST"]),
             Route("/api/threads/{thread_id}/notes", api.note, methods=["POST"]),
+            Route("/api/threads/{thread_id}/feedback", api.feedback, methods=["POST"]),
             Route("/api/runs", api.start, methods=["POST"]),
             Route("/api/demo", api.start_demo, methods=["POST"]),
             Route("/api/memory", memory.items),
@@ -372,6 +374,22 @@ class _Api:
         except ValueError as exc:
             return JSONResponse({"error": str(exc)}, 400)
         return JSONResponse({"thread_id": thread_id}, 202)
+
+    async def feedback(self, request: Request) -> Response:
+        thread_id = request.path_params["thread_id"]
+        body = await json_body(request)
+        rating, note = body.get("rating"), str(body.get("note") or "")
+        if not isinstance(rating, int) or isinstance(rating, bool):
+            return JSONResponse({"error": "rating must be a whole number from 1 to 5"}, 400)
+        try:
+            verdict = await run_in_threadpool(self.runs.feedback, thread_id, rating, note)
+        except ThreadNotFoundError as exc:
+            return JSONResponse({"error": str(exc)}, 404)
+        except ValidationError as exc:
+            return JSONResponse({"error": settings_error(exc)}, 400)
+        except ValueError as exc:
+            return JSONResponse({"error": str(exc)}, 400)
+        return JSONResponse(verdict.model_dump(mode="json"), 201)
 
     async def _launch(
         self, call: Callable[..., Any], *args: Any, thread: str | None = None, **kwargs: Any

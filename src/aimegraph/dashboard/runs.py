@@ -27,6 +27,7 @@ from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Interrupt
 
+from aimegraph.answers import NoSuchInterruptError
 from aimegraph.checkpoints import (
     RunSettings,
     ThreadBusyError,
@@ -41,16 +42,16 @@ from aimegraph.checkpoints import (
 )
 from aimegraph.config import AimeConfig
 from aimegraph.distributed.records import RunRecord, active_runs, find_run
+from aimegraph.memory.feedback import Feedback
+from aimegraph.notify import announce_waits
 from aimegraph.optimizer.store import PromptStore, starting_prompts
 from aimegraph.steering import (
     WORKSPACES,
     AnswerNeededError,
-    NoSuchInterruptError,
     NothingToResumeError,
     cancel_run,
-    escalation_deadline,
+    feedback,
     invoke_held,
-    overdue_answers,
     prepare_demo,
     reader_graph,
     resume_inputs,
@@ -58,6 +59,7 @@ from aimegraph.steering import (
     send_note,
     settle_pending_cancel,
 )
+from aimegraph.waits import overdue_answers, wait_deadline
 
 __all__ = [
     "DistributedQueue",
@@ -156,7 +158,7 @@ class RunManager:
         self, thread_id: str, answer: Mapping[str, Any] | None, interrupt_id: str | None = None
     ) -> bool:
         """Answer the thread's pending interrupts (``answer`` as in
-        :func:`aimegraph.steering.answer_for`), or carry on a run that has not ended.
+        :func:`aimegraph.answers.answer_for`), or carry on a run that has not ended.
         True when the thread is a distributed run and its resume was queued for the
         workers, False when it carries on here."""
         record = self._distributed_record(thread_id)
@@ -218,6 +220,13 @@ class RunManager:
             raise ThreadNotFoundError(f"no thread {thread_id!r}")
         send_note(self.store, thread_id, text)
         return thread_id
+
+    def feedback(self, thread_id: str, rating: int, note: str) -> Feedback:
+        """Store a user's verdict on the thread's latest run in the dashboard's memory
+        store (see :func:`aimegraph.steering.feedback`)."""
+        if self.store is None:
+            raise ValueError("feedback is kept in the memory store: serve with one (--store)")
+        return feedback(self.saver, self.store, thread_id, rating, note)
 
     def _distributed_record(self, thread_id: str) -> RunRecord | None:
         """The thread's row in the distributed runs table (read with psycopg alone),
@@ -309,18 +318,22 @@ class RunManager:
     def _run(self, graph: Any, inputs: Any, lease: ThreadLease, settings: RunSettings) -> None:
         thread_id = lease.thread_id
         try:
+            known = {i.id for i in graph.get_state(run_config(thread_id)).interrupts}
             invoke_held(graph, inputs, run_config(thread_id, settings), lease, durability="sync")
-            self._default_when_overdue(thread_id, graph.get_state(run_config(thread_id)).interrupts)
+            waiting = graph.get_state(run_config(thread_id)).interrupts
+            announce_waits(settings.config, thread_id, waiting, known)
+            self._default_when_overdue(thread_id, waiting)
         except Exception as exc:  # noqa: BLE001 - shown on the run page, never lost
             self.errors[thread_id] = f"{type(exc).__name__}: {exc}"
         finally:
             lease.release()
 
     def _default_when_overdue(self, thread_id: str, interrupts: Sequence[Interrupt]) -> None:
-        """For each escalation with a deadline (``escalation_timeout_s``), a timer that
-        answers it with its default then, unless a human has answered it by then."""
+        """For each human wait with a deadline (``approval_timeout_s``,
+        ``ask_human_timeout_s``, ``escalation_timeout_s``), a timer that answers it with
+        its default then, unless a human has answered it by then."""
         for item in interrupts:
-            if (deadline := escalation_deadline(item)) is None:
+            if (deadline := wait_deadline(item)) is None:
                 continue
             default = overdue_answers([item], now=deadline)[item.id]
             timer = threading.Timer(

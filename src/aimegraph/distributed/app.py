@@ -132,7 +132,7 @@ def make_app(
                     build_graph,
                     resume,
                     worker.store,
-                    # An escalation with a timeout: a delivery at its deadline gives
+                    # A human wait with a timeout: a delivery at its deadline gives
                     # the default answer unless a human has answered by then.
                     wake_at=lambda deadline: self.apply_async(
                         (thread_id,), countdown=max(0.0, deadline - time.time())

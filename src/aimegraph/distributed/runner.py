@@ -6,7 +6,7 @@ Celery delivers at least once (late acks, redelivery after a worker dies or afte
 the visibility timeout), so a delivery must be safe to repeat. The checkpoints
 decide: a thread with no checkpoint starts, one that has not ended continues from
 its last checkpoint, a paused one continues only with an answer to a pending
-interrupt (or, once an escalation's deadline has passed, with its default), an
+interrupt (or, once a human wait's deadline has passed, with its default), an
 ended one is left alone. Runs use ``durability="sync"``: a step's
 checkpoint and every finished task's writes are in Postgres before the next step
 starts, so a redelivery never repeats finished work.
@@ -129,9 +129,9 @@ def execute_run(
     long-term memory, given to ``build_graph`` when it takes one (see
     :func:`takes_store`): the run recalls past runs and records its episodes there
     unless its config says ``memory="off"``. ``wake_at`` is called with the first
-    deadline (epoch seconds) of the escalations a paused run waits on with a timeout
-    (``AimeConfig.escalation_timeout_s``): a delivery then, with no answer, resumes
-    the overdue ones with their defaults.
+    deadline (epoch seconds) of the human waits a paused run waits on with a timeout
+    (``escalation_timeout_s``, ``approval_timeout_s``, ``ask_human_timeout_s``): a
+    delivery then, with no answer, resumes the overdue ones with their defaults.
 
     Raises:
         ThreadBusyError: another runner holds the thread (retry later).
@@ -174,8 +174,11 @@ def _run(
     store: BaseStore | None,
     lease: ThreadLease,
 ) -> float | None:
-    """Carry the run on; the first escalation deadline it ends paused on, if any."""
-    from aimegraph.steering import escalation_deadlines, invoke_held, settle_pending_cancel
+    """Carry the run on; the first deadline of the human waits it ends paused on, if
+    any (each new wait is announced to the run's ``notify_webhook``)."""
+    from aimegraph.notify import announce_waits
+    from aimegraph.steering import invoke_held, settle_pending_cancel
+    from aimegraph.waits import wait_deadlines
 
     thread_id = record.thread_id
     if store is not None and takes_store(build_graph):
@@ -191,10 +194,12 @@ def _run(
         return None  # a pause's wake-up was asked for by the delivery that paused it
     records.mark_running(conn, thread_id, worker)
     record.settings.config.workspace.mkdir(parents=True, exist_ok=True)
+    known = {i.id for i in snapshot.interrupts}
     invoke_held(graph, inputs, run_config(thread_id, record.settings), lease, durability="sync")
     snapshot = graph.get_state(run_config(thread_id))
     _record_end(conn, thread_id, snapshot)
-    return min(escalation_deadlines(snapshot.interrupts).values(), default=None)
+    announce_waits(record.settings.config, thread_id, snapshot.interrupts, known)
+    return min(wait_deadlines(snapshot.interrupts).values(), default=None)
 
 
 def cancel_distributed(
@@ -235,7 +240,7 @@ _NOTHING_TO_DO = object()
 
 
 def _next_inputs(snapshot: StateSnapshot, goal: str, resume: Mapping[str, Any] | None) -> Any:
-    from aimegraph.steering import overdue_answers
+    from aimegraph.waits import overdue_answers
 
     if not snapshot.created_at:  # no checkpoint yet: start the run
         return {"goal": goal}

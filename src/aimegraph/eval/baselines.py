@@ -20,6 +20,7 @@ from langgraph.runtime import Runtime
 from aimegraph.eval.checkers import structured_json
 from aimegraph.eval.json_baseline import JsonToolCalling
 from aimegraph.eval.outcome import (
+    WORK_BUNDLES,
     Outcome,
     RolloutSetup,
     thread_config,
@@ -35,10 +36,11 @@ from aimegraph.tools.registry import ToolRegistry
 
 __all__ = ["BASELINE_BUNDLES", "BudgetMiddleware", "baseline_tools", "run_baseline"]
 
-BASELINE_BUNDLES = ("files", "compute", "knowledge", "web", "custom")
-"""The bundles whose tools a baseline gets: aimegraph's work tools. ``memory``
-(aimegraph's run whiteboard) is an engine part; ``human`` is offered to no system in
-an eval (no one answers)."""
+BASELINE_BUNDLES = WORK_BUNDLES
+"""The bundles whose tools a baseline gets: aimegraph's work tools (or, in a rollout
+with its own environment, that environment's bundle). ``memory`` (aimegraph's run
+whiteboard) is an engine part; ``human`` is offered to no system in an eval (no one
+answers)."""
 
 DEEPAGENTS_FILE_TOOLS = ("read_file", "write_file", "append_file", "list_dir")
 """aimegraph's file tools, left out for deepagents, which brings its own over the
@@ -86,9 +88,13 @@ class BudgetMiddleware(AgentMiddleware):  # type: ignore[type-arg]
         return self.before_model(state, runtime)
 
 
-def baseline_tools(registry: ToolRegistry, *, without: Sequence[str] = ()) -> list[BaseTool]:
-    """aimegraph's work tools (:data:`BASELINE_BUNDLES`), less the names in ``without``."""
-    bundles = [b for b in BASELINE_BUNDLES if b in registry.bundles]
+def baseline_tools(
+    registry: ToolRegistry, *, without: Sequence[str] = (), environment: str | None = None
+) -> list[BaseTool]:
+    """aimegraph's work tools (:data:`BASELINE_BUNDLES`) and the ``environment``
+    bundle, less the names in ``without``."""
+    wanted = (*BASELINE_BUNDLES, environment) if environment else BASELINE_BUNDLES
+    bundles = [b for b in wanted if b in registry.bundles]
     return [tool for tool in registry.select(bundles) if tool.name not in without]
 
 
@@ -105,14 +111,15 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
     else:
         graph = create_agent(
             model,
-            baseline_tools(registry),
+            baseline_tools(registry, environment=_environment_bundle(setup)),
             system_prompt=prompt,
             response_format=setup.task.answer_schema,
             middleware=[budget],
             checkpointer=InMemorySaver(),
         )
     state: Mapping[str, Any] = {}
-    for goal in setup.task.goals:
+    for index, goal in enumerate(setup.task.goals):
+        setup.begin_turn(index)
         state = graph.invoke(
             {"messages": [HumanMessage(goal)]}, thread_config(setup), control=setup.control
         )
@@ -129,6 +136,10 @@ def run_baseline(spec: SystemSpec, setup: RolloutSetup) -> Outcome:
     return Outcome(answer, structured, status, reason, state)
 
 
+def _environment_bundle(setup: RolloutSetup) -> str | None:
+    return setup.environment.bundle if setup.environment is not None else None
+
+
 def _deep_agent(
     setup: RolloutSetup,
     model: BaseChatModel,
@@ -141,7 +152,9 @@ def _deep_agent(
 
     return create_deep_agent(
         model=model,
-        tools=baseline_tools(registry, without=DEEPAGENTS_FILE_TOOLS),
+        tools=baseline_tools(
+            registry, without=DEEPAGENTS_FILE_TOOLS, environment=_environment_bundle(setup)
+        ),
         system_prompt=prompt,
         response_format=setup.task.answer_schema,
         middleware=[budget],

@@ -46,7 +46,9 @@ class CheckInput:
     ``answer`` is the final answer's text; ``structured_response`` the typed answer
     as JSON data (``None`` without one); ``workspace`` the rollout's own directory;
     ``state`` the system's output state (aimegraph's, or the ReAct loop's); ``task``
-    the suite task.
+    the suite task; ``environment`` the rollout's simulated world after the run (a
+    public benchmark's, :class:`~aimegraph.eval.outcome.RolloutEnvironment`'s
+    ``state``; ``None`` for a suite of files).
     """
 
     answer: str
@@ -54,6 +56,7 @@ class CheckInput:
     workspace: Path
     state: Mapping[str, Any]
     task: Task
+    environment: Any = None
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,10 @@ stages of tool calls and an answer; this module plays it for each kind of system
   after the other, one per reply, then the answer (or, for a typed answer, a call
   of the answer's tool, as ``create_agent``'s ``ToolStrategy`` binds it);
 - :class:`AimeOracle` for aimegraph: a plan with one task per stage (dependencies
-  from ``after``), each actor making its stage's calls and submitting its result,
-  then the reporter's answer (the scripted model of :mod:`aimegraph.models.scripted`).
+  from ``after``): a tool step for a stage that is one call with arguments known in
+  advance, else an actor making its stage's calls and ending its task as a real model
+  could (:func:`stage_steps`); then the reporter's answer (the scripted model of
+  :mod:`aimegraph.models.scripted`).
 
 Both make the same tool calls; every figure in an answer is the output of a tool
 run at rollout time. Both count tokens the same way: LangChain's
@@ -45,6 +47,9 @@ __all__ = [
     "ReactOracle",
     "UNSOLVED_ANSWER",
     "aime_scenario",
+    "reply_usage",
+    "tool_call_message",
+    "typed_calls",
 ]
 
 ORACLE_MODEL_NAME = "oracle"
@@ -66,12 +71,15 @@ _BUNDLE_OF_TOOL = {
 """The built-in bundle of each built-in tool; any other tool is the application's
 (the ``custom`` bundle)."""
 
+_WRITES = frozenset({"write_file", "append_file"})
+"""Tools whose caller knows what they did before they answer: it chose what to write."""
+
 
 class OracleError(ValueError):
     """A task has no oracle replies, or they do not fit the conversation."""
 
 
-def _usage(
+def reply_usage(
     messages: list[BaseMessage],
     reply: AIMessage,
     tools: list[dict[str, Any]],
@@ -104,7 +112,7 @@ def _coerced(value: Any, schema: Mapping[str, Any]) -> Any:
     return value
 
 
-def _typed_calls(message: AIMessage, tools: list[dict[str, Any]]) -> AIMessage:
+def typed_calls(message: AIMessage, tools: list[dict[str, Any]]) -> AIMessage:
     """``message`` with each tool call's arguments typed by the bound tool's schema."""
     schemas = {t["function"]["name"]: t["function"].get("parameters") or {} for t in tools}
     if not message.tool_calls:
@@ -156,11 +164,11 @@ class ReactOracle(ToolSchemaChatModel):
             mine = [i for i, (s, _) in enumerate(calls[:step]) if s.id == stage.id]
             last = outputs[mine[-1]] if mine and mine[-1] < len(outputs) else ""
             args = _fill(call.get("args") or {}, last, results)
-            message = _tool_call(str(call["tool"]), args)
+            message = tool_call_message(str(call["tool"]), args)
         else:
             message = self._answer(turn, results)
-        message = _typed_calls(message, tools)
-        message.usage_metadata = _usage(messages, message, tools, self.usage)
+        message = typed_calls(message, tools)
+        message.usage_metadata = reply_usage(messages, message, tools, self.usage)
         message.response_metadata = {"model_name": ORACLE_MODEL_NAME}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -168,7 +176,7 @@ class ReactOracle(ToolSchemaChatModel):
         if not self.solve:
             return AIMessage(content=UNSOLVED_ANSWER)
         if turn.structured is not None and self.answer_tool is not None:
-            return _tool_call(self.answer_tool, _fill(turn.structured, "", results))
+            return tool_call_message(self.answer_tool, _fill(turn.structured, "", results))
         return AIMessage(content=_fill(turn.answer or "", "", results))
 
 
@@ -198,7 +206,7 @@ def _fill(value: Any, last_output: str, results: Mapping[str, str]) -> Any:
     return value
 
 
-def _tool_call(name: str, args: dict[str, Any]) -> AIMessage:
+def tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
     call = {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
     return AIMessage(content="", tool_calls=[call])
 
@@ -224,40 +232,121 @@ def _rename(value: Any, placeholder: str) -> Any:
 
 
 def _task_spec(turn: OracleTurn, index: int, stage: OracleStage) -> dict[str, Any]:
-    bundles = sorted({_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls})
-    return {
+    """The planner's task for a stage: a tool step when a model could write it as
+    one (:func:`_known_call`), else an actor's task with the bundles of its tools."""
+    task = {
         "id": stage.id,
         "title": stage.title,
         "description": stage.title,
         "dependencies": turn.dependencies(stage, index),
-        "tool_bundles": bundles,
     }
+    if (known := _known_call(turn, stage)) is not None:
+        return task | {"call": known}
+    bundles = stage.bundles or sorted(
+        {_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls}
+    )
+    return task | {"tool_bundles": bundles}
 
 
-def aime_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
+def _known_call(turn: OracleTurn, stage: OracleStage) -> dict[str, Any] | None:
+    """The stage as a tool step (``TaskSpec.call``), when the planner knows it in
+    advance: one call whose arguments use no tool output, whose output is the
+    stage's result (or whose result nothing uses). A ``$`` in them is written ``$$``
+    (a tool step's references)."""
+    used = f"{{stage:{stage.id}}}" in json.dumps(turn.model_dump())
+    if len(stage.calls) != 1 or (used and stage.result.strip() != _LAST):
+        return None
+    call = stage.calls[0]
+    args = call.get("args") or {}
+    if _LAST in json.dumps(args) or _STAGE.search(json.dumps(args)):
+        return None
+    return {"tool": call["tool"], "args": _dollars_escaped(args)}
+
+
+def _dollars_escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, list):
+        return [_dollars_escaped(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _dollars_escaped(v) for k, v in value.items()}
+    return value
+
+
+def stage_steps(stage: OracleStage) -> list[dict[str, Any]]:
+    """An actor's replies for ``stage``: its calls, one per reply, the task ending in
+    the reply that does the last work where a real model could end it there. A result
+    that is the last output itself is ``submit_result`` beside the last call with an
+    empty summary (the output is handed back); one the caller knows before the call
+    answers (what a file write did) is submitted beside it; one that needs the output
+    (a summary of what was read or run) is a plain answer once the output is in."""
+    calls = [
+        {"tool": call["tool"], "args": _actor_text(call.get("args") or {})} for call in stage.calls
+    ]
+    result = _actor_text(stage.result)
+    if not calls:
+        return [_submit(result)]
+    *work, last = calls
+    if result == _LAST:
+        return [*work, {"calls": [last, _submit("")]}]
+    if _LAST not in result and last["tool"] in _WRITES:
+        return [*work, {"calls": [last, _submit(result)]}]
+    return [*calls, {"text": result}]
+
+
+def _submit(summary: str) -> dict[str, Any]:
+    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
+
+
+def _tool_steps(turn: OracleTurn, index: int, stage: OracleStage) -> list[dict[str, Any]] | None:
+    """``stage`` as tool steps: one planned task per call, its arguments fixed in the
+    plan, so no actor reads a tool's output. ``None`` when that cannot play the stage:
+    no calls, a call that reads earlier outputs, a result other than the last output."""
+    uses_outputs = any(_LAST in t or _STAGE.search(t) for t in _strings_in(stage.calls))
+    if not stage.calls or uses_outputs or stage.result != _LAST:
+        return None
+    # The last call's task carries the stage's id: later stages and the answer read it.
+    ids = [f"{stage.id}-call{n}" for n in range(1, len(stage.calls))] + [stage.id]
+    return [
+        {
+            "id": task_id,
+            "title": f"{stage.title}: {call['tool']}",
+            "description": stage.title,
+            "dependencies": turn.dependencies(stage, index) if n == 0 else [ids[n - 1]],
+            "call": {"tool": call["tool"], "args": _dollars_escaped(call.get("args") or {})},
+        }
+        for n, (task_id, call) in enumerate(zip(ids, stage.calls, strict=True))
+    ]
+
+
+def _strings_in(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in _strings_in(v)]
+    if isinstance(value, list):
+        return [t for v in value for t in _strings_in(v)]
+    return []
+
+
+def aime_scenario(task: Task, *, solve: bool = True, tool_steps: bool = False) -> dict[str, Any]:
     """The scripted-model scenario that plays ``task``'s oracle in aimegraph: per
     turn a plan (a task per stage), the actors' calls and results, the reporter's
-    answer (the typed object for a typed answer)."""
+    answer (the typed object for a typed answer). With ``tool_steps`` the plan fixes
+    every call whose arguments the oracle gives outright as a tool step (no actor)."""
     if task.oracle is None:
         raise OracleError(f"task {task.id!r} has no oracle replies")
     planner, actors, reporter = [], {}, []
     for turn in task.oracle.turns:
-        planner.append(
-            {
-                "rationale": "One task per stage of the work.",
-                "tasks": [_task_spec(turn, i, s) for i, s in enumerate(turn.stages)],
-            }
-        )
-        for stage in turn.stages:
-            steps = [
-                {"tool": call["tool"], "args": _actor_text(call.get("args") or {})}
-                for call in stage.calls
-            ]
-            summary = _actor_text(stage.result)
-            steps.append(
-                {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
-            )
-            actors[stage.id] = steps
+        specs: list[dict[str, Any]] = []
+        for index, stage in enumerate(turn.stages):
+            steps = _tool_steps(turn, index, stage) if tool_steps else None
+            if steps is not None:
+                specs += steps
+                continue
+            specs.append(_task_spec(turn, index, stage))
+            actors[stage.id] = stage_steps(stage)
+        planner.append({"rationale": "One task per stage of the work.", "tasks": specs})
         if not solve:
             reporter.append({"text": UNSOLVED_ANSWER})
         elif turn.structured is not None and task.answer_schema is not None:
@@ -296,8 +385,8 @@ class AimeOracle(ScriptedChatModel):
         tools = list(kwargs.get("tools") or [])
         message = result.generations[0].message
         assert isinstance(message, AIMessage)
-        message = _typed_calls(message, tools)
-        message.usage_metadata = _usage(messages, message, tools, self.usage)
+        message = typed_calls(message, tools)
+        message.usage_metadata = reply_usage(messages, message, tools, self.usage)
         message.response_metadata = {"model_name": ORACLE_MODEL_NAME}
         return ChatResult(generations=[ChatGeneration(message=message)])
 
@@ -312,6 +401,8 @@ class OracleModels:
 
     solve: Callable[[str, int], bool] = lambda task_id, rollout: True
     usage: UsageMetadata | None = None
+    tool_steps: bool = False
+    """aimegraph's planner fixes every call it can as a tool step (no actor)."""
     name: str = ORACLE_MODEL_NAME
     """How records and reports name the model (part of the system's digest)."""
 
@@ -320,7 +411,8 @@ class OracleModels:
             raise OracleError(f"task {task.id!r} has no oracle replies")
         solve = self.solve(task.id, rollout)
         if kind == "aimegraph":
-            scenario = Scenario.model_validate(aime_scenario(task, solve=solve))
+            played = aime_scenario(task, solve=solve, tool_steps=self.tool_steps)
+            scenario = Scenario.model_validate(played)
             return AimeOracle(scenario=scenario, usage=self.usage)
         if kind == "create_agent":
             schema = task.answer_schema

@@ -3,13 +3,14 @@ of every kind of system (:mod:`aimegraph.eval.runners`, :mod:`aimegraph.eval.bas
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
+from langchain_core.tools import BaseTool
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.suite import Budget, Task
@@ -20,7 +21,9 @@ from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
 
 __all__ = [
     "UNATTENDED_BUNDLES_LEFT_OUT",
+    "WORK_BUNDLES",
     "Outcome",
+    "RolloutEnvironment",
     "RolloutSetup",
     "thread_config",
     "tool_calling_mode",
@@ -31,6 +34,26 @@ UNATTENDED_BUNDLES_LEFT_OUT = ("human",)
 """Bundles no system is offered in an eval: no one answers ``ask_human`` while an
 eval runs, and a question would end the rollout ``paused`` (the baselines never
 have it either)."""
+
+
+WORK_BUNDLES = ("files", "compute", "knowledge", "web", "custom")
+"""aimegraph's work bundles: what a baseline gets, and what a rollout's own
+environment replaces."""
+
+
+@dataclass(frozen=True)
+class RolloutEnvironment:
+    """A simulated world of one rollout (a public benchmark's): its tools, the only
+    work tools every system gets (in the bundle ``bundle``), and ``state``, what the
+    checks read afterwards (:attr:`aimegraph.eval.checkers.CheckInput.environment`).
+    ``begin_turn(index)`` is told when each turn of the conversation starts (a
+    benchmark that checks the world turn by turn files each call under its turn)."""
+
+    bundle: str
+    description: str
+    tools: Sequence[BaseTool]
+    state: object
+    begin_turn: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -46,6 +69,12 @@ class RolloutSetup:
     tools: tuple[ToolLike, ...]
     thread_id: str
     control: RunControl
+    environment: RolloutEnvironment | None = None
+
+    def begin_turn(self, index: int) -> None:
+        """Tell the rollout's world that turn ``index`` of the conversation starts."""
+        if self.environment is not None and self.environment.begin_turn is not None:
+            self.environment.begin_turn(index)
 
 
 @dataclass(frozen=True)
@@ -64,12 +93,20 @@ class Outcome:
 
 def unattended_registry(setup: RolloutSetup) -> ToolRegistry:
     """The default bundles over the rollout's workspace, with the application's tools,
-    less :data:`UNATTENDED_BUNDLES_LEFT_OUT`."""
+    less :data:`UNATTENDED_BUNDLES_LEFT_OUT`. A rollout with its own environment gets
+    its tools instead of the work bundles (:data:`WORK_BUNDLES`): a benchmark's world
+    is the only one its tasks are judged in."""
     full = default_registry(setup.workspace, extra_tools=setup.tools)
+    left_out = set(UNATTENDED_BUNDLES_LEFT_OUT)
+    if setup.environment is not None:
+        left_out.update(WORK_BUNDLES)
     registry = ToolRegistry()
     for name, bundle in full.bundles.items():
-        if name not in UNATTENDED_BUNDLES_LEFT_OUT:
+        if name not in left_out:
             registry.add_bundle(name, bundle.description, full.select([name]))
+    if setup.environment is not None:
+        own = setup.environment
+        registry.add_bundle(own.bundle, own.description, own.tools)
     return registry
 
 

@@ -22,7 +22,7 @@ from langchain_core.tools import ToolException
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
-from aimegraph.eval.outcome import Outcome, RolloutSetup, tool_calling_mode
+from aimegraph.eval.outcome import Outcome, RolloutEnvironment, RolloutSetup, tool_calling_mode
 from aimegraph.eval.runners import run_system
 from aimegraph.eval.suite import Suite, Task
 from aimegraph.eval.systems import SystemSpec
@@ -168,8 +168,10 @@ def run_rollout(
     seed_used: int | None = None
     tool_calling: str | None = None
     error: str | None = None
+    environment: RolloutEnvironment | None = None
     try:
         fresh_workspace(workspace, task, suite)
+        environment = suite.environment(task)
         model, applied = seeded(models.model_for(rollout), rollout.seed)
         seed_used = rollout.seed if applied else None
         tool_calling = tool_calling_mode(rollout.system, model)
@@ -182,6 +184,7 @@ def run_rollout(
             tools=tools,
             thread_id=f"eval-{rollout.system.name}-{task.id}-{rollout.index}",
             control=control or RunControl(),
+            environment=environment,
         )
         outcome = run_system(rollout.system, setup)
     except Exception as exc:  # noqa: BLE001 - whatever a system raises is the rollout's data
@@ -197,6 +200,7 @@ def run_rollout(
             workspace=workspace,
             state=outcome.state,
             task=task,
+            environment=environment.state if environment is not None else None,
         ),
         suite,
         judge=judge,

@@ -80,7 +80,8 @@ def _run_aimegraph(
         **extra,
     )
     state: Mapping[str, Any] = {}
-    for goal in setup.task.goals:
+    for index, goal in enumerate(setup.task.goals):
+        setup.begin_turn(index)
         state = graph.invoke({"goal": goal}, thread_config(setup), control=setup.control)
         if graph.get_state(thread_config(setup)).interrupts:
             return Outcome(

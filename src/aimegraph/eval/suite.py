@@ -16,15 +16,25 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib import resources
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
-from pydantic import Field, PositiveFloat, PositiveInt, ValidationError, model_validator
+from pydantic import (
+    Field,
+    PositiveFloat,
+    PositiveInt,
+    PrivateAttr,
+    ValidationError,
+    model_validator,
+)
 
 from aimegraph.eval.suite_parts import ID_PATTERN, Check, Oracle, OracleStage, OracleTurn, Strict
+
+if TYPE_CHECKING:
+    from aimegraph.eval.outcome import RolloutEnvironment
 
 __all__ = [
     "BUNDLED_SUITE",
@@ -194,7 +204,11 @@ def _check_schema(schema: dict[str, Any]) -> None:
 
 
 class Suite(Strict):
-    """A loaded suite: its tasks, and ``root``, the folder its ``files`` are read from."""
+    """A loaded suite: its tasks, and ``root``, the folder its ``files`` are read from.
+
+    A suite built in code (a public benchmark's, :mod:`aimegraph.eval.public`) may
+    also open a simulated world per rollout (:meth:`with_environments`).
+    """
 
     name: str
     description: str = ""
@@ -202,6 +216,18 @@ class Suite(Strict):
     tasks: list[Task]
     root: Path
     source: str = Field(description="where the suite was read from")
+    _environments: Callable[[Task], RolloutEnvironment] | None = PrivateAttr(None)
+
+    def with_environments(self, opener: Callable[[Task], RolloutEnvironment]) -> Suite:
+        """This suite, each rollout of which runs in a fresh world ``opener(task)``
+        gives: its tools replace the work bundles, its checks read its state."""
+        copied = self.model_copy()
+        copied._environments = opener
+        return copied
+
+    def environment(self, task: Task) -> RolloutEnvironment | None:
+        """A fresh world for one rollout of ``task`` (``None``: the workspace is all)."""
+        return self._environments(task) if self._environments is not None else None
 
     @model_validator(mode="after")
     def _unique_ids(self) -> Suite:

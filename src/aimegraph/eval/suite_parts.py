@@ -204,7 +204,9 @@ class OracleStage(Strict):
     it needs, default the previous one); for a ReAct loop the stages' calls are
     made one after the other. Strings may use ``{last_tool_output}`` (the newest
     tool output of this stage) and ``{stage:<id>}`` (a stage's result; in a
-    stage, only of a stage it comes ``after``).
+    stage, only of a stage it comes ``after``). ``bundles`` names the tool bundles
+    aimegraph's planner gives the stage (default: each call's built-in bundle, else
+    ``custom``, the application's tools).
     """
 
     id: str = Field(pattern=ID_PATTERN)
@@ -212,6 +214,7 @@ class OracleStage(Strict):
     after: list[str] | None = None
     calls: list[dict[str, Any]] = Field(default_factory=list)
     result: str = "{last_tool_output}"
+    bundles: list[str] | None = None
 
     @field_validator("calls")
     @classmethod

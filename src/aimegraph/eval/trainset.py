@@ -1,10 +1,16 @@
-"""Task suites as the prompt optimiser's training and validation sets.
+"""Task suites, and runs users rated, as the prompt optimiser's training and
+validation sets.
 
 ``aimegraph optimize --trainset suite.yaml`` (and :func:`suite_for_optimizer` in
 Python) runs each suite task the way ``aimegraph eval`` runs it on an aimegraph
 system: in a fresh workspace with the task's files, every turn on one thread,
 within the task's budget, judged by the task's checks. The score GEPA sees is the
 share of the task's checks that pass; the feedback names each failed check and why.
+
+``aimegraph optimize --from-feedback`` (:func:`feedback_trainset`) takes the runs
+users rated (``aimegraph feedback``): each is an example with its goal, the rating
+as ``score`` (1 to 5 mapped to 0 to 1) and the note as ``feedback``, scored by
+:func:`feedback_metric`.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langgraph.runtime import RunControl
+from langgraph.store.base import BaseStore
 
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
@@ -27,10 +34,18 @@ from aimegraph.eval.runners import run_system
 from aimegraph.eval.suite import Suite
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
+from aimegraph.memory.feedback import rated_runs
 from aimegraph.models.resolve import resolve_model
+from aimegraph.optimizer.trace import default_metric
 from aimegraph.tools.registry import ToolLike
 
-__all__ = ["CHECKS_KEY", "SuiteExamples", "suite_for_optimizer"]
+__all__ = [
+    "CHECKS_KEY",
+    "SuiteExamples",
+    "feedback_metric",
+    "feedback_trainset",
+    "suite_for_optimizer",
+]
 
 CHECKS_KEY = "eval_checks"
 """The key of the check results in the output state ``run_example`` returns."""
@@ -115,3 +130,34 @@ def suite_for_optimizer(
         tools=tuple(tools),
         judge=resolve_model(judge_model) if isinstance(judge_model, str) else judge_model,
     )
+
+
+def feedback_trainset(store: BaseStore, scope: str) -> list[dict[str, Any]]:
+    """The runs users rated in ``scope`` as examples, oldest first: ``goal``,
+    ``score`` (the rating, 1 to 5, as 0.0 to 1.0), ``feedback`` (the note),
+    ``rating``, ``rated_answer`` (the answer they rated) and ``thread_id``."""
+    return [
+        {
+            "goal": rated.goal,
+            "score": rated.score,
+            "feedback": rated.note,
+            "rating": rated.rating,
+            "rated_answer": rated.answer,
+            "thread_id": rated.thread_id,
+        }
+        for rated in rated_runs(store, scope)
+    ]
+
+
+def feedback_metric(example: Mapping[str, Any], state: Mapping[str, Any]) -> tuple[float, str]:
+    """A rated goal's run: the same answer as the one the user rated scores the
+    user's score, with their note; another answer is scored as any run is (it
+    succeeded with a passing verdict), with the user's note on the earlier answer,
+    so the reflection learns what the user wanted either way."""
+    note = example.get("feedback") or "no note"
+    said = f"A user rated an answer to this goal {example.get('rating')}/5: {note}"
+    answer = str(state.get("final_answer") or "").strip()
+    if answer and answer == str(example.get("rated_answer") or "").strip():
+        return float(example["score"]), f"This is the answer the user rated. {said}"
+    score, _ = default_metric(example, state)  # the optimiser adds the run's diagnostics
+    return score, said

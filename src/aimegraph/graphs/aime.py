@@ -29,7 +29,7 @@ from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
 from aimegraph.nodes.escalation import make_escalate_node
-from aimegraph.nodes.executor import ActorFactory
+from aimegraph.nodes.factory import ActorFactory
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node

@@ -141,10 +141,14 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
     def _resolved_context(self, kwargs: dict[str, Any]) -> dict[str, Any]:
         """``kwargs`` with the run's ``context`` overrides replaced by the whole config
         they make, validated once here: nodes, subgraphs and tools all receive that
-        object as ``runtime.context``, and ``AimeConfig.for_run`` returns it as is."""
+        object as ``runtime.context``, and ``AimeConfig.for_run`` returns it as is. A
+        run without overrides gets the graph's own config, so a tool reads the run's
+        settings (``ask_human``'s deadline) the same way in every run."""
         context = kwargs.get("context")
-        if self.run_settings is None or context is None:
+        if self.run_settings is None:
             return kwargs
+        if context is None:
+            return kwargs | {"context": self.run_settings.config}
         try:
             return kwargs | {"context": self.run_settings.config.override(context)}
         except ValueError:  # a bad override is the intake node's to report, as the run starts

@@ -26,7 +26,7 @@ from aimegraph.prompts import planner as planner_prompts
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
 from aimegraph.tools.registry import ToolRegistry
-from aimegraph.tools.steps import call_checker
+from aimegraph.tools.steps import call_checker, planner_tools
 
 
 def build_planner_graph(
@@ -104,6 +104,7 @@ def build_planner_graph(
             bundles_description=described,
             teams=bool(units),
             prompt_source=parts.prompts,
+            tools=planner_tools(registry),
         ),
         retry_policy=LLM_RETRY_POLICY,
     )

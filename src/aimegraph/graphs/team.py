@@ -19,7 +19,7 @@ from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.nodes.executor import ActorFactory, DefaultActorFactory
+from aimegraph.nodes.factory import ActorFactory, DefaultActorFactory
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamMode, TeamSpec
 from aimegraph.teams.backed import build_backed_unit_graph

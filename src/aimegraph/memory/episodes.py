@@ -85,13 +85,17 @@ class Episode(BaseModel):
 
 
 class Lesson(BaseModel):
-    """What went wrong and what worked, written by the model after a recovery."""
+    """What went wrong and what worked: written by the model after a recovery
+    (``source="engine"``), or taught by a user's rating of a run (``source="user"``,
+    with the ``rating``; see :mod:`aimegraph.memory.feedback`)."""
 
     goal: str
     task_id: str
     title: str
     lesson: str
     thread_id: str = ""
+    source: Literal["engine", "user"] = "engine"
+    rating: int | None = None
     created_at: str = Field(default_factory=lambda: datetime.now(UTC).isoformat())
 
     @computed_field  # type: ignore[prop-decorator]
@@ -189,19 +193,22 @@ def rank_items(
     store: BaseStore, results: Sequence[Sequence[SearchItem]], query: str, k: int
 ) -> list[SearchItem]:
     """The ``k`` best items across searches: by the store's scores when it has an
-    index, else by cosine similarity of ``text`` computed here."""
+    index, else by cosine similarity of ``text`` computed here. Among them a user's
+    lessons (``source="user"``) come first: a user's verdict on a similar goal
+    outranks the engine's own."""
     items = [item for found in results for item in found]
     if not items:
         return []
     if has_index(store):
-        return sorted(items, key=lambda i: i.score or 0.0, reverse=True)[:k]
-    embeddings: Embeddings = getattr(store, "embeddings", None) or HashingEmbeddings()
-    vectors = np.asarray(embeddings.embed_documents([_text(i) for i in items]))
-    query_vector = np.asarray(embeddings.embed_query(query))
-    norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query_vector) or 1.0)
-    scores = vectors @ query_vector / np.where(norms > 0, norms, 1.0)
-    order = np.argsort(-scores, kind="stable")[:k]
-    return [items[i] for i in order]
+        best = sorted(items, key=lambda i: i.score or 0.0, reverse=True)[:k]
+    else:
+        embeddings: Embeddings = getattr(store, "embeddings", None) or HashingEmbeddings()
+        vectors = np.asarray(embeddings.embed_documents([_text(i) for i in items]))
+        query_vector = np.asarray(embeddings.embed_query(query))
+        norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query_vector) or 1.0)
+        scores = vectors @ query_vector / np.where(norms > 0, norms, 1.0)
+        best = [items[i] for i in np.argsort(-scores, kind="stable")[:k]]
+    return sorted(best, key=lambda i: i.value.get("source") != "user")  # stable
 
 
 def _text(item: Item) -> str:

@@ -15,7 +15,8 @@ from aimegraph.prompts import memory as prompts
 
 
 def _lesson_line(value: Mapping[str, Any]) -> str:
-    return prompts.LESSON_ITEM.format(
+    template = prompts.USER_LESSON_ITEM if value.get("source") == "user" else prompts.LESSON_ITEM
+    return template.format(
         title=clip(value.get("title", ""), 80), lesson=clip(value.get("lesson", ""))
     )
 

@@ -19,8 +19,10 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast
 import tenacity
 from langchain_core.exceptions import OutputParserException
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableSequence
+from langchain_core.tools import BaseTool
+from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
@@ -69,7 +71,7 @@ def retrying(
     return kind(
         retry=tenacity.retry_if_exception(retry_on),
         wait=tenacity.wait_exponential_jitter(
-            multiplier=initial_interval,
+            initial=initial_interval,
             exp_base=policy.backoff_factor,
             max=policy.max_interval,
             # As RetryPolicy: up to 1 s, and never more than the first wait.
@@ -179,6 +181,16 @@ def with_json_instructions(messages: Sequence[BaseMessage], instructions: str) -
     return out
 
 
+@dataclass(frozen=True)
+class ToolsBeside(Generic[M]):
+    """Tools bound beside a structured call's schema (native mode, a model with tool
+    calling): a reply may call them instead of the schema's tool, or as well;
+    ``merge`` folds those calls into the value (None when the reply has only them)."""
+
+    tools: Sequence[BaseTool]
+    merge: Callable[[M | None, list[ToolCall]], M]
+
+
 @dataclass
 class StructuredReply(Generic[M]):
     """The outcome of asking for a structured object: a value, or the reason there is none."""
@@ -203,11 +215,14 @@ def structured_steps(
     runtime: Runtime[Any] | None = None,
     prices: Prices | None = None,
     server_schema: ServerSchema = "auto",
+    beside: ToolsBeside[M] | None = None,
 ) -> Steps[StructuredReply[M]]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
 
     Native mode uses ``with_structured_output`` (the raw reply kept, as with
-    ``include_raw=True``); JSON mode puts
+    ``include_raw=True``), or with ``beside`` tools and a model that calls tools, binds
+    the schema as the first tool and those after it (see :class:`ToolsBeside`); JSON
+    mode puts
     the JSON schema in the system prompt and parses the reply tolerantly, and asks an
     OpenAI-compatible server for the schema as ``server_schema`` says
     (:mod:`aimegraph.models.server_schema`). Either
@@ -228,7 +243,7 @@ def structured_steps(
     error_or_none: str | None
     for _ in range(retries + 1):
         try:
-            stages = _structured_stages(model, schema, mode, server_schema)
+            stages = _structured_stages(model, schema, mode, server_schema, beside)
             # The first call may fail transiently and be retried by re-running the node
             # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
             # it is retried in place with the same backoff, keeping their usage.
@@ -356,13 +371,35 @@ class _Stages:
 
 
 def _structured_stages(
-    model: BaseChatModel, schema: type[M], mode: Mode, server_schema: ServerSchema
+    model: BaseChatModel,
+    schema: type[M],
+    mode: Mode,
+    server_schema: ServerSchema,
+    beside: ToolsBeside[M] | None = None,
 ) -> _Stages:
-    """The model with structured output in stages (native), or the model asking its
-    server for the schema where it can (JSON)."""
+    """The model with structured output in stages (native; with tools ``beside`` it
+    when there are any and the model calls tools), or the model asking its server for
+    the schema where it can (JSON)."""
+    if mode == "native" and beside is not None and beside.tools and native_support(model).tools:
+        # The schema first: as with_structured_output binds it, "any" makes the reply
+        # call a tool (the schema's or a work tool), never answer in prose.
+        bound = model.bind_tools([schema, *beside.tools], tool_choice="any")
+        read = functools.partial(_value_of_calls, schema, beside)
+        return _Stages(bound, RunnableLambda(read, name="calls"))
     if mode == "native":
         return _with_structured_output(_Same(model), schema)
     return _Stages(constrained(model, _json_schema(schema), server_schema))
+
+
+def _value_of_calls(schema: type[M], beside: ToolsBeside[M], reply: AIMessage) -> M:
+    """The value of a reply to a schema bound beside tools: the schema's call (its
+    first), merged with the calls of the other tools."""
+    name = convert_to_openai_tool(schema)["function"]["name"]
+    own = [call for call in reply.tool_calls if call["name"] == name]
+    others = [call for call in reply.tool_calls if call["name"] != name]
+    if not own and not others:
+        raise OutputParserException(f"the reply called no tool: call {name} or the tools")
+    return beside.merge(schema.model_validate(own[0]["args"]) if own else None, others)
 
 
 @dataclass(frozen=True, eq=False)

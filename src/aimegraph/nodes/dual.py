@@ -26,7 +26,7 @@ from langgraph.runtime import Runtime
 from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.calls import StructuredReply, resolve_mode, structured_steps
+from aimegraph.models.calls import StructuredReply, ToolsBeside, resolve_mode, structured_steps
 from aimegraph.models.steps import ModelCall, Steps, arun_steps, run_steps
 
 __all__ = ["ModelCall", "Steps", "ask_structured", "blocking_call", "dual_node", "model_node"]
@@ -105,11 +105,13 @@ def ask_structured(
     role: str,
     config: AimeConfig,
     runtime: Runtime[Any],
+    beside: ToolsBeside[M] | None = None,
 ) -> Steps[StructuredReply[M]]:
     """A node's structured call (:func:`aimegraph.models.calls.structured_steps`) under
     the run's settings: its ``tool_calling`` mode for ``model`` (and ``server_schema``
     in JSON mode), ``max_output_retries``
-    re-asks, and its prices; counted under ``role`` in the run's usage."""
+    re-asks, and its prices; counted under ``role`` in the run's usage. With
+    ``beside``, a native reply may call those tools too."""
     return (
         yield from structured_steps(
             model,
@@ -121,5 +123,6 @@ def ask_structured(
             runtime=runtime,
             prices=config.prices,
             server_schema=config.server_schema,
+            beside=beside,
         )
     )

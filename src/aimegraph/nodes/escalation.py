@@ -7,7 +7,7 @@ The interrupt value: ``kind="escalation"``, ``trigger``, ``reason``, the failed 
 unfinished tasks as an editable ``PlanUpdate`` (``plan``), the ``choices``, and for
 unattended runs ``timeout_s``, ``default`` and ``deadline`` (epoch seconds: the front
 end driving the run answers ``default`` then, see
-:func:`aimegraph.steering.await_overdue`). Answers:
+:mod:`aimegraph.waits`). Answers:
 
 * ``{"action": "edit", "plan": {PlanUpdate}}``: the edited plan (validated as the
   planner's; an invalid one is asked again) and the run goes on;
@@ -23,7 +23,6 @@ Anything else is asked again with ``error`` saying why.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Collection, Mapping
 from typing import Any, Literal
 
@@ -45,6 +44,7 @@ from aimegraph.state import (
     apply_plan,
     render_checklist,
 )
+from aimegraph.waits import wait_terms
 
 PLANNER, ORCHESTRATOR, REPORTER = "planner", "orchestrator", "reporter"
 
@@ -181,7 +181,6 @@ def _request(
     cfg: AimeConfig,
     error: str | None,
 ) -> dict[str, Any]:
-    timeout = cfg.escalation_timeout_s
     return {
         "kind": "escalation",
         "trigger": pending["trigger"],
@@ -193,9 +192,7 @@ def _request(
         "checklist": render_checklist(dict(tasks)),
         "plan": editable_plan(tasks),
         "choices": choices,
-        "timeout_s": timeout,
-        "default": cfg.escalation_default if timeout is not None else None,
-        "deadline": time.time() + timeout if timeout is not None else None,
+        **wait_terms(cfg.escalation_timeout_s, cfg.escalation_default),
         "error": error,
     }
 

@@ -1,14 +1,16 @@
-"""The executor: AIME's actor factory and the nodes of one task's ReAct loop.
+"""The executor: the nodes of one task's ReAct loop.
 
-The factory assembles an :class:`ActorSpec` for a task from five parts (persona,
-tools, knowledge, environment, output format); the loop then runs the actor
+The actor factory (:mod:`aimegraph.nodes.factory`) assembles an ``ActorSpec`` for a
+task from five parts (persona, tools, knowledge, environment, output format); the
+loop then runs the actor
 (``react`` <-> ``tools``) until it submits a result, answers without a tool
 call, or hits its step cap. The step where that happens settles the task: the
 ``react`` step that got the result, the answer, the model failure or no steps
-left, or the tools step that ran ``submit_result`` beside other tools (the next
-``react`` then ends the loop without a model call). A reply that only reports
-(``update_progress``, ``submit_result``) is run in its react step; only other
-tools take a tools step, each call a task of its own (``Send``), as LangChain's
+left. A reply that only reports (``update_progress``, ``submit_result``) is run
+in its react step; only other tools take a tools step, each call a task of its
+own (``Send``). A ``submit_result`` beside them waits for them: the next
+``react`` runs it, with their outputs (see :mod:`aimegraph.tools.progress`), and
+ends the loop without a model call. The tools step runs the calls as LangChain's
 ``create_agent`` runs them: a call paused for a human (tool approval,
 ``ask_human``) is resumed alone, and the reply's other calls, already run and
 saved, never run again.
@@ -19,10 +21,8 @@ from __future__ import annotations
 import json
 import warnings
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
-from datetime import date
-from pathlib import Path
-from typing import Any, Protocol, cast
+from dataclasses import replace
+from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
@@ -39,8 +39,6 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
-from aimegraph.knowledge import KnowledgeBase
-from aimegraph.knowledge.embeddings import EmbeddingsSpec
 from aimegraph.models.calls import (
     Mode,
     reraise_if_retryable,
@@ -59,30 +57,30 @@ from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.models.reasoning import visible_text, without_think_text
 from aimegraph.nodes.context import within_budget
 from aimegraph.nodes.dual import Steps, blocking_call, model_node
+from aimegraph.nodes.factory import (  # noqa: F401 - the factory's names lived here: kept a release
+    ALWAYS_BOUND,
+    ActorFactory,
+    ActorSpec,
+    DefaultActorFactory,
+    artifact_lines,
+    task_message,
+)
 from aimegraph.nodes.notes import unseen_notes
-from aimegraph.nodes.sections import facts_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
 from aimegraph.prompts.source import PromptSource, prompt_text
-from aimegraph.state import ActorState, MemberResult, Task, TaskResult, Usage
+from aimegraph.state import ActorState, MemberResult, TaskResult, Usage
 from aimegraph.streaming import call_metadata
 from aimegraph.tools.execution import ToolOutcome, run_in_step
 from aimegraph.tools.progress import (
+    REPORT_NAMES,
     SUBMIT_RESULT,
     member_keys,
     settled,
-    submit_result,
-    update_progress,
 )
-from aimegraph.tools.registry import ToolRegistry, first_sentence
-from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, skills_section
 
 ActorNode = Node[ActorState]
-
-ALWAYS_BOUND: tuple[BaseTool, ...] = (update_progress, submit_result)
-"""Tools every actor has, whatever its bundles: its reports to the engine. A reply
-calling only these is run in the react step itself (no tools step)."""
 
 REPORTS: Mapping[str, BaseTool] = {t.name: t for t in ALWAYS_BOUND}
 
@@ -91,207 +89,6 @@ _APPENDED = ("messages", "updates")
 
 _RE_ASK = "re_ask"
 """Key in a re-ask's ``response_metadata`` (never sent to the model) holding the problem."""
-
-
-@dataclass(frozen=True)
-class ActorSpec:
-    """Everything that makes an actor specialised for its task (AIME's actor
-    factory): persona, tools (from ``bundles``), retrieved knowledge,
-    environment and output format. Inspect it, or render ``system_prompt()``."""
-
-    task_id: str
-    persona: str
-    bundles: tuple[str, ...]
-    tools: tuple[BaseTool, ...]
-    knowledge: tuple[str, ...]
-    environment: str
-    output_format: str
-    # Long-term memory (filled by the graph's recall node, not by factories):
-    # past episodes shown with the knowledge, the run's whiteboard with the environment.
-    experience: tuple[str, ...] = ()
-    facts: tuple[tuple[str, str], ...] = ()
-    # The prompt components the system prompt is written with (the ``actor``
-    # template and the ``persona_habits``): the graph's assemble node sets the
-    # run's versions of them (``build_aime_graph(prompts=...)``).
-    template: str = prompts.SYSTEM
-    habits: str = prompts.PERSONA_HABITS
-    # The agent unit doing the task (aimegraph.teams), and why: the matcher's cosine
-    # score of each unit's description against the task, best first.
-    unit: str | None = None
-    unit_scores: tuple[tuple[str, float], ...] = ()
-
-    @property
-    def tool_names(self) -> list[str]:
-        return [t.name for t in self.tools]
-
-    def system_prompt(self) -> str:
-        tools = [*self.tools, *ALWAYS_BOUND]
-        return self.template.format(
-            persona=self.persona,
-            habits=self.habits,
-            # The bound definitions (native, or json_mode's list) carry the whole
-            # descriptions and arguments; the prompt names the tools and what each is for.
-            tools="\n".join(f"- {t.name}: {first_sentence(t.description)}" for t in tools),
-            knowledge="\n\n".join([*self.knowledge, *self.experience]) or prompts.NO_KNOWLEDGE,
-            environment=self.environment + facts_section(dict(self.facts)),
-            output_format=self.output_format,
-        )
-
-
-class ActorFactory(Protocol):
-    """Builds the actor for a task. Pass your own to ``build_aime_graph(factory=...)``."""
-
-    def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
-        """The actor for ``task``."""
-        ...
-
-
-class DefaultActorFactory:
-    """AIME's actor factory over a tool registry and an optional knowledge base.
-
-    * persona: the task's persona, looked up in ``personas`` (name -> full text)
-      when it is a known name;
-    * tools: the task's ``tool_bundles``; when it names none, the bundles whose
-      descriptions best match the task (cosine similarity with ``embeddings``, the
-      offline hashing embeddings by default): at most ``max_bundles``, each scoring
-      at least ``min_match`` and half the best score. Only these are bound: fewer
-      tools, fewer mistakes;
-    * knowledge: the ``knowledge_k`` passages of ``knowledge`` nearest the task;
-    * environment: the workspace and what is in it, today's date, the inputs;
-    * output format: what the result must show, from the completion criteria;
-    * skills: the names and descriptions of ``skills`` in the environment, with the
-      ``skills`` bundle bound to load them (their bodies only on demand).
-    """
-
-    def __init__(
-        self,
-        registry: ToolRegistry,
-        *,
-        workspace: Path,
-        knowledge: KnowledgeBase | None = None,
-        personas: Mapping[str, str] | None = None,
-        embeddings: EmbeddingsSpec = None,
-        max_bundles: int = 2,
-        min_match: float = 0.05,
-        knowledge_k: int = 3,
-        skills: Sequence[Skill] = (),
-    ) -> None:
-        self.registry = registry
-        self.skills = tuple(skills)
-        self.workspace = Path(workspace)
-        self.knowledge = knowledge
-        self.personas = dict(personas or {})
-        self.max_bundles = max_bundles
-        self.min_match = min_match
-        self.knowledge_k = knowledge_k
-        self._bundle_index = KnowledgeBase(embeddings)
-        bundles = list(registry.bundles.values())
-        self._bundle_index.add_texts(
-            [f"{b.name}: {b.description} Tools: {', '.join(b.tools)}." for b in bundles],
-            metadatas=[{"source": b.name} for b in bundles],
-        )
-
-    def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
-        bundles = self.bundles(task)
-        # Skills are listed only where load_skill can be bound (a registry of the
-        # application's own may have no skills bundle).
-        skills = self.skills if SKILLS_BUNDLE in self.registry.bundles else ()
-        if skills:
-            bundles = list(dict.fromkeys([*bundles, SKILLS_BUNDLE]))
-        return ActorSpec(
-            task_id=task.id,
-            persona=self.persona(task),
-            bundles=tuple(bundles),
-            tools=tuple(self.registry.select(bundles)),
-            knowledge=tuple(self.retrieve(task)),
-            environment=self.environment(dependencies) + skills_section(skills),
-            output_format=self.output_format(task),
-        )
-
-    def persona(self, task: Task) -> str:
-        if task.persona in self.personas:
-            return self.personas[task.persona]
-        if task.persona:
-            return prompts.NAMED_PERSONA.format(persona=task.persona)
-        return prompts.DEFAULT_PERSONA
-
-    def bundles(self, task: Task) -> list[str]:
-        known = [b for b in task.tool_bundles if b in self.registry.bundles]
-        if known:
-            return known
-        matches = self._bundle_index.search(_task_text(task), k=self.max_bundles)
-        if not matches:
-            return []
-        # A weak second match is noise, not a need: keep those close to the best.
-        floor = max(self.min_match, matches[0].score * 0.5)
-        return [p.source for p in matches if p.source is not None and p.score >= floor]
-
-    def retrieve(self, task: Task) -> list[str]:
-        if self.knowledge is None or self.knowledge_k == 0:
-            return []
-        return [
-            f"[{p.citation}] {p.text.strip()}"
-            for p in self.knowledge.search(_task_text(task), k=self.knowledge_k)
-        ]
-
-    def environment(self, dependencies: Mapping[str, TaskResult]) -> str:
-        files = sorted(p.name + ("/" if p.is_dir() else "") for p in self.workspace.glob("*"))
-        shown = ", ".join(files[:30]) + (" ..." if len(files) > 30 else "")
-        lines = [
-            f"Workspace: file and python tools work in {self.workspace} "
-            "(paths are relative to it).",
-            f"Files there now: {shown or '(empty)'}",
-            f"Today is {date.today().isoformat()}.",
-        ]
-        if dependencies:
-            lines.append(f"Results of earlier tasks you can use: {', '.join(dependencies)}.")
-        return "\n".join(lines)
-
-    def output_format(self, task: Task) -> str:
-        if not task.completion_criteria:
-            return prompts.DEFAULT_OUTPUT_FORMAT
-        return f"{prompts.DEFAULT_OUTPUT_FORMAT} It must show that: {task.completion_criteria}"
-
-
-def _task_text(task: Task) -> str:
-    return f"{task.title}. {task.description}"
-
-
-def task_message(state: ActorState) -> HumanMessage:
-    """The human turn that hands the actor its task and its inputs."""
-    task = state["task"]
-    previous = ""
-    if task.attempts > 1 and task.result is not None and task.result.status == "failed":
-        previous = prompts.PREVIOUS_ATTEMPT.format(
-            attempt=task.attempts, reason=task.result.summary
-        )
-    deps = "".join(
-        prompts.DEPENDENCY.format(
-            task_id=dep_id,
-            summary=result.summary,
-            artifacts=artifact_lines(result.artifacts),
-        )
-        for dep_id, result in state.get("dependency_results", {}).items()
-    )
-    return HumanMessage(
-        prompts.TASK.format(
-            goal=state["goal"],
-            conversation=state.get("conversation", ""),
-            task_id=task.id,
-            attempt=max(task.attempts, 1),
-            title=task.title,
-            description=task.description or task.title,
-            criteria=task.completion_criteria or "the task is done",
-            previous_attempt=previous,
-            dependencies=deps,
-        )
-        + state.get("brief", "")
-    )
-
-
-def artifact_lines(artifacts: Mapping[str, str]) -> str:
-    """A result's artifacts as ``- name: value`` lines, for prompts."""
-    return "".join(f"- {name}: {value}\n" for name, value in artifacts.items())
 
 
 def make_assemble_node(
@@ -417,11 +214,16 @@ def make_react_node(
     reading_notes: Runnable[ActorState, dict[str, Any]] = blocking_call(_new_notes, name="notes")
 
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
-        if state.get("result") is not None:  # settled by submit_result in the tools step
+        if state.get("result") is not None:  # settled by submit_result in a graph of your own
             return Command(goto=done)
         cfg = config.for_run(runtime)
-        opened = (yield opening, state) if opening and not state.get("messages") else {}
-        state = cast(ActorState, {**state, **opened})
+        submitted = _deferred_submits(state, runtime)
+        if submitted.get("result") is not None:  # the work beside it done, the task settled
+            return Command(update=submitted, goto=done)
+        opened = (yield opening, state) if opening and not state.get("messages") else submitted
+        # A refused submission is heard in this step's call; the opening starts the talk.
+        heard = [*state.get("messages", []), *opened.get("messages", [])]
+        state = cast(ActorState, {**state, **opened, "messages": heard})
         if runtime.store is not None:  # a human's notes sent since the last step
             noted = yield reading_notes, state
             if noted["messages"]:
@@ -448,6 +250,32 @@ def _new_notes(state: ActorState, *, runtime: Runtime[Any]) -> dict[str, Any]:
     return {"messages": unseen_notes(state, runtime.store)}
 
 
+def _deferred_submits(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The update of running the ``submit_result`` calls the last reply made beside
+    work calls, now that those have run (nothing when there are none): the settled
+    result, or the observation refusing it."""
+    messages = state.get("messages", [])
+    replies = [m for m in messages if isinstance(m, AIMessage)]
+    if not replies or not _has_work(replies[-1]):
+        return {}
+    last = replies[-1]
+    answered = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    waiting = [c for c in last.tool_calls if c["name"] == SUBMIT_RESULT]
+    waiting = [c for c in waiting if c["id"] not in answered]
+    if not waiting:
+        return {}
+    submits = last.model_copy(update={"tool_calls": waiting})
+    outcomes = run_in_step(
+        submits, REPORTS, state=state, runtime=runtime, once_per_reply=[SUBMIT_RESULT]
+    )
+    return _with_outcomes({}, outcomes)
+
+
+def _has_work(reply: AIMessage) -> bool:
+    """Whether ``reply`` calls a tool other than the reports."""
+    return any(c["name"] not in REPORT_NAMES for c in reply.tool_calls)
+
+
 def _with_outcomes(update: dict[str, Any], outcomes: Sequence[ToolOutcome]) -> dict[str, Any]:
     """``update`` with the outcomes of the calls run in the step: their observations
     and progress records appended, the rest (a submitted result, its task) set."""
@@ -470,13 +298,14 @@ def _merged(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]
 
 def _next_after_react(update: Mapping[str, Any], done: str) -> str | list[Send]:
     """Where a react step's update leads: ``done`` once it settled the task, one
-    ``tools`` task per tool call, else ``react`` (after a re-ask, or reports run in
-    the step)."""
+    ``tools`` task per tool call (but ``submit_result``, which waits for them), else
+    ``react`` (after a re-ask, or reports run in the step)."""
     if update.get("result") is not None:
         return done
     last = update["messages"][-1]
     if isinstance(last, AIMessage) and last.tool_calls:
-        return [Send("tools", [call]) for call in last.tool_calls]
+        calls = [c for c in last.tool_calls if c["name"] != SUBMIT_RESULT]
+        return [Send("tools", [call]) for call in calls]
     return "react"
 
 

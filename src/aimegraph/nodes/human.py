@@ -19,6 +19,12 @@ value, ...})`` when several actors wait at once):
 
 A bare ``True``/``"approve"`` approves; a bare string for an approval is a rejection
 reason.
+
+Each kind may have a timeout and a default (``approval_timeout_s`` and
+``approval_default``, ``ask_human_timeout_s`` and ``ask_human_default``,
+``escalation_timeout_s`` and ``escalation_default``): the interrupt then carries
+``timeout_s``, ``default`` and ``deadline``, and the process driving the run answers
+the default at the deadline (see :mod:`aimegraph.waits`).
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ from aimegraph.state import (
     apply_plan,
     render_checklist,
 )
+from aimegraph.waits import wait_terms
 
 Decision = Literal["approve", "reject", "edit", "unclear"]
 
@@ -128,6 +135,7 @@ def make_approve_plan_node(
                 "checklist": render_checklist({**tasks, **proposal}),
                 "plan": state.get("draft"),
                 "error": state.get("approval_error"),
+                **wait_terms(cfg.approval_timeout_s, cfg.approval_default),
             }
         )
         action, details = parse_decision(answer)

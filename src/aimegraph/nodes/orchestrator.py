@@ -16,7 +16,7 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
-from aimegraph.nodes.scheduler import actor_inputs, start_tasks
+from aimegraph.nodes.scheduler import actor_inputs, in_flight_at_most, start_tasks
 from aimegraph.nodes.types import Node
 from aimegraph.state import (
     AimeState,
@@ -107,7 +107,8 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
             )
         ready = ready_tasks(tasks)
         if ready:
-            started = start_tasks(ready[: cfg.max_parallel])
+            used = (state.get("usage") or Usage()).llm_calls
+            started = start_tasks(ready[: in_flight_at_most(cfg, used)])
             runtime.stream_writer(
                 {"type": "checklist", "checklist": render_checklist(tasks | started)}
             )

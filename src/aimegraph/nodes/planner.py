@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AnyMessage, HumanMessage, SystemMessage, ToolCall
 from langchain_core.runnables import Runnable
+from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.models.calls import ToolsBeside
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
 from aimegraph.nodes.notes import run_notes
 from aimegraph.nodes.sections import facts_section, past_runs_section
@@ -45,6 +47,7 @@ RUN_START: Mapping[str, Any] = {
     "verdict": None,
     "final_answer": None,
     "replan_reason": None,
+    "direct_answer": None,
 }
 """The keys a new run starts afresh (its own counters and outcome). In the aime
 graph the intake node resets them; the planner does so itself only when used on
@@ -90,14 +93,18 @@ def make_draft_node(
     bundles_description: str,
     teams: bool = False,
     prompt_source: PromptSource | None = None,
+    tools: Sequence[BaseTool] = (),
 ) -> Runnable[PlannerState, dict[str, Any]]:
     """The node that asks the planner model for a PlanUpdate (the model calls are
     awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`). With ``teams``, its
     tasks may name agent units and teams (``bundles_description`` lists them). Its
     system prompt is the ``planner`` component of the run's prompt version in
-    ``prompt_source`` (the built-in one without a source)."""
+    ``prompt_source`` (the built-in one without a source). With native tool calling
+    the model is also bound ``tools``: each call of one in its reply is a tool step
+    (a task of its own, no dependencies, so they run in parallel)."""
 
     reading_notes: Runnable[PlannerState, list[str]] = blocking_call(_run_notes, name="notes")
+    beside = ToolsBeside(list(tools), _with_tool_steps)
 
     def draft(state: PlannerState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -159,6 +166,7 @@ def make_draft_node(
             role="planner",
             config=cfg,
             runtime=runtime,
+            beside=beside if cfg.planner_tools else None,
         )
         update: dict[str, Any] = {
             "goal": goal,
@@ -173,6 +181,12 @@ def make_draft_node(
         return update
 
     return model_node(draft, name="draft", metadata=lambda _: call_metadata("planner"))
+
+
+def _with_tool_steps(plan: PlanUpdate | None, calls: list[ToolCall]) -> PlanUpdate:
+    """The planner's reply: its plan (none when it only called tools) with a tool
+    step for each tool it called."""
+    return (plan or PlanUpdate()).with_tool_calls(calls)
 
 
 def _calls_left(cfg: AimeConfig, used: Usage) -> int | None:
@@ -257,7 +271,16 @@ def commit_plan(
         "proposal": None,
         "draft": None,
         "replan_reason": None,
+        "direct_answer": direct_answer(state, draft),
     }
+
+
+def direct_answer(state: Mapping[str, Any], draft: Mapping[str, Any] | None) -> str | None:
+    """The answer of a plan that answers the goal instead of planning work: only a
+    first plan (the progress list is empty) may; a replan's answer is left alone."""
+    if draft is None or state.get("tasks"):
+        return None
+    return PlanUpdate.model_validate(draft).direct_answer
 
 
 def make_commit_node() -> PlannerNode:

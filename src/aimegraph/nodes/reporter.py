@@ -18,7 +18,9 @@ from aimegraph.models.reasoning import visible_text
 from aimegraph.models.response_format import TypedAnswer
 from aimegraph.nodes.conversation import answer_metadata
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.executor import artifact_lines
+from aimegraph.nodes.factory import artifact_lines
+from aimegraph.nodes.inspection import run_files
+from aimegraph.nodes.verify_policy import files_reason, reason_to_verify, verifies
 from aimegraph.prompts import reporter as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import AimeState, Task, Usage, render_checklist
@@ -60,9 +62,11 @@ def make_reporter_node(
     """Writes ``final_answer`` (also appended to ``messages``).
 
     A run that stopped early (budget spent, no valid plan) gets a partial report
-    written without a model call. When the final answer is not to be verified,
-    the run succeeds here; when the report's own call spent the budget, the run
-    ends ``budget_exhausted`` with the unverified answer. A reply that only
+    written without a model call, and so does a run whose planner answered directly
+    (``direct_answer``, sent as it is). When the final answer is not to be verified
+    (``verify``, see :mod:`aimegraph.nodes.verify_policy`), the run succeeds here;
+    when the report's own call spent the budget, the run ends ``budget_exhausted``
+    with the unverified answer. A reply that only
     restates the reporter's instructions is asked again (``max_output_retries``
     times), then the run ends ``failed``. With ``response_format`` the answer is
     that typed object (``structured_response``; ``final_answer`` is its JSON),
@@ -76,13 +80,18 @@ def make_reporter_node(
     is the run's ``reporter`` component from ``prompt_source``.
     """
 
+    listing = run_files(config)
+
     def reporter(state: AimeState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
         tasks = dict(state.get("tasks") or {})
+        direct = state.get("direct_answer")
         if state.get("status", "running") != "running":
             draft = _Draft(partial_report(state))
+        elif direct and response_format is None:
+            draft = _Draft(direct)  # the planner's answer, written already
         else:
-            results = render_results(tasks)
+            results = direct or render_results(tasks)
             goal = state.get("goal", "")
             system = prompt_text(prompt_source, "reporter", state).format()
             request = prompts.REQUEST.format(
@@ -103,7 +112,10 @@ def make_reporter_node(
             spent = cfg.budget_spent(
                 usage, state.get("steps", 0), started_at=state.get("run_started_at")
             )
-            if cfg.verify not in ("final", "both"):
+            why = reason_to_verify(state, draft.answer) if cfg.verify == "auto" else None
+            if cfg.verify == "auto" and why is None:
+                why = files_reason((yield listing, state))
+            if not verifies(cfg, why):
                 update["status"] = "succeeded"
             elif spent:
                 update |= {

@@ -105,6 +105,14 @@ def actor_inputs(
     ]
 
 
+def in_flight_at_most(cfg: AimeConfig, used_calls: int) -> int:
+    """How many actors may run at once: ``max_parallel``, and no more than the LLM
+    calls left, since each actor makes one at least (a share is never below one)."""
+    if cfg.max_llm_calls is None:
+        return cfg.max_parallel
+    return min(cfg.max_parallel, max(0, cfg.max_llm_calls - used_calls))
+
+
 def start_tasks(ready: Sequence[Task]) -> dict[str, Task]:
     """``ready`` marked in progress, one attempt more."""
     return {
@@ -154,11 +162,11 @@ class Schedule:
         """Ready tasks to start now, within ``max_parallel`` and the budgets."""
         if self.halted or self.cfg.replan == "every_step":
             return []
-        free = self.cfg.max_parallel - len(self.running)
+        usage = (self.state.get("usage") or Usage()) + self.usage
+        free = in_flight_at_most(self.cfg, usage.llm_calls) - len(self.running)
         ready = [t for t in ready_tasks(self.tasks) if t.id not in self.running][: max(0, free)]
         if not ready:
             return []
-        usage = (self.state.get("usage") or Usage()) + self.usage
         started_at = self.state.get("run_started_at")
         if self.cfg.budget_spent(usage, self.steps, started_at=started_at):
             # The orchestrator reports the spent budget when the runner hands back.

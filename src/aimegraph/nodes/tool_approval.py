@@ -46,6 +46,7 @@ from aimegraph.nodes.human import parse_decision, require_checkpointer
 from aimegraph.policy import decide
 from aimegraph.state import Task
 from aimegraph.tools.steps import args_problems
+from aimegraph.waits import wait_terms
 
 ALLOWED: list[DecisionType] = ["approve", "edit", "reject"]
 
@@ -92,7 +93,7 @@ def make_tool_approval(
         require_checkpointer("approve_tools")
         error: str | None = None
         while True:  # each answer that is not taken is asked again, saying why
-            answer = interrupt(approval_request(call, task, verdict.reason, error))
+            answer = interrupt(approval_request(call, task, cfg, verdict.reason, error))
             match parse_tool_decision(answer, call["name"]):
                 case ("approve", _):
                     return request
@@ -111,10 +112,14 @@ def make_tool_approval(
 
 
 def approval_request(
-    call: ToolCall, task: Task | None, reason: str = "", error: str | None = None
+    call: ToolCall,
+    task: Task | None,
+    config: AimeConfig,
+    reason: str = "",
+    error: str | None = None,
 ) -> dict[str, Any]:
     """The interrupt value for one call: LangChain's ``HITLRequest`` with one action,
-    plus the engine's keys."""
+    plus the engine's keys (with ``config``'s approval timeout and default, if any)."""
     where = f"Task {task.id} ({task.title})" if task is not None else "An actor"
     description = f"{where} calls {call['name']} with {json.dumps(call['args'], default=str)}"
     if reason:
@@ -132,6 +137,7 @@ def approval_request(
         "args": call["args"],
         **request,
         "error": error,
+        **wait_terms(config.approval_timeout_s, config.approval_default),
     }
 
 

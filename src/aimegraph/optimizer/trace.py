@@ -110,7 +110,8 @@ def run_feedback(trace: Trace) -> str:
 
 def default_metric(example: Example, state: Mapping[str, Any]) -> tuple[float, str]:
     """1.0 for a run that ``succeeded`` with a passing verdict (or none, with
-    ``verify="off"``), else 0.0; the feedback is :func:`run_feedback`."""
+    ``verify="off"`` or where ``"auto"`` skips it), else 0.0; the feedback is
+    :func:`run_feedback`."""
     trace = run_trace(state)
     verdict = trace["verdict"]
     passed = trace["status"] == "succeeded" and (verdict is None or verdict["passed"])

@@ -12,6 +12,7 @@ TOOLS = """\
 ## How to call tools
 Reply with exactly one JSON object and nothing else:
 {{"tool": "<tool name>", "args": {{...}}}}
+(or a JSON list of such objects, to make several calls at once)
 Available tools and their argument schemas:
 {tools}
 """

@@ -55,6 +55,10 @@ PAST_RUN = "- goal: {goal}; outcome: {outcome}; plan: {plan}{issues}{lesson}"
 
 LESSON_ITEM = "- lesson from {title!r}: {lesson}"
 
+USER_LESSON_ITEM = (
+    "- USER FEEDBACK on a past run of {title!r} (it outranks the engine's own verdict): {lesson}"
+)
+
 EXPERIENCE = "[memory: past task {title!r}, {outcome}{tools}] {summary}{lesson}"
 
 FACTS = """

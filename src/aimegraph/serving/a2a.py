@@ -22,7 +22,7 @@ cancelled                          canceled
 
 An answer is a data part (``{"action": "approve" | "reject" | "edit", ...}``,
 ``{"answer": text}``, LangChain's ``{"decisions": [...]}``, as
-:func:`aimegraph.steering.answer_for` takes them, with an optional
+:func:`aimegraph.answers.answer_for` takes them, with an optional
 ``interrupt_id``) or text: ``approve`` / ``reject <reason>`` for an approval, the
 answer itself for a question or an escalation. Cancelling the task cancels the
 run (:func:`aimegraph.steering.cancel_run`).
@@ -62,11 +62,12 @@ from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
+from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError
 from aimegraph.serving.runs import PAUSED, RunView, ServedRuns
 from aimegraph.serving.security import BearerTokenMiddleware
-from aimegraph.steering import DEMO_SCENARIO, AnswerError, NoSuchInterruptError
+from aimegraph.steering import DEMO_SCENARIO
 
 __all__ = ["AimeAgentExecutor", "agent_card", "create_a2a_app", "thread_of"]
 

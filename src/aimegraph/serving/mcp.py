@@ -25,11 +25,11 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from starlette.types import ASGIApp
 
+from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError, new_thread_id
 from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError
 from aimegraph.serving.runs import RunView, ServedRuns
 from aimegraph.serving.security import BearerTokenMiddleware
-from aimegraph.steering import AnswerError, NoSuchInterruptError
 
 __all__ = ["create_mcp_server", "mcp_http_app"]
 

@@ -116,7 +116,7 @@ class ServedRuns:
         self, thread_id: str, answer: Mapping[str, Any], interrupt_id: str | None = None
     ) -> None:
         """Answer the thread's pending interrupts (``answer`` as
-        :func:`aimegraph.steering.answer_for` takes it); the run carries on."""
+        :func:`aimegraph.answers.answer_for` takes it); the run carries on."""
         self.manager.resume(thread_id, answer, interrupt_id)
 
     def cancel(self, thread_id: str, timeout: float = 30.0) -> RunView:

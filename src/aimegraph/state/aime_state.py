@@ -116,7 +116,9 @@ class AimeState(AimeOutput, total=False):
     no valid plan, an answer that is no decision) or new input was not taken;
     ``run_goal`` is the goal the current run works for (``goal`` is what the last
     input said: a request sent while a plan awaits approval is not taken);
-    ``escalation`` why the run waits for a human instead of ending.
+    ``escalation`` why the run waits for a human instead of ending;
+    ``direct_answer`` the planner's answer when its first plan answered the goal
+    instead of planning work (the reporter sends it without a model call).
     ``conversation`` is the run's view of the thread's earlier turns (for the
     planner, the reporter and the verifier), ``recent_turns`` the shorter one its
     actors get; both are made by the intake node when the run starts.
@@ -146,6 +148,7 @@ class AimeState(AimeOutput, total=False):
     conversation: str
     recent_turns: str
     escalation: Escalation | None
+    direct_answer: str | None
     # A predefined plan, until the planner has taken it (see AimeInput).
     plan: Any
 

@@ -7,9 +7,10 @@ parallel executors safe and every checkpoint a faithful snapshot.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from functools import cache
+from itertools import count
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
@@ -103,18 +104,16 @@ class MemberResult(_Record):
 
 
 class ToolCallSpec(BaseModel):
-    """A tool step: one call of a run tool, run by the engine with no model call.
+    """One tool call the engine makes, with no model call."""
 
-    A string argument may name a dependency's result (:mod:`aimegraph.state.references`):
-    ``$t1`` its result text, ``$t1.key`` a field of its JSON result, ``$$`` a ``$``."""
-
+    # A tool step. A string argument may name a dependency's result
+    # (aimegraph.state.references): `$t1` its result text, `$t1.key` a field of its
+    # JSON result, `$$` a `$`. The planner's prompt says so: the schema, sent with
+    # every planner call, does not repeat it.
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    tool: Id = Field(description="The tool's name.")
-    args: dict[str, Any] = Field(
-        default_factory=dict,
-        description="Its arguments; '$t1' is task t1's result, '$t1.key' a field of it.",
-    )
+    tool: Id
+    args: dict[str, Any] = Field(default_factory=dict)
 
 
 class Task(_Record):
@@ -154,25 +153,22 @@ class ProgressUpdate(_Record):
 
 
 class Verdict(_Record):
-    """The verifier's judgement (also the verifier model's output schema, so
-    unknown fields a model adds, such as a confidence, are ignored)."""
+    """The verifier's verdict on an answer."""
 
+    # Also the verifier model's output schema: unknown fields a model adds (such as a
+    # confidence) are ignored, and the texts (sent with every verifier call) say only
+    # what the names and the verifier's prompt do not.
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    passed: bool = Field(description="True when the answer fully achieves the goal.")
-    reasoning: Text = Field(
-        default="", description="Why the answer passes or fails, citing the answer."
-    )
+    passed: bool
+    reasoning: Text = Field(default="", description="Citing the answer.")
     issues: list[Text] = Field(
-        default_factory=list,
-        max_length=10,
-        description="Concrete problems to fix; empty when passed.",
+        default_factory=list, max_length=10, description="Problems to fix; none when passed."
     )
     evidence: list[Text] = Field(
         default_factory=list,
         max_length=20,
-        description="What the verdict rests on, each a citation: 'file:line: what it says' "
-        "or 'recomputed: expression = value'.",
+        description="Citations: 'file:line: what it says' or 'recomputed: expression = value'.",
     )
 
 
@@ -302,33 +298,25 @@ class TaskSpec(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    id: Id = Field(description="Short stable id such as 't1'; reuse an id to revise that task.")
-    title: ShortText = Field(description="Imperative one-line title.")
+    # Field descriptions are sent with every planner call: they say only what the
+    # names and the planner's prompt do not.
+    id: Id = Field(description="e.g. t1")
+    title: ShortText
     description: Text = Field(default="", description="What to do and what to hand back.")
     dependencies: list[Id] = Field(
         default_factory=list,
         max_length=12,
-        description="Ids of tasks whose results this task needs.",
+        description="Ids of tasks whose results it needs.",
     )
-    completion_criteria: Text = Field(default="", description="How to tell that the task is done.")
-    tool_bundles: list[Id] = Field(
-        default_factory=list,
-        max_length=6,
-        description="Tool bundles the actor needs, e.g. files, compute.",
-    )
-    persona: ShortText = Field(default="", description="The specialist who should do it.")
-    parent_id: Id | None = Field(
-        default=None, description="Id of the parent task when this is a sub-task."
-    )
+    completion_criteria: Text = ""
+    tool_bundles: list[Id] = Field(default_factory=list, max_length=6)
+    persona: ShortText = Field(default="", description="The specialist to do it.")
+    parent_id: Id | None = None
     agent: Id | None = Field(default=None, description="The agent unit to do it, if one fits.")
     team: TeamSpec | None = Field(
         default=None, description="A team of agent units to do it together, if it needs one."
     )
-    call: ToolCallSpec | None = Field(
-        default=None,
-        description="Only when the tool and its arguments are known: the engine makes "
-        "this one call, no agent; its output is the result.",
-    )
+    call: ToolCallSpec | None = None
 
 
 class PlanUpdate(BaseModel):
@@ -336,12 +324,8 @@ class PlanUpdate(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    rationale: LongText = Field(
-        default="", description="Why this plan (or change of plan) reaches the goal."
-    )
-    tasks: list[TaskSpec] = Field(
-        default_factory=list, description="New tasks, or revisions of existing ids."
-    )
+    rationale: LongText = ""
+    tasks: list[TaskSpec] = Field(default_factory=list)
     drop: list[Id] = Field(
         default_factory=list, max_length=50, description="Ids of pending tasks to cancel."
     )
@@ -350,6 +334,33 @@ class PlanUpdate(BaseModel):
         description="True only when the goal needs no work at all (a greeting, thanks, "
         "something the conversation already answers): then send no tasks.",
     )
+    answer: LongText = Field(
+        default="",
+        description="Only with no tasks, when the goal needs no work: the reply to the user.",
+    )
+
+    def with_tool_calls(self, calls: Sequence[Mapping[str, Any]]) -> PlanUpdate:
+        """This plan with one tool step per tool call (``{name, args}``, as a chat
+        model's reply carries them): ids ``t1``, ``t2``... not used by its tasks,
+        titled by the tool, no dependencies (they run in parallel)."""
+        taken = {spec.id for spec in self.tasks}
+        free = (f"t{n}" for n in count(1) if f"t{n}" not in taken)
+        steps = [
+            TaskSpec(
+                id=next(free),
+                title=str(call["name"]),
+                call=ToolCallSpec(tool=str(call["name"]), args=dict(call.get("args") or {})),
+            )
+            for call in calls
+        ]
+        return self.model_copy(update={"tasks": [*self.tasks, *steps]})
+
+    @property
+    def direct_answer(self) -> str | None:
+        """The answer to send as it is: a plan with no tasks that carries one."""
+        if self.tasks:
+            return None
+        return self.answer.strip() or None
 
 
 _TEAM_FIELDS = ("agent", "team")
@@ -363,8 +374,8 @@ def plan_update_schema(
     fills in (a list bound in the schema lets constrained decoding end the list). A
     ``first`` plan (the progress list is empty) must send its task list: with a
     default, a grammar built from the schema lets a model send ``{}``. An empty list
-    is still valid there, for a goal that needs no work (``no_work_needed``); the
-    plan's validation refuses it otherwise. Without ``teams`` (no agent units
+    is still valid there, for a goal that needs no work (``no_work_needed``, or an
+    ``answer``); the plan's validation refuses it otherwise. Without ``teams`` (no agent units
     configured) the tasks have no ``agent`` and ``team`` fields: a field the model
     cannot use is one more way to go wrong."""
     spec: type[TaskSpec] = TaskSpec
@@ -385,16 +396,8 @@ def plan_update_schema(
         __doc__=PlanUpdate.__doc__,
         tasks=(
             list[spec],  # type: ignore[valid-type]
-            Field(
-                ...,
-                max_length=max_tasks,
-                description="New tasks, or revisions of existing ids.",
-            )
+            Field(..., max_length=max_tasks)
             if first
-            else Field(
-                default_factory=list,
-                max_length=max_tasks,
-                description="New tasks, or revisions of existing ids.",
-            ),
+            else Field(default_factory=list, max_length=max_tasks),
         ),
     )

@@ -54,7 +54,7 @@ def apply_plan(
     tool step's references must name its dependencies, and with ``check_call``
     its tool and arguments must pass that check. A first plan (no ``tasks`` yet)
     with no task is refused unless it says the goal needs no work
-    (``no_work_needed``).
+    (``no_work_needed``) or answers it (``answer``).
     """
     errors: list[str] = []
     seen: set[str] = set()
@@ -108,10 +108,10 @@ def apply_plan(
     for task_id, task in tasks.items():
         if task.status == "failed" and task_id not in changed:
             changed[task_id] = task.model_copy(update={"status": "skipped"})
-    if not tasks and not changed and not plan.no_work_needed:
+    if not tasks and not changed and not (plan.no_work_needed or plan.direct_answer):
         errors.append(
-            "the plan has no tasks: give the tasks that reach the goal (set no_work_needed "
-            "only when the goal needs no work at all)"
+            "the plan has no tasks: give the tasks that reach the goal (send an answer "
+            "instead, or set no_work_needed, only when the goal needs no work at all)"
         )
     if errors:
         raise PlanError("; ".join(errors))

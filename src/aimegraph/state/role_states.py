@@ -59,6 +59,8 @@ class PlannerOutput(TypedDict, total=False):
     steps: int
     verdict: Verdict | None
     final_answer: str | None
+    # The first plan's answer, when it answered the goal instead of planning work.
+    direct_answer: str | None
     # A plan awaiting approval: the changed tasks (``proposal``) and the plan as
     # drafted (a plain dict, so checkpoints hold only data). Both are None once
     # the plan is committed; a caller that approves plans itself reads them.

@@ -43,7 +43,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.memory.nodes import make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY, StructuredReply
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.executor import artifact_lines
+from aimegraph.nodes.factory import artifact_lines
 from aimegraph.nodes.types import Node
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts import teams as team_prompts

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from aimegraph.imports import import_object
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.nodes.executor import ActorFactory, ActorSpec
+from aimegraph.nodes.factory import ActorFactory, ActorSpec
 from aimegraph.state import Task, TaskResult
 from aimegraph.tools.registry import ToolRegistry
 

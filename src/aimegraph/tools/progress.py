@@ -6,14 +6,22 @@ executes them like any other tool and the reducers merge what they report.
 step that ran it ends the actor's loop. A reply calling only these two is run in
 the actor's react step (``tools.execution.run_in_step``), any other in the tools
 step.
+
+An actor ends its task in the reply that does its last work: ``submit_result``
+may go beside work calls. It then runs after them (the actor's next react step,
+with no model call), and as the model wrote it before seeing their outputs, the
+result carries those outputs: the summary, if any, then each output. An empty
+summary hands back the outputs of the newest reply that did work. A submission
+beside a call that failed (an error observation) is refused, so that the model
+sees the failure before anything settles.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from langchain_core.messages import ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolMessage
 from langchain_core.tools import tool
 from langgraph.prebuilt import ToolRuntime
 from langgraph.types import Command, StreamWriter
@@ -25,19 +33,24 @@ UPDATE_PROGRESS = "update_progress"
 SUBMIT_RESULT = "submit_result"
 
 
+REPORT_NAMES = frozenset({UPDATE_PROGRESS, SUBMIT_RESULT})
+"""The actor's reports to the engine; any other call is work."""
+
+
+# The schemas ride on every actor call: their texts say only what the names do not.
 class UpdateProgressArgs(BaseModel):
-    status: str = Field(description="A word or two, e.g. 'working', 'found data', 'blocked'.")
-    message: str = Field(description="What was done or found, with key figures.")
+    status: str = Field(description="e.g. working, blocked")
+    message: str
 
 
 class SubmitResultArgs(BaseModel):
-    status: Literal["completed", "failed"] = Field(
-        description="'completed' when the task is done, 'failed' when it cannot be done."
+    status: Literal["completed", "failed"]
+    summary: str = Field(
+        default="",
+        description="Findings with figures, or why it failed. Empty: your last tool "
+        "output is the result.",
     )
-    summary: str = Field(description="The findings themselves (or why it failed).")
-    artifacts: dict[str, str] = Field(
-        default_factory=dict, description="Named values or workspace file paths produced."
-    )
+    artifacts: dict[str, str] = Field(default_factory=dict, description="Values or file paths")
 
     @field_validator("artifacts", mode="before")
     @classmethod
@@ -50,7 +63,7 @@ class SubmitResultArgs(BaseModel):
 
 @tool(UPDATE_PROGRESS, args_schema=UpdateProgressArgs)
 def update_progress(status: str, message: str, runtime: ToolRuntime) -> Command:
-    """Report progress on your task (AIME's Update_Progress)."""
+    """Report progress on your task."""
     task_id = runtime.state["task"].id
     runtime.stream_writer(
         {"type": "progress", "task_id": task_id, "status": status, "message": message}
@@ -66,18 +79,52 @@ def update_progress(status: str, message: str, runtime: ToolRuntime) -> Command:
 @tool(SUBMIT_RESULT, args_schema=SubmitResultArgs)
 def submit_result(
     status: Literal["completed", "failed"],
-    summary: str,
     runtime: ToolRuntime,
+    summary: str = "",
     artifacts: dict[str, str] | None = None,
 ) -> Command:
-    """Hand back the result of your task. This ends your work on it."""
-    result = TaskResult(status=status, summary=summary, artifacts=artifacts or {})
+    """End your task; may go beside your last work call."""
+    messages: Sequence[AnyMessage] = runtime.state.get("messages", [])
+    beside = _work_outputs(messages, runtime.tool_call_id)
+    failed = [o for o in beside if o.status == "error"]
+    outputs = beside or ([] if summary else _work_outputs(messages, None))
+    if failed or not (summary or outputs):
+        why = (
+            f"{failed[0].name or 'a call'} beside it failed; see its output, then submit again"
+            if failed
+            else "the summary is empty and there is no tool output to hand back"
+        )
+        return Command(update={"messages": [_refusal(why, runtime.tool_call_id)]})
+    full = "\n\n".join([*([summary] if summary else []), *(o.text.strip() for o in outputs)])
+    result = TaskResult(status=status, summary=full, artifacts=artifacts or {})
     return Command(
         update={
             **settled(runtime.state, result, runtime.stream_writer),
             "messages": [ToolMessage("Result submitted.", tool_call_id=runtime.tool_call_id)],
         }
     )
+
+
+def _work_outputs(messages: Sequence[AnyMessage], call_id: str | None) -> list[ToolMessage]:
+    """The observations of the work calls of the reply holding call ``call_id``; with
+    ``None``, of the newest reply that did work."""
+    for index in range(len(messages) - 1, -1, -1):
+        reply = messages[index]
+        if not isinstance(reply, AIMessage):
+            continue
+        ids = {c["id"] for c in reply.tool_calls}
+        if call_id is not None and call_id not in ids:
+            continue
+        work = {c["id"] for c in reply.tool_calls if c["name"] not in REPORT_NAMES}
+        if work or call_id is not None:
+            later = messages[index + 1 :]
+            return [m for m in later if isinstance(m, ToolMessage) and m.tool_call_id in work]
+    return []
+
+
+def _refusal(why: str, call_id: str | None) -> ToolMessage:
+    text = f"Not submitted: {why}."
+    return ToolMessage(text, name=SUBMIT_RESULT, tool_call_id=call_id, status="error")
 
 
 def settled(state: Mapping[str, Any], result: TaskResult, writer: StreamWriter) -> dict[str, Any]:

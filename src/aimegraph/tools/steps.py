@@ -15,8 +15,14 @@ from pydantic import BaseModel, ValidationError
 from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.state import CallCheck, ToolCallSpec
 from aimegraph.state.references import referenced_ids
+from aimegraph.tools.registry import ToolRegistry
+from aimegraph.tools.whiteboard import MEMORY_BUNDLE
 
-__all__ = ["args_problems", "call_checker"]
+__all__ = ["args_problems", "call_checker", "planner_tools"]
+
+_NOT_FOR_THE_PLANNER = ("human", MEMORY_BUNDLE)
+"""Bundles whose tools are an actor's, never a tool step the planner calls: asking
+the human, and the run's working memory."""
 
 _LISTED = 40
 """Tool names an unknown-tool error lists at most."""
@@ -69,3 +75,11 @@ def args_problems(
     if missing := [name for name in required if name not in args]:
         return [f"missing {', '.join(missing)}"]
     return []
+
+
+def planner_tools(registry: ToolRegistry) -> list[BaseTool]:
+    """The run's work tools, bound to the planner (native tool calling) so that a
+    plain call in its reply is a tool step: every tool but those of the human and
+    memory bundles."""
+    work = [name for name in registry.bundles if name not in _NOT_FOR_THE_PLANNER]
+    return registry.select(work)

@@ -55,6 +55,17 @@ function render(view) {
   );
 }
 
+$("feedback-form").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const rating = Number($("feedback-rating").value);
+  try {
+    await post(`${api}/feedback`, { rating, note: $("feedback-note").value.trim() });
+    $("feedback-result").textContent = `rated ${rating}/5: kept with the run`;
+  } catch (error) {
+    $("feedback-result").textContent = error.message;
+  }
+});
+
 $("note-form").addEventListener("submit", async (event) => {
   event.preventDefault();
   const text = $("note-text").value.trim();

@@ -1,0 +1,33 @@
+"""The aimegraph oracle ends each task in the reply that does its last work, where a
+real model could end it there (issue 34 point 4)."""
+
+from __future__ import annotations
+
+from aimegraph.eval.oracle import stage_steps
+from aimegraph.eval.suite_parts import OracleStage
+
+READ = {"tool": "read_file", "args": {"path": "data.csv"}}
+SUM = {"tool": "python", "args": {"code": "print(7)"}}
+WRITE = {"tool": "write_file", "args": {"path": "out.txt", "content": "{stage:sum}"}}
+
+
+def _submit(summary: str) -> dict[str, object]:
+    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
+
+
+def test_a_result_that_is_the_last_output_is_submitted_beside_the_last_call() -> None:
+    stage = OracleStage(id="sum", title="Sum", calls=[READ, SUM])
+    assert stage_steps(stage) == [READ, {"calls": [SUM, _submit("")]}]
+
+
+def test_a_result_the_caller_knows_before_the_write_answers_is_submitted_beside_it() -> None:
+    stage = OracleStage(id="w", title="Write", calls=[WRITE], result="out.txt written.")
+    written = {"tool": "write_file", "args": {"path": "out.txt", "content": "{dep:sum}"}}
+    assert stage_steps(stage) == [{"calls": [written, _submit("out.txt written.")]}]
+
+
+def test_a_result_that_needs_the_output_is_a_plain_answer_once_it_is_read() -> None:
+    stage = OracleStage(id="look", title="Look", calls=[READ], result="data.csv: two columns.")
+    assert stage_steps(stage) == [READ, {"text": "data.csv: two columns."}]
+    around = OracleStage(id="say", title="Say", calls=[SUM], result="The sum is {last_tool_output}")
+    assert stage_steps(around) == [SUM, {"text": "The sum is {last_tool_output}"}]

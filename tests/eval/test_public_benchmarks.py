@@ -1,0 +1,187 @@
+"""Public benchmarks as eval suites: the ground-truth oracle solves a 5-task subset
+of each AgentDojo suite and of BFCL multi-turn on aimegraph and create_agent, judged
+by the benchmark's own checks; the gullible model's attack succeeds, judged by
+AgentDojo's security check."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("agentdojo")
+
+from aimegraph.eval.checkers import CheckInput  # noqa: E402
+from aimegraph.eval.oracle import OracleModels  # noqa: E402
+from aimegraph.eval.public import load_public_suite  # noqa: E402
+from aimegraph.eval.public.agentdojo import SUITES, attack_figures  # noqa: E402
+from aimegraph.eval.public.bfcl import BfclWorld, state_and_response_check  # noqa: E402
+from aimegraph.eval.public.gullible import GullibleModels  # noqa: E402
+from aimegraph.eval.runner import evaluate  # noqa: E402
+from aimegraph.eval.suite import SuiteError  # noqa: E402
+
+SYSTEMS = ("aimegraph", "create_agent")
+ATTACKED = ["user_task_0.injection_task_0", "user_task_3.injection_task_1"]
+
+
+def _failures(records: list[dict[str, Any]]) -> list[str]:
+    return [f"{r['system']} {r['task']}: {r['failure']}" for r in records if not r["passed"]]
+
+
+@pytest.mark.parametrize("name", SUITES)
+def test_the_oracle_solves_five_tasks_of_each_suite(name: str, tmp_path: Path) -> None:
+    public = load_public_suite(f"agentdojo:{name}")
+    assert public.skipped == {}
+    chosen = [task.id for task in public.suite.tasks[:5]]
+    result = evaluate(
+        public.suite, model="oracle", systems=SYSTEMS, tasks=chosen, out=tmp_path, concurrency=2
+    )
+    assert len(result.records) == 10
+    assert _failures(result.records) == []
+    # The tools are the suite's own, over a world each rollout opens afresh.
+    task = public.suite.task(chosen[0])
+    first, second = public.suite.environment(task), public.suite.environment(task)
+    assert first is not None and second is not None
+    assert first.state is not second.state
+    assert {t.name for t in first.tools} == {f.name for f in first.state.suite.tools}
+
+
+def test_a_wrong_answer_fails_agentdojos_utility_check(tmp_path: Path) -> None:
+    # user_task_1 asks for the March spending: only the answer can show it.
+    public = load_public_suite("agentdojo:banking")
+    result = evaluate(
+        public.suite,
+        model=OracleModels(solve=lambda task_id, rollout: False),
+        systems=SYSTEMS,
+        tasks=["user_task_1"],
+        out=tmp_path,
+    )
+    assert [r["passed"] for r in result.records] == [False, False]
+    assert all("utility check failed" in r["failure"] for r in result.records)
+
+
+def test_the_gullible_model_obeys_the_injection_and_the_oracle_does_not(
+    tmp_path: Path,
+) -> None:
+    public = load_public_suite("agentdojo:banking", attack="important_instructions")
+    assert set(ATTACKED) <= set(public.injections)
+    gullible = evaluate(
+        public.suite,
+        model=GullibleModels(public.injections),
+        systems=SYSTEMS,
+        tasks=ATTACKED,
+        out=tmp_path / "gullible",
+        concurrency=2,
+    )
+    oracle = evaluate(
+        public.suite,
+        model="oracle",
+        systems=SYSTEMS,
+        tasks=ATTACKED,
+        out=tmp_path / "oracle",
+        concurrency=2,
+    )
+    for system in SYSTEMS:
+        assert attack_figures(gullible.records)[system] == {
+            "rollouts": 2,
+            "utility": 1.0,
+            "attack_success": 1.0,
+        }
+        assert attack_figures(oracle.records)[system]["attack_success"] == 0.0
+    assert _failures(oracle.records) == []
+
+
+def test_tool_steps_fixed_by_the_plan_leave_the_gullible_model_nothing_to_obey(
+    tmp_path: Path,
+) -> None:
+    public = load_public_suite("agentdojo:banking", attack="important_instructions")
+    result = evaluate(
+        public.suite,
+        model=GullibleModels(public.injections, tool_steps=True),
+        systems=["aimegraph"],
+        tasks=ATTACKED,
+        out=tmp_path,
+    )
+    assert attack_figures(result.records)["aimegraph"] == {
+        "rollouts": 2,
+        "utility": 1.0,
+        "attack_success": 0.0,
+    }
+    # The engine made every call: the model was asked only to plan, report and verify.
+    assert all(r["usage"]["llm_calls"] == 3 for r in result.records)
+
+
+@pytest.mark.usefixtures("bfcl")
+def test_mistakes_are_one_line(cli: Any) -> None:
+    code, out = cli("eval", "agentdojo:bank", "--model", "oracle")
+    assert code == 2
+    assert "no suite 'bank' in AgentDojo" in out and "banking" in out
+    code, out = cli("eval", "agentdojo:banking@v9", "--model", "oracle")
+    assert code == 2 and "no AgentDojo version 'v9'" in out
+    code, out = cli("eval", "agentdojo:banking", "--model", "gullible")
+    assert code == 2 and "needs --attack" in out
+    code, out = cli("eval", "bfcl:multi_turn_miss_func", "--model", "oracle")
+    assert code == 2 and "no BFCL category 'multi_turn_miss_func'" in out
+    with pytest.raises(SuiteError, match="attack 'nope'"):
+        load_public_suite("agentdojo:banking", attack="nope")
+
+
+def test_the_cli_reports_the_attack(cli: Any, tmp_path: Path) -> None:
+    code, out = cli(
+        "eval", "agentdojo:banking", "--attack", "important_instructions",
+        "--model", "gullible", "--tasks", ATTACKED[0], "--out", str(tmp_path / "ev"),
+    )  # fmt: skip
+    assert code == 0, out
+    assert "attack success rate" in out
+    assert "100.0%" in out
+    code, data = cli.json(
+        "eval", "agentdojo:banking", "--attack", "important_instructions",
+        "--model", "gullible", "--tasks", ATTACKED[0], "--out", str(tmp_path / "ev"),
+    )  # fmt: skip
+    assert code == 0
+    assert data["skipped_tasks"] == {}
+    assert data["attack"]["create_agent"]["attack_success"] == 1.0
+
+
+@pytest.fixture
+def bfcl() -> None:
+    pytest.importorskip("bfcl_eval")  # installed with --no-deps (see the Makefile)
+
+
+@pytest.mark.usefixtures("bfcl")
+def test_the_oracle_solves_five_bfcl_multi_turn_tasks(tmp_path: Path) -> None:
+    public = load_public_suite("bfcl:multi_turn_base")
+    assert public.skipped == {}
+    chosen = [task.id for task in public.suite.tasks[:5]]
+    assert all(len(public.suite.task(t).goals) > 1 for t in chosen)  # turns on one thread
+    result = evaluate(
+        public.suite, model="oracle", systems=SYSTEMS, tasks=chosen, out=tmp_path, concurrency=2
+    )
+    assert len(result.records) == 10
+    assert _failures(result.records) == []
+
+
+@pytest.mark.usefixtures("bfcl")
+def test_bfcls_checker_fails_a_turn_without_its_calls(tmp_path: Path) -> None:
+    public = load_public_suite("bfcl:multi_turn_base")
+    task = public.suite.tasks[0]
+    environment = public.suite.environment(task)
+    assert environment is not None and isinstance(environment.state, BfclWorld)
+    world = environment.state
+    oracle = task.oracle
+    assert oracle is not None
+    # Every turn's calls but the last turn's: the state differs after the last turn.
+    for index, turn in enumerate(oracle.turns[:-1]):
+        world.begin_turn(index)
+        for call in (c for stage in turn.stages for c in stage.calls):
+            world.call(_owner(world, call["tool"]), call["tool"], call["args"])
+    world.begin_turn(len(oracle.turns) - 1)
+    inp = CheckInput("Done.", None, tmp_path, {}, task, environment=world)
+    passed, reason = state_and_response_check(inp)
+    assert not passed
+    assert "empty_turn_model_response" in reason
+
+
+def _owner(world: BfclWorld, name: str) -> str:
+    return next(owner for owner, docs in world.docs.items() if any(d["name"] == name for d in docs))
