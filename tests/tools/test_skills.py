@@ -5,12 +5,17 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+from tests.conftest import GraphFactory
+from tests.scripted import plan, spec
 
+from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.nodes.factory import DefaultActorFactory
 from aimegraph.sandbox import BubblewrapSandbox, Job, Workspace
 from aimegraph.state import Task
+from aimegraph.state.models import plan_update_schema
 from aimegraph.tools.registry import default_registry
 from aimegraph.tools.skills import SkillError, load_skills
 
@@ -129,3 +134,67 @@ def test_cli_skills(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def
     code, result = cli.run("t-skills", "--skills", str(folder), "--config", '{"sandbox": "none"}')
     assert code == 0, result
     assert result["status"] == "succeeded"
+
+
+# ------------------------------------------------- the planner names a task's skills
+
+
+@pytest.fixture
+def two_skills(tmp_path: Path) -> dict[str, Any]:
+    """Config fields installing csv-stats and pdf-fill, with unconfined code tools."""
+    make_skill(tmp_path / "skills", "csv-stats")
+    make_skill(tmp_path / "skills", "pdf-fill")
+    return {"skills": (str(tmp_path / "skills"),), "sandbox": "none"}
+
+
+def _actor_prompt(model: ScriptedChatModel, task_id: str) -> str:
+    return next(p for p in model.prompts("actor") if f'<task id="{task_id}"' in p)
+
+
+def test_the_planner_naming_a_skill_narrows_the_actors_list(
+    scripted_graph: GraphFactory, two_skills: dict[str, Any]
+) -> None:
+    graph, model = scripted_graph(
+        {"planner": [plan(spec("a", skills=["pdf-fill"]), spec("b", "a"))]}, **two_skills
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["status"] == "succeeded", out.get("reason")
+    assert out["tasks"]["a"].skills == ("pdf-fill",)
+    # The planner learns the names from the skills bundle's description.
+    assert "csv-stats, pdf-fill" in model.prompts("planner")[0]
+    named, unnamed = _actor_prompt(model, "a"), _actor_prompt(model, "b")
+    assert "- pdf-fill:" in named and "- csv-stats:" not in named
+    assert "- pdf-fill:" in unnamed and "- csv-stats:" in unnamed
+
+
+def test_an_unknown_skill_name_goes_back_to_the_planner(
+    scripted_graph: GraphFactory, two_skills: dict[str, Any]
+) -> None:
+    graph, model = scripted_graph(
+        {"planner": [plan(spec("a", skills=["pdf"])), plan(spec("a", skills=["pdf-fill"]))]},
+        **two_skills,
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["status"] == "succeeded", out.get("reason")
+    error = "task 'a' names unknown skills ['pdf']; installed: ['csv-stats', 'pdf-fill']"
+    assert error in model.prompts("planner")[1]
+    assert out["tasks"]["a"].skills == ("pdf-fill",)
+
+
+def test_without_skills_a_plan_cannot_name_one(scripted_graph: GraphFactory) -> None:
+    graph, _ = scripted_graph({}, sandbox="none")
+    given = plan(spec("a", skills=["pdf-fill"]))
+    out = graph.invoke({"goal": "g", "plan": given})
+    assert out["status"] == "failed"
+    assert "names unknown skills ['pdf-fill']; no skills are installed" in out["reason"]
+
+
+def test_the_planners_schema_has_skills_only_when_installed() -> None:
+    def task_fields(**flags: bool) -> set[str]:
+        schema = plan_update_schema(5, **flags).model_json_schema()
+        return set(schema["$defs"]["TaskSpec"]["properties"])
+
+    assert "skills" not in task_fields() and "skills" not in task_fields(teams=True)
+    assert "skills" in task_fields(skills=True)
+    assert {"agent", "team"} <= task_fields(teams=True, skills=True)
+    assert not {"agent", "team"} & task_fields(skills=True)
