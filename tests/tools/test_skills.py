@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.conftest import GraphFactory
-from tests.scripted import plan, spec
 
 from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.nodes.factory import DefaultActorFactory
@@ -18,6 +16,8 @@ from aimegraph.state import Task
 from aimegraph.state.models import plan_update_schema
 from aimegraph.tools.registry import default_registry
 from aimegraph.tools.skills import SkillError, load_skills
+from tests.conftest import GraphFactory
+from tests.scripted import plan, spec
 
 BODY = "Run scripts/probe.py and report what it prints. SECRET-BODY-MARKER"
 

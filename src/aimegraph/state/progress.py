@@ -52,7 +52,8 @@ def apply_plan(
     planner has seen them and chose to live without them); their result, with
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
     those tool bundles; an ``agent`` or team member must be one of ``agents``; when
-    ``skills`` is given, the skills a task names must be among them. A tool step's references must name its dependencies, and with ``check_call``
+    ``skills`` is given, the skills a task names must be among them. A tool step's
+    references must name its dependencies, and with ``check_call``
     its tool and arguments must pass that check. A first plan (no ``tasks`` yet)
     with no task is refused unless it says the goal needs no work
     (``no_work_needed``) or answers it (``answer``).
