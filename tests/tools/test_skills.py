@@ -3,6 +3,7 @@ body, the sandbox shows a skill's files read-only, and bad folders fail in one l
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from aimegraph.state.models import plan_update_schema
 from aimegraph.tools.registry import default_registry
 from aimegraph.tools.skills import SkillError, load_skills
 from tests.conftest import GraphFactory
+from tests.eval.helpers import THREE_TASKS, write_suite
 from tests.scripted import plan, spec
 
 BODY = "Run scripts/probe.py and report what it prints. SECRET-BODY-MARKER"
@@ -198,3 +200,37 @@ def test_the_planners_schema_has_skills_only_when_installed() -> None:
     assert "skills" in task_fields(skills=True)
     assert {"agent", "team"} <= task_fields(teams=True, skills=True)
     assert not {"agent", "team"} & task_fields(skills=True)
+
+
+# ------------------------------------------------------------- eval and resume flags
+
+
+def test_eval_skills_reach_the_aimegraph_systems_config(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
+    folder = make_skill(tmp_path / "skills")
+    suite = write_suite(tmp_path / "s", THREE_TASKS[:1])
+    out = tmp_path / "out"
+    argv = ["eval", str(suite), "--model", "oracle", "--out", str(out)]
+    code, text = cli(*argv, "--skills", str(tmp_path / "none"))
+    assert code == 2 and f"{tmp_path / 'none'}: no such skill folder" in text
+    code, summary = cli.json(*argv, "--skills", str(folder))
+    assert code == 0 and summary["complete"], summary
+    systems = {s["name"]: s for s in json.loads((out / "eval.json").read_text())["systems"]}
+    assert systems["aimegraph"]["config"] == {"skills": [str(folder)]}
+    assert "config" not in systems["create_agent"]
+
+
+def test_resume_skills_override_the_stored_folders(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    first, second = make_skill(tmp_path / "a"), make_skill(tmp_path / "b", "pdf-fill")
+    sandbox = ("--config", '{"sandbox": "none"}')
+    code, summary = cli.run("t-resume", "--approve-plan", "--skills", str(first), *sandbox)
+    assert code == 5, summary
+    code, text = cli("resume", "t-resume", "--approve", "--skills", str(tmp_path / "none"))
+    assert code == 2 and f"{tmp_path / 'none'}: no such skill folder" in text
+    code, text = cli("resume", "t-resume", "--approve", "--skills", str(second))
+    assert code == 0, text
+    assert f"overrides: skills: ['{first}'] -> ['{second}']" in text
