@@ -3,16 +3,23 @@ body, the sandbox shows a skill's files read-only, and bad folders fail in one l
 
 from __future__ import annotations
 
+import json
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from aimegraph.models.scripted import ScriptedChatModel
 from aimegraph.nodes.factory import DefaultActorFactory
 from aimegraph.sandbox import BubblewrapSandbox, Job, Workspace
 from aimegraph.state import Task
+from aimegraph.state.models import plan_update_schema
 from aimegraph.tools.registry import default_registry
 from aimegraph.tools.skills import SkillError, load_skills
+from tests.conftest import GraphFactory
+from tests.eval.helpers import THREE_TASKS, write_suite
+from tests.scripted import plan, spec
 
 BODY = "Run scripts/probe.py and report what it prints. SECRET-BODY-MARKER"
 
@@ -129,3 +136,101 @@ def test_cli_skills(cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def
     code, result = cli.run("t-skills", "--skills", str(folder), "--config", '{"sandbox": "none"}')
     assert code == 0, result
     assert result["status"] == "succeeded"
+
+
+# ------------------------------------------------- the planner names a task's skills
+
+
+@pytest.fixture
+def two_skills(tmp_path: Path) -> dict[str, Any]:
+    """Config fields installing csv-stats and pdf-fill, with unconfined code tools."""
+    make_skill(tmp_path / "skills", "csv-stats")
+    make_skill(tmp_path / "skills", "pdf-fill")
+    return {"skills": (str(tmp_path / "skills"),), "sandbox": "none"}
+
+
+def _actor_prompt(model: ScriptedChatModel, task_id: str) -> str:
+    return next(p for p in model.prompts("actor") if f'<task id="{task_id}"' in p)
+
+
+def test_the_planner_naming_a_skill_narrows_the_actors_list(
+    scripted_graph: GraphFactory, two_skills: dict[str, Any]
+) -> None:
+    graph, model = scripted_graph(
+        {"planner": [plan(spec("a", skills=["pdf-fill"]), spec("b", "a"))]}, **two_skills
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["status"] == "succeeded", out.get("reason")
+    assert out["tasks"]["a"].skills == ("pdf-fill",)
+    # The planner learns the names from the skills bundle's description.
+    assert "csv-stats, pdf-fill" in model.prompts("planner")[0]
+    named, unnamed = _actor_prompt(model, "a"), _actor_prompt(model, "b")
+    assert "- pdf-fill:" in named and "- csv-stats:" not in named
+    assert "- pdf-fill:" in unnamed and "- csv-stats:" in unnamed
+
+
+def test_an_unknown_skill_name_goes_back_to_the_planner(
+    scripted_graph: GraphFactory, two_skills: dict[str, Any]
+) -> None:
+    graph, model = scripted_graph(
+        {"planner": [plan(spec("a", skills=["pdf"])), plan(spec("a", skills=["pdf-fill"]))]},
+        **two_skills,
+    )
+    out = graph.invoke({"goal": "g"})
+    assert out["status"] == "succeeded", out.get("reason")
+    error = "task 'a' names unknown skills ['pdf']; installed: ['csv-stats', 'pdf-fill']"
+    assert error in model.prompts("planner")[1]
+    assert out["tasks"]["a"].skills == ("pdf-fill",)
+
+
+def test_without_skills_a_plan_cannot_name_one(scripted_graph: GraphFactory) -> None:
+    graph, _ = scripted_graph({}, sandbox="none")
+    given = plan(spec("a", skills=["pdf-fill"]))
+    out = graph.invoke({"goal": "g", "plan": given})
+    assert out["status"] == "failed"
+    assert "names unknown skills ['pdf-fill']; no skills are installed" in out["reason"]
+
+
+def test_the_planners_schema_has_skills_only_when_installed() -> None:
+    def task_fields(**flags: bool) -> set[str]:
+        schema = plan_update_schema(5, **flags).model_json_schema()
+        return set(schema["$defs"]["TaskSpec"]["properties"])
+
+    assert "skills" not in task_fields() and "skills" not in task_fields(teams=True)
+    assert "skills" in task_fields(skills=True)
+    assert {"agent", "team"} <= task_fields(teams=True, skills=True)
+    assert not {"agent", "team"} & task_fields(skills=True)
+
+
+# ------------------------------------------------------------- eval and resume flags
+
+
+def test_eval_skills_reach_the_aimegraph_systems_config(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
+    folder = make_skill(tmp_path / "skills")
+    suite = write_suite(tmp_path / "s", THREE_TASKS[:1])
+    out = tmp_path / "out"
+    argv = ["eval", str(suite), "--model", "oracle", "--out", str(out)]
+    code, text = cli(*argv, "--skills", str(tmp_path / "none"))
+    assert code == 2 and f"{tmp_path / 'none'}: no such skill folder" in text
+    code, summary = cli.json(*argv, "--skills", str(folder))
+    assert code == 0 and summary["complete"], summary
+    systems = {s["name"]: s for s in json.loads((out / "eval.json").read_text())["systems"]}
+    assert systems["aimegraph"]["config"] == {"skills": [str(folder)]}
+    assert "config" not in systems["create_agent"]
+
+
+def test_resume_skills_override_the_stored_folders(  # type: ignore[no-untyped-def]
+    cli, tmp_path: Path
+) -> None:
+    first, second = make_skill(tmp_path / "a"), make_skill(tmp_path / "b", "pdf-fill")
+    sandbox = ("--config", '{"sandbox": "none"}')
+    code, summary = cli.run("t-resume", "--approve-plan", "--skills", str(first), *sandbox)
+    assert code == 5, summary
+    code, text = cli("resume", "t-resume", "--approve", "--skills", str(tmp_path / "none"))
+    assert code == 2 and f"{tmp_path / 'none'}: no such skill folder" in text
+    code, text = cli("resume", "t-resume", "--approve", "--skills", str(second))
+    assert code == 0, text
+    assert f"overrides: skills: ['{first}'] -> ['{second}']" in text

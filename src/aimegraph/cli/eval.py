@@ -14,7 +14,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError, application_tools
+from aimegraph.cli.options import skills_option
+from aimegraph.cli.support import (
+    EXIT_USAGE,
+    AddCommand,
+    CliError,
+    application_tools,
+    skill_folders,
+)
 from aimegraph.eval.public import PublicSuite, is_public_suite, load_public_suite
 from aimegraph.eval.public.agentdojo import attack_figures
 from aimegraph.eval.public.gullible import GULLIBLE_MODEL_NAME, GullibleModels
@@ -30,7 +37,8 @@ from aimegraph.eval.rollout import ModelFactory
 from aimegraph.eval.runner import DEFAULT_EVALS, RESULTS, evaluate
 from aimegraph.eval.suite import Budget, Suite, SuiteError
 from aimegraph.eval.summary import compare, read_records
-from aimegraph.eval.systems import BUILTIN_SYSTEMS, SystemsError
+from aimegraph.eval.systems import BUILTIN_SYSTEMS, SystemsError, SystemSpec, load_systems
+from aimegraph.tools.skills import SkillError, load_skills
 
 __all__ = ["register"]
 
@@ -103,6 +111,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="the application's tools for every system (a tool, a function or a list); repeatable",
     )
+    skills_option(parser, "Given to every aimegraph system (in its config)")
     parser.add_argument(
         "--max-llm-calls", type=int, help="at most this many model calls per rollout"
     )
@@ -130,6 +139,26 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _names(text: str | None) -> list[str] | None:
     return [p.strip() for p in text.split(",") if p.strip()] if text else None
+
+
+def _systems(args: argparse.Namespace) -> list[SystemSpec]:
+    """The ``--systems``, each aimegraph one with the ``--skills`` folders in its config."""
+    systems = load_systems(_names(args.systems) or [])
+    if not args.skills:
+        return systems
+    given = skill_folders(args.skills)
+    try:  # a bad folder is a usage error now, not an error in every rollout
+        load_skills(given)
+    except SkillError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from exc
+    return [
+        spec.model_copy(
+            update={"config": {**spec.config, "skills": [*spec.config.get("skills", ()), *given]}}
+        )
+        if spec.kind == "aimegraph"
+        else spec
+        for spec in systems
+    ]
 
 
 def _prices(text: str | None) -> dict[str, tuple[float, ...]] | None:
@@ -183,7 +212,7 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         result = evaluate(
             suite,
             model=model,
-            systems=_names(args.systems) or [],
+            systems=_systems(args),
             k=args.k,
             out=args.out,
             concurrency=args.concurrency,

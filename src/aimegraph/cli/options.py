@@ -24,6 +24,7 @@ __all__ = [
     "plan_option",
     "rebuild_options",
     "run_options",
+    "skills_option",
     "stream_option",
     "tools_option",
     "wait_option",
@@ -100,6 +101,18 @@ def mcp_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def skills_option(parser: argparse.ArgumentParser, scope: str) -> None:
+    """``--skills DIR`` (repeatable); ``scope`` ends its help: where the folders apply."""
+    parser.add_argument(
+        "--skills",
+        metavar="DIR",
+        action="append",
+        help="an Agent Skills folder (a SKILL.md with name and description front matter, "
+        "or a folder of such folders); repeatable. Actors see each skill's name and "
+        f"description and load the rest on demand. {scope}",
+    )
+
+
 def rebuild_options(parser: argparse.ArgumentParser) -> None:
     """Settings for carrying on a thread. Every thread stores its own (whichever
     entry point started it); these flags override them, explicitly: the changes are
@@ -114,6 +127,7 @@ def rebuild_options(parser: argparse.ArgumentParser) -> None:
     )
     tools_option(parser)
     mcp_option(parser)
+    skills_option(parser, "Replaces the run's stored skills folders")
 
 
 def wait_option(parser: argparse.ArgumentParser) -> None:
@@ -172,14 +186,7 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--config", help="AimeConfig fields as a JSON object")
     tools_option(parser)
     mcp_option(parser)
-    parser.add_argument(
-        "--skills",
-        metavar="DIR",
-        action="append",
-        help="an Agent Skills folder (a SKILL.md with name and description front matter, "
-        "or a folder of such folders); repeatable. Actors see each skill's name and "
-        "description and load the rest on demand. Stored with the run",
-    )
+    skills_option(parser, "Stored with the run")
     parser.add_argument(
         "--prompts",
         metavar="FILE_OR_STORE",

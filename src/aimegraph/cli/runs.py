@@ -67,6 +67,7 @@ from aimegraph.cli.support import (
     config_from_args,
     config_json,
     run_prompts,
+    skill_folders,
     unfinished_run,
 )
 from aimegraph.console import LiveProgress
@@ -526,6 +527,8 @@ def _run_settings(
     fields.update(config_json(args.config))
     if args.workspace:
         fields["workspace"] = args.workspace
+    if args.skills:
+        fields["skills"] = skill_folders(args.skills)
     settings = RunSettings(
         model=model,
         config=checked_config(fields),

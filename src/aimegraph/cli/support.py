@@ -34,6 +34,7 @@ __all__ = [
     "config_from_args",
     "config_json",
     "run_prompts",
+    "skill_folders",
     "unfinished_run",
 ]
 
@@ -93,15 +94,19 @@ def config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
             fields[name] = value
     if args.approve_plan:
         fields["approve_plan"] = True
-    if args.skills:  # absolute: a resumed run finds them from anywhere
-        given = [str(Path(d).expanduser().absolute()) for d in args.skills]
-        fields["skills"] = [*fields.get("skills", ()), *given]
+    if args.skills:
+        fields["skills"] = [*fields.get("skills", ()), *skill_folders(args.skills)]
     if args.approve_tools:
         fields["approve_tools"] = [t.strip() for t in args.approve_tools.split(",") if t.strip()]
     fields.setdefault(
         "workspace", str(Path(args.workspace) if args.workspace else WORKSPACES / thread_id)
     )
     return checked_config(fields)
+
+
+def skill_folders(given: Sequence[str]) -> list[str]:
+    """``--skills`` folders made absolute: a resumed run finds them from anywhere."""
+    return [str(Path(folder).expanduser().absolute()) for folder in given]
 
 
 def config_json(text: str | None) -> dict[str, Any]:

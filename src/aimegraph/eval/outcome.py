@@ -18,6 +18,7 @@ from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
 from aimegraph.models.calls import Mode, resolve_mode
 from aimegraph.tools.registry import ToolLike, ToolRegistry, default_registry
+from aimegraph.tools.skills import Skill
 
 __all__ = [
     "UNATTENDED_BUNDLES_LEFT_OUT",
@@ -91,12 +92,12 @@ class Outcome:
     state: Mapping[str, Any]
 
 
-def unattended_registry(setup: RolloutSetup) -> ToolRegistry:
-    """The default bundles over the rollout's workspace, with the application's tools,
-    less :data:`UNATTENDED_BUNDLES_LEFT_OUT`. A rollout with its own environment gets
-    its tools instead of the work bundles (:data:`WORK_BUNDLES`): a benchmark's world
-    is the only one its tasks are judged in."""
-    full = default_registry(setup.workspace, extra_tools=setup.tools)
+def unattended_registry(setup: RolloutSetup, skills: Sequence[Skill] = ()) -> ToolRegistry:
+    """The default bundles over the rollout's workspace, with the application's tools
+    (and ``skills``, an aimegraph system's), less :data:`UNATTENDED_BUNDLES_LEFT_OUT`. A
+    rollout with its own environment gets its tools instead of the work bundles
+    (:data:`WORK_BUNDLES`): a benchmark's world is the only one its tasks are judged in."""
+    full = default_registry(setup.workspace, extra_tools=setup.tools, skills=skills)
     left_out = set(UNATTENDED_BUNDLES_LEFT_OUT)
     if setup.environment is not None:
         left_out.update(WORK_BUNDLES)

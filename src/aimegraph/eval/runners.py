@@ -50,6 +50,7 @@ def _run_aimegraph(
     spec: SystemSpec, setup: RolloutSetup, prompts: Mapping[str, str] | None
 ) -> Outcome:
     from aimegraph.graphs.aime import build_aime_graph
+    from aimegraph.tools.skills import load_skills
 
     budget = setup.budget
     limits = {
@@ -71,7 +72,7 @@ def _run_aimegraph(
         extra["response_format"] = setup.task.answer_schema
     graph = build_aime_graph(
         setup.model,
-        tools=unattended_registry(setup),
+        tools=unattended_registry(setup, load_skills(config.skills)),
         config=config,
         models=dict(spec.models) or None,
         prompts=dict(prompts) if prompts is not None else _prompts(spec),

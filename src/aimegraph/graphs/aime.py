@@ -172,7 +172,7 @@ def build_aime_graph(
     registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
     check_call = call_checker(registry.tools)
     agent_names = list(units.descriptions()) if units is not None else []
-    given = _checked_plan(plan, config, registry, agent_names) if plan is not None else None
+    given = _checked_plan(plan, parts, agent_names) if plan is not None else None
     # Before the other nodes: it checks that approve_tools names tools there are.
     intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
 
@@ -307,18 +307,17 @@ def build_aime_graph(
     return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
 
 
-def _checked_plan(
-    plan: PlanLike | str | Path, config: AimeConfig, registry: ToolRegistry, agents: list[str]
-) -> PlanUpdate:
+def _checked_plan(plan: PlanLike | str | Path, parts: GraphParts, agents: list[str]) -> PlanUpdate:
     """The predefined plan, read and checked as a first plan (raises ``PlanError``)."""
     given = load_plan(plan)
     apply_plan(
         {},
         given,
-        max_tasks=config.max_tasks,
-        bundles=list(registry.bundles),
+        max_tasks=parts.config.max_tasks,
+        bundles=list(parts.registry.bundles),
         agents=agents,
-        check_call=call_checker(registry.tools),
+        skills=parts.skill_names,
+        check_call=call_checker(parts.registry.tools),
     )
     return given
 

@@ -21,7 +21,7 @@ from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.prompts.source import PromptsArg, PromptSource
 from aimegraph.tools.registry import ToolRegistry
-from aimegraph.tools.skills import Skill, load_skills
+from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, load_skills
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentRegistry
@@ -51,6 +51,14 @@ class GraphParts:
     def skills(self) -> tuple[Skill, ...]:
         """The Agent Skills of ``config.skills``, whose names and descriptions actors see."""
         return load_skills(self.config.skills)
+
+    @cached_property
+    def skill_names(self) -> tuple[str, ...]:
+        """The skills a plan may name: those actors can load (the registry has the
+        ``skills`` bundle to load them with)."""
+        if SKILLS_BUNDLE not in self.registry.bundles:
+            return ()
+        return tuple(skill.name for skill in self.skills)
 
     @classmethod
     def of(

@@ -103,6 +103,7 @@ def build_planner_graph(
             config=config,
             bundles_description=described,
             teams=bool(units),
+            skills=bool(parts.skill_names),
             prompt_source=parts.prompts,
             tools=planner_tools(registry),
         ),
@@ -115,6 +116,7 @@ def build_planner_graph(
             config=config,
             bundles=list(registry.bundles),
             agents=list(units),
+            skills=parts.skill_names,
             check_call=check_call,
         ),
     )

@@ -100,8 +100,9 @@ class DefaultActorFactory:
     * output format: the form of the result (the completion criteria, like the
       inputs, come in the task message: the system prompt stays the same across
       tasks up to the tools, for provider prompt caches);
-    * skills: the names and descriptions of ``skills`` in the environment, with the
-      ``skills`` bundle bound to load them (their bodies only on demand).
+    * skills: the names and descriptions of ``skills`` in the environment (only
+      those the task names, when it names any), with the ``skills`` bundle bound to
+      load them (their bodies only on demand).
     """
 
     def __init__(
@@ -136,7 +137,7 @@ class DefaultActorFactory:
         bundles = self.bundles(task)
         # Skills are listed only where load_skill can be bound (a registry of the
         # application's own may have no skills bundle).
-        skills = self.skills if SKILLS_BUNDLE in self.registry.bundles else ()
+        skills = self.skills_for(task) if SKILLS_BUNDLE in self.registry.bundles else ()
         if skills:
             bundles = list(dict.fromkeys([*bundles, SKILLS_BUNDLE]))
         return ActorSpec(
@@ -155,6 +156,11 @@ class DefaultActorFactory:
         if task.persona:
             return prompts.NAMED_PERSONA.format(persona=task.persona)
         return prompts.DEFAULT_PERSONA
+
+    def skills_for(self, task: Task) -> tuple[Skill, ...]:
+        """The skills the task names (the planner picked them), else all installed."""
+        named = tuple(skill for skill in self.skills if skill.name in task.skills)
+        return named or self.skills
 
     def bundles(self, task: Task) -> list[str]:
         known = [b for b in task.tool_bundles if b in self.registry.bundles]

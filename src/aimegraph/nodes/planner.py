@@ -92,12 +92,14 @@ def make_draft_node(
     config: AimeConfig,
     bundles_description: str,
     teams: bool = False,
+    skills: bool = False,
     prompt_source: PromptSource | None = None,
     tools: Sequence[BaseTool] = (),
 ) -> Runnable[PlannerState, dict[str, Any]]:
     """The node that asks the planner model for a PlanUpdate (the model calls are
     awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`). With ``teams``, its
-    tasks may name agent units and teams (``bundles_description`` lists them). Its
+    tasks may name agent units and teams, with ``skills`` Agent Skills
+    (``bundles_description`` lists them). Its
     system prompt is the ``planner`` component of the run's prompt version in
     ``prompt_source`` (the built-in one without a source). With native tool calling
     the model is also bound ``tools``: each call of one in its reply is a tool step
@@ -161,7 +163,9 @@ def make_draft_node(
             )
         reply = yield from ask_structured(
             model,
-            plan_update_schema(cfg.max_tasks, teams=teams, first=not state.get("tasks")),
+            plan_update_schema(
+                cfg.max_tasks, teams=teams, skills=skills, first=not state.get("tasks")
+            ),
             messages,
             role="planner",
             config=cfg,
@@ -224,11 +228,13 @@ def make_validate_node(
     config: AimeConfig,
     bundles: Collection[str],
     agents: Collection[str] = (),
+    skills: Collection[str] = (),
     check_call: CallCheck | None = None,
 ) -> PlannerNode:
     """Checks the draft against the progress list: a ``proposal`` of changed tasks,
     or the ``plan_error`` that goes back to the model (also for agent unit names
-    that are not in ``agents``, and tool steps ``check_call`` refuses)."""
+    that are not in ``agents``, skill names not in ``skills``, and tool steps
+    ``check_call`` refuses)."""
 
     def validate(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
@@ -243,6 +249,7 @@ def make_validate_node(
                 max_tasks=cfg.max_tasks,
                 bundles=bundles,
                 agents=agents,
+                skills=skills,
                 check_call=check_call,
             )
         except PlanError as exc:

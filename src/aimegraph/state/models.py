@@ -128,6 +128,8 @@ class Task(_Record):
     completion_criteria: str = ""
     tool_bundles: tuple[str, ...] = ()
     persona: str = ""
+    # The Agent Skills its actor is shown (all installed ones when it names none).
+    skills: tuple[str, ...] = ()
     result: TaskResult | None = None
     attempts: int = 0
     # Agent units: one named unit, or a team; the turns of
@@ -310,6 +312,7 @@ class TaskSpec(BaseModel):
     )
     completion_criteria: Text = ""
     tool_bundles: list[Id] = Field(default_factory=list, max_length=6)
+    skills: list[Id] = Field(default_factory=list, max_length=6, description="Skills it needs.")
     persona: ShortText = Field(default="", description="The specialist to do it.")
     parent_id: Id | None = None
     agent: Id | None = Field(default=None, description="The agent unit to do it, if one fits.")
@@ -364,11 +367,12 @@ class PlanUpdate(BaseModel):
 
 
 _TEAM_FIELDS = ("agent", "team")
+_SKILL_FIELDS = ("skills",)
 
 
 @cache
 def plan_update_schema(
-    max_tasks: int, *, teams: bool = False, first: bool = False
+    max_tasks: int, *, teams: bool = False, skills: bool = False, first: bool = False
 ) -> type[PlanUpdate]:
     """``PlanUpdate`` with at most ``max_tasks`` tasks, the schema the planner model
     fills in (a list bound in the schema lets constrained decoding end the list). A
@@ -376,10 +380,12 @@ def plan_update_schema(
     default, a grammar built from the schema lets a model send ``{}``. An empty list
     is still valid there, for a goal that needs no work (``no_work_needed``, or an
     ``answer``); the plan's validation refuses it otherwise. Without ``teams`` (no agent units
-    configured) the tasks have no ``agent`` and ``team`` fields: a field the model
-    cannot use is one more way to go wrong."""
+    configured) the tasks have no ``agent`` and ``team`` fields, and without ``skills``
+    (no Agent Skills installed) no ``skills`` field: a field the model cannot use is
+    one more way to go wrong."""
     spec: type[TaskSpec] = TaskSpec
-    if not teams:
+    left_out = (() if teams else _TEAM_FIELDS) + (() if skills else _SKILL_FIELDS)
+    if left_out:
         spec = create_model(  # type: ignore[call-overload]
             "TaskSpec",
             __config__=TaskSpec.model_config,
@@ -387,7 +393,7 @@ def plan_update_schema(
             **{
                 name: (field.annotation, field)
                 for name, field in TaskSpec.model_fields.items()
-                if name not in _TEAM_FIELDS
+                if name not in left_out
             },
         )
     return create_model(

@@ -40,6 +40,7 @@ def apply_plan(
     max_tasks: int,
     bundles: Collection[str] | None = None,
     agents: Collection[str] = (),
+    skills: Collection[str] | None = None,
     check_call: CallCheck | None = None,
 ) -> dict[str, Task]:
     """Return the changed tasks after applying ``plan`` to ``tasks``, or raise PlanError.
@@ -50,8 +51,9 @@ def apply_plan(
     Failed tasks that the plan neither revises nor drops are marked skipped (the
     planner has seen them and chose to live without them); their result, with
     the failure reason, is kept. When ``bundles`` is given, tasks may only name
-    those tool bundles; an ``agent`` or team member must be one of ``agents``. A
-    tool step's references must name its dependencies, and with ``check_call``
+    those tool bundles; an ``agent`` or team member must be one of ``agents``; when
+    ``skills`` is given, the skills a task names must be among them. A tool step's
+    references must name its dependencies, and with ``check_call``
     its tool and arguments must pass that check. A first plan (no ``tasks`` yet)
     with no task is refused unless it says the goal needs no work
     (``no_work_needed``) or answers it (``answer``).
@@ -83,6 +85,7 @@ def apply_plan(
                 f"available: {sorted(bundles or [])}"
             )
         errors += _unit_problems(spec, task_id, agents)
+        errors += _skill_problems(spec, task_id, skills)
         errors += _call_problems(spec, task_id, check_call)
         changed[task_id] = Task(
             id=task_id,
@@ -92,6 +95,7 @@ def apply_plan(
             dependencies=tuple(dict.fromkeys(d.strip() for d in spec.dependencies)),
             completion_criteria=spec.completion_criteria,
             tool_bundles=tuple(spec.tool_bundles),
+            skills=tuple(dict.fromkeys(spec.skills)),
             persona=spec.persona,
             agent=spec.agent or None,
             team=spec.team,
@@ -128,6 +132,15 @@ def _unit_problems(spec: TaskSpec, task_id: str, agents: Collection[str]) -> lis
         return []
     known = f"available: {sorted(agents)}" if agents else "no agent units are configured"
     return [f"task {task_id!r} names unknown agent units {unknown}; {known}"]
+
+
+def _skill_problems(spec: TaskSpec, task_id: str, skills: Collection[str] | None) -> list[str]:
+    """Skill names a task uses that are not installed (None: not checked)."""
+    unknown = [name for name in spec.skills if skills is not None and name not in skills]
+    if not unknown:
+        return []
+    known = f"installed: {sorted(skills or [])}" if skills else "no skills are installed"
+    return [f"task {task_id!r} names unknown skills {unknown}; {known}"]
 
 
 def _call_problems(spec: TaskSpec, task_id: str, check_call: CallCheck | None) -> list[str]:
@@ -176,6 +189,7 @@ def restates(spec: TaskSpec, task: Task) -> bool:
         and (spec.call is None or spec.call == task.call)
         and (not deps or set(deps) == set(task.dependencies))
         and (not spec.tool_bundles or set(spec.tool_bundles) == set(task.tool_bundles))
+        and (not spec.skills or set(spec.skills) == set(task.skills))
     )
 
 
