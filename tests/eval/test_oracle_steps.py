@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from aimegraph.eval import load_suite
 from aimegraph.eval.oracle import aime_scenario, stage_steps
-from aimegraph.eval.outcome import WORK_BUNDLES
 from aimegraph.eval.suite_parts import OracleStage
 
 READ = {"tool": "read_file", "args": {"path": "data.csv"}}
@@ -57,7 +56,10 @@ def test_tool_steps_off_gives_every_stage_to_an_actor() -> None:
     assert _actor_tasks(played)
 
 
-def test_the_twin_binds_every_work_bundle_to_every_actor() -> None:
+def test_the_twin_binds_every_actor_the_bundles_of_the_loops_tools() -> None:
     task = load_suite("bundled").task("long-incident-report")
     actors = _actor_tasks(aime_scenario(task, every_bundle=True))
-    assert actors and all(t["tool_bundles"] == list(WORK_BUNDLES) for t in actors)
+    assert actors and all(t["tool_bundles"] == ["compute", "files"] for t in actors)
+    one_bundle = load_suite("bundled").task("discount-chain")
+    actors = _actor_tasks(aime_scenario(one_bundle, every_bundle=True))
+    assert actors and all(t["tool_bundles"] == ["compute", "files"] for t in actors)

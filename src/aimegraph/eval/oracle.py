@@ -12,7 +12,7 @@ stages of tool calls and an answer; this module plays it for each kind of system
   could (:func:`stage_steps`); then the reporter's answer (the scripted model of
   :mod:`aimegraph.models.scripted`). An actor's task names the bundles a planner
   could name from the suite task's own text (:func:`planned_bundles`), or every
-  work bundle (``every_bundle``).
+  bundle the ReAct loop's tools come from (``every_bundle``).
 
 Both make the same tool calls; every figure in an answer is the output of a tool
 run at rollout time. Both count tokens the same way: LangChain's
@@ -38,7 +38,6 @@ from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 
-from aimegraph.eval.outcome import WORK_BUNDLES
 from aimegraph.eval.suite import OracleStage, OracleTurn, Task
 from aimegraph.models.scripted import Scenario, ScriptedChatModel, ToolSchemaChatModel
 
@@ -244,7 +243,7 @@ class _Planning:
     actors_only: bool = False
     """No tool steps at all: every stage is an actor's task."""
     every_bundle: bool = False
-    """Every actor task names every work bundle (the twin of a ReAct loop's tools)."""
+    """Every actor task names every bundle the ReAct loop's tools come from."""
 
 
 def planned_bundles(task: Task) -> list[str]:
@@ -272,9 +271,7 @@ def _task_spec(
     known = None if planning.actors_only else _known_call(turn, stage)
     if known is not None:
         return task | {"call": known}
-    if planning.every_bundle:
-        return task | {"tool_bundles": list(WORK_BUNDLES)}
-    return task | {"tool_bundles": stage.bundles or bundles}
+    return task | {"tool_bundles": bundles if planning.every_bundle else stage.bundles or bundles}
 
 
 def _known_call(turn: OracleTurn, stage: OracleStage) -> dict[str, Any] | None:
@@ -371,11 +368,13 @@ def aime_scenario(
     answer (the typed object for a typed answer). With ``tool_steps`` the plan fixes
     every call whose arguments the oracle gives outright as a tool step (no actor);
     with ``actors_only`` no stage is a tool step; with ``every_bundle`` every actor
-    task names every work bundle."""
+    task names the bundles of every tool the ReAct loop is bound."""
     if task.oracle is None:
         raise OracleError(f"task {task.id!r} has no oracle replies")
     planning = _Planning(tool_steps and not actors_only, actors_only, every_bundle)
     bundles = planned_bundles(task)
+    if every_bundle:  # the loop's tools: the built-in work tools and the application's
+        bundles = sorted({*_BUNDLE_OF_TOOL.values(), *bundles})
     planner, actors, reporter = [], {}, []
     for turn in task.oracle.turns:
         specs: list[dict[str, Any]] = []
@@ -446,7 +445,7 @@ class OracleModels:
     actors_only: bool = False
     """Tool steps off: aimegraph's planner gives every stage to an actor."""
     every_bundle: bool = False
-    """Every aimegraph actor is bound every work bundle (as the ReAct loop is)."""
+    """Every aimegraph actor is bound the bundles of all the ReAct loop's tools."""
     name: str = ORACLE_MODEL_NAME
     """How records and reports name the model (part of the system's digest)."""
 
