@@ -33,5 +33,9 @@ def test_quick_eval_section_compares_prompt_tokens() -> None:
         "all: 3",
     ]
     assert all(len(row) == len(t.columns) for t in result.tables for row in t.rows)
-    roles = {row[1] for row in result.tables[2].rows}
+    assert comparison.columns[-1].startswith("LLM calls per solved task")
+    variants = result.tables[1]
+    assert [row[1] for row in variants.rows] == ["3/3"] * 4  # every variant solves them
+    assert "eval.variant3.all.ratio" in result.metrics
+    roles = {row[1] for row in result.tables[3].rows}
     assert {"planner", "actor", "reporter", "verifier", "ReAct loop"} <= roles

@@ -10,7 +10,9 @@ stages of tool calls and an answer; this module plays it for each kind of system
   from ``after``): a tool step for a stage that is one call with arguments known in
   advance, else an actor making its stage's calls and ending its task as a real model
   could (:func:`stage_steps`); then the reporter's answer (the scripted model of
-  :mod:`aimegraph.models.scripted`).
+  :mod:`aimegraph.models.scripted`). An actor's task names the bundles a planner
+  could name from the suite task's own text (:func:`planned_bundles`), or every
+  bundle the ReAct loop's tools come from (``every_bundle``).
 
 Both make the same tool calls; every figure in an answer is the output of a tool
 run at rollout time. Both count tokens the same way: LangChain's
@@ -47,6 +49,7 @@ __all__ = [
     "ReactOracle",
     "UNSOLVED_ANSWER",
     "aime_scenario",
+    "planned_bundles",
     "reply_usage",
     "tool_call_message",
     "typed_calls",
@@ -231,21 +234,44 @@ def _rename(value: Any, placeholder: str) -> Any:
     return value
 
 
-def _task_spec(turn: OracleTurn, index: int, stage: OracleStage) -> dict[str, Any]:
+@dataclass(frozen=True)
+class _Planning:
+    """How the oracle's planner writes its tasks."""
+
+    tool_steps: bool = False
+    """Split a multi-call stage into tool steps where every argument is known."""
+    actors_only: bool = False
+    """No tool steps at all: every stage is an actor's task."""
+    every_bundle: bool = False
+    """Every actor task names every bundle the ReAct loop's tools come from."""
+
+
+def planned_bundles(task: Task) -> list[str]:
+    """The bundles a planner names for the actors of ``task``: those the suite task
+    needs as a whole, which its text says (the files to read or write, the figures to
+    compute); the planner cannot know from the text alone which stage makes which
+    call, so every actor of the task gets them all."""
+    assert task.oracle is not None
+    tools = {str(c["tool"]) for t in task.oracle.turns for s in t.stages for c in s.calls}
+    return sorted({_BUNDLE_OF_TOOL.get(tool, "custom") for tool in tools})
+
+
+def _task_spec(
+    turn: OracleTurn, index: int, stage: OracleStage, bundles: list[str], planning: _Planning
+) -> dict[str, Any]:
     """The planner's task for a stage: a tool step when a model could write it as
-    one (:func:`_known_call`), else an actor's task with the bundles of its tools."""
+    one (:func:`_known_call`), else an actor's task with ``bundles`` (the stage's own
+    ``bundles`` when the oracle names them)."""
     task = {
         "id": stage.id,
         "title": stage.title,
         "description": stage.title,
         "dependencies": turn.dependencies(stage, index),
     }
-    if (known := _known_call(turn, stage)) is not None:
+    known = None if planning.actors_only else _known_call(turn, stage)
+    if known is not None:
         return task | {"call": known}
-    bundles = stage.bundles or sorted(
-        {_BUNDLE_OF_TOOL.get(str(c["tool"]), "custom") for c in stage.calls}
-    )
-    return task | {"tool_bundles": bundles}
+    return task | {"tool_bundles": bundles if planning.every_bundle else stage.bundles or bundles}
 
 
 def _known_call(turn: OracleTurn, stage: OracleStage) -> dict[str, Any] | None:
@@ -329,22 +355,35 @@ def _strings_in(value: Any) -> list[str]:
     return []
 
 
-def aime_scenario(task: Task, *, solve: bool = True, tool_steps: bool = False) -> dict[str, Any]:
+def aime_scenario(
+    task: Task,
+    *,
+    solve: bool = True,
+    tool_steps: bool = False,
+    actors_only: bool = False,
+    every_bundle: bool = False,
+) -> dict[str, Any]:
     """The scripted-model scenario that plays ``task``'s oracle in aimegraph: per
     turn a plan (a task per stage), the actors' calls and results, the reporter's
     answer (the typed object for a typed answer). With ``tool_steps`` the plan fixes
-    every call whose arguments the oracle gives outright as a tool step (no actor)."""
+    every call whose arguments the oracle gives outright as a tool step (no actor);
+    with ``actors_only`` no stage is a tool step; with ``every_bundle`` every actor
+    task names the bundles of every tool the ReAct loop is bound."""
     if task.oracle is None:
         raise OracleError(f"task {task.id!r} has no oracle replies")
+    planning = _Planning(tool_steps and not actors_only, actors_only, every_bundle)
+    bundles = planned_bundles(task)
+    if every_bundle:  # the loop's tools: the built-in work tools and the application's
+        bundles = sorted({*_BUNDLE_OF_TOOL.values(), *bundles})
     planner, actors, reporter = [], {}, []
     for turn in task.oracle.turns:
         specs: list[dict[str, Any]] = []
         for index, stage in enumerate(turn.stages):
-            steps = _tool_steps(turn, index, stage) if tool_steps else None
+            steps = _tool_steps(turn, index, stage) if planning.tool_steps else None
             if steps is not None:
                 specs += steps
                 continue
-            specs.append(_task_spec(turn, index, stage))
+            specs.append(_task_spec(turn, index, stage, bundles, planning))
             actors[stage.id] = stage_steps(stage)
         planner.append({"rationale": "One task per stage of the work.", "tasks": specs})
         if not solve:
@@ -403,6 +442,10 @@ class OracleModels:
     usage: UsageMetadata | None = None
     tool_steps: bool = False
     """aimegraph's planner fixes every call it can as a tool step (no actor)."""
+    actors_only: bool = False
+    """Tool steps off: aimegraph's planner gives every stage to an actor."""
+    every_bundle: bool = False
+    """Every aimegraph actor is bound the bundles of all the ReAct loop's tools."""
     name: str = ORACLE_MODEL_NAME
     """How records and reports name the model (part of the system's digest)."""
 
@@ -411,7 +454,13 @@ class OracleModels:
             raise OracleError(f"task {task.id!r} has no oracle replies")
         solve = self.solve(task.id, rollout)
         if kind == "aimegraph":
-            played = aime_scenario(task, solve=solve, tool_steps=self.tool_steps)
+            played = aime_scenario(
+                task,
+                solve=solve,
+                tool_steps=self.tool_steps,
+                actors_only=self.actors_only,
+                every_bundle=self.every_bundle,
+            )
             scenario = Scenario.model_validate(played)
             return AimeOracle(scenario=scenario, usage=self.usage)
         if kind == "create_agent":
