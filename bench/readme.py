@@ -25,7 +25,8 @@ _ROWS = re.compile(r"^<!-- readme-rows: (.*) -->$", re.MULTILINE)
 _DATE = re.compile(r"^\| date \| (\S+)", re.MULTILINE)
 _MACHINE = re.compile(r"^\| (\w[\w -]*) \| (.+) \|$", re.MULTILINE)
 _FIGURES = re.compile(
-    r"(<!-- bench-figures:(?P<section>\w+):start -->\n).*?(<!-- bench-figures:(?P=section):end -->)",
+    r"(<!-- bench-figures:(?P<section>\w+):start -->\n)"
+    r".*?(<!-- bench-figures:(?P=section):end -->)",
     re.DOTALL,
 )
 _SECONDS = re.compile(r"^_[\w ]+: ([\d.]+) s_$", re.MULTILINE)

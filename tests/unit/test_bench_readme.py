@@ -69,7 +69,9 @@ def test_a_figures_block_is_written_from_its_results_file(tmp_path: Path) -> Non
 
 
 def test_a_block_naming_no_results_file_is_an_error(tmp_path: Path) -> None:
-    readme = _readme(tmp_path, "<!-- bench-figures:gone:start -->\n<!-- bench-figures:gone:end -->\n")
+    readme = _readme(
+        tmp_path, "<!-- bench-figures:gone:start -->\n<!-- bench-figures:gone:end -->\n"
+    )
     with pytest.raises(ValueError, match="'gone'"):
         update_readme(_results(tmp_path), readme, [])
 
