@@ -4,7 +4,9 @@ Each section's file (``bench/results/<section>.md``) starts with where it was me
 (date, commit, machine, command), then its README rows, then its full tables. The
 README's Benchmarks table lies between two markers and is rewritten from the README
 rows of every results file, each row naming its file and date: nothing in that table is
-typed by hand.
+typed by hand. The figures a README section quotes lie between a marker pair naming the
+section's results file (``<!-- bench-figures:<section>:start -->`` ... ``:end -->``) and
+are rewritten from the same rows, with the file's date, commit and machine.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ START = "<!-- bench-table:start (written by python -m bench from bench/results/)
 END = "<!-- bench-table:end -->"
 _ROWS = re.compile(r"^<!-- readme-rows: (.*) -->$", re.MULTILINE)
 _DATE = re.compile(r"^\| date \| (\S+)", re.MULTILINE)
+_MACHINE = re.compile(r"^\| (\w[\w -]*) \| (.+) \|$", re.MULTILINE)
+_FIGURES = re.compile(
+    r"(<!-- bench-figures:(?P<section>\w+):start -->\n)"
+    r".*?(<!-- bench-figures:(?P=section):end -->)",
+    re.DOTALL,
+)
 _SECONDS = re.compile(r"^_[\w ]+: ([\d.]+) s_$", re.MULTILINE)
 COLUMNS = ("measurement", "baseline", "result")
 
@@ -92,13 +100,45 @@ def _rank(name: str, order: list[str]) -> int:
     return order.index(name) if name in order else len(order)
 
 
+def read_machine(path: Path) -> dict[str, str]:
+    """Where one results file was measured: its first table (date, commit, CPU, ...)."""
+    text = path.read_text(encoding="utf-8").split("## README rows", 1)[0]
+    return dict(_MACHINE.findall(text))
+
+
+def render_figures(results_dir: Path, section: str) -> str:
+    """A README section's figures: its results file's rows as bullets, under a line
+    naming the file, its date, commit and machine."""
+    path = results_dir / f"{section}.md"
+    if not path.is_file():
+        raise ValueError(f"README quotes bench figures of {section!r}, but {path} is missing")
+    headlines, date = read_headlines(path)
+    machine = read_machine(path)
+    where = ", ".join(
+        f"{key} {machine[key]}" if key in ("commit", "cores") else machine[key]
+        for key in ("commit", "CPU", "cores")
+        if key in machine
+    )
+    lines = [
+        f"Measured by `python -m bench --only {section}` on {date} "
+        f"([`bench/results/{path.name}`](bench/results/{path.name}): {where}):",
+        "",
+        *(f"- {h.measurement}: {h.result} (baseline: {h.baseline})" for h in headlines),
+    ]
+    return "\n".join(lines)
+
+
 def update_readme(results_dir: Path, readme: Path, order: list[str]) -> None:
     """Rewrite the table between :data:`START` and :data:`END` in ``readme`` (sections
-    in ``order``, then any other results file)."""
+    in ``order``, then any other results file), and every section's figures block."""
     text = readme.read_text(encoding="utf-8")
     head, found, rest = text.partition(START)
     _, found_end, tail = rest.partition(END)
     if not (found and found_end):
         raise ValueError(f"{readme} has no {START} ... {END} block")
     table = render_table(results_dir, order)
-    readme.write_text(f"{head}{START}\n{table}\n{END}{tail}", encoding="utf-8")
+    text = f"{head}{START}\n{table}\n{END}{tail}"
+    text = _FIGURES.sub(
+        lambda m: f"{m.group(1)}{render_figures(results_dir, m['section'])}\n{m.group(3)}", text
+    )
+    readme.write_text(text, encoding="utf-8")

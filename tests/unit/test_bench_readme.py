@@ -1,0 +1,93 @@
+"""The README's benchmark figures come from the results files: the blocks between
+``bench-figures`` markers are written from a results file's rows, its date, commit and
+machine, and the teams tables put each value under its own header."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT) not in sys.path:  # bench/ is a top-level folder of the repo, not installed
+    sys.path.insert(0, str(ROOT))
+
+from bench.common import Headline, SectionResult  # noqa: E402
+from bench.readme import (  # noqa: E402
+    END,
+    START,
+    render_figures,
+    render_results_file,
+    update_readme,
+)
+from bench.teams import modes  # noqa: E402
+
+MACHINE = {
+    "CPU": "Test CPU",
+    "cores": "2",
+    "date": "2026-01-02 10:00 UTC",
+    "commit": "abc123def456",
+    "command": "python -m bench",
+}
+
+
+def _results(tmp_path: Path) -> Path:
+    results = tmp_path / "results"
+    results.mkdir()
+    section = SectionResult(
+        "scheduling",
+        [],
+        headlines=[Headline("scheduling, 20 DAGs", "the critical path", "worst 1.22x")],
+    )
+    (results / "scheduling.md").write_text(render_results_file(section, MACHINE))
+    return results
+
+
+def _readme(tmp_path: Path, body: str) -> Path:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"{START}\nold table\n{END}\n{body}")
+    return readme
+
+
+def test_a_figures_block_is_written_from_its_results_file(tmp_path: Path) -> None:
+    readme = _readme(
+        tmp_path,
+        "## Scheduling\n\nProse stays.\n\n"
+        "<!-- bench-figures:scheduling:start -->\n1.08x worst, typed by hand\n"
+        "<!-- bench-figures:scheduling:end -->\n\nAfter.\n",
+    )
+    update_readme(_results(tmp_path), readme, ["scheduling"])
+    text = readme.read_text()
+    block = text.split("scheduling:start -->\n", 1)[1].split("<!-- bench-figures", 1)[0]
+    assert "1.08x" not in text and "Prose stays." in text and text.endswith("\n\nAfter.\n")
+    assert "- scheduling, 20 DAGs: worst 1.22x (baseline: the critical path)" in block
+    assert "[`bench/results/scheduling.md`](bench/results/scheduling.md)" in block
+    for where in ("2026-01-02", "commit abc123def456", "Test CPU", "cores 2"):
+        assert where in block
+
+
+def test_a_block_naming_no_results_file_is_an_error(tmp_path: Path) -> None:
+    readme = _readme(
+        tmp_path, "<!-- bench-figures:gone:start -->\n<!-- bench-figures:gone:end -->\n"
+    )
+    with pytest.raises(ValueError, match="'gone'"):
+        update_readme(_results(tmp_path), readme, [])
+
+
+def test_the_readme_figures_are_those_of_the_results_files() -> None:
+    text = (ROOT / "README.md").read_text()
+    blocks = re.findall(
+        r"<!-- bench-figures:(\w+):start -->\n(.*?)\n<!-- bench-figures:\1:end -->", text, re.DOTALL
+    )
+    assert len(blocks) >= 8
+    for section, block in blocks:
+        assert block == render_figures(ROOT / "bench" / "results", section), section
+
+
+def test_team_modes_table_puts_each_value_under_its_header() -> None:
+    table, metrics = modes(quick=True)
+    single = dict(zip(table.columns, table.rows[0], strict=True))
+    assert single["prompt tokens sent"] == f"{metrics['single_actor_tokens_sent']:,}"
+    assert single["wall time (s)"] == f"{metrics['single_actor_wall_s']:.2f}"
