@@ -107,6 +107,27 @@ def test_the_planner_schema_carries_the_call_of_a_tool_step() -> None:
     assert "call" in spec_fields
 
 
+def test_a_tool_step_names_a_tool_by_its_whole_long_name(scripted_graph: GraphFactory) -> None:
+    @tool
+    def get_dietary_restrictions_for_all_restaurants(city: str) -> str:
+        """Dietary restrictions per restaurant (a name of 44 characters, as AgentDojo's)."""
+        return f"{city}: vegan at Chez Nous"
+
+    graph, _ = scripted_graph(
+        {
+            "planner": [
+                plan(step("t1", "get_dietary_restrictions_for_all_restaurants", city="Paris"))
+            ],
+            "reporter": [{"text": "{all_results}"}],
+        },
+        tools=[get_dietary_restrictions_for_all_restaurants],
+        verify="off",
+    )
+    out = graph.invoke({"goal": "Which restaurants in Paris are vegan?"})
+    assert out["status"] == "succeeded"
+    assert out["tasks"]["t1"].result.summary == "Paris: vegan at Chez Nous"
+
+
 def test_a_tool_step_and_an_actor_task_mix_in_one_plan(scripted_graph: GraphFactory) -> None:
     graph, _ = scripted_graph(
         {

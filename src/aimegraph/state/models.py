@@ -112,7 +112,9 @@ class ToolCallSpec(BaseModel):
     # every planner call, does not repeat it.
     model_config = ConfigDict(frozen=True, extra="ignore")
 
-    tool: Id
+    # A tool's whole name: providers take up to 64 characters or more, and a clipped
+    # name would name no tool.
+    tool: str = Field(max_length=128)
     args: dict[str, Any] = Field(default_factory=dict)
 
 
