@@ -55,15 +55,15 @@ class Command:
 COMMANDS: dict[str, Command] = {
     "run": Command("runs", "Run a goal to completion (or until a human must answer)."),
     "demo": Command("runs", "Run the bundled offline demo (scripted model, real tools)."),
-    "resume": Command("runs", "Carry on a thread whose run has not ended (paused or stopped)."),
+    "resume": Command("resume", "Carry on a thread whose run has not ended (paused or stopped)."),
     "note": Command(
-        "runs",
+        "resume",
         "Send a note to a thread's run: its running actors read it at their next step, its "
         "planner at its next call.",
     ),
-    "fork": Command("runs", "Re-run a thread from one of its checkpoints."),
+    "fork": Command("resume", "Re-run a thread from one of its checkpoints."),
     "cancel": Command(
-        "runs",
+        "resume",
         "End a live, paused or stopped run as cancelled (not resumable; a new goal on the thread "
         "starts afresh). A live run stops at its next step, then exits 8.",
     ),

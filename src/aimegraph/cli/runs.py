@@ -1,6 +1,6 @@
-"""``aimegraph run | demo | resume | note | fork | cancel``: start a run, carry a
-thread on or end it, following a run live until it ends, pauses or is stopped; send
-a note to a running one.
+"""``aimegraph run | demo``: start a run on a new thread (or on one whose run has
+ended), following it live until it ends, pauses or is stopped. Carrying a thread on,
+ending it or sending it a note: :mod:`aimegraph.cli.resume`.
 
 Every command that runs a thread holds the thread's lease
 (:mod:`aimegraph.checkpoints.lease`) from before it reads the state until the run
@@ -12,105 +12,62 @@ signal abandons the calls in flight at once.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import signal
-import sys
-from collections.abc import Iterator, Sequence
-from functools import partial
-from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import HumanMessage
-from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.errors import GraphDrained
-from langgraph.types import Command, Interrupt, StateSnapshot, StreamMode
 from rich.console import Console
 from rich.markup import escape
 
-from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import (
     RunSettings,
-    SettingsNotStoredError,
-    ThreadBusyError,
-    ThreadLease,
-    ThreadNotFoundError,
     has_ended,
-    hold_thread,
-    latest_settings,
     new_thread_id,
     run_config,
-    run_state,
 )
-from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.cli.knowledge import add_knowledge_option
+from aimegraph.cli.live import execute, hold
 from aimegraph.cli.options import (
-    broker_options,
     durability_option,
     plan_option,
-    rebuild_options,
     run_options,
     stream_option,
     wait_option,
 )
-from aimegraph.cli.report import Shown, report, report_cancel, show_interrupts
+
+# Kept importable from here for a release: they moved to aimegraph.cli.resume.
+from aimegraph.cli.resume import (  # noqa: F401
+    ANSWER_HINTS,
+    RESUME_FLAGS,
+    cmd_cancel,
+    cmd_fork,
+    cmd_note,
+    cmd_resume,
+)
 from aimegraph.cli.support import (
-    EXIT_BUSY,
-    EXIT_CODES,
-    EXIT_NOT_FOUND,
-    EXIT_SIGNALLED,
     EXIT_USAGE,
     AddCommand,
     CliError,
-    checked_config,
     config_from_args,
-    config_json,
     run_prompts,
-    skill_folders,
     unfinished_run,
 )
-from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
-from aimegraph.graphs.stopping import SignalDrain
 from aimegraph.models.resolve import check_goal
 from aimegraph.nodes.planner import resolve_goal
-from aimegraph.notify import announce_waits
 from aimegraph.sandbox import SandboxUnavailable, open_sandbox
-from aimegraph.state import PlanError, PlanUpdate, Task
+from aimegraph.state import PlanError
 from aimegraph.steering import (
-    AnswerNeededError,
-    NothingToResumeError,
-    cancel_run,
     prepare_demo,
-    reader_graph,
-    resume_inputs,
     run_graph,
-    run_servers,
-    run_tools,
-    send_note,
     settle_pending_cancel,
-    stream_held,
 )
-from aimegraph.waits import await_overdue, overdue_answers
 
 __all__ = ["execute", "register"]
 
-ANSWER_HINTS = {
-    "answer": "answer it with --answer TEXT",
-    "decision": "--approve or --reject REASON (or --edit-args JSON for a tool call, "
-    "--plan-file JSON for a plan)",
-    "escalation": "--answer TEXT [--task ID] for the failed task, --plan-file JSON, "
-    "--replan [NOTE], or --reject REASON to give up",
-}
-
-RESUME_FLAGS = (
-    "--model SPEC (and --workspace DIR, --tools MODULE:ATTR, --mcp FILE, --config JSON as needed)"
-)
-
 
 def register(command: AddCommand) -> None:
-    """Add ``run``, ``demo``, ``resume`` and ``fork``."""
+    """Add ``run`` and ``demo``."""
     run = command("run", cmd_run)
     run_options(run)
     plan_option(run)
@@ -130,62 +87,6 @@ def register(command: AddCommand) -> None:
     durability_option(demo)
     stream_option(demo)
     wait_option(demo)
-
-    resume = command("resume", cmd_resume)
-    resume.add_argument("thread")
-    answer = resume.add_mutually_exclusive_group()
-    answer.add_argument("--approve", action="store_true", help="approve the plan or tool call")
-    answer.add_argument("--reject", metavar="REASON", help="reject the plan / deny the tool call")
-    answer.add_argument(
-        "--answer",
-        metavar="TEXT",
-        help="answer an ask_human question, or answer for the task an escalation is about",
-    )
-    answer.add_argument(
-        "--replan",
-        metavar="NOTE",
-        nargs="?",
-        const="",
-        help="answer an escalation: let the planner revise the plan once more (with a note)",
-    )
-    answer.add_argument(
-        "--plan-file", metavar="JSON", help="approve an edited plan (PlanUpdate JSON)"
-    )
-    answer.add_argument(
-        "--edit-args",
-        metavar="JSON",
-        help="run the tool call waiting for approval with these arguments instead (a JSON "
-        "object, checked against the tool's schema)",
-    )
-    resume.add_argument(
-        "--interrupt", metavar="ID", help="answer only this interrupt (default: all)"
-    )
-    resume.add_argument(
-        "--task", metavar="ID", help="with --answer: the failed task an escalation's answer is for"
-    )
-    rebuild_options(resume)
-    durability_option(resume)
-    wait_option(resume)
-    broker_options(resume, "of a distributed run")
-
-    note = command("note", cmd_note)
-    note.add_argument("thread")
-    note.add_argument("text")
-
-    fork = command("fork", cmd_fork)
-    fork.add_argument("thread")
-    fork.add_argument("checkpoint", help="checkpoint id from `aimegraph history`")
-    rebuild_options(fork)
-    durability_option(fork)
-    wait_option(fork)
-
-    cancel = command("cancel", cmd_cancel)
-    cancel.add_argument("thread")
-    cancel.add_argument(
-        "--wait", action="store_true", help="wait until the live process running it has stopped"
-    )
-    cancel.add_argument("--reason", help="why (shown as the run's reason)")
-    broker_options(cancel, "of a distributed run")
 
 
 def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
@@ -207,7 +108,7 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         graph = run_graph(settings, saver, args.memory_store(), plan=args.plan)
     except PlanError as exc:
         raise CliError(f"--plan: {exc}", EXIT_USAGE) from exc
-    with _hold(saver, thread_id, args) as lease:
+    with hold(saver, thread_id, args) as lease:
         earlier = _check_new_run(graph, thread_id)
         # A scripted scenario's refusal of the goal, as one line (ValueError: exit 2).
         check_goal(settings.model, args.goal, earlier)
@@ -224,7 +125,7 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     except SandboxUnavailable as exc:
         raise CliError(f"{exc} (here: aimegraph demo --sandbox none)", EXIT_USAGE) from exc
     graph = run_graph(settings, saver, args.memory_store())
-    with _hold(saver, thread_id, args) as lease:
+    with hold(saver, thread_id, args) as lease:
         _check_new_run(graph, thread_id)
         if not args.json:
             console.print(f"[bold]goal:[/bold] {escape(goal)}")
@@ -238,172 +139,6 @@ def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     return code
 
 
-def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _run_settings(saver, args, console)
-    graph = run_graph(settings, saver, args.memory_store())
-    from aimegraph.distributed.records import find_run
-
-    if (record := find_run(args.checkpoints, args.thread)) is not None:  # workers carry on
-        from aimegraph.cli.distributed import resume_distributed
-
-        snapshot = graph.get_state(run_config(args.thread))
-        return resume_distributed(args, record, _inputs(snapshot, args, console), console)
-    with _hold(saver, args.thread, args) as lease:
-        if settle_pending_cancel(graph, args.thread):
-            raise CliError(f"thread {args.thread!r} was cancelled: nothing to resume", 6)
-        snapshot = graph.get_state(run_config(args.thread))
-        inputs = _inputs(snapshot, args, console)
-        _check_tools(snapshot, settings)
-        return execute(graph, inputs, lease, settings, args, console)
-
-
-def cmd_note(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    if saver.get_tuple(run_config(args.thread)) is None:
-        raise CliError(f"no thread {args.thread!r} in this checkpoint store", EXIT_NOT_FOUND)
-    note = send_note(args.memory_store(), args.thread, args.text)
-    if args.json:
-        print(json.dumps({"thread_id": args.thread, "note": note.key, "at": note.at}))
-    else:
-        console.print(
-            f"note sent to {args.thread}: running actors read it at their next step",
-            markup=False,
-        )
-    return 0
-
-
-def cmd_fork(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    settings = _run_settings(saver, args, console)
-    graph = run_graph(settings, saver, args.memory_store())
-    config = run_config(args.thread, checkpoint_id=args.checkpoint)
-    if saver.get_tuple(config) is None:
-        raise CliError(f"no checkpoint {args.checkpoint!r} in thread {args.thread!r}", 6)
-    with _hold(saver, args.thread, args) as lease:
-        _check_tools(graph.get_state(config), settings)
-        if not args.json:
-            console.print(f"forking {args.thread} from checkpoint {args.checkpoint}", markup=False)
-        return execute(graph, None, lease, settings, args, console, checkpoint_id=args.checkpoint)
-
-
-def cmd_cancel(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
-    from aimegraph.distributed.records import find_run
-
-    if (record := find_run(args.checkpoints, args.thread)) is not None:
-        from aimegraph.cli.distributed import cancel_distributed
-
-        return cancel_distributed(args, record, saver, console)
-    try:
-        outcome = cancel_run(reader_graph(saver), args.thread, wait=args.wait, reason=args.reason)
-    except ThreadNotFoundError as exc:
-        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
-    except NothingToResumeError as exc:
-        raise CliError(f"thread {args.thread!r}: {exc}", EXIT_NOT_FOUND) from exc
-    report_cancel(args, args.thread, outcome, console, follow=f"aimegraph show {args.thread}")
-    return 0
-
-
-def execute(
-    graph: AimeGraph,
-    inputs: Any,
-    lease: ThreadLease,
-    settings: RunSettings,
-    args: argparse.Namespace,
-    console: Console,
-    checkpoint_id: str | None = None,
-) -> int:
-    """Run ``graph`` on the leased thread, live (or quietly with ``--json``), then
-    print where it ended; returns the exit code of its status. SIGINT / SIGTERM
-    drain the run: it stops at the next step boundary with one line (exit 130 /
-    143); a second signal abandons the calls in flight."""
-    thread_id = lease.thread_id
-    config = run_config(thread_id, settings, checkpoint_id)
-    modes: list[StreamMode] = ["updates", "custom"]
-    if getattr(args, "stream", False) and not args.json:
-        modes.append("messages")  # the answer as it is written
-    stops = SignalDrain(
-        lease.control,
-        (signal.SIGINT, signal.SIGTERM),
-        on_first=_say_stopping,
-        on_repeat=partial(_abandon, thread_id),
-    )
-
-    def waiting() -> Sequence[Interrupt]:
-        """The thread's interrupts, while nothing asks the run to stop (a cancelled
-        run has ended: it has none)."""
-        if lease.control.drain_requested and not lease.cancelled:
-            raise GraphDrained(lease.control.drain_reason or "shutdown")
-        return graph.get_state(run_config(thread_id)).interrupts
-
-    def follow(inputs: Any, config: RunnableConfig) -> Shown:
-        """One stretch of the run; the human waits it ends on that are new are announced
-        (``notify_webhook``)."""
-        known = {i.id for i in graph.get_state(run_config(thread_id)).interrupts}
-        shown = _follow(graph, inputs, config, lease, modes, args, console)
-        announce_waits(settings.config, thread_id, waiting(), known)
-        return shown
-
-    with stops:
-        try:
-            if not args.json:
-                console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
-            streamed = follow(inputs, config)
-            # An unattended run: a human wait nobody answers by its deadline takes its
-            # default.
-            while overdue := await_overdue(waiting):
-                if not args.json:
-                    console.print("no answer in time: taking the default", markup=False)
-                streamed = follow(overdue, run_config(thread_id, settings))
-        except GraphDrained as exc:
-            if stops.received is None:  # the lease's Postgres session ended
-                raise CliError(
-                    f"stopped: {exc.reason} (the database connection holding the thread's "
-                    f"lease ended); carry on with: aimegraph resume {thread_id}"
-                ) from exc
-            print(_carry_on(thread_id), file=sys.stderr)
-            return EXIT_SIGNALLED + stops.received
-    snapshot = graph.get_state(run_config(thread_id))
-    if isinstance(graph.checkpointer, BaseCheckpointSaver):  # paused: its step so far
-        snapshot = with_finished_tasks(snapshot, graph.checkpointer)
-    state = report(snapshot, thread_id, args, console, streamed=streamed)
-    if not args.json:
-        console.print(
-            f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
-        )
-    return EXIT_CODES.get(state, 1)
-
-
-def _carry_on(thread_id: str) -> str:
-    return f"interrupted; carry on with: aimegraph resume {thread_id}"
-
-
-def _say_stopping(signum: int) -> None:
-    """On a terminal, say what the first Ctrl-C does (the run may take a while)."""
-    if sys.stderr.isatty():
-        os.write(2, b"\nstopping after the calls in flight (again to abandon them)\n")
-
-
-def _abandon(thread_id: str, signum: int) -> None:
-    """A second signal: exit now, leaving the calls in flight; they are redone on
-    resume. Written straight to the descriptor: this runs in a signal handler."""
-    cursor = "\x1b[?25h" if sys.stderr.isatty() else ""  # the live view hid it
-    os.write(2, f"{cursor}\n{_carry_on(thread_id)}\n".encode())
-    os._exit(EXIT_SIGNALLED + signum)
-
-
-def _hold(saver: BaseCheckpointSaver[Any], thread_id: str, args: argparse.Namespace) -> ThreadLease:
-    """The thread's lease: exit 9 naming the process that holds it, or with
-    ``--wait`` a line saying whom it waits for, then the lease once it is free."""
-    try:
-        return hold_thread(saver, thread_id)
-    except ThreadBusyError as exc:
-        if not getattr(args, "wait", False):
-            raise CliError(
-                f"{exc}; wait for it with --wait, or stop it with: aimegraph cancel {thread_id}",
-                EXIT_BUSY,
-            ) from exc
-        print(f"waiting: {exc}", file=sys.stderr, flush=True)
-    return hold_thread(saver, thread_id, wait=True)
-
-
 def _check_new_run(graph: AimeGraph, thread_id: str) -> list[str]:
     """A new goal goes to a new thread, or to one whose run has ended (it starts a
     new run there); a run that has not ended is carried on or cancelled first.
@@ -414,183 +149,3 @@ def _check_new_run(graph: AimeGraph, thread_id: str) -> list[str]:
         raise CliError(unfinished_run(thread_id, snapshot), EXIT_USAGE)
     messages = snapshot.values.get("messages") or []
     return [m.text for m in messages if isinstance(m, HumanMessage)]
-
-
-def _inputs(snapshot: StateSnapshot, args: argparse.Namespace, console: Console) -> Any:
-    """What carries the thread on (see :func:`aimegraph.steering.resume_inputs`), or
-    the CLI's exit: 6 when the run has ended, 5 (interrupts shown) when it waits for
-    an answer that was not given."""
-    answer = _answer(args)
-    if snapshot.interrupts and answer is None and (overdue := overdue_answers(snapshot.interrupts)):
-        return Command(resume=overdue)  # unanswered in time: their defaults
-    try:
-        return resume_inputs(snapshot, answer, args.interrupt)
-    except NothingToResumeError as exc:
-        raise CliError(
-            f"thread {args.thread!r} has nothing to resume (status: {run_state(snapshot)})",
-            EXIT_NOT_FOUND,
-        ) from exc
-    except AnswerNeededError as exc:
-        show_interrupts(snapshot.interrupts, console)
-        raise CliError(
-            "the run waits for a human: pass --approve, --reject or --answer", EXIT_CODES["paused"]
-        ) from exc
-    except NoSuchInterruptError as exc:
-        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
-    except AnswerError as exc:
-        raise CliError(f"{exc}: {ANSWER_HINTS[exc.needs]}", EXIT_USAGE) from exc
-
-
-def _follow(
-    graph: AimeGraph,
-    inputs: Any,
-    config: RunnableConfig,
-    lease: ThreadLease,
-    modes: list[StreamMode],
-    args: argparse.Namespace,
-    console: Console,
-) -> Shown:
-    """Run ``graph`` under ``lease`` until it ends or pauses, showing its progress
-    live (unless --json); returns what the live view left on the screen."""
-    chunks: Iterator[Any] = stream_held(
-        graph,
-        inputs,
-        config,
-        lease,
-        stream_mode=modes,
-        subgraphs=True,
-        durability=getattr(args, "durability", "async"),
-    )
-    if args.json:
-        for _ in chunks:
-            pass
-        return Shown()
-    with LiveProgress(console, title=f"aimegraph {lease.thread_id}") as live:
-        live.follow(chunks)
-    return Shown(live.answer, live.checklist)
-
-
-def _answer(args: argparse.Namespace) -> dict[str, Any] | None:
-    if args.approve:
-        return {"action": "approve"}
-    if args.reject is not None:
-        return {"action": "reject", "reason": args.reject}
-    if args.answer is not None:
-        return {"answer": args.answer, **({"task_id": args.task} if args.task else {})}
-    if args.replan is not None:
-        return {"action": "replan", "note": args.replan}
-    if args.plan_file is not None:
-        try:
-            plan = json.loads(Path(args.plan_file).read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise CliError(f"cannot read --plan-file: {exc}", EXIT_USAGE) from exc
-        except ValueError as exc:
-            raise CliError(f"--plan-file {args.plan_file} is not JSON: {exc}", EXIT_USAGE) from exc
-        return {"action": "edit", "plan": plan}
-    if args.edit_args is not None:
-        try:
-            edited = json.loads(args.edit_args)
-        except ValueError as exc:
-            raise CliError(f"--edit-args is not JSON: {exc}", EXIT_USAGE) from exc
-        if not isinstance(edited, dict):
-            raise CliError("--edit-args must be a JSON object of arguments", EXIT_USAGE)
-        return {"action": "edit", "args": edited}
-    return None
-
-
-def _run_settings(
-    saver: BaseCheckpointSaver[Any], args: argparse.Namespace, console: Console
-) -> RunSettings:
-    """The settings to carry on a thread with: the stored ones (whichever entry point
-    started it, Python included), with the flags given on the command line as
-    explicit overrides, printed as one line; ``--model`` is required only where no
-    model spec was stored."""
-    try:
-        stored: RunSettings | None = latest_settings(saver, args.thread)
-    except SettingsNotStoredError:
-        stored = None
-    except ThreadNotFoundError as exc:
-        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
-    model = args.model or (stored.model if stored is not None else None)
-    if model is None:
-        why = (
-            "stores no model spec (started from Python with a chat model object)"
-            if stored is not None
-            else "stores no run settings (started by an older version, or by a graph "
-            "aimegraph did not build)"
-        )
-        raise CliError(
-            f"thread {args.thread!r} {why}: give the settings it runs with: {RESUME_FLAGS}",
-            EXIT_USAGE,
-        )
-    fields = stored.config.model_dump() if stored is not None else {}
-    fields.update(config_json(args.config))
-    if args.workspace:
-        fields["workspace"] = args.workspace
-    if args.skills:
-        fields["skills"] = skill_folders(args.skills)
-    settings = RunSettings(
-        model=model,
-        config=checked_config(fields),
-        tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
-        prompts=stored.prompts if stored else None,
-        agents=stored.agents if stored else None,
-        knowledge=stored.knowledge if stored else None,
-        response_format=stored.response_format if stored else None,
-        mcp=args.mcp or (stored.mcp if stored else None),
-    )
-    if stored is not None and (changes := _overrides(stored, settings)):
-        Console(stderr=True, highlight=False).print(
-            f"overrides: {'; '.join(changes)}", markup=False, soft_wrap=True
-        )
-    return settings
-
-
-def _overrides(stored: RunSettings, given: RunSettings) -> list[str]:
-    """``name: stored -> given`` for each setting the flags change."""
-    changes = []
-    if stored.model is not None and given.model != stored.model:  # None: given, not changed
-        changes.append(f"model: {stored.model} -> {given.model}")
-    if given.tools != stored.tools:
-        changes.append(f"tools: {list(stored.tools)} -> {list(given.tools)}")
-    before, after = stored.config.model_dump(mode="json"), given.config.model_dump(mode="json")
-    changes += [
-        f"{name}: {before[name]} -> {after[name]}" for name in after if after[name] != before[name]
-    ]
-    return changes
-
-
-def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:
-    """Refuse to carry on a plan whose unfinished tasks (or a plan waiting for
-    approval) use tool bundles the rebuilt registry lacks: their actors would fail on
-    every call of those tools."""
-    bundles = [*run_tools(settings).bundles, *run_servers(settings)]
-    missing: dict[str, list[str]] = {}
-    for task_id, wanted in _planned_bundles(snapshot):
-        for bundle in wanted:
-            if bundle not in bundles:
-                missing.setdefault(bundle, []).append(task_id)
-    if missing:
-        named = "; ".join(f"{b!r} (tasks {', '.join(ids)})" for b, ids in missing.items())
-        raise CliError(
-            f"the plan uses tool bundles this resume does not have: {named}. Give the "
-            "application's tools with --tools MODULE:ATTR, its MCP servers with --mcp FILE "
-            "(available bundles: "
-            f"{', '.join(bundles)})",
-            EXIT_USAGE,
-        )
-
-
-def _planned_bundles(snapshot: StateSnapshot) -> Iterator[tuple[str, list[str]]]:
-    """(task id, bundles) of the unfinished tasks and of a plan awaiting approval."""
-    tasks: dict[str, Task] = snapshot.values.get("tasks") or {}
-    for task in tasks.values():
-        if task.status not in ("completed", "skipped"):
-            yield task.id, list(task.tool_bundles)
-    for item in snapshot.interrupts:
-        draft = item.value.get("plan") if isinstance(item.value, dict) else None
-        if draft is None:
-            continue
-        plan = PlanUpdate.model_validate(draft) if isinstance(draft, dict) else draft
-        for spec in plan.tasks:
-            yield spec.id, list(spec.tool_bundles)
