@@ -63,7 +63,9 @@ def test_help_loads_no_engine_and_no_command_module(tmp_path: Path) -> None:
     loaded = _loaded_after(code, tmp_path)
     assert _roots(loaded, (*HEAVY, "pydantic", "yaml")) == set()
     assert not [
-        m for m in loaded if m.startswith("aimegraph.cli.") and m.endswith(("runs", "resume", "live", "eval"))
+        m
+        for m in loaded
+        if m.startswith("aimegraph.cli.") and m.endswith(("runs", "resume", "live", "eval"))
     ]
 
 

@@ -23,7 +23,14 @@ actor's. Turns are dispatched with ``Send`` and each runs in its own super-step
 """
 
 from aimegraph.teams.modes.broadcast import Merged
-from aimegraph.teams.modes.common import MODES, Conclude, TeamParts, TeamState, make_finish_node
+from aimegraph.teams.modes.common import (
+    MODES,
+    Conclude,
+    M,  # noqa: F401  kept importable from here for a release
+    TeamParts,
+    TeamState,
+    make_finish_node,
+)
 from aimegraph.teams.modes.graph import mode_graph
 from aimegraph.teams.modes.hierarchical import Delegation, Part
 from aimegraph.teams.modes.joint import NextSpeaker
