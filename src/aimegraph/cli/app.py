@@ -18,6 +18,7 @@ from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from aimegraph.checkpoints.urls import DEFAULT_CHECKPOINT_URL
+from aimegraph.cli.extras import EXTRA_OF_MODULE, missing_extra_message
 from aimegraph.cli.options import checkpoints_option
 
 if TYPE_CHECKING:
@@ -129,44 +130,6 @@ COMMANDS: dict[str, Command] = {
     ),
 }
 """Every subcommand, in the order ``aimegraph --help`` lists them."""
-
-
-EXTRA_OF_MODULE = {
-    "gepa": "optimize",
-    "starlette": "dashboard",
-    "sse_starlette": "dashboard",
-    "uvicorn": "dashboard",
-    "celery": "distributed",
-    "kombu": "distributed",
-    "redis": "distributed",
-    "psycopg": "postgres",
-    "psycopg_pool": "postgres",
-    "langgraph.checkpoint.postgres": "postgres",
-    "langgraph.store.postgres": "postgres",
-    "sentence_transformers": "semantic",
-    "torch": "semantic",
-    "graphviz": "draw",
-    "opentelemetry": "tracing",
-    "openinference": "tracing",
-    "llama_cpp": "local",
-    "a2a": "a2a",
-    "mcp": "mcp",
-}
-"""Modules only an extra installs, by the extra (``pip install 'aimegraph[extra]'``)."""
-
-
-def missing_extra_message(exc: ImportError) -> str | None:
-    """One line saying which extra to install for ``exc``: its own message when it
-    already names the ``pip install``, else the extra of the missing module;
-    ``None`` for a module no extra provides (a bug, or the user's own module)."""
-    text = " ".join(str(exc).split())
-    if "pip install 'aimegraph[" in text:
-        return text
-    name = exc.name or ""
-    for module, extra in EXTRA_OF_MODULE.items():
-        if name == module or name.startswith(module + "."):
-            return f"{text} (pip install 'aimegraph[{extra}]')"
-    return None
 
 
 def build_parser() -> argparse.ArgumentParser:

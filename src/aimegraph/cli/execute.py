@@ -28,7 +28,7 @@ from aimegraph.checkpoints import (
     redact_url,
     sqlite_file,
 )
-from aimegraph.cli.app import missing_extra_message
+from aimegraph.cli.extras import missing_extra_message
 from aimegraph.cli.runlog import log_directory, run_logging
 from aimegraph.cli.support import EXIT_SIGNALLED, EXIT_USAGE, CliError
 from aimegraph.console import cli_console

@@ -47,7 +47,7 @@ class CheckInput:
     as JSON data (``None`` without one); ``workspace`` the rollout's own directory;
     ``state`` the system's output state (aimegraph's, or the ReAct loop's); ``task``
     the suite task; ``environment`` the rollout's simulated world after the run (a
-    public benchmark's, :class:`~aimegraph.eval.outcome.RolloutEnvironment`'s
+    public benchmark's, :class:`~aimegraph.eval.environment.RolloutEnvironment`'s
     ``state``; ``None`` for a suite of files).
     """
 

@@ -3,16 +3,16 @@ of every kind of system (:mod:`aimegraph.eval.runners`, :mod:`aimegraph.eval.bas
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.runnables import RunnableConfig
-from langchain_core.tools import BaseTool
 from langgraph.runtime import RunControl
 
+from aimegraph.eval.environment import RolloutEnvironment
 from aimegraph.eval.suite import Budget, Task
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.usage import UsageCounter
@@ -40,21 +40,6 @@ have it either)."""
 WORK_BUNDLES = ("files", "compute", "knowledge", "web", "custom")
 """aimegraph's work bundles: what a baseline gets, and what a rollout's own
 environment replaces."""
-
-
-@dataclass(frozen=True)
-class RolloutEnvironment:
-    """A simulated world of one rollout (a public benchmark's): its tools, the only
-    work tools every system gets (in the bundle ``bundle``), and ``state``, what the
-    checks read afterwards (:attr:`aimegraph.eval.checkers.CheckInput.environment`).
-    ``begin_turn(index)`` is told when each turn of the conversation starts (a
-    benchmark that checks the world turn by turn files each call under its turn)."""
-
-    bundle: str
-    description: str
-    tools: Sequence[BaseTool]
-    state: object
-    begin_turn: Callable[[int], None] | None = None
 
 
 @dataclass(frozen=True)

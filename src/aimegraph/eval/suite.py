@@ -34,7 +34,7 @@ from pydantic import (
 from aimegraph.eval.suite_parts import ID_PATTERN, Check, Oracle, OracleStage, OracleTurn, Strict
 
 if TYPE_CHECKING:
-    from aimegraph.eval.outcome import RolloutEnvironment
+    from aimegraph.eval.environment import RolloutEnvironment
 
 __all__ = [
     "BUNDLED_SUITE",

@@ -35,7 +35,7 @@ from typing import Any
 from langchain_core.tools import BaseTool, StructuredTool
 
 from aimegraph.eval.checkers import CheckInput
-from aimegraph.eval.outcome import RolloutEnvironment
+from aimegraph.eval.environment import RolloutEnvironment
 from aimegraph.eval.public import PublicSuite
 from aimegraph.eval.suite import Check, Oracle, Suite, SuiteError, Task
 
