@@ -62,10 +62,9 @@ from google.protobuf.json_format import MessageToDict
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 
-from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError
-from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError
-from aimegraph.serving.runs import PAUSED, RunView, ServedRuns
+from aimegraph.dashboard.runs import NothingToResumeError
+from aimegraph.serving.runs import CALLER_ERRORS, PAUSED, RunView, ServedRuns
 from aimegraph.serving.security import BearerTokenMiddleware
 from aimegraph.steering import DEMO_SCENARIO
 
@@ -75,15 +74,6 @@ RPC_PATH = "/"
 DECISION_KINDS = ("approve_plan", "approve_tool")
 APPROVALS = ("approve", "approved", "yes", "ok")
 REJECTIONS = ("reject", "rejected", "no", "deny")
-STEERING_ERRORS = (
-    AnswerError,
-    NoSuchInterruptError,
-    NothingToResumeError,
-    RunConflictError,
-    ThreadNotFoundError,
-    ValueError,
-)
-"""What a caller's message can run into: each becomes the task's state and text."""
 
 FINAL_STATES = {
     "failed": TaskState.TASK_STATE_FAILED,
@@ -125,7 +115,7 @@ class AimeAgentExecutor(AgentExecutor):
                 )
             else:
                 await self._answer(thread_id, message)
-        except STEERING_ERRORS as exc:
+        except CALLER_ERRORS as exc:
             await self._refuse(updater, thread_id, str(exc))
             return
         await updater.start_work()

@@ -25,10 +25,8 @@ from mcp.server.fastmcp import Context, FastMCP
 from mcp.server.fastmcp.exceptions import ToolError
 from starlette.types import ASGIApp
 
-from aimegraph.answers import AnswerError, NoSuchInterruptError
-from aimegraph.checkpoints import ThreadNotFoundError, new_thread_id
-from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError
-from aimegraph.serving.runs import RunView, ServedRuns
+from aimegraph.checkpoints import new_thread_id
+from aimegraph.serving.runs import CALLER_ERRORS, RunView, ServedRuns
 from aimegraph.serving.security import BearerTokenMiddleware
 
 __all__ = ["create_mcp_server", "mcp_http_app"]
@@ -39,15 +37,6 @@ INSTRUCTIONS = (
     "until it ends or waits for a human (status 'paused', see 'interrupts'); answer "
     "what it waits for with answer, then wait again; cancel_run ends it."
 )
-STEERING_ERRORS = (
-    AnswerError,
-    NoSuchInterruptError,
-    NothingToResumeError,
-    RunConflictError,
-    ThreadNotFoundError,
-    ValueError,
-)
-"""A caller's mistakes (an unknown thread, an answer that does not fit): a tool error."""
 
 
 def create_mcp_server(runs: ServedRuns, host: str = "127.0.0.1") -> FastMCP[Any]:
@@ -58,7 +47,7 @@ def create_mcp_server(runs: ServedRuns, host: str = "127.0.0.1") -> FastMCP[Any]
     async def steer(call: Any, *args: Any) -> Any:
         try:
             return await asyncio.to_thread(call, *args)
-        except STEERING_ERRORS as exc:
+        except CALLER_ERRORS as exc:
             raise ToolError(str(exc)) from exc
 
     @server.tool()

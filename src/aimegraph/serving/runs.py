@@ -22,13 +22,25 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from pydantic_core import to_jsonable_python
 
+from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError, interrupt_fields, run_config
-from aimegraph.dashboard.runs import RunManager
+from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError, RunManager
 from aimegraph.state import Task
 from aimegraph.state.progress import render_checklist
 from aimegraph.steering import DEMO_SCENARIO, AimeGraph, prepare_demo, reader_graph
 
-__all__ = ["PAUSED", "Progress", "RunView", "ServedRuns"]
+__all__ = ["CALLER_ERRORS", "PAUSED", "Progress", "RunView", "ServedRuns"]
+
+CALLER_ERRORS = (
+    AnswerError,
+    NoSuchInterruptError,
+    NothingToResumeError,
+    RunConflictError,
+    ThreadNotFoundError,
+    ValueError,
+)
+"""What a caller's request can run into (an unknown thread, an answer that does not
+fit, a run already going): each server reports it to the caller, never raises it."""
 
 PAUSED = "paused"
 """A run waiting for a human (plan or tool approval, ``ask_human``, an escalation)."""
