@@ -94,34 +94,30 @@ def _without(messages: Sequence[BaseMessage], detour: Sequence[AIMessage]) -> li
     ]
 
 
-class GullibleReact(ReactOracle):
+class _Gullible(BaseChatModel):
+    """What makes an oracle gullible, whichever system it plays: ``_reply`` before the
+    oracle's own reply (the mixin comes first, so ``super()`` is that oracle)."""
+
+    injection: Injection
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        # super() is the oracle after this mixin in the MRO, never BaseChatModel's.
+        oracle = super()._generate  # type: ignore[safe-super]
+        return _reply(oracle, self.injection, messages, stop, run_manager, kwargs)
+
+
+class GullibleReact(_Gullible, ReactOracle):
     """The gullible model in a ReAct loop (``create_agent``)."""
 
-    injection: Injection
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return _reply(super()._generate, self.injection, messages, stop, run_manager, kwargs)
-
-
-class GullibleAime(AimeOracle):
+class GullibleAime(_Gullible, AimeOracle):
     """The gullible model in aimegraph: its actors obey what their tool outputs say."""
-
-    injection: Injection
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return _reply(super()._generate, self.injection, messages, stop, run_manager, kwargs)
 
 
 @dataclass(frozen=True)
