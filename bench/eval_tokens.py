@@ -420,9 +420,14 @@ def _headline(metrics: dict[str, float]) -> Headline:
         goal = GOALS.get(label)
         ratio = metrics[f"eval.{key}.ratio"]
         met = "" if goal is None else f" (goal <= {goal}x: {'met' if ratio <= goal else 'missed'})"
+        calls = (
+            f"{metrics[f'eval.{key}.aimegraph_llm_calls']:.2f} against "
+            f"{metrics[f'eval.{key}.react_llm_calls']:.2f} LLM calls"
+        )
         return (
             f"{label} {metrics[f'eval.{key}.aimegraph_tokens']:,.0f} against "
-            f"{metrics[f'eval.{key}.react_tokens']:,.0f}, {fmt_x(ratio)}{met}"
+            f"{metrics[f'eval.{key}.react_tokens']:,.0f} prompt tokens, {fmt_x(ratio)}{met}, "
+            f"{calls}"
         )
 
     return Headline(
