@@ -16,8 +16,8 @@ from tests.scripted import call, plan, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models.json_tools import STEP_FUNCTION
+from aimegraph.models.offline.scripted import ScriptedChatModel, ToolSchemaChatModel
 from aimegraph.models.resolve import decodes_forced_calls_by_grammar, supports_tool_calling
-from aimegraph.models.scripted import ScriptedChatModel, ToolSchemaChatModel
 
 
 class ChatLlamaCpp(ToolSchemaChatModel):

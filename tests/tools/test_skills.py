@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from aimegraph.models.scripted import ScriptedChatModel
-from aimegraph.nodes.factory import DefaultActorFactory
+from aimegraph.models.offline.scripted import ScriptedChatModel
+from aimegraph.nodes.actor_factory import DefaultActorFactory
 from aimegraph.sandbox import BubblewrapSandbox, Job, Workspace
 from aimegraph.state import Task
 from aimegraph.state.models import plan_update_schema

@@ -24,14 +24,14 @@ from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
-from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
+from aimegraph.nodes.actor_factory import ActorFactory
 from aimegraph.nodes.escalation import make_escalate_node
-from aimegraph.nodes.factory import ActorFactory
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
+from aimegraph.nodes.memory import make_run_record_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
@@ -274,7 +274,7 @@ def build_aime_graph(
     if memory:
         builder.add_node("record_run", make_run_record_node(role_models["reporter"], config))
     if config.optimize_online:
-        from aimegraph.optimizer.online import make_online_node  # wave 2: only when asked for
+        from aimegraph.nodes.online import make_online_node  # wave 2: only when asked for
 
         builder.add_node(
             "optimize_online",

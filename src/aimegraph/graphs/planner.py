@@ -11,10 +11,10 @@ from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.parts import GraphParts
-from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.given_plan import GIVEN, make_given_plan_node, route_planner_start
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
+from aimegraph.nodes.memory import make_planner_recall_node
 from aimegraph.nodes.planner import (
     make_commit_node,
     make_draft_node,

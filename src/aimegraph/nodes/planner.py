@@ -13,10 +13,10 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.memory.sections import facts_section, past_runs_section
 from aimegraph.models.calls import ToolsBeside
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
 from aimegraph.nodes.notes import run_notes
-from aimegraph.nodes.sections import facts_section, past_runs_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text

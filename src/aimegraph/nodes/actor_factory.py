@@ -10,7 +10,7 @@ message, so that the calls of a run share a prefix for provider prompt caches.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from pathlib import Path
 from typing import Protocol
@@ -20,9 +20,10 @@ from langchain_core.tools import BaseTool
 
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.nodes.sections import facts_section
+from aimegraph.memory.sections import facts_section
 from aimegraph.prompts import actor as prompts
 from aimegraph.state import ActorState, Task, TaskResult
+from aimegraph.teams.units import AgentRegistry, UnitMatcher
 from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.registry import ToolRegistry
 from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, skills_section
@@ -241,3 +242,36 @@ def _line(template: str, text: str, *, unless: str = "") -> str:
 def artifact_lines(artifacts: Mapping[str, str]) -> str:
     """A result's artifacts as ``- name: value`` lines, for prompts."""
     return "".join(f"- {name}: {value}\n" for name, value in artifacts.items())
+
+
+class UnitActorFactory:
+    """An :class:`ActorFactory` over agent units, wrapping another factory.
+
+    The unit is the task's ``agent`` (a team member's turn sets it), else the
+    matcher's pick; its persona opens the actor's prompt and its bundles join the
+    task's. The spec records the unit and the matcher's scores (``unit_scores``).
+    A task no unit fits gets the wrapped factory's actor.
+    """
+
+    def __init__(self, base: ActorFactory, units: AgentRegistry, matcher: UnitMatcher) -> None:
+        self.base = base
+        self.units = units
+        self.matcher = matcher
+
+    def choose(self, task: Task) -> tuple[str | None, tuple[tuple[str, float], ...]]:
+        """The unit for ``task`` and the matcher's scores (none for a named unit)."""
+        if task.agent in self.units:
+            return task.agent, ()
+        return self.matcher.pick(task)
+
+    def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
+        """The base factory's actor, given the chosen unit's persona and bundles."""
+        name, scores = self.choose(task)
+        if name is None:
+            return replace(self.base.build(task, goal, dependencies), unit_scores=scores)
+        unit = self.units[name]
+        bundles = tuple(dict.fromkeys((*unit.tool_bundles, *task.tool_bundles)))
+        spec = self.base.build(
+            task.model_copy(update={"tool_bundles": bundles}), goal, dependencies
+        )
+        return replace(spec, persona=unit.persona or spec.persona, unit=name, unit_scores=scores)

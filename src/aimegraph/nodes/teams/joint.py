@@ -13,14 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.dual import Steps, model_node
-from aimegraph.prompts import teams as team_prompts
-from aimegraph.state import (
-    MemberResult,
-    TaskResult,
-    TeamSpec,
-)
-from aimegraph.state.models import Id, ShortText
-from aimegraph.teams.modes.common import (
+from aimegraph.nodes.teams.common import (
     TeamBuilder,
     TeamParts,
     TeamState,
@@ -34,6 +27,13 @@ from aimegraph.teams.modes.common import (
     _turn,
     _turns,
 )
+from aimegraph.prompts import teams as team_prompts
+from aimegraph.state import (
+    MemberResult,
+    TaskResult,
+    TeamSpec,
+)
+from aimegraph.state.models import Id, ShortText
 
 
 class NextSpeaker(BaseModel):

@@ -76,7 +76,7 @@ String values may use ``{goal}``, ``{answer}``, ``{last_tool_output}``,
 arguments needs no escaping.
 
 With ``echo: true`` a scenario also answers prompts that are not the engine's (no
-``# Role:`` line) from the prompt itself, see :mod:`aimegraph.models.echo`: code
+``# Role:`` line) from the prompt itself, see :mod:`aimegraph.models.offline.echo`: code
 written for any chat model (LangChain's standard tests, a chat UI) can drive it, while
 the engine's prompts, which always carry their role, replay the scenario as strictly as
 without it. Without ``echo`` such a prompt is answered as the reporter's.
@@ -118,9 +118,9 @@ from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
 from aimegraph.models.chunks import WholeReplyStreaming
-from aimegraph.models.echo import echo_reply
 from aimegraph.models.json_modes import JsonModes
-from aimegraph.models.scenario import (
+from aimegraph.models.offline.echo import echo_reply
+from aimegraph.models.offline.scenario import (
     Scenario,
     ScenarioError,
     ScenarioGoalError,

@@ -1,6 +1,6 @@
 """The executor: the nodes of one task's ReAct loop.
 
-The actor factory (:mod:`aimegraph.nodes.factory`) assembles an ``ActorSpec`` for a
+The actor factory (:mod:`aimegraph.nodes.actor_factory`) assembles an ``ActorSpec`` for a
 task from five parts (persona, tools, knowledge, environment, output format); the
 loop then runs the actor
 (``react`` <-> ``tools``) until it submits a result, answers without a tool
@@ -55,9 +55,7 @@ from aimegraph.models.json_tools import (
 )
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
 from aimegraph.models.reasoning import visible_text, without_think_text
-from aimegraph.nodes.context import within_budget
-from aimegraph.nodes.dual import Steps, blocking_call, model_node
-from aimegraph.nodes.factory import (  # noqa: F401 - the factory's names lived here: kept a release
+from aimegraph.nodes.actor_factory import (  # noqa: F401 - the factory's names lived here: kept a release
     ALWAYS_BOUND,
     ActorFactory,
     ActorSpec,
@@ -65,6 +63,8 @@ from aimegraph.nodes.factory import (  # noqa: F401 - the factory's names lived 
     artifact_lines,
     task_message,
 )
+from aimegraph.nodes.context import within_budget
+from aimegraph.nodes.dual import Steps, blocking_call, model_node
 from aimegraph.nodes.notes import unseen_notes
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts

@@ -5,7 +5,7 @@ first use and kept for the rest of the run) and the async tool calls it started 
 engine loop. Closing it cancels the calls still running and closes the resources, each
 in the task that opened it (anyio's task groups, which MCP sessions hold, must be left
 in the task that entered them). The graph opens one per run and closes it at the end,
-on a cancel and on a crash (:class:`aimegraph.graphs.scoped.RunScopedGraph`); tools
+on a cancel and on a crash (:class:`aimegraph.running.scoped_graph.RunScopedGraph`); tools
 find it in the run's config (:func:`current_scope`).
 """
 
@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
 
-from aimegraph.tools.loop import EngineLoop, engine_loop
+from aimegraph.running.loop import EngineLoop, engine_loop
 
 __all__ = ["SCOPE_KEY", "RunScope", "RunScopeClosedError", "current_scope"]
 

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from aimegraph.eval.runner import REPORT_HTML, SUMMARY
+from aimegraph.eval.harness import REPORT_HTML, SUMMARY
 
 __all__ = ["eval_report", "list_evals"]
 

@@ -23,8 +23,8 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
+from aimegraph.models.offline.scripted import ScriptedChatModel, ToolSchemaChatModel
 from aimegraph.models.reasoning import visible_text
-from aimegraph.models.scripted import ScriptedChatModel, ToolSchemaChatModel
 from aimegraph.prompts import optimizer as prompts
 
 __all__ = [

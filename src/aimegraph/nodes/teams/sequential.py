@@ -7,11 +7,7 @@ from collections.abc import Callable, Sequence
 from langgraph.graph import START
 from langgraph.types import Send
 
-from aimegraph.prompts import teams as team_prompts
-from aimegraph.state import (
-    TaskResult,
-)
-from aimegraph.teams.modes.common import (
+from aimegraph.nodes.teams.common import (
     TeamBuilder,
     TeamParts,
     TeamState,
@@ -20,6 +16,10 @@ from aimegraph.teams.modes.common import (
     _render,
     _turn,
     _turns,
+)
+from aimegraph.prompts import teams as team_prompts
+from aimegraph.state import (
+    TaskResult,
 )
 
 

@@ -37,10 +37,10 @@ from aimegraph.memory.episodes import (
     thread_id,
 )
 from aimegraph.memory.render import experience, past_runs
+from aimegraph.memory.sections import clip
 from aimegraph.models.calls import usage_of
 from aimegraph.nodes.dual import Steps, model_node
 from aimegraph.nodes.planner import resolve_goal
-from aimegraph.nodes.sections import clip
 from aimegraph.prompts import memory as prompts
 from aimegraph.state import (
     ActorState,

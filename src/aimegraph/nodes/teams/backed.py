@@ -15,74 +15,27 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict
-from importlib.util import find_spec
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.errors import GraphBubbleUp
-from langgraph.graph import END, START, StateGraph
-from langgraph.graph.state import CompiledStateGraph
 from langgraph.pregel.protocol import PregelProtocol
 from langgraph.pregel.remote import RemoteGraph
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import usage_of
-from aimegraph.nodes.executor import make_hand_back_node, task_message
+from aimegraph.nodes.actor import task_message
 from aimegraph.state import (
-    ActorInput,
-    ActorOutput,
     ActorState,
-    MemberOutput,
     ProgressUpdate,
     TaskResult,
     Usage,
 )
 from aimegraph.teams.a2a_unit import COMPLETED, INPUT_REQUIRED, A2AState, ask_human, exchange
 from aimegraph.teams.remote import attempt_key, run_remote
-from aimegraph.teams.units import AgentUnit
 from aimegraph.tools.progress import settled
-
-
-def build_backed_unit_graph(
-    unit: AgentUnit, config: AimeConfig, *, member: bool = False, name: str | None = None
-) -> CompiledStateGraph[Any, AimeConfig, ActorInput, Any]:
-    """The graph doing a task with ``unit``'s agent, in place of the actor graph: the
-    same input (:class:`ActorInput`) and output (the task with its result, progress
-    updates, usage; a team member's turn with ``member``). A graph agent is one
-    ``agent`` node; an A2A agent is ``a2a`` <-> ``ask`` (its ``input-required``
-    answered by a human), then ``finish``."""
-    builder = StateGraph(
-        A2AUnitState,
-        context_schema=AimeConfig,
-        input_schema=ActorInput,
-        output_schema=MemberOutput if member else ActorOutput,
-    )
-    if isinstance(unit.agent, str):
-        if find_spec("a2a") is None:
-            raise ValueError(
-                f"agent unit {unit.name!r} is an A2A agent: install the a2a extra "
-                "(pip install 'aimegraph[a2a]')"
-            )
-        builder.add_node("a2a", _make_a2a_node(unit.agent))
-        builder.add_node("ask", _make_ask_node(unit.name))
-        builder.add_node("agent", _make_finish_node(unit.name))
-        builder.add_edge(START, "a2a")
-        builder.add_conditional_edges("a2a", _after_a2a, ["ask", "agent"])
-        builder.add_edge("ask", "a2a")
-    elif unit.agent is not None:
-        builder.add_node("agent", _make_agent_node(unit.name, unit.agent, base=config))
-        builder.add_edge(START, "agent")
-    else:
-        raise ValueError(f"agent unit {unit.name!r} is not backed by an agent")
-    if member:
-        builder.add_node("hand_back", make_hand_back_node())
-        builder.add_edge("agent", "hand_back")
-        builder.add_edge("hand_back", END)
-    else:
-        builder.add_edge("agent", END)
-    return builder.compile(name=name or f"agent_{unit.name}")
 
 
 class A2AUnitState(ActorState, total=False):
@@ -93,7 +46,7 @@ class A2AUnitState(ActorState, total=False):
     answer: str | None
 
 
-def _make_a2a_node(url: str) -> Any:
+def make_a2a_node(url: str) -> Any:
     def a2a(state: A2AUnitState, config: RunnableConfig) -> dict[str, Any]:
         answer, known = state.get("answer"), state.get("a2a") or {}
         try:
@@ -111,18 +64,18 @@ def _make_a2a_node(url: str) -> Any:
     return a2a
 
 
-def _after_a2a(state: A2AUnitState) -> str:
+def after_a2a(state: A2AUnitState) -> str:
     return "ask" if (state.get("a2a") or {}).get("state") == INPUT_REQUIRED else "agent"
 
 
-def _make_ask_node(unit: str) -> Any:
+def make_ask_node(unit: str) -> Any:
     def ask(state: A2AUnitState) -> dict[str, Any]:
         return {"answer": ask_human(unit, A2AState(**state["a2a"]))}
 
     return ask
 
 
-def _make_finish_node(unit: str) -> Any:
+def make_finish_node(unit: str) -> Any:
     def finish(state: A2AUnitState, runtime: Runtime[Any]) -> dict[str, Any]:
         found = state.get("a2a") or {}
         where = {"a2a_task": found["task_id"]} if found.get("task_id") else {}
@@ -136,7 +89,7 @@ def _make_finish_node(unit: str) -> Any:
     return finish
 
 
-def _make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> Any:
+def make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> Any:
     def run_agent(
         state: ActorState, config: RunnableConfig, runtime: Runtime[Any]
     ) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """What a runner gets for one rollout and what it hands back, shared by the runners
-of every kind of system (:mod:`aimegraph.eval.runners`, :mod:`aimegraph.eval.baselines`)."""
+of every kind of system (:mod:`aimegraph.eval.task_run`, :mod:`aimegraph.eval.baselines`)."""
 
 from __future__ import annotations
 

@@ -13,13 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.dual import Steps, model_node
-from aimegraph.nodes.types import Node
-from aimegraph.prompts import teams as team_prompts
-from aimegraph.state import (
-    TaskResult,
-)
-from aimegraph.state.models import Id, Text
-from aimegraph.teams.modes.common import (
+from aimegraph.nodes.teams.common import (
     TeamBuilder,
     TeamParts,
     TeamState,
@@ -33,6 +27,12 @@ from aimegraph.teams.modes.common import (
     _turn,
     _turns,
 )
+from aimegraph.nodes.types import Node
+from aimegraph.prompts import teams as team_prompts
+from aimegraph.state import (
+    TaskResult,
+)
+from aimegraph.state.models import Id, Text
 
 
 class Part(BaseModel):

@@ -25,7 +25,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from aimegraph.checkpoints import make_serializer
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import structured_json
-from aimegraph.eval.outcome import Outcome, RolloutSetup, thread_config, unattended_registry
+from aimegraph.eval.rollout_io import Outcome, RolloutSetup, thread_config, unattended_registry
 from aimegraph.eval.systems import SystemSpec
 
 __all__ = ["run_system"]

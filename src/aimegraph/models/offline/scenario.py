@@ -1,4 +1,4 @@
-"""The scenario of the scripted model (:mod:`aimegraph.models.scripted`): its file
+"""The scenario of the scripted model (:mod:`aimegraph.models.offline.scripted`): its file
 format, its checks on load, and which turn of it a goal plays.
 
 A scenario that declares its goal (``goal``, and the goal of each of its

@@ -17,8 +17,8 @@ from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply
+from aimegraph.nodes.actor_factory import UnitActorFactory, artifact_lines
 from aimegraph.nodes.dual import Steps, ask_structured
-from aimegraph.nodes.factory import artifact_lines
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import teams as team_prompts
 from aimegraph.prompts.source import PromptSource
@@ -32,7 +32,7 @@ from aimegraph.state import (
     Usage,
 )
 from aimegraph.streaming import call_metadata
-from aimegraph.teams.units import AgentRegistry, UnitActorFactory
+from aimegraph.teams.units import AgentRegistry
 from aimegraph.tools.progress import settled
 from aimegraph.tools.registry import ToolRegistry
 

@@ -1,4 +1,4 @@
-"""A compiled graph whose every run holds a :class:`~aimegraph.tools.scope.RunScope`.
+"""A compiled graph whose every run holds a :class:`~aimegraph.running.scope.RunScope`.
 
 Every way of running a LangGraph graph goes through ``stream`` or ``astream``:
 ``invoke`` and ``ainvoke``, ``stream_events``/``astream_events``, a parent graph
@@ -17,7 +17,7 @@ from langchain_core.runnables import RunnableConfig, ensure_config
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.typing import ContextT, InputT, OutputT, StateT
 
-from aimegraph.tools.scope import RunScope, current_scope
+from aimegraph.running.scope import RunScope, current_scope
 
 __all__ = ["RunScopedGraph"]
 

@@ -1,8 +1,8 @@
 """How the run's whiteboard (``facts``) and recalled past runs appear in the
 planner's and the actors' prompts, bounded in characters.
 
-The lines themselves come from :mod:`aimegraph.memory` (which reads the store);
-the core only renders what the state carries, so it does not depend on it.
+It renders only what the state carries (the recall nodes put the store's lines
+there), so the actor factory and the planner use it without reading the store.
 """
 
 from __future__ import annotations
