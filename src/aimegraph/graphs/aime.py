@@ -29,12 +29,12 @@ from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
 from aimegraph.nodes.actor_factory import ActorFactory
 from aimegraph.nodes.escalation import make_escalate_node
+from aimegraph.nodes.executor import make_executor_node
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.memory import make_run_record_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
-from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import (
     AimeInput,
@@ -223,7 +223,7 @@ def build_aime_graph(
             parts=parts,
         )
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
-    # the moment its dependencies complete (see aimegraph.nodes.scheduler).
+    # the moment its dependencies complete (see aimegraph.nodes.executor).
     builder.add_node(
         "executor",
         make_executor_node(actor, config, checkpointed=bool(checkpointer))
