@@ -65,13 +65,14 @@ def moved(old: str, homes: str | Mapping[str, str]) -> Callable[[str], Any]:
 
     def __getattr__(name: str) -> Any:
         home = homes if isinstance(homes, str) else homes.get(name)
-        if home is None or name.startswith("__"):
+        module = None if home is None or name.startswith("__") else importlib.import_module(home)
+        if module is None or not hasattr(module, name):
             raise AttributeError(f"module {old!r} has no attribute {name!r}")
         warnings.warn(
             f"{old}.{name} moved to {home}.{name}; the old path goes in the next release",
             DeprecationWarning,
             stacklevel=2,
         )
-        return getattr(importlib.import_module(home), name)
+        return getattr(module, name)
 
     return __getattr__

@@ -52,6 +52,8 @@ def test_an_old_path_hands_on_the_moved_name(old: str, new: str, name: str) -> N
     assert value is getattr(importlib.import_module(new), name)
 
 
-def test_a_name_that_never_lived_there_is_still_missing() -> None:
-    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
-        importlib.import_module("aimegraph.tools.loop").nothing_here  # noqa: B018
+def test_a_name_that_never_lived_there_is_still_missing(recwarn: pytest.WarningsRecorder) -> None:
+    for old in ("aimegraph.tools.loop", "aimegraph.teams"):
+        with pytest.raises(AttributeError, match=f"'{old}' has no attribute 'nothing_here'"):
+            importlib.import_module(old).nothing_here  # noqa: B018
+    assert not [w for w in recwarn if issubclass(w.category, DeprecationWarning)]
