@@ -312,7 +312,7 @@ def _fixed_parts(root: Path, metrics: dict[str, float]) -> Table:
     from langchain_core.messages import SystemMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from aimegraph.nodes.factory import DefaultActorFactory
+    from aimegraph.nodes.actor_factory import DefaultActorFactory
     from aimegraph.prompts import planner, reporter, verifier
     from aimegraph.state import Task, Verdict
     from aimegraph.state.models import plan_update_schema

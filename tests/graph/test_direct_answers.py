@@ -22,7 +22,7 @@ from tests.scripted import call, plan, spec, submit
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import thread_config
 from aimegraph.models import ScriptedChatModel
-from aimegraph.models.fuzz import FuzzChatModel
+from aimegraph.models.offline.fuzz import FuzzChatModel
 from aimegraph.nodes.verify_policy import ungrounded
 
 GREETING = {"rationale": "A greeting.", "tasks": [], "answer": "Hello! How can I help?"}

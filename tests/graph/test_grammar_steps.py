@@ -17,8 +17,8 @@ from tests.scripted import call, plan, spec, submit
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models.json_tools import STEP_FUNCTION, json_step_model
 from aimegraph.models.jsonparse import check_degenerate
+from aimegraph.models.offline.scripted import ScriptedChatModel, ToolSchemaChatModel
 from aimegraph.models.resolve import decodes_forced_calls_by_grammar, supports_tool_calling
-from aimegraph.models.scripted import ScriptedChatModel, ToolSchemaChatModel
 from aimegraph.tools.calculator import calculator
 
 
