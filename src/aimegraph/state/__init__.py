@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         AimeState,
         Escalation,
         EscalationTrigger,
+        InputScreen,
         PastRun,
         thread_usage,
     )
@@ -74,6 +75,7 @@ _HOMES = {
     "AimeState": ".aime_state",
     "Escalation": ".aime_state",
     "EscalationTrigger": ".aime_state",
+    "InputScreen": ".aime_state",
     "PastRun": ".aime_state",
     "thread_usage": ".aime_state",
     "ENDED_STATUSES": ".models",
@@ -130,6 +132,7 @@ __all__ = [
     "ENDED_STATUSES",
     "Escalation",
     "EscalationTrigger",
+    "InputScreen",
     "MemberOutput",
     "MemberResult",
     "PastRun",
