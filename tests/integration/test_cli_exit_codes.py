@@ -37,6 +37,13 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[str], int, str]] = {
     ),
     "budget": ({"planner": [ONE_TASK]}, ["--max-llm-calls", "1"], 4, "budget_exhausted"),
     "paused": ({"planner": [ONE_TASK]}, ["--approve-plan"], 5, "paused"),
+    # A guardrail's tripwire (issue 41): the answer holds an API key, secrets:trip blocks it.
+    "blocked": (
+        {"planner": [ONE_TASK], "reporter": [{"text": "sk-proj-Abcdefghijklmnopqrstuvwxyz0123"}]},
+        ["--config", '{"guardrails": ["secrets:trip"]}'],
+        10,
+        "blocked",
+    ),
 }
 
 
@@ -58,7 +65,7 @@ def test_exit_code_and_json_output(
     assert set(out) >= {"final_answer", "checklist", "tasks", "verdict", "usage", "reason"}
     if case == "paused":
         assert out["interrupts"][0]["kind"] == "approve_plan"
-    if case in ("failed", "rejected", "budget"):
+    if case in ("failed", "rejected", "budget", "blocked"):
         assert out["reason"]
 
 
