@@ -45,6 +45,24 @@ SECRET_PATTERNS: Mapping[str, re.Pattern[str]] = {
 """Secret shapes by name, most specific first (an Anthropic key also looks like an
 OpenAI one)."""
 
+_SECRET_MARKS: Mapping[str, tuple[str, ...]] = {
+    "private_key": ("PRIVATE KEY-----",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "aws_access_key": ("AKIA", "ASIA"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-",),
+    "slack_token": ("xox",),
+    "google_api_key": ("AIza",),
+    "stripe_key": ("k_live_", "k_test_"),
+    "huggingface_token": ("hf_",),
+    "jwt": ("eyJ",),
+    "bearer_token": ("bearer", "Bearer", "BEARER"),
+}
+"""What each shape's text holds (one of them), searched as a substring before its
+expression: a text with none is passed in microseconds, where the expressions scan it
+in milliseconds."""
+
 SecretsAction = Literal["redact", "trip"]
 InjectionAction = Literal["flag", "quarantine", "trip"]
 
@@ -86,6 +104,8 @@ def _secrets_found(
 
 def _redacted_text(text: str, found: list[str]) -> str:
     for kind, pattern in SECRET_PATTERNS.items():
+        if not any(mark in text for mark in _SECRET_MARKS[kind]):
+            continue
 
         def mark(_: re.Match[str], kind: str = kind) -> str:
             found.append(kind)
@@ -136,6 +156,26 @@ _INJECTION = re.compile(
     ),
     re.IGNORECASE | re.MULTILINE,
 )
+_TRIGGERS = (
+    *("ignor", "disregard", "forget", "overrid", "bypass", "you are now", "from now on"),
+    *("new instruction", "new task", "new directive", "new system prompt", "before you"),
+    *(" ai", "assistant", "agent", "llm", "language model", "chatbot", "model", "gpt"),
+    *("claude", "gave you", "the user", "system", "instruction", "hidden prompt"),
+    *("<|", "[inst", "[/inst", "<<sys", "<</sys", "information>"),
+)
+"""Words one of which every phrasing :data:`_INJECTION` matches holds (lowercased): a
+page with none of them is passed after a substring search per word, microseconds,
+where the expression takes milliseconds on a long page."""
+
+
+def _instructions_in(text: str) -> list[str]:
+    """The instruction-like phrases in ``text``."""
+    lowered = text.lower()
+    if not any(trigger in lowered for trigger in _TRIGGERS):
+        return []
+    return [m.group(0) for m in _INJECTION.finditer(text)]
+
+
 _SENTENCE = re.compile(r"[^.!?\n]*(?:[.!?]+|\n|$)")
 
 
@@ -151,7 +191,7 @@ def prompt_injection_screen(
     do; ``trip`` ends the run ``blocked``."""
 
     def check(subject: Subject) -> GuardrailResult | None:
-        matches = [m.group(0) for m in _INJECTION.finditer(subject.text)]
+        matches = _instructions_in(subject.text)
         if not matches:
             return None
         quoted = "; ".join(f"{' '.join(m.split())[:60]!r}" for m in dict.fromkeys(matches))
