@@ -6,9 +6,10 @@ screen scans) and submits. The same graph runs with no guardrails, with the secr
 screen (final answer and tool arguments), with the prompt-injection screen (tool
 outputs), with both, and with both plus a plain input guardrail (the goal's screen
 beside the first planner call: two nodes and one super-step more). The variants run in
-interleaved rounds; time per model call is a run's wall time over its model calls, and
-each variant's ratio is the median over the rounds of its time against the unguarded
-run's in the same round. A second table times one screen alone.
+interleaved rounds; time per model call is a run's wall time over its model calls. Each
+variant is compared with the unguarded run by its fastest run (the least disturbed by
+other work on the machine) and by the median over the rounds of its time against the
+unguarded run's in the same round. A second table times one screen alone.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def _chain(n_tasks: int) -> dict[str, Any]:
 
 
 def run(quick: bool) -> SectionResult:
-    n_tasks, rounds = (3, 2) if quick else (20, 7)
+    n_tasks, rounds = (3, 2) if quick else (20, 9)
     per_call: dict[str, list[float]] = {name: [] for name in VARIANTS}
     calls: dict[str, int] = {}
     with workspace() as ws:
@@ -109,20 +110,28 @@ def run(quick: bool) -> SectionResult:
     table = Table(
         f"1. Built-in guardrails per model call: chain of {n_tasks} tasks, each reading a 4 KB "
         f"page, instant scripted model (median of {rounds} interleaved rounds)",
-        ["guardrails", "model calls per run", "ms per model call", "against none"],
+        [
+            "guardrails",
+            "model calls per run",
+            "ms per model call",
+            "fastest run against none",
+            "against none, per round",
+        ],
     )
     metrics: dict[str, float] = {}
+    fastest = {name: min(samples) / min(per_call["none"]) for name, samples in per_call.items()}
     for name, samples in per_call.items():
-        ratio = statistics.median(ratios[name])
         table.add(
             name,
             calls[name],
             fmt_range(samples, fmt_ms),
-            "1.00x" if name == "none" else fmt_range(ratios[name], fmt_x),
+            fmt_x(fastest[name]),
+            fmt_range(ratios[name], fmt_x),
         )
         key = name.replace(" + ", "_").replace(" ", "_")
         metrics[f"guardrails.{key}.ms_per_call"] = statistics.median(samples) * 1e3
-        metrics[f"guardrails.{key}.ratio"] = ratio
+        metrics[f"guardrails.{key}.ratio"] = statistics.median(ratios[name])
+        metrics[f"guardrails.{key}.fastest_ratio"] = fastest[name]
     table.notes.append(
         "secrets screens the final answer and every tool call's arguments; prompt_injection "
         "every tool output; the input check runs beside the first planner call"
@@ -133,17 +142,19 @@ def run(quick: bool) -> SectionResult:
         "2. One screen alone (median of repeated calls)",
         ["screen", "subject", "microseconds"],
     )
-    single.add("secrets", "4 KB tool output as a 1 KB answer", f"{screens['secrets'] * 1e6:.0f}")
+    single.add("secrets", "a 1 KB answer", f"{screens['secrets'] * 1e6:.0f}")
     single.add("prompt_injection", "4 KB tool output", f"{screens['prompt_injection'] * 1e6:.0f}")
     med = {name: statistics.median(r) for name, r in ratios.items()}
     headline = Headline(
         f"built-in guardrails per model call: chain of {n_tasks} tasks, each reading a 4 KB page, "
         "instant scripted model (the worst case)",
         "the same graph with no guardrails, interleaved rounds",
-        f"secrets {fmt_x(med['secrets'])} / prompt_injection {fmt_x(med['prompt_injection'])} / "
-        f"both {fmt_x(med['both'])} (with an input check beside the planner "
-        f"{fmt_x(med['both + input check'])}); one screen of a 4 KB page "
-        f"{screens['prompt_injection'] * 1e6:.0f} µs",
+        f"fastest run: secrets {fmt_x(fastest['secrets'])} / prompt_injection "
+        f"{fmt_x(fastest['prompt_injection'])} / both {fmt_x(fastest['both'])} / both with an "
+        f"input check beside the planner {fmt_x(fastest['both + input check'])}; medians per "
+        f"round {' / '.join(fmt_x(med[n]) for n in VARIANTS if n != 'none')}; one screen: "
+        f"{screens['secrets'] * 1e6:.0f} µs (secrets, 1 KB answer), "
+        f"{screens['prompt_injection'] * 1e6:.0f} µs (prompt_injection, 4 KB page)",
     )
     return SectionResult("guardrails", [table, single], metrics, [headline])
 
