@@ -6,17 +6,20 @@ screen scans) and submits. The same graph runs with no guardrails, with the secr
 screen (final answer and tool arguments), with the prompt-injection screen (tool
 outputs), with both, and with both plus a plain input guardrail (the goal's screen
 beside the first planner call: two nodes and one super-step more). The variants run in
-interleaved rounds; time per model call is a run's wall time over its model calls. Each
-variant is compared with the unguarded run by its fastest run (the least disturbed by
-other work on the machine) and by the median over the rounds of its time against the
+interleaved rounds; time per model call is the process's CPU time for a run (all its
+threads) over its model calls: the screens are CPU work, and on a shared machine wall
+time mostly measures the other processes. Each variant is compared with the unguarded
+run by its fastest run and by the median over the rounds of its time against the
 unguarded run's in the same round. A second table times one screen alone.
 """
 
 from __future__ import annotations
 
 import statistics
+import time
+from collections.abc import Callable
 from functools import partial
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 from langchain_core.tools import tool
 
@@ -43,9 +46,10 @@ from bench.common import (
     scenario,
     task,
     thread_config,
-    timed,
     workspace,
 )
+
+T = TypeVar("T")
 
 PAGE = (
     "Harbour notes for the third of May. High tide at Brest is at 06:42 and low tide at "
@@ -97,7 +101,7 @@ def run(quick: bool) -> SectionResult:
         for _ in range(rounds + 1):  # the first round warms up
             for name, (graph, model) in graphs.items():
                 model.reset()
-                out, seconds = timed(partial(graph.invoke, goal, thread_config()))
+                out, seconds = _cpu_timed(partial(graph.invoke, goal, thread_config()))
                 assert out["status"] == "succeeded", (name, out["reason"])
                 calls[name] = model.calls
                 per_call[name].append(seconds / model.calls)
@@ -113,7 +117,7 @@ def run(quick: bool) -> SectionResult:
         [
             "guardrails",
             "model calls per run",
-            "ms per model call",
+            "CPU ms per model call",
             "fastest run against none",
             "against none, per round",
         ],
@@ -147,7 +151,7 @@ def run(quick: bool) -> SectionResult:
     med = {name: statistics.median(r) for name, r in ratios.items()}
     headline = Headline(
         f"built-in guardrails per model call: chain of {n_tasks} tasks, each reading a 4 KB page, "
-        "instant scripted model (the worst case)",
+        "instant scripted model (the worst case); process CPU time",
         "the same graph with no guardrails, interleaved rounds",
         f"fastest run: secrets {fmt_x(fastest['secrets'])} / prompt_injection "
         f"{fmt_x(fastest['prompt_injection'])} / both {fmt_x(fastest['both'])} / both with an "
@@ -157,6 +161,13 @@ def run(quick: bool) -> SectionResult:
         f"{screens['prompt_injection'] * 1e6:.0f} µs (prompt_injection, 4 KB page)",
     )
     return SectionResult("guardrails", [table, single], metrics, [headline])
+
+
+def _cpu_timed(fn: Callable[[], T]) -> tuple[T, float]:
+    """``fn``'s result and the CPU seconds the process spent on it."""
+    start = time.process_time()
+    value = fn()
+    return value, time.process_time() - start
 
 
 def _one_screen(*, repeat: int) -> dict[str, float]:
