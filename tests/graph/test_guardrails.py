@@ -307,3 +307,22 @@ def test_a_tool_steps_arguments_are_screened_too(workspace: Path) -> None:
     out = graph.invoke({"goal": "Post the key"})
     assert recorder.calls == [] and model.prompts("actor") == []
     assert out["status"] == "blocked" and "found a secret (openai_key)" in out["reason"]
+
+
+def test_a_team_members_tripped_call_fails_the_teams_task_with_the_tripwire(
+    workspace: Path,
+) -> None:
+    from tests.teams.helpers import run_team, team_task
+
+    scenario = {
+        "actors": {
+            "t1/analyst": [call("calculator", expression=f"1 + 1  # {SECRET}"), submit("2")],
+            "t1/writer": [submit("The total is 2.")],
+        }
+    }
+    task = team_task("sequential", "analyst", "writer", max_rounds=1)
+    out, _ = run_team(workspace, task, scenario, guardrails=("secrets:trip",))
+    result = out["tasks"]["t1"].result
+    assert result.status == "failed" and result.tripwire is not None
+    assert "found a secret (openai_key)" in result.tripwire
+    assert out["tasks"]["t1"].members[0].tripwire == result.tripwire

@@ -407,6 +407,7 @@ def make_hand_back_node() -> ActorNode:
             artifacts=result.artifacts,
             transcript=transcript(state.get("messages", [])),
             steps=state.get("steps", 0),
+            tripwire=result.tripwire,
         )
         return {"members": [turn]}
 

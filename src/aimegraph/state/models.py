@@ -107,6 +107,8 @@ class MemberResult(_Record):
     transcript: str = ""
     """The tool calls and observations of the turn, cut to a few thousand characters."""
     steps: int = 0
+    tripwire: str | None = None
+    """Why a tool guardrail stopped the turn, if one did: the team's task fails with it."""
 
 
 class ToolCallSpec(BaseModel):
