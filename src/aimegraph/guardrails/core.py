@@ -12,8 +12,9 @@ trips (fail closed): a check that cannot say the text is safe does not let it pa
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -134,6 +135,10 @@ def guardrail(*stages: Stage, name: str | None = None) -> Callable[[Check], Guar
     return wrap
 
 
+Checking = tuple[Guardrail, Subject]
+"""A guardrail and the subject it is to check."""
+
+
 @dataclass(frozen=True)
 class Finding:
     """A guardrail that did not simply pass: it ``tripped`` or ``redacted``."""
@@ -201,32 +206,35 @@ class Guards:
 
     def screen(self, subject: Subject) -> Screened:
         """``subject`` through its stage's guardrails, in order."""
-        screened = Screened(subject)
-        for guard in self.at(subject.stage):
-            try:
-                result = guard.check(screened.subject)
-            except Exception as exc:  # noqa: BLE001 - a failing check trips (fail closed)
-                result = _failed(exc)
-            screened = _applied(screened, guard, result)
-            if screened.tripwire is not None:
-                break
-        return screened
+        steps = self._steps(subject)
+        try:
+            guard, seen = next(steps)
+            while True:
+                guard, seen = steps.send(_checked(guard.check, seen))
+        except StopIteration as done:
+            return done.value
 
     async def ascreen(self, subject: Subject) -> Screened:
         """:meth:`screen` under ``ainvoke``: model-backed checks awaited, plain ones in a
         worker thread (a user's check may block)."""
-        import asyncio
+        steps = self._steps(subject)
+        try:
+            guard, seen = next(steps)
+            while True:
+                if guard.acheck is not None:
+                    result = await _achecked(guard.acheck, seen)
+                else:
+                    result = await asyncio.to_thread(_checked, guard.check, seen)
+                guard, seen = steps.send(result)
+        except StopIteration as done:
+            return done.value
 
+    def _steps(self, subject: Subject) -> Generator[Checking, GuardrailResult | None, Screened]:
+        """The screening, written once for both drivers: yields each guardrail with what
+        it is to see (the last redaction), is sent its result, returns the outcome."""
         screened = Screened(subject)
         for guard in self.at(subject.stage):
-            try:
-                if guard.acheck is not None:
-                    result = await guard.acheck(screened.subject)
-                else:
-                    result = await asyncio.to_thread(guard.check, screened.subject)
-            except Exception as exc:  # noqa: BLE001 - a failing check trips (fail closed)
-                result = _failed(exc)
-            screened = _applied(screened, guard, result)
+            screened = _applied(screened, guard, (yield guard, screened.subject))
             if screened.tripwire is not None:
                 break
         return screened
@@ -242,6 +250,21 @@ def as_guards(guardrails: GuardrailsArg | Guards, names: Sequence[str] = ()) -> 
 
     given = guardrails if isinstance(guardrails, Guards) else Guards(guardrails)
     return Guards([builtin_guardrail(n) for n in names]) + given
+
+
+def _checked(check: Check, subject: Subject) -> GuardrailResult | None:
+    """``check``'s result; a check that raises trips (fail closed)."""
+    try:
+        return check(subject)
+    except Exception as exc:  # noqa: BLE001 - a failing check trips (fail closed)
+        return _failed(exc)
+
+
+async def _achecked(check: AsyncCheck, subject: Subject) -> GuardrailResult | None:
+    try:
+        return await check(subject)
+    except Exception as exc:  # noqa: BLE001 - a failing check trips (fail closed)
+        return _failed(exc)
 
 
 def _failed(exc: Exception) -> GuardrailResult:
