@@ -326,3 +326,39 @@ def test_a_team_members_tripped_call_fails_the_teams_task_with_the_tripwire(
     assert result.status == "failed" and result.tripwire is not None
     assert "found a secret (openai_key)" in result.tripwire
     assert out["tasks"]["t1"].members[0].tripwire == result.tripwire
+
+
+async def test_under_ainvoke_tool_arguments_and_outputs_are_screened(
+    site: LocalSite, workspace: Path
+) -> None:
+    graph, _, recorder = graph_with(
+        post_scenario(f"the token is {SECRET}"), workspace, builtins=("secrets",)
+    )
+    out = await graph.ainvoke({"goal": "Post the token"})
+    assert out["status"] == "succeeded"
+    assert recorder.calls == [{"body": "the token is [REDACTED:openai_key]"}]
+
+    url = site.route("/tides", body=PAGE.encode(), headers={"Content-Type": "text/html"})
+    graph, model, _ = graph_with(
+        fetch_scenario(url), workspace, web=LOOPBACK, builtins=("prompt_injection:quarantine",)
+    )
+    out = await graph.ainvoke({"goal": "When is high tide at Brest?"})
+    assert out["status"] == "succeeded" and "Ignore all previous" not in _actor_saw(model)
+
+
+def test_a_tripped_goal_is_never_put_to_a_human_for_approval(workspace: Path) -> None:
+    from langgraph.checkpoint.memory import InMemorySaver
+
+    model = ScriptedChatModel.from_dict(post_scenario("hello"))
+    graph = build_aime_graph(
+        model,
+        tools=[Recorder().tool],
+        config=AimeConfig(workspace=workspace, approve_plan=True),
+        checkpointer=InMemorySaver(),
+        guardrails=[no_launch_codes],
+    )
+    thread = {"configurable": {"thread_id": "t"}}
+    out = graph.invoke({"goal": "Post the launch codes"}, thread)
+    assert out["status"] == "blocked" and "__interrupt__" not in out
+    out = graph.invoke({"goal": "Post a greeting"}, thread)  # the next turn starts afresh
+    assert out["__interrupt__"][0].value["kind"] == "approve_plan"
