@@ -362,3 +362,14 @@ def test_a_tripped_goal_is_never_put_to_a_human_for_approval(workspace: Path) ->
     assert out["status"] == "blocked" and "__interrupt__" not in out
     out = graph.invoke({"goal": "Post a greeting"}, thread)  # the next turn starts afresh
     assert out["__interrupt__"][0].value["kind"] == "approve_plan"
+
+
+def test_with_output_guardrails_the_unscreened_answer_is_not_streamed(workspace: Path) -> None:
+    scenario = post_scenario("hello") | {"reporter": [{"text": f"Your key is {SECRET}."}]}
+    graph, _, _ = graph_with(scenario, workspace, builtins=("secrets",))
+    streamed = [
+        message.text
+        for message, _ in graph.stream({"goal": "Post a greeting"}, stream_mode="messages")
+    ]
+    assert "Your key is [REDACTED:openai_key]." in streamed
+    assert not [text for text in streamed if SECRET in text]

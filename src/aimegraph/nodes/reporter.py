@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
@@ -85,6 +86,10 @@ def make_reporter_node(
     """
 
     listing = run_files(config)
+    # With output guardrails the answer's tokens are not streamed (LangGraph's nostream
+    # tag): they would reach a client before the guardrails have screened the answer.
+    screened = guards is not None and bool(guards.at("output"))
+    answering = model.with_config(tags=[TAG_NOSTREAM]) if screened else model
 
     def reporter(state: AimeState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -107,11 +112,11 @@ def make_reporter_node(
                 # results, and may quote the goal).
                 instructions = system + prompts.REQUEST.format(goal="", conversation="", results="")
                 echo = _Echo(instructions, goal)
-                draft = yield from _written(model, asked, echo, results, cfg, runtime)
+                draft = yield from _written(answering, asked, echo, results, cfg, runtime)
             else:
                 draft = yield from _typed(model, response_format, asked, results, cfg, runtime)
         update = dict(draft.update)
-        if guards is not None and guards.at("output"):
+        if guards is not None and screened:
             typed = response_format if update.get("structured_response") is not None else None
             checked = yield from screen_answer(guards, draft.answer, typed=typed, runtime=runtime)
             draft = replace(draft, answer=checked.answer)
@@ -142,7 +147,7 @@ def make_reporter_node(
 
 
 def _written(
-    model: BaseChatModel,
+    model: Runnable[LanguageModelInput, BaseMessage],
     asked: list[BaseMessage],
     echo: _Echo,
     results: str,
