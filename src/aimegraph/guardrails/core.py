@@ -194,6 +194,10 @@ class Guards:
         names = [g.name for g in self.guardrails]
         if len(set(names)) != len(names):
             raise ValueError(f"guardrail names must differ; got {names}")
+        # Made once: a runnable reads its functions' signatures when made.
+        self._runnable: Runnable[Subject, Screened] = RunnableLambda(
+            self.screen, afunc=self.ascreen, name="guardrails"
+        )
 
     def __bool__(self) -> bool:
         return bool(self.guardrails)
@@ -241,7 +245,7 @@ class Guards:
 
     def screening(self) -> Runnable[Subject, Screened]:
         """:meth:`screen` as a runnable with both bodies, for a node's steps to yield."""
-        return RunnableLambda(self.screen, afunc=self.ascreen, name="guardrails")
+        return self._runnable
 
 
 def as_guards(guardrails: GuardrailsArg | Guards, names: Sequence[str] = ()) -> Guards:
