@@ -24,6 +24,7 @@ from pydantic import (
 
 from aimegraph.config.settings import WebConfig, _Settings
 from aimegraph.config.settings import settings_error as settings_error
+from aimegraph.guardrails.builtin import builtin_guardrail
 from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resilience import requests_per_second
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S, resolve_model
@@ -288,6 +289,20 @@ class AimeConfig(_Settings, HumanWaitSettings):
         description="The online loop's trace file (JSON Lines); default: "
         "<prompt store>.traces.jsonl beside the store.",
     )
+    guardrails: tuple[str, ...] = Field(
+        (),
+        description="Built-in guardrails, by name: secrets (redact API keys and tokens "
+        "in answers and tool arguments), secrets:trip, prompt_injection (flag "
+        "instructions in tool outputs), prompt_injection:quarantine, "
+        "prompt_injection:trip; set when built.",
+    )
+
+    @field_validator("guardrails")
+    @classmethod
+    def _guardrail_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            builtin_guardrail(name)  # raises ValueError naming the built-in ones
+        return value
 
     @field_validator("sandbox")
     @classmethod
@@ -355,6 +370,7 @@ class AimeConfig(_Settings, HumanWaitSettings):
             "sandbox_network",
             "opt_in_bundles",
             "skills",
+            "guardrails",
         }
     )
 

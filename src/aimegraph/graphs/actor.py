@@ -128,6 +128,7 @@ def build_actor_graph(
             once_per_reply=[SUBMIT_RESULT],
             # Where the file tools read: they resolve the workspace when built, too.
             workspace=parts.workspace,
+            guards=parts.guards,
         ),
     )
     # A tool step (the plan gives its call) runs that call with no model call, through

@@ -20,8 +20,10 @@ from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.compiled import AimeGraph
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.graphs.planner import build_planner_graph
+from aimegraph.graphs.screening import INPUT_GUARDRAILS, SCREEN, add_input_screen
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
+from aimegraph.guardrails import GuardrailsArg, as_guards
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.models.calls import LLM_RETRY_POLICY
@@ -68,6 +70,7 @@ def build_aime_graph(
     mcp_servers: McpServersArg = None,
     plan: PlanLike | str | Path | None = None,
     skills: Iterable[str | Path] = (),
+    guardrails: GuardrailsArg = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -135,6 +138,11 @@ def build_aime_graph(
             the ``skills`` bundle's ``load_skill`` returns a skill's instructions, and
             the code tools see its files read-only at ``/skills/<name>``. A malformed
             folder raises ``SkillError`` (a ``ValueError``) naming the file.
+        guardrails: Checks (``aimegraph.guardrails.Guardrail``) on the goal (run beside
+            the first planner call), the final answer, and every tool call's arguments
+            and output; after the built-ins ``config.guardrails`` names. One may pass,
+            redact the text, or trip: the run then ends ``blocked`` with the reason,
+            and a goal that trips has no task started, so no tool runs.
         name: The compiled graph's name.
 
     Returns:
@@ -167,12 +175,20 @@ def build_aime_graph(
         prompts=prompts,
         mcp_servers=mcp_servers,
         agents=agents,
+        guardrails=guardrails,
     )
     registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
     checks = parts.plan_checks(units.descriptions() if units is not None else ())
     given = _checked_plan(plan, parts, checks) if plan is not None else None
+    screen_input = bool(parts.guards.at("input"))
     # Before the other nodes: it checks that approve_tools names tools there are.
-    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
+    intake = make_intake_node(
+        config,
+        tool_names=list(registry.tools),
+        prompts=source,
+        plan=given,
+        screen_input=screen_input,
+    )
 
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
@@ -229,17 +245,23 @@ def build_aime_graph(
     builder.add_node(
         "reporter",
         make_reporter_node(
-            role_models["reporter"], config=config, prompt_source=source, response_format=typed
+            role_models["reporter"],
+            config=config,
+            prompt_source=source,
+            response_format=typed,
+            guards=parts.guards,
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
     builder.add_node("verifier", build_verifier_graph(role_models["verifier"], parts=parts))
 
+    starts = ("planner", "reporter", "approve_plan")
     builder.add_node(
-        "intake",
-        intake,
-        destinations=("planner", "reporter", "approve_plan"),
+        "intake", intake, destinations=(*starts, INPUT_GUARDRAILS) if screen_input else starts
     )
+    after_plan = ("approve_plan", "orchestrator")
+    if screen_input:  # the goal's screen, beside the first planner call
+        add_input_screen(builder, parts.guards, route_after_planner, after_plan)
     builder.add_edge(START, "intake")
     # Plan approval (approve_plan, which a run's context may turn on) pauses here,
     # once the planner has returned: the run's usage and budgets count its calls.
@@ -250,11 +272,8 @@ def build_aime_graph(
     builder.add_conditional_edges(
         "approve_plan", route_after_approval("orchestrator"), ["approve_plan", "orchestrator"]
     )
-    builder.add_conditional_edges(
-        "planner",
-        route_after_planner,
-        {"approve_plan": "approve_plan", "orchestrator": "orchestrator"},
-    )
+    planned = [*after_plan, SCREEN] if screen_input else list(after_plan)
+    builder.add_conditional_edges("planner", route_after_planner, planned)
     builder.add_edge("executor", "orchestrator")
     # A finished run ends with these nodes, in order: with a store, recording its
     # episode (and lesson) in it; with optimize_online, tracing it for the online
@@ -315,6 +334,7 @@ def _graph_parts(
     prompts: PromptsArg,
     mcp_servers: McpServersArg,
     agents: Sequence[AgentUnit] | None,
+    guardrails: GuardrailsArg,
 ) -> GraphParts:
     """The parts every builder of the graph shares, each made once: one model per
     role (with the config's timeout and retries), the tools (the built-in bundles with
@@ -353,6 +373,7 @@ def _graph_parts(
         models=role_models,
         knowledge=knowledge,
         units=units,
+        guards=as_guards(guardrails, config.guardrails),
     )
 
 
@@ -375,7 +396,10 @@ def _tool_specs(tools: ToolRegistry | Iterable[ToolLike] | None) -> tuple[str, .
 
 
 def route_after_planner(state: AimeState) -> str:
-    """approve_plan when the planner left a plan awaiting approval, else the orchestrator."""
+    """screen when the input guardrails ran beside the planner, then approve_plan when
+    the planner left a plan awaiting approval, else the orchestrator."""
+    if state.get("screening"):
+        return SCREEN
     return "approve_plan" if state.get("proposal") is not None else "orchestrator"
 
 

@@ -18,6 +18,7 @@ from langchain_core.language_models import BaseChatModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.guardrails import Guards, as_guards
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.prompts.source import PromptsArg, PromptSource
 from aimegraph.state import PlanChecks
@@ -43,6 +44,9 @@ class GraphParts:
     none: its model is its own argument, resolved with ``config.chat_model``."""
     knowledge: KnowledgeBase | None = None
     units: AgentRegistry | None = None
+    guards: Guards = field(default_factory=Guards)
+    """The graph's guardrails: the built-ins ``config.guardrails`` names, then the
+    builder's ``guardrails``."""
 
     @cached_property
     def workspace(self) -> Path:
@@ -83,11 +87,13 @@ class GraphParts:
         knowledge: KnowledgeBase | None = None,
     ) -> GraphParts:
         """A builder's parts from its own arguments (an empty registry by default)."""
+        config = config or AimeConfig()
         return cls(
-            config=config or AimeConfig(),
+            config=config,
             registry=registry or ToolRegistry(),
             prompts=open_prompt_source(prompts),
             knowledge=knowledge,
+            guards=as_guards((), config.guardrails),
         )
 
     @classmethod

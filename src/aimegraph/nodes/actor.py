@@ -68,6 +68,7 @@ from aimegraph.nodes.dual import Steps, blocking_call, model_node
 from aimegraph.nodes.notes import unseen_notes
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
+from aimegraph.prompts import guardrails as guardrail_prompts
 from aimegraph.prompts import json_mode
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, MemberResult, TaskResult, Usage
@@ -79,6 +80,7 @@ from aimegraph.tools.progress import (
     member_keys,
     settled,
 )
+from aimegraph.tools.screening import tripwire_in
 
 ActorNode = Node[ActorState]
 
@@ -216,6 +218,10 @@ def make_react_node(
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
         if state.get("result") is not None:  # settled by submit_result in a graph of your own
             return Command(goto=done)
+        if (why := tripwire_in(state.get("messages", []))) is not None:  # a tool guardrail
+            summary = guardrail_prompts.TASK_STOPPED.format(reason=why)
+            stopped = TaskResult(status="failed", summary=summary, tripwire=why)
+            return Command(update=settled(state, stopped, runtime.stream_writer), goto=done)
         cfg = config.for_run(runtime)
         submitted = _deferred_submits(state, runtime)
         if submitted.get("result") is not None:  # the work beside it done, the task settled
@@ -401,6 +407,7 @@ def make_hand_back_node() -> ActorNode:
             artifacts=result.artifacts,
             transcript=transcript(state.get("messages", [])),
             steps=state.get("steps", 0),
+            tripwire=result.tripwire,
         )
         return {"members": [turn]}
 

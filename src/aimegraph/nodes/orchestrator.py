@@ -47,6 +47,15 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
         if status != "running":
             return Command(goto=REPORTER)
         tasks = dict(state.get("tasks") or {})
+        # A tool guardrail that tripped stopped its task: the run ends, nothing is retried.
+        if tripwires := [
+            f"task {t.id}: {t.result.tripwire}"
+            for t in tasks.values()
+            if t.result is not None and t.result.tripwire
+        ]:
+            return Command(
+                goto=REPORTER, update={"status": "blocked", "reason": "; ".join(tripwires)}
+            )
         steps, replans = state.get("steps", 0), state.get("replans", 0)
 
         # Failed tasks with retries left go back to pending; the rest need a replan.

@@ -167,7 +167,9 @@ class Schedule:
         self.facts = merge_facts(self.facts, output.get("facts") or {})
         settled = self.tasks[task_id]
         if settled.status == "failed":
-            if settled.attempts <= self.cfg.task_retries:
+            if settled.result is not None and settled.result.tripwire:
+                self.halted = True  # a guardrail tripped: the orchestrator ends the run
+            elif settled.attempts <= self.cfg.task_retries:
                 retried = {task_id: settled.model_copy(update={"status": "pending"})}
                 self.tasks |= retried
                 self.changed |= retried

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         AimeState,
         Escalation,
         EscalationTrigger,
+        InputScreen,
         PastRun,
         thread_usage,
     )
@@ -75,6 +76,7 @@ _HOMES = {
     "AimeState": ".aime_state",
     "Escalation": ".aime_state",
     "EscalationTrigger": ".aime_state",
+    "InputScreen": ".aime_state",
     "PastRun": ".aime_state",
     "thread_usage": ".aime_state",
     "ENDED_STATUSES": ".models",
@@ -132,6 +134,7 @@ __all__ = [
     "ENDED_STATUSES",
     "Escalation",
     "EscalationTrigger",
+    "InputScreen",
     "MemberOutput",
     "MemberResult",
     "PastRun",

@@ -98,6 +98,14 @@ class Escalation(TypedDict):
     status: RunStatus
 
 
+class InputScreen(TypedDict):
+    """What the input guardrails found in the goal: the ``tripwire`` (why it is
+    blocked), or the ``goal`` as redacted; both None when it passed."""
+
+    tripwire: str | None
+    goal: str | None
+
+
 class AimeState(AimeOutput, total=False):
     """Public keys plus the engine's bookkeeping.
 
@@ -122,6 +130,9 @@ class AimeState(AimeOutput, total=False):
     ``conversation`` is the run's view of the thread's earlier turns (for the
     planner, the reporter and the verifier), ``recent_turns`` the shorter one its
     actors get; both are made by the intake node when the run starts.
+    ``screening`` is set while the input guardrails screen the goal beside the first
+    planner call, ``input_screen`` holds what they found (see
+    :mod:`aimegraph.nodes.guarding`).
 
     A thread holds one run at a time. A new request on a thread whose run has
     finished (``graph.invoke({"messages": [HumanMessage(...)]}, same_config)``, the
@@ -151,6 +162,8 @@ class AimeState(AimeOutput, total=False):
     direct_answer: str | None
     # A predefined plan, until the planner has taken it (see AimeInput).
     plan: Any
+    screening: bool
+    input_screen: InputScreen | None
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:

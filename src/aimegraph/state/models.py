@@ -17,13 +17,16 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 ResultStatus = Literal["completed", "failed"]
-RunStatus = Literal["running", "succeeded", "failed", "budget_exhausted", "rejected", "cancelled"]
+RunStatus = Literal[
+    "running", "succeeded", "failed", "budget_exhausted", "rejected", "cancelled", "blocked"
+]
 ENDED_STATUSES: tuple[RunStatus, ...] = (
     "succeeded",
     "failed",
     "budget_exhausted",
     "rejected",
     "cancelled",
+    "blocked",
 )
 """A run with one of these has ended: nothing to resume; new input starts a new run."""
 
@@ -58,6 +61,9 @@ class TaskResult(_Record):
     status: ResultStatus
     summary: str
     artifacts: dict[str, str] = Field(default_factory=dict)
+    tripwire: str | None = None
+    """Set when a guardrail stopped the task (a tool call's arguments or output
+    tripped it): why. The run then ends ``blocked``; the task is not retried."""
 
 
 TeamMode = Literal["sequential", "joint", "hierarchical", "broadcast"]
@@ -101,6 +107,8 @@ class MemberResult(_Record):
     transcript: str = ""
     """The tool calls and observations of the turn, cut to a few thousand characters."""
     steps: int = 0
+    tripwire: str | None = None
+    """Why a tool guardrail stopped the turn, if one did: the team's task fails with it."""
 
 
 class ToolCallSpec(BaseModel):

@@ -10,7 +10,9 @@ tools in a daemon thread, so the loop never blocks. A sync tool cannot be stoppe
 on timeout it is abandoned, still running, and being a daemon thread it does not
 keep the process alive. A tool's own time limit (:mod:`aimegraph.tools.policy`)
 replaces the node's. Outputs too long for an observation are kept whole in the
-workspace (:mod:`aimegraph.tools.outputs`). Instant bookkeeping calls (the actor's
+workspace (:mod:`aimegraph.tools.outputs`). The tool guardrails screen each call's
+arguments before it runs and its output before it is shown or kept
+(:mod:`aimegraph.tools.screening`). Instant bookkeeping calls (the actor's
 reports) can instead run in the step that got them (:func:`run_in_step`), with the
 same checks and observations and no thread."""
 
@@ -35,12 +37,14 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from aimegraph.guardrails import Guards
 from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
 from aimegraph.running.loop import engine_loop
 from aimegraph.running.scope import RunScopeClosedError, current_scope
 from aimegraph.tools.outputs import READER, fits, keep_whole
 from aimegraph.tools.policy import timeout_of
+from aimegraph.tools.screening import CallScreening
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +66,7 @@ def make_tool_node(
     untimed: Collection[str] = (),
     once_per_reply: Collection[str] = (),
     workspace: Path | None = None,
+    guards: Guards | None = None,
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
 
@@ -77,8 +82,12 @@ def make_tool_node(
     ``timeout_s`` is the limit of a call of a tool that has none of its own. An
     output longer than ``max_observation_chars`` is saved whole in ``workspace``
     and shown as head, path and tail (cut to the limit without a workspace).
+    ``guards``' tool guardrails screen each call's arguments (after the availability
+    and repeated-action checks, before ``before_call``: a human approves the
+    redacted call) and its output (before it is cut to the limit).
     """
     by_name = {t.name: t for t in tools}
+    guards = guards or Guards()
 
     def names_for(state: Any) -> Sequence[str]:
         return available(state) if available is not None else list(by_name)
@@ -91,9 +100,8 @@ def make_tool_node(
         log.warning("tool raised", exc_info=exc)
         return f"Error: the tool raised {type(exc).__name__}: {str(exc)[:500]}"
 
-    def checked(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
-        """The request to run (as ``before_call`` left it), or the answer to a call
-        that must not run."""
+    def refused(request: ToolCallRequest) -> ToolMessage | None:
+        """The answer to a call that must not run (an unavailable tool, misuse)."""
         call = request.tool_call
         names = names_for(request.state)
         if request.tool is None or call["name"] not in names:
@@ -103,6 +111,10 @@ def make_tool_node(
             )
         if (why := misuse(request.state, call, once_per_reply=once_per_reply)) is not None:
             return _observation(call, why)
+        return None
+
+    def approved(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
+        """The request to run as ``before_call`` left it, or its answer instead."""
         return before_call(request) if before_call is not None else request
 
     def timed_out(call: ToolCall, limit: float, fate: str) -> ToolMessage:
@@ -127,10 +139,21 @@ def make_tool_node(
         return await asyncio.to_thread(shown, outcome, request)
 
     def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
-        to_run = checked(request)
+        if (answer := refused(request)) is not None:
+            return answer
+        screening = CallScreening(guards, request)
+        subject = screening.call_subject()
+        asked = screening.take_call(guards.screen(subject)) if subject else request
+        if isinstance(asked, ToolMessage):
+            return screening.finish(asked)
+        to_run = approved(asked)
         if isinstance(to_run, ToolMessage):
-            return to_run
-        return _noting_edit(run(to_run, execute), request, to_run)
+            return screening.finish(to_run)
+        outcome = run(to_run, execute)
+        if (output := screening.output_subject(outcome)) is not None:
+            assert isinstance(outcome, ToolMessage)
+            outcome = screening.take_output(outcome, guards.screen(output))
+        return screening.finish(_noting_edit(shown(outcome, to_run), asked, to_run))
 
     def run(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         call = request.tool_call
@@ -147,19 +170,29 @@ def make_tool_node(
                 return timed_out(call, limit, "cancelled")
             except CancelledError:
                 return _observation(call, RUN_ENDED.format(tool=call["name"]))
-            return shown(outcome, request)
+            return outcome
         future = _in_daemon_thread(execute, request)
         try:
-            outcome = future.result(timeout=limit)
+            return future.result(timeout=limit)
         except TimeoutError:
             return timed_out(call, limit, STILL_RUNNING)
-        return shown(outcome, request)
 
     async def aguard(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
-        to_run = checked(request)
+        if (answer := refused(request)) is not None:
+            return answer
+        screening = CallScreening(guards, request)
+        subject = screening.call_subject()
+        asked = screening.take_call(await guards.ascreen(subject)) if subject else request
+        if isinstance(asked, ToolMessage):
+            return screening.finish(asked)
+        to_run = approved(asked)
         if isinstance(to_run, ToolMessage):
-            return to_run
-        return _noting_edit(await arun(to_run, execute), request, to_run)
+            return screening.finish(to_run)
+        outcome = await arun(to_run, execute)
+        if (output := screening.output_subject(outcome)) is not None:
+            assert isinstance(outcome, ToolMessage)
+            outcome = screening.take_output(outcome, await guards.ascreen(output))
+        return screening.finish(_noting_edit(await ashown(outcome, to_run), asked, to_run))
 
     async def arun(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
         call = request.tool_call
@@ -179,7 +212,7 @@ def make_tool_node(
         except TimeoutError:
             fate = "cancelled" if _runs_async(request.tool) else STILL_RUNNING
             return timed_out(call, limit, fate)
-        return await ashown(outcome, request)
+        return outcome
 
     node = ToolNode(
         tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard

@@ -220,7 +220,12 @@ def make_finish_node(parts: TeamParts, conclude: Conclude) -> Node[TeamState]:
     """Settles the task with the team's result and keeps every member's turn on it."""
 
     def finish(state: TeamState, runtime: Runtime[Any]) -> dict[str, Any]:
-        result = conclude(parts, state)
+        tripped = next((t for t in _turns(state) if t.tripwire), None)
+        result = (
+            TaskResult(status="failed", summary=tripped.summary, tripwire=tripped.tripwire)
+            if tripped is not None  # a member's tool call tripped a guardrail: the run ends
+            else conclude(parts, state)
+        )
         task = state["task"].model_copy(update={"members": tuple(_turns(state))})
         team = task.team
         runtime.stream_writer(
