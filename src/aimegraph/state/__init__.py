@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         ResultStatus,
         RoleUsage,
         RunStatus,
+        Span,
         Task,
         TaskResult,
         TaskSpec,
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         add_usage,
         merge_tasks,
     )
+    from aimegraph.state.timing import Timeline, critical_path, render_timeline, run_timeline
     from aimegraph.state.role_states import (
         ActorOutput,
         ActorState,
@@ -86,6 +88,7 @@ _HOMES = {
     "ResultStatus": ".models",
     "RoleUsage": ".models",
     "RunStatus": ".models",
+    "Span": ".models",
     "Task": ".models",
     "TaskResult": ".models",
     "TaskSpec": ".models",
@@ -117,6 +120,10 @@ _HOMES = {
     "VerifierInput": ".role_states",
     "VerifierOutput": ".role_states",
     "VerifierState": ".role_states",
+    "Timeline": ".timing",
+    "critical_path": ".timing",
+    "render_timeline": ".timing",
+    "run_timeline": ".timing",
 }
 
 __all__ = [
@@ -145,6 +152,7 @@ __all__ = [
     "ResultStatus",
     "RoleUsage",
     "RunStatus",
+    "Span",
     "TERMINAL_TASK_STATUSES",
     "Task",
     "TaskResult",
@@ -152,6 +160,7 @@ __all__ = [
     "TaskStatus",
     "TeamMode",
     "TeamSpec",
+    "Timeline",
     "ToolCallSpec",
     "Usage",
     "Verdict",
@@ -161,12 +170,15 @@ __all__ = [
     "add_usage",
     "apply_plan",
     "as_plan",
+    "critical_path",
     "dependency_results",
     "load_plan",
     "merge_tasks",
     "plan_update_schema",
     "ready_tasks",
     "render_checklist",
+    "render_timeline",
+    "run_timeline",
     "thread_usage",
     "validate_plan",
 ]
