@@ -110,6 +110,8 @@ def test_a_retried_task_is_ready_again_when_its_failed_attempt_ended(
     # not since the plan was committed.
     assert task.ready_at is not None
     assert out["spans"][0].ended_at < task.ready_at <= failed.at.timestamp()
+    (past,) = task.past_attempts
+    assert past.started_at <= past.ended_at == task.ready_at
 
 
 def test_a_replan_adds_a_planner_span_and_a_new_run_starts_its_own(
@@ -128,9 +130,7 @@ def test_a_replan_adds_a_planner_span_and_a_new_run_starts_its_own(
         },
         "reporter": [{"text": "first"}, {"text": "second"}],
     }
-    graph, _ = scripted_graph(
-        scenario, task_retries=0, verify="off", checkpointer=InMemorySaver()
-    )
+    graph, _ = scripted_graph(scenario, task_retries=0, verify="off", checkpointer=InMemorySaver())
     config: dict[str, Any] = {"configurable": {"thread_id": "turns"}}
     graph.invoke({"goal": "one"}, config)
     first = graph.get_state(config).values

@@ -115,8 +115,25 @@ def test_timeline_from_fixed_times() -> None:
     assert next(bar for bar in timeline.bars if bar.name == "d").end is None
     assert timeline.as_dict()["bars"][0] == {
         "kind": "planner", "name": "planner", "start": 0.25, "end": 1.0, "ready": None,
-        "title": "", "status": "", "tools": (),
+        "title": "", "status": "", "tools": (), "earlier": (),
     }  # fmt: skip
+
+
+def test_a_retried_tasks_failed_attempts_stay_on_its_strip_and_count_as_its_start() -> None:
+    first = Task(
+        id="a", title="A", status="failed", attempts=1, ready_at=T0, started_at=T0 + 2,
+        ended_at=T0 + 4,
+    )  # fmt: skip
+    second = start_attempt(first.retried(), {}, at=T0 + 6)
+    assert second.past_attempts[0].name == "attempt 1" and second.ready_at == T0 + 4
+    done = second.model_copy(update={"status": "completed", "ended_at": T0 + 10})
+    timeline = run_timeline(state(done, ran("b", 3, 5)))
+    assert timeline.time_to_first_task_s == 2
+    assert [bar.name for bar in timeline.bars] == ["a", "b"]
+    assert timeline.bars[0].earlier == ((2, 4),) and timeline.bars[0].start == 6
+    assert render_timeline(timeline, width=10).splitlines()[0] == (
+        "a (completed) |  xx..####| 6.000s-10.0s (4.000s), ready at 4.000s, after 1 failed attempt"
+    )
 
 
 def test_timeline_of_a_run_from_before_timestamps_is_empty() -> None:

@@ -56,7 +56,6 @@ if TYPE_CHECKING:
         add_usage,
         merge_tasks,
     )
-    from aimegraph.state.timing import Timeline, critical_path, render_timeline, run_timeline
     from aimegraph.state.role_states import (
         ActorOutput,
         ActorState,
@@ -68,6 +67,7 @@ if TYPE_CHECKING:
         VerifierOutput,
         VerifierState,
     )
+    from aimegraph.state.timing import Timeline, critical_path, render_timeline, run_timeline
 
 _HOMES = {
     "ActorInput": ".aime_state",

@@ -139,7 +139,8 @@ class Task(_Record):
     of its latest attempt: ``ready_at`` when it could first start (its plan committed
     and its dependencies completed, or its failed attempt ended, for a retry),
     ``started_at`` when its actor was started, ``ended_at`` when it settled;
-    ``tool_spans`` times the attempt's tool calls."""
+    ``tool_spans`` times the attempt's tool calls, ``past_attempts`` the failed
+    attempts before it."""
 
     id: str
     title: str
@@ -165,6 +166,7 @@ class Task(_Record):
     started_at: float | None = None
     ended_at: float | None = None
     tool_spans: tuple[Span, ...] = ()
+    past_attempts: tuple[Span, ...] = ()
 
     @property
     def is_terminal(self) -> bool:
@@ -172,8 +174,15 @@ class Task(_Record):
 
     def retried(self) -> Task:
         """This failed task back to pending for another attempt, ready again since its
-        failed attempt ended."""
-        return self.model_copy(update={"status": "pending", "ready_at": self.ended_at})
+        failed attempt ended, which joins ``past_attempts``."""
+        past = self.past_attempts
+        if self.started_at is not None and self.ended_at is not None:
+            ran = Span(
+                name=f"attempt {self.attempts}", started_at=self.started_at, ended_at=self.ended_at
+            )
+            past = (*past, ran)
+        update = {"status": "pending", "ready_at": self.ended_at, "past_attempts": past}
+        return self.model_copy(update=update)
 
 
 class ProgressUpdate(_Record):

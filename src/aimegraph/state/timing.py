@@ -63,7 +63,8 @@ class Bar:
     """One strip of the timeline, in seconds since the run started: a task's latest
     attempt (``kind="task"``, ``name`` its id) or one planner, reporter or verifier
     call (``kind`` and ``name`` the role). ``ready`` is a task's ready time, ``end``
-    None while it runs; ``tools`` its tool calls as ``(tool, start, end)``."""
+    None while it runs; ``tools`` its tool calls as ``(tool, start, end)``,
+    ``earlier`` its failed attempts before this one as ``(start, end)``."""
 
     kind: str
     name: str
@@ -73,6 +74,7 @@ class Bar:
     title: str = ""
     status: str = ""
     tools: tuple[tuple[str, float, float], ...] = ()
+    earlier: tuple[tuple[float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -112,13 +114,19 @@ def run_timeline(values: Mapping[str, Any]) -> Timeline:
         return None if at is None else at - origin
 
     bars = [
-        Bar(kind=span.name, name=span.name, start=span.started_at - origin, end=span.ended_at - origin)
+        Bar(
+            kind=span.name,
+            name=span.name,
+            start=span.started_at - origin,
+            end=span.ended_at - origin,
+        )
         for span in spans
     ]
     for task in tasks.values():
         if task.started_at is None:
             continue
         tools = tuple((s.name, s.started_at - origin, s.ended_at - origin) for s in task.tool_spans)
+        earlier = tuple((s.started_at - origin, s.ended_at - origin) for s in task.past_attempts)
         bars.append(
             Bar(
                 kind="task",
@@ -129,10 +137,11 @@ def run_timeline(values: Mapping[str, Any]) -> Timeline:
                 title=task.title,
                 status=task.status,
                 tools=tools,
+                earlier=earlier,
             )
         )
-    bars.sort(key=lambda bar: bar.start)
-    starts = [bar.start for bar in bars if bar.kind == "task"]
+    bars.sort(key=lambda bar: bar.earlier[0][0] if bar.earlier else bar.start)
+    starts = [bar.earlier[0][0] if bar.earlier else bar.start for bar in bars if bar.kind == "task"]
     path, path_s = critical_path(tasks)
     ends = [bar.end if bar.end is not None else bar.start for bar in bars]
     return Timeline(
@@ -175,21 +184,31 @@ def _duration(task: Task) -> float:
 
 
 def render_timeline(timeline: Timeline, *, width: int = 50) -> str:
-    """The timeline as text: one line per bar, ``.`` from a task's ready time to its
-    start, ``#`` while it ran (``>`` to the right edge while it still runs), then its
-    times; and the summary lines (time to first task, critical path)."""
+    """The timeline as text: one line per bar, ``x`` where a task's earlier attempts
+    ran, ``.`` from its ready time to its start, ``#`` while it ran (``>`` to the right
+    edge while it still runs), then its times; and the summary lines (time to first
+    task, critical path)."""
     if not timeline.bars:
         return "(no timeline yet: nothing has run)"
     scale = width / max(timeline.elapsed_s, 1e-9)
+
+    def column(at: float) -> int:
+        return min(width - 1, int(at * scale))
+
+    def draw(strip: list[str], mark: str, start: float, end: float | None) -> None:
+        last = width if end is None else max(column(start) + 1, min(width, round(end * scale)))
+        strip[column(start) : last] = mark * (last - column(start))
+
     label_width = max(len(_label(bar)) for bar in timeline.bars)
     lines = []
     for bar in timeline.bars:
-        start = min(width - 1, int(bar.start * scale))
-        ready = start if bar.ready is None else min(start, int(bar.ready * scale))
-        end = width if bar.end is None else max(start + 1, min(width, round(bar.end * scale)))
-        fill = "#" if bar.end is not None else ">"
-        strip = " " * ready + "." * (start - ready) + fill * (end - start)
-        lines.append(f"{_label(bar):<{label_width}} |{strip:<{width}}| {_times(bar)}")
+        strip = [" "] * width
+        for start, end in bar.earlier:
+            draw(strip, "x", start, end)
+        if bar.ready is not None and column(bar.ready) < column(bar.start):
+            draw(strip, ".", bar.ready, bar.start)
+        draw(strip, "#" if bar.end is not None else ">", bar.start, bar.end)
+        lines.append(f"{_label(bar):<{label_width}} |{''.join(strip)}| {_times(bar)}")
     lines.append(f"elapsed {_seconds(timeline.elapsed_s)}")
     if timeline.time_to_first_task_s is not None:
         lines.append(f"time to first task {_seconds(timeline.time_to_first_task_s)}")
@@ -212,8 +231,15 @@ def _times(bar: Bar) -> str:
     if bar.ready is not None and bar.start - bar.ready >= 0.0005:
         span += f", ready at {_seconds(bar.ready)}"
     if bar.tools:
-        span += f", {len(bar.tools)} tool calls {_seconds(sum(e - s for _, s, e in bar.tools))}"
+        span += f", {_counted(len(bar.tools), 'tool call')} "
+        span += _seconds(sum(end - start for _, start, end in bar.tools))
+    if bar.earlier:
+        span += f", after {_counted(len(bar.earlier), 'failed attempt')}"
     return span
+
+
+def _counted(number: int, thing: str) -> str:
+    return f"{number} {thing}" + ("s" if number != 1 else "")
 
 
 def _seconds(value: float) -> str:

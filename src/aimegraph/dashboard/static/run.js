@@ -341,9 +341,10 @@ function renderUsage(usage) {
 
 const seconds = (s) => (s < 10 ? `${s.toFixed(2)} s` : `${s.toFixed(1)} s`);
 
-// A Gantt strip per task attempt and per planner, reporter and verifier call, in
-// seconds since the run started: a task's ready time is the faint lead-in before its
-// bar, its tool calls the marks inside it; the critical path's tasks are outlined.
+// A Gantt strip per task and per planner, reporter and verifier call, in seconds
+// since the run started: a task's ready time is the faint lead-in before its bar, its
+// tool calls the marks inside it, its failed attempts the dashed bars before it; the
+// critical path's tasks are outlined.
 function renderTimeline(timeline) {
   const bars = timeline?.bars ?? [];
   const critical = new Set(timeline?.critical_path ?? []);
@@ -377,11 +378,14 @@ function renderTimeline(timeline) {
       class: `gantt-bar ${isTask ? `task status-${bar.status}` : `role-${bar.kind}`}${critical.has(bar.name) && isTask ? " critical" : ""}`,
       title: `${what}: ${seconds(bar.start)} to ${bar.end == null ? "now (running)" : seconds(bar.end)}`,
     }), bar.start, Math.max(end - bar.start, span / 500));
+    const earlier = (bar.earlier ?? []).map(([start, stop]) =>
+      placed(el("div", { class: "gantt-bar earlier", title: `${bar.name}: a failed attempt, ${seconds(start)} to ${seconds(stop)}` }),
+        start, Math.max(stop - start, span / 500)));
     const tools = (bar.tools ?? []).map(([tool, start, stop]) =>
       placed(el("div", { class: "gantt-tool", title: `${tool}: ${seconds(stop - start)}` }), start, Math.max(stop - start, span / 1000)));
     return el("div", { class: "gantt-row", "data-kind": bar.kind, "data-name": bar.name },
       el("span", { class: "gantt-label", title: what }, label),
-      el("div", { class: "gantt-track" }, ready, strip, ...tools),
+      el("div", { class: "gantt-track" }, ...earlier, ready, strip, ...tools),
       el("span", { class: "gantt-time hint" }, bar.end == null ? "running" : seconds(bar.end - bar.start)));
   });
   $("timeline").replaceChildren(...rows);
