@@ -4,6 +4,7 @@ order is asserted, never how long anything took."""
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -60,7 +61,8 @@ def test_parallel_and_dependent_tasks_record_ready_started_and_ended_in_order(
     assert timeline.critical_path[-1] == "c" and timeline.critical_path[0] in ("a", "b")
 
 
-def test_a_tool_calls_span_brackets_the_call_itself(scripted_graph: GraphFactory) -> None:
+@pytest.mark.parametrize("run", ["invoke", "ainvoke"])
+def test_a_tool_calls_span_brackets_the_call_itself(scripted_graph: GraphFactory, run: str) -> None:
     called_at: list[float] = []
 
     @tool
@@ -74,7 +76,12 @@ def test_a_tool_calls_span_brackets_the_call_itself(scripted_graph: GraphFactory
         "actors": {"t1": [call("stamp"), call("stamp"), submit("{last_tool_output}")]},
     }
     graph, _ = scripted_graph(scenario, tools=[stamp])
-    task = graph.invoke({"goal": "g"})["tasks"]["t1"]
+    out = (
+        graph.invoke({"goal": "g"})
+        if run == "invoke"
+        else asyncio.run(graph.ainvoke({"goal": "g"}))
+    )
+    task = out["tasks"]["t1"]
     assert task.status == "completed" and ordered(task)
     assert [s.name for s in task.tool_spans] == ["stamp", "stamp"]
     for span, at in zip(task.tool_spans, called_at, strict=True):
