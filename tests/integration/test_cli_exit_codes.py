@@ -97,7 +97,11 @@ def test_a_missing_extra_is_one_line_and_exit_2(
     # As without pip install 'aimegraph[optimize]': the online optimiser in --config
     # reaches GEPA only when the graph is built, deep inside the run command.
     monkeypatch.setitem(sys.modules, "gepa", None)
-    for module in ("aimegraph.optimizer.adapter", "aimegraph.optimizer.online"):
+    for module in (
+        "aimegraph.optimizer.adapter",
+        "aimegraph.optimizer.online",
+        "aimegraph.nodes.online",
+    ):
         monkeypatch.delitem(sys.modules, module, raising=False)
     argv = [
         "--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}",

@@ -60,10 +60,11 @@ class AimeConfig(_Settings, HumanWaitSettings):
     max_tasks: int = Field(30, ge=1, description="Largest plan accepted.")
     max_plan_repairs: int = Field(2, ge=0, description="Re-asks when a drafted plan is invalid.")
     planner_tools: bool = Field(
-        True,
+        False,
         description="With native tool calling, bind the run's work tools to the planner: a "
-        "plain tool call in its reply is a tool step. Their schemas are in every planner "
-        "prompt; without them the planner writes tool steps as `call` in its plan.",
+        "plain tool call in its reply is a tool step. Off by default: their schemas would be "
+        "in every planner prompt, and the planner writes the same tool steps as `call` in "
+        "its plan for less (bench/results/eval.md).",
     )
     max_replans: int = Field(3, ge=0, description="Replans per run.")
     task_retries: int = Field(1, ge=0, description="Re-runs of a failed task before a replan.")

@@ -24,30 +24,29 @@ from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
-from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
+from aimegraph.nodes.actor_factory import ActorFactory
 from aimegraph.nodes.escalation import make_escalate_node
-from aimegraph.nodes.factory import ActorFactory
+from aimegraph.nodes.executor import make_executor_node
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
+from aimegraph.nodes.memory import make_run_record_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
-from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import (
     AimeInput,
     AimeOutput,
     AimeState,
+    PlanChecks,
     PlanLike,
     PlanUpdate,
     Usage,
-    apply_plan,
     load_plan,
 )
 from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
-from aimegraph.tools.steps import call_checker
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
@@ -170,9 +169,8 @@ def build_aime_graph(
         agents=agents,
     )
     registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
-    check_call = call_checker(registry.tools)
-    agent_names = list(units.descriptions()) if units is not None else []
-    given = _checked_plan(plan, parts, agent_names) if plan is not None else None
+    checks = parts.plan_checks(units.descriptions() if units is not None else ())
+    given = _checked_plan(plan, parts, checks) if plan is not None else None
     # Before the other nodes: it checks that approve_tools names tools there are.
     intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
 
@@ -198,9 +196,7 @@ def build_aime_graph(
     # Where repairs or replans run out, a human decides instead (AimeConfig.escalate).
     builder.add_node(
         "escalate",
-        make_escalate_node(
-            config, bundles=list(registry.bundles), agents=agent_names, check_call=check_call
-        ),
+        make_escalate_node(config, checks=checks),
         destinations=("orchestrator", "planner", "reporter"),
     )
     if units is None:
@@ -223,7 +219,7 @@ def build_aime_graph(
             parts=parts,
         )
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
-    # the moment its dependencies complete (see aimegraph.nodes.scheduler).
+    # the moment its dependencies complete (see aimegraph.nodes.executor).
     builder.add_node(
         "executor",
         make_executor_node(actor, config, checkpointed=bool(checkpointer))
@@ -249,12 +245,7 @@ def build_aime_graph(
     # once the planner has returned: the run's usage and budgets count its calls.
     builder.add_node(
         "approve_plan",
-        make_approve_plan_node(
-            config=config,
-            bundles=list(registry.bundles),
-            agents=agent_names,
-            check_call=check_call,
-        ),
+        make_approve_plan_node(config=config, checks=checks),
     )
     builder.add_conditional_edges(
         "approve_plan", route_after_approval("orchestrator"), ["approve_plan", "orchestrator"]
@@ -274,7 +265,7 @@ def build_aime_graph(
     if memory:
         builder.add_node("record_run", make_run_record_node(role_models["reporter"], config))
     if config.optimize_online:
-        from aimegraph.optimizer.online import make_online_node  # wave 2: only when asked for
+        from aimegraph.nodes.online import make_online_node  # wave 2: only when asked for
 
         builder.add_node(
             "optimize_online",
@@ -307,18 +298,10 @@ def build_aime_graph(
     return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
 
 
-def _checked_plan(plan: PlanLike | str | Path, parts: GraphParts, agents: list[str]) -> PlanUpdate:
+def _checked_plan(plan: PlanLike | str | Path, parts: GraphParts, checks: PlanChecks) -> PlanUpdate:
     """The predefined plan, read and checked as a first plan (raises ``PlanError``)."""
     given = load_plan(plan)
-    apply_plan(
-        {},
-        given,
-        max_tasks=parts.config.max_tasks,
-        bundles=list(parts.registry.bundles),
-        agents=agents,
-        skills=parts.skill_names,
-        check_call=call_checker(parts.registry.tools),
-    )
+    checks.apply({}, given, max_tasks=parts.config.max_tasks)
     return given
 
 

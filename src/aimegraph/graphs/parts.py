@@ -8,7 +8,7 @@ from its ``config``, ``registry``, ``prompts`` and ``knowledge`` arguments.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -20,8 +20,10 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.prompts.source import PromptsArg, PromptSource
+from aimegraph.state import PlanChecks
 from aimegraph.tools.registry import ToolRegistry
 from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, load_skills
+from aimegraph.tools.steps import call_checker
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentRegistry
@@ -59,6 +61,17 @@ class GraphParts:
         if SKILLS_BUNDLE not in self.registry.bundles:
             return ()
         return tuple(skill.name for skill in self.skills)
+
+    def plan_checks(self, agents: Collection[str]) -> PlanChecks:
+        """What the run's plans are checked against (the planner's drafts, a predefined
+        plan, a human's edits alike): the registry's bundles and tools, the skills a
+        plan may name, and ``agents``, the agent units a task may name."""
+        return PlanChecks(
+            bundles=tuple(self.registry.bundles),
+            agents=tuple(agents),
+            skills=self.skill_names,
+            check_call=call_checker(self.registry.tools),
+        )
 
     @classmethod
     def of(

@@ -16,9 +16,9 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import reraise_if_retryable, retrying_in_place, usage_of
 from aimegraph.models.reasoning import visible_text
 from aimegraph.models.response_format import TypedAnswer
+from aimegraph.nodes.actor_factory import artifact_lines
 from aimegraph.nodes.conversation import answer_metadata
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.factory import artifact_lines
 from aimegraph.nodes.inspection import run_files
 from aimegraph.nodes.verify_policy import files_reason, reason_to_verify, verifies
 from aimegraph.prompts import reporter as prompts

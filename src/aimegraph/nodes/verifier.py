@@ -20,8 +20,8 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.actor_factory import artifact_lines
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.factory import artifact_lines
 from aimegraph.nodes.inspection import inspect, inspects, run_files, with_evidence
 from aimegraph.prompts import verifier as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text

@@ -253,7 +253,7 @@ def agent_card(url: str, *, model: str, token: bool = False) -> AgentCard:
 
 def _demo_goal() -> str:
     """The one goal the offline demo model plays."""
-    from aimegraph.models.scripted import load_scenario
+    from aimegraph.models.offline.scripted import load_scenario
 
     return load_scenario(DEMO_SCENARIO.removeprefix("scripted:")).goal.strip()
 

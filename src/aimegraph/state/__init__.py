@@ -45,6 +45,7 @@ if TYPE_CHECKING:
     from aimegraph.state.plans import PlanLike, as_plan, load_plan
     from aimegraph.state.progress import (
         CallCheck,
+        PlanChecks,
         PlanError,
         apply_plan,
         dependency_results,
@@ -103,6 +104,7 @@ _HOMES = {
     "as_plan": ".plans",
     "load_plan": ".plans",
     "CallCheck": ".progress",
+    "PlanChecks": ".progress",
     "PlanError": ".progress",
     "apply_plan": ".progress",
     "dependency_results": ".progress",
@@ -140,6 +142,7 @@ __all__ = [
     "MemberOutput",
     "MemberResult",
     "PastRun",
+    "PlanChecks",
     "PlanError",
     "PlanLike",
     "PlanUpdate",

@@ -3,7 +3,7 @@ turns every way a tool call can go wrong into an observation for the model.
 
 Where a call runs: under ``invoke`` ToolNode runs a step's calls in its thread
 pool and the guard puts each timed call in a daemon thread of its own, and an
-async-only tool on the engine's own event loop (:mod:`aimegraph.tools.loop`; one per
+async-only tool on the engine's own event loop (:mod:`aimegraph.running.loop`; one per
 process, cancelled on timeout and when the run ends); under ``ainvoke`` the async
 guard awaits coroutine tools on the event loop (cancelled on timeout) and runs sync
 tools in a daemon thread, so the loop never blocks. A sync tool cannot be stopped:
@@ -38,11 +38,11 @@ from pydantic import ValidationError
 
 from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
+from aimegraph.running.loop import engine_loop
+from aimegraph.running.scope import RunScopeClosedError, current_scope
 from aimegraph.state import Span
-from aimegraph.tools.loop import engine_loop
 from aimegraph.tools.outputs import READER, fits, keep_whole
 from aimegraph.tools.policy import timeout_of
-from aimegraph.tools.scope import RunScopeClosedError, current_scope
 
 log = logging.getLogger(__name__)
 
