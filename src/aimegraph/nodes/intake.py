@@ -191,11 +191,15 @@ def _archive(state: AimeState) -> dict[str, Any]:
         updates=list(state.get("updates") or []),
         usage=state.get("usage") or Usage(),
         prompt_version=state.get("prompt_version"),
+        spans=list(state.get("spans") or []),
     )
+    if (started_at := state.get("run_started_at")) is not None:
+        record["run_started_at"] = started_at
     return {
         "runs": [record],
         "tasks": Overwrite({}),
         "updates": Overwrite([]),
+        "spans": Overwrite([]),
         "usage": Overwrite(Usage()),
         "notes": Overwrite([]),
         "facts": Overwrite({}),  # the whiteboard is the run's own

@@ -64,7 +64,7 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
             if task.status != "failed":
                 continue
             if task.attempts <= cfg.task_retries:
-                retried[task.id] = task.model_copy(update={"status": "pending"})
+                retried[task.id] = task.retried()
             else:
                 exhausted.append(task)
         tasks |= retried
@@ -117,7 +117,7 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
         ready = ready_tasks(tasks)
         if ready:
             used = (state.get("usage") or Usage()).llm_calls
-            started = start_tasks(ready[: in_flight_at_most(cfg, used)])
+            started = start_tasks(ready[: in_flight_at_most(cfg, used)], tasks)
             runtime.stream_writer(
                 {"type": "checklist", "checklist": render_checklist(tasks | started)}
             )

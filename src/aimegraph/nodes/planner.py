@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
@@ -32,6 +33,7 @@ from aimegraph.state import (
     plan_update_schema,
     render_checklist,
 )
+from aimegraph.state.timing import stamp_ready
 from aimegraph.streaming import call_metadata
 
 PlannerNode = Node[PlannerState]
@@ -184,7 +186,9 @@ def make_draft_node(
             update |= RUN_START
         return update
 
-    return model_node(draft, name="draft", metadata=lambda _: call_metadata("planner"))
+    return model_node(
+        draft, name="draft", metadata=lambda _: call_metadata("planner"), span="planner"
+    )
 
 
 def _with_tool_steps(plan: PlanUpdate | None, calls: list[ToolCall]) -> PlanUpdate:
@@ -264,12 +268,14 @@ def commit_plan(
     """The update that writes the ``changed`` tasks of an accepted plan (``draft``)
     into the progress list, announced as a ``plan`` stream event."""
     rationale = str((draft or {}).get("rationale", ""))
-    merged = {**(state.get("tasks") or {}), **changed}
+    tasks = state.get("tasks") or {}
+    changed = stamp_ready(changed, tasks, at=time.time())
+    merged = {**tasks, **changed}
     runtime.stream_writer(
         {"type": "plan", "rationale": rationale, "checklist": render_checklist(merged)}
     )
     return {
-        "tasks": dict(changed),
+        "tasks": changed,
         "plan_rationale": rationale,
         "proposal": None,
         "draft": None,

@@ -143,7 +143,9 @@ def make_reporter_node(
             "messages": [_answer_message(draft, tasks)],
         }
 
-    return model_node(reporter, name="reporter", metadata=lambda _: call_metadata("reporter"))
+    return model_node(
+        reporter, name="reporter", metadata=lambda _: call_metadata("reporter"), span="reporter"
+    )
 
 
 def _written(

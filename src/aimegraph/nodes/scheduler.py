@@ -10,7 +10,8 @@ orchestrator uses the same helpers for the first batch and for the batch schedul
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -29,6 +30,7 @@ from aimegraph.state import (
     render_checklist,
 )
 from aimegraph.state.reducers import merge_facts
+from aimegraph.state.timing import start_attempt
 
 
 def actor_inputs(
@@ -73,12 +75,10 @@ def in_flight_at_most(cfg: AimeConfig, used_calls: int) -> int:
     return min(cfg.max_parallel, max(0, cfg.max_llm_calls - used_calls))
 
 
-def start_tasks(ready: Sequence[Task]) -> dict[str, Task]:
-    """``ready`` marked in progress, one attempt more."""
-    return {
-        t.id: t.model_copy(update={"status": "in_progress", "attempts": t.attempts + 1})
-        for t in ready
-    }
+def start_tasks(ready: Sequence[Task], tasks: Mapping[str, Task]) -> dict[str, Task]:
+    """``ready`` (tasks of ``tasks``) marked in progress now, one attempt more."""
+    now = time.time()
+    return {t.id: start_attempt(t, tasks, at=now) for t in ready}
 
 
 @dataclass
@@ -132,7 +132,7 @@ class Schedule:
             # The orchestrator reports the spent budget when the runner hands back.
             self.halted = True
             return []
-        started = start_tasks(ready)
+        started = start_tasks(ready, self.tasks)
         self.steps += 1
         self.tasks |= started
         self.changed |= started
@@ -170,7 +170,7 @@ class Schedule:
             if settled.result is not None and settled.result.tripwire:
                 self.halted = True  # a guardrail tripped: the orchestrator ends the run
             elif settled.attempts <= self.cfg.task_retries:
-                retried = {task_id: settled.model_copy(update={"status": "pending"})}
+                retried = {task_id: settled.retried()}
                 self.tasks |= retried
                 self.changed |= retried
             else:

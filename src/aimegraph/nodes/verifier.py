@@ -131,7 +131,9 @@ def make_judge_node(
             f"(max_replans={cfg.max_replans})",
         }
 
-    return model_node(judge, name="judge", metadata=lambda _: call_metadata("verifier"))
+    return model_node(
+        judge, name="judge", metadata=lambda _: call_metadata("verifier"), span="verifier"
+    )
 
 
 def make_task_check_node(

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ResultStatus,
         RoleUsage,
         RunStatus,
+        Span,
         Task,
         TaskResult,
         TaskSpec,
@@ -68,6 +69,7 @@ if TYPE_CHECKING:
         VerifierOutput,
         VerifierState,
     )
+    from aimegraph.state.timing import Timeline, critical_path, render_timeline, run_timeline
 
 _HOMES = {
     "ActorInput": ".aime_state",
@@ -89,6 +91,7 @@ _HOMES = {
     "ResultStatus": ".models",
     "RoleUsage": ".models",
     "RunStatus": ".models",
+    "Span": ".models",
     "Task": ".models",
     "TaskResult": ".models",
     "TaskSpec": ".models",
@@ -121,6 +124,10 @@ _HOMES = {
     "VerifierInput": ".role_states",
     "VerifierOutput": ".role_states",
     "VerifierState": ".role_states",
+    "Timeline": ".timing",
+    "critical_path": ".timing",
+    "render_timeline": ".timing",
+    "run_timeline": ".timing",
 }
 
 __all__ = [
@@ -151,6 +158,7 @@ __all__ = [
     "ResultStatus",
     "RoleUsage",
     "RunStatus",
+    "Span",
     "TERMINAL_TASK_STATUSES",
     "Task",
     "TaskResult",
@@ -158,6 +166,7 @@ __all__ = [
     "TaskStatus",
     "TeamMode",
     "TeamSpec",
+    "Timeline",
     "ToolCallSpec",
     "Usage",
     "Verdict",
@@ -167,12 +176,15 @@ __all__ = [
     "add_usage",
     "apply_plan",
     "as_plan",
+    "critical_path",
     "dependency_results",
     "load_plan",
     "merge_tasks",
     "plan_update_schema",
     "ready_tasks",
     "render_checklist",
+    "render_timeline",
+    "run_timeline",
     "thread_usage",
     "validate_plan",
 ]

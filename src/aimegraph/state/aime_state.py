@@ -11,7 +11,15 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from aimegraph.state.models import ProgressUpdate, RunStatus, Task, TaskResult, Usage, Verdict
+from aimegraph.state.models import (
+    ProgressUpdate,
+    RunStatus,
+    Span,
+    Task,
+    TaskResult,
+    Usage,
+    Verdict,
+)
 from aimegraph.state.reducers import add_usage, append_batches, merge_facts, merge_task_batches
 
 
@@ -38,8 +46,8 @@ class AimeInput(TypedDict, total=False):
 
 class PastRun(TypedDict, total=False):
     """A finished run of a thread, archived in ``runs`` when a new request starts
-    the next run there: its goal, outcome, plan (``tasks``), progress updates and
-    usage."""
+    the next run there: its goal, outcome, plan (``tasks``), progress updates,
+    usage, and the times of its model calls (``spans``) and start."""
 
     goal: str
     status: RunStatus
@@ -50,6 +58,8 @@ class PastRun(TypedDict, total=False):
     updates: list[ProgressUpdate]
     usage: Usage
     prompt_version: str | None
+    spans: list[Span]
+    run_started_at: float
 
 
 class AimeOutput(TypedDict, total=False):
@@ -77,6 +87,9 @@ class AimeOutput(TypedDict, total=False):
     # The prompt version the run started with: the id the
     # graph's prompt source gives its texts by; set at the run's start, kept on resume.
     prompt_version: str | None
+    # When the current run's planner, reporter and verifier calls ran (the tasks
+    # carry their own times): with them, aimegraph.state.run_timeline draws the run.
+    spans: Annotated[list[Span], DeltaChannel(append_batches, list)]
     # The typed final answer (build_aime_graph(response_format=...)): an instance of
     # the pydantic model, or a dict for a JSON schema; None until the reporter
     # writes one, and when the reply never fit the format.

@@ -126,8 +126,29 @@ class ToolCallSpec(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class Span(_Record):
+    """A stretch of a run's time: one tool call of a task (``name`` is the tool's), or
+    one planner, reporter or verifier call (``name`` is the role). Times are epoch
+    seconds (``time.time()``), as ``run_started_at`` is."""
+
+    name: str
+    started_at: float
+    ended_at: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.ended_at - self.started_at
+
+
 class Task(_Record):
-    """One node of the progress list (AIME's hierarchical task list)."""
+    """One node of the progress list (AIME's hierarchical task list).
+
+    Its timestamps (epoch seconds, ``time.time()``; None until they happen) are those
+    of its latest attempt: ``ready_at`` when it could first start (its plan committed
+    and its dependencies completed, or its failed attempt ended, for a retry),
+    ``started_at`` when its actor was started, ``ended_at`` when it settled;
+    ``tool_spans`` times the attempt's tool calls, ``past_attempts`` the failed
+    attempts before it."""
 
     id: str
     title: str
@@ -149,10 +170,27 @@ class Task(_Record):
     members: tuple[MemberResult, ...] = ()
     # A tool step: the engine makes this call instead of running an actor.
     call: ToolCallSpec | None = None
+    ready_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    tool_spans: tuple[Span, ...] = ()
+    past_attempts: tuple[Span, ...] = ()
 
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_TASK_STATUSES
+
+    def retried(self) -> Task:
+        """This failed task back to pending for another attempt, ready again since its
+        failed attempt ended, which joins ``past_attempts``."""
+        past = self.past_attempts
+        if self.started_at is not None and self.ended_at is not None:
+            ran = Span(
+                name=f"attempt {self.attempts}", started_at=self.started_at, ended_at=self.ended_at
+            )
+            past = (*past, ran)
+        update = {"status": "pending", "ready_at": self.ended_at, "past_attempts": past}
+        return self.model_copy(update=update)
 
 
 class ProgressUpdate(_Record):

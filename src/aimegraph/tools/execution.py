@@ -23,12 +23,13 @@ import contextvars
 import json
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.config import get_config
 from langgraph.prebuilt import ToolNode, ToolRuntime
@@ -42,6 +43,7 @@ from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
 from aimegraph.running.loop import engine_loop
 from aimegraph.running.scope import RunScopeClosedError, current_scope
+from aimegraph.state import Span
 from aimegraph.tools.outputs import READER, fits, keep_whole
 from aimegraph.tools.policy import timeout_of
 from aimegraph.tools.screening import CallScreening
@@ -149,11 +151,13 @@ def make_tool_node(
         to_run = approved(asked)
         if isinstance(to_run, ToolMessage):
             return screening.finish(to_run)
+        started_at = time.time()
         outcome = run(to_run, execute)
         if (output := screening.output_subject(outcome)) is not None:
             assert isinstance(outcome, ToolMessage)
             outcome = screening.take_output(outcome, guards.screen(output))
-        return screening.finish(_noting_edit(shown(outcome, to_run), asked, to_run))
+        edited = _noting_edit(shown(outcome, to_run), asked, to_run)
+        return screening.finish(_timed(edited, started_at))
 
     def run(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         call = request.tool_call
@@ -188,11 +192,13 @@ def make_tool_node(
         to_run = approved(asked)
         if isinstance(to_run, ToolMessage):
             return screening.finish(to_run)
+        started_at = time.time()
         outcome = await arun(to_run, execute)
         if (output := screening.output_subject(outcome)) is not None:
             assert isinstance(outcome, ToolMessage)
             outcome = screening.take_output(outcome, await guards.ascreen(output))
-        return screening.finish(_noting_edit(await ashown(outcome, to_run), asked, to_run))
+        edited = _noting_edit(await ashown(outcome, to_run), asked, to_run)
+        return screening.finish(_timed(edited, started_at))
 
     async def arun(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
         call = request.tool_call
@@ -393,6 +399,34 @@ def _called_earlier_in_reply(state: object, call: ToolCall) -> bool:
                 earlier = message.tool_calls[: ids.index(call["id"])]
                 return any(c["name"] == call["name"] for c in earlier)
     return False
+
+
+SPAN = "aimegraph_span"
+"""The ``response_metadata`` key of a tool call's observation that holds when the
+call ran, ``[started_at, ended_at]`` in epoch seconds (see :func:`tool_spans`)."""
+
+
+def _timed(outcome: ToolOutcome, started_at: float) -> ToolOutcome:
+    """``outcome`` with when its call ran (from ``started_at`` to now) in its
+    observation's metadata; a ``Command`` (an actor's report) is instant and untimed."""
+    if not isinstance(outcome, ToolMessage):
+        return outcome
+    metadata = {**outcome.response_metadata, SPAN: [started_at, time.time()]}
+    return outcome.model_copy(update={"response_metadata": metadata})
+
+
+def tool_spans(messages: Sequence[AnyMessage], *, since: float | None = None) -> tuple[Span, ...]:
+    """The timed tool calls among ``messages`` (observations the ``tools`` step made),
+    those started at ``since`` or later when given, oldest first."""
+    spans = []
+    for message in messages:
+        if not isinstance(message, ToolMessage) or SPAN not in message.response_metadata:
+            continue
+        started_at, ended_at = message.response_metadata[SPAN]
+        if since is None or started_at >= since:
+            name = message.name or "tool"
+            spans.append(Span(name=name, started_at=started_at, ended_at=ended_at))
+    return tuple(spans)
 
 
 def _noting_edit(outcome: ToolOutcome, asked: ToolCallRequest, ran: ToolCallRequest) -> ToolOutcome:
