@@ -4,6 +4,7 @@ names (keywords, dump keys, JSON schema) as they were before the grouping."""
 from __future__ import annotations
 
 import pytest
+from langgraph.runtime import Runtime
 from pydantic import ValidationError
 
 from aimegraph.config import (
@@ -11,9 +12,11 @@ from aimegraph.config import (
     AimeConfig,
     BudgetSettings,
     BuildSettings,
+    ContextSettings,
     HumanControlSettings,
     MemorySettings,
 )
+from aimegraph.nodes.given_plan import make_given_plan_node
 from aimegraph.state import Usage
 
 # AimeConfig's JSON schema property names on main before the grouping: public
@@ -122,3 +125,30 @@ def test_each_group_stands_alone_with_its_checks() -> None:
     assert HumanControlSettings(approve_tools=("python",)).gates_tools
     # A factory typed with a group takes the whole config: AimeConfig is every group.
     assert all(isinstance(AimeConfig(), group) for group in SETTINGS_GROUPS)
+
+
+def test_a_group_reads_the_run_context_as_the_whole_config_does() -> None:
+    run_config = AimeConfig().override({"memory_k": 2})
+    # The run's whole config (as the top-level graph makes it) is every group: no copy.
+    assert MemorySettings().for_run(Runtime(context=run_config)) is run_config
+    # Overrides: the group's own fields applied, other groups' fields left to them.
+    overridden = MemorySettings(user_id="ada").for_run(
+        Runtime(context={"memory_k": 1, "verify": "off"})
+    )
+    assert (overridden.memory_k, overridden.user_id) == (1, "ada")
+    partial = MemorySettings(user_id="ada").for_run(Runtime(context=AimeConfig(memory_k=5)))
+    assert (partial.memory_k, partial.user_id) == (5, "ada")
+    assert MemorySettings().for_run(Runtime(context=None)) == MemorySettings()
+
+
+@pytest.mark.parametrize(
+    "settings", [ContextSettings(max_goal_chars=5), AimeConfig(max_goal_chars=5)]
+)
+def test_a_factory_typed_with_its_group_takes_the_group_or_the_whole_config(
+    settings: ContextSettings,
+) -> None:
+    given = make_given_plan_node(settings)
+    state = {"goal": "a longer goal", "plan": {"tasks": [{"id": "t1", "title": "x"}]}}
+    refused = given(state, Runtime(context=None))
+    assert "more than max_goal_chars (5)" in refused["plan_error"]
+    assert given(state, Runtime(context={"max_goal_chars": 100}))["plan_error"] is None

@@ -18,7 +18,7 @@ Context is not checkpointed, so pass the same overrides again when resuming.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from aimegraph.config.build import BuildSettings, OptInBundle, SchedulerPolicy
 from aimegraph.config.groups import (
@@ -34,6 +34,7 @@ from aimegraph.config.groups import (
     OptimisationSettings,
     PlanningSettings,
     ReplanPolicy,
+    RunSettings,
     ToolCallingMode,
     ToolSettings,
     VerificationSettings,
@@ -41,9 +42,6 @@ from aimegraph.config.groups import (
 )
 from aimegraph.config.settings import WebConfig, _Settings
 from aimegraph.config.settings import settings_error as settings_error
-
-if TYPE_CHECKING:
-    from langgraph.runtime import Runtime
 
 __all__ = [
     "SETTINGS_GROUPS",
@@ -62,6 +60,7 @@ __all__ = [
     "OptimisationSettings",
     "PlanningSettings",
     "ReplanPolicy",
+    "RunSettings",
     "SchedulerPolicy",
     "ToolCallingMode",
     "ToolSettings",
@@ -102,25 +101,24 @@ class AimeConfig(
     #: Fields used when the graph is built (models resolved, tools made once), not per run.
     BUILD_ONLY: ClassVar[frozenset[str]] = frozenset(BuildSettings.model_fields)
 
-    def for_run(self, runtime: Runtime[Any] | None) -> AimeConfig:
-        """This config with the run's context overrides applied.
-
-        Free when the context is already the run's whole config, as the top-level
-        graph makes it when a run starts (:class:`aimegraph.graphs.compiled.AimeGraph`):
-        every node and tool call of the run then shares that one validated object."""
-        return self.override(runtime.context if runtime is not None else None)
-
-    def override(self, changes: AimeConfig | Mapping[str, Any] | None) -> AimeConfig:
-        """This config with the fields of ``changes`` applied (validated).
+    def override(self, changes: _Settings | Mapping[str, Any] | None) -> AimeConfig:
+        """This config with the fields of ``changes`` applied (validated); a field
+        applied when the graph was built may not change.
 
         A ``changes`` config with every field set is the result as it is: merging
-        it would give an equal config, at the cost of a validation."""
+        it would give an equal config, at the cost of a validation. ``for_run``
+        (from :class:`RunSettings`) applies the run's context this way: free when the
+        context is already the run's whole config, as the top-level graph makes it
+        when a run starts (:class:`aimegraph.graphs.compiled.AimeGraph`), so every
+        node and tool call of the run shares that one validated object."""
         if changes is None or changes is self:
             return self
-        if isinstance(changes, AimeConfig):
-            if changes.model_fields_set.issuperset(type(self).model_fields):
-                self._refuse_build_only({key: getattr(changes, key) for key in self.BUILD_ONLY})
-                return changes
+        if isinstance(changes, AimeConfig) and changes.model_fields_set.issuperset(
+            type(self).model_fields
+        ):
+            self._refuse_build_only({key: getattr(changes, key) for key in self.BUILD_ONLY})
+            return changes
+        if isinstance(changes, _Settings):
             changes = changes.model_dump(exclude_unset=True)
         if not changes:
             return self

@@ -9,8 +9,9 @@ still takes an ``AimeConfig``. Each group may be overridden per run."""
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal, Self
+from typing import TYPE_CHECKING, Any, Literal, Self
 
 from pydantic import Field, field_serializer, field_validator, model_validator
 
@@ -20,6 +21,9 @@ from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
 from aimegraph.state import Price, Usage
 from aimegraph.waits import HumanWaitSettings
+
+if TYPE_CHECKING:
+    from langgraph.runtime import Runtime
 
 __all__ = [
     "ActorDurability",
@@ -34,6 +38,7 @@ __all__ = [
     "OptimisationSettings",
     "PlanningSettings",
     "ReplanPolicy",
+    "RunSettings",
     "ToolCallingMode",
     "ToolSettings",
     "VerificationSettings",
@@ -50,7 +55,33 @@ MemoryPolicy = Literal["on", "off"]
 ActorDurability = Literal["inherit", "exit"]
 
 
-class BudgetSettings(_Settings):
+class RunSettings(_Settings):
+    """A group a run may override through its context, so a node factory typed with
+    it reads the run's values, as one given the whole ``AimeConfig`` does."""
+
+    def for_run(self, runtime: Runtime[Any] | None) -> Self:
+        """These settings with the run's context overrides applied."""
+        return self.override(runtime.context if runtime is not None else None)
+
+    def override(self, changes: _Settings | Mapping[str, Any] | None) -> Self:
+        """These settings with the fields of ``changes`` that are this group's
+        applied (validated). Settings that set every field of this group (the run's
+        whole config, as the top-level graph makes it when a run starts) are the
+        result as they are, without a validation."""
+        if changes is None or changes is self:
+            return self
+        fields = type(self).model_fields
+        if isinstance(changes, _Settings):
+            if isinstance(changes, type(self)) and changes.model_fields_set.issuperset(fields):
+                return changes
+            changes = changes.model_dump(exclude_unset=True)
+        mine = {key: value for key, value in changes.items() if key in fields}
+        if not mine:
+            return self
+        return self.model_validate({**self.model_dump(), **mine})
+
+
+class BudgetSettings(RunSettings):
     """What a run may spend before it ends with ``status`` 'budget_exhausted'."""
 
     max_actor_steps: int = Field(10, ge=1, description="ReAct iterations per task.")
@@ -99,7 +130,7 @@ class BudgetSettings(_Settings):
         return None
 
 
-class PlanningSettings(_Settings):
+class PlanningSettings(RunSettings):
     """How the plan is drafted, repaired, replanned and dispatched."""
 
     max_parallel: int = Field(4, ge=1, description="Actors dispatched per orchestration step.")
@@ -125,7 +156,7 @@ class PlanningSettings(_Settings):
     )
 
 
-class VerificationSettings(_Settings):
+class VerificationSettings(RunSettings):
     """What the verifier checks, and how it looks."""
 
     verify: VerifyPolicy = Field(
@@ -148,7 +179,7 @@ class VerificationSettings(_Settings):
     )
 
 
-class HumanControlSettings(_Settings, HumanWaitSettings):
+class HumanControlSettings(RunSettings, HumanWaitSettings):
     """Where a human decides: plan and tool approvals, escalations, and (from
     :class:`aimegraph.waits.HumanWaitSettings`) how long a wait lasts and who is told."""
 
@@ -202,7 +233,7 @@ class HumanControlSettings(_Settings, HumanWaitSettings):
         return bool(self.approve_tools) or self.tool_policy is not None
 
 
-class ToolSettings(_Settings):
+class ToolSettings(RunSettings):
     """How tools are called and where they work (the tool bundles, the sandbox and
     MCP servers are set when built: :class:`aimegraph.config.build.BuildSettings`)."""
 
@@ -229,7 +260,7 @@ class ToolSettings(_Settings):
     )
 
 
-class ContextSettings(_Settings):
+class ContextSettings(RunSettings):
     """How much text goes into prompts: the goal, tool observations, an actor's
     conversation, a thread's earlier turns."""
 
@@ -259,7 +290,7 @@ class ContextSettings(_Settings):
     )
 
 
-class MemorySettings(_Settings):
+class MemorySettings(RunSettings):
     """Long-term memory: whether it is written and read, how much, for whom."""
 
     memory: MemoryPolicy = Field(
@@ -275,7 +306,7 @@ class MemorySettings(_Settings):
     )
 
 
-class OptimisationSettings(_Settings):
+class OptimisationSettings(RunSettings):
     """The online prompt optimiser's loop (switched on when built, by
     ``optimize_online``)."""
 

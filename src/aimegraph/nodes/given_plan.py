@@ -12,7 +12,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from aimegraph.config import AimeConfig
+from aimegraph.config import ContextSettings
 from aimegraph.nodes.planner import FINISHED, RUN_START, GoalError, resolve_goal
 from aimegraph.nodes.types import Node
 from aimegraph.state import PlanError, PlannerState, Usage, as_plan
@@ -29,7 +29,7 @@ def route_planner_start(otherwise: str) -> Callable[[PlannerState], str]:
     return route
 
 
-def make_given_plan_node(config: AimeConfig) -> Node[PlannerState]:
+def make_given_plan_node(config: ContextSettings) -> Node[PlannerState]:
     """Takes the given plan as the draft for ``validate``."""
 
     def given(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
 from pydantic import ValidationError
 
-from aimegraph.config import AimeConfig
+from aimegraph.config import AimeConfig, ContextSettings, ToolSettings, VerificationSettings
 from aimegraph.models.calls import (
     reraise_if_retryable,
     resolve_mode,
@@ -95,7 +95,7 @@ def changed_files(root: Path, since: float | None) -> list[str]:
     return sorted(name for _, name in sorted(found, reverse=True)[:MAX_LISTED_FILES])
 
 
-def run_files(config: AimeConfig) -> Runnable[Mapping[str, Any], list[str]]:
+def run_files(config: ToolSettings) -> Runnable[Mapping[str, Any], list[str]]:
     """A node step listing the files the run changed (:func:`changed_files` since the
     state's ``run_started_at``, in the run's workspace): it reads the file system, so
     under ``ainvoke`` it runs in a worker thread, never on the event loop."""
@@ -107,7 +107,7 @@ def run_files(config: AimeConfig) -> Runnable[Mapping[str, Any], list[str]]:
     return blocking_call(listing, name="files")
 
 
-def inspects(cfg: AimeConfig, files: Sequence[str]) -> bool:
+def inspects(cfg: VerificationSettings, files: Sequence[str]) -> bool:
     """Whether the verdict is the inspecting agent's (``verifier_inspects``)."""
     return cfg.verifier_inspects == "always" or (cfg.verifier_inspects == "auto" and bool(files))
 
@@ -196,7 +196,7 @@ def with_evidence(inspection: Inspection) -> Verdict | None:
     return verdict.model_copy(update={"evidence": inspection.looked[:20]})
 
 
-def _run(tool: BaseTool, call: ToolCall, config: AimeConfig) -> Steps[ToolMessage]:
+def _run(tool: BaseTool, call: ToolCall, config: ContextSettings) -> Steps[ToolMessage]:
     """One tool call as a step: its observation, failures included."""
     try:
         outcome = yield tool, call

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, SystemMessage
@@ -21,7 +21,7 @@ from langchain_core.runnables import Runnable
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore, Op, SearchItem
 
-from aimegraph.config import AimeConfig
+from aimegraph.config import AimeConfig, MemorySettings
 from aimegraph.memory.episodes import (
     EPISODES,
     LESSONS,
@@ -66,9 +66,12 @@ _LESSON_CHARS = 600
 _SUMMARY_CHARS = 1_000
 # Tools every actor has: not worth remembering as "tools used".
 _BOOKKEEPING = frozenset({"update_progress", "submit_result"})
+# The recall nodes need the memory settings only; the episode writers the whole config.
+Memory = TypeVar("Memory", bound=MemorySettings)
 
 
-def _active_store(config: AimeConfig, runtime: Runtime[Any]) -> tuple[AimeConfig, BaseStore | None]:
+def _active_store(config: Memory, runtime: Runtime[Any]) -> tuple[Memory, BaseStore | None]:
+    """The run's settings, and its store unless memory is off (or there is none)."""
     cfg = config.for_run(runtime)
     if runtime.store is None or cfg.memory == "off":
         return cfg, None
@@ -96,7 +99,7 @@ def _unavailable(runtime: Runtime[Any], doing: str, exc: Exception) -> None:
     runtime.stream_writer({"type": "memory", "event": "unavailable", "reason": f"{doing}: {exc}"})
 
 
-def make_planner_recall_node(config: AimeConfig) -> Runnable[PlannerState, dict[str, Any]]:
+def make_planner_recall_node(config: MemorySettings) -> Runnable[PlannerState, dict[str, Any]]:
     """Past runs on similar goals (run episodes and lessons) for the planner's prompt."""
 
     def recall(state: PlannerState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
@@ -125,7 +128,7 @@ def make_planner_recall_node(config: AimeConfig) -> Runnable[PlannerState, dict[
     return model_node(recall, name="recall")
 
 
-def make_actor_recall_node(config: AimeConfig) -> Runnable[ActorState, dict[str, Any]]:
+def make_actor_recall_node(config: MemorySettings) -> Runnable[ActorState, dict[str, Any]]:
     """Past episodes of similar tasks (and their lessons) for the actor's knowledge."""
 
     def recall(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:

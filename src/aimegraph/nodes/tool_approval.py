@@ -41,7 +41,7 @@ from langgraph.prebuilt.tool_node import ToolCallRequest
 from langgraph.types import interrupt
 from pydantic import BaseModel
 
-from aimegraph.config import AimeConfig
+from aimegraph.config import HumanControlSettings
 from aimegraph.nodes.human import parse_decision, require_checkpointer
 from aimegraph.policy import decide
 from aimegraph.state import Task
@@ -66,7 +66,7 @@ ANSWERS = (
 
 
 def make_tool_approval(
-    config: AimeConfig, *, exempt: Collection[str] = ()
+    config: HumanControlSettings, *, exempt: Collection[str] = ()
 ) -> Callable[[ToolCallRequest], ToolCallRequest | ToolMessage]:
     """A ToolNode pre-call hook applying the run's tool policy (``approve_tools``,
     ``tool_policy``) to each call; the ``exempt`` tools (the actor's reports) are
@@ -114,7 +114,7 @@ def make_tool_approval(
 def approval_request(
     call: ToolCall,
     task: Task | None,
-    config: AimeConfig,
+    config: HumanControlSettings,
     reason: str = "",
     error: str | None = None,
 ) -> dict[str, Any]:
