@@ -69,6 +69,7 @@ def build_aime_graph(
     mcp_servers: McpServersArg = None,
     plan: PlanLike | str | Path | None = None,
     skills: Iterable[str | Path] = (),
+    middleware: MiddlewareArg = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -136,6 +137,14 @@ def build_aime_graph(
             the ``skills`` bundle's ``load_skill`` returns a skill's instructions, and
             the code tools see its files read-only at ``/skills/<name>``. A malformed
             folder raises ``SkillError`` (a ``ValueError``) naming the file.
+        middleware: LangChain v1 ``AgentMiddleware`` (prebuilt classes, subclasses, or
+            made with ``@before_model``, ``@wrap_model_call``, ``@wrap_tool_call``...): a
+            list for the actors (their model and tool calls), or a mapping of
+            ``actor``, ``planner``, ``reporter`` and ``verifier`` to lists (the last
+            three honour ``wrap_model_call`` hooks only). ``HumanInTheLoopMiddleware``
+            becomes approval rules of the actors' tool calls. What a role cannot
+            honour raises :class:`aimegraph.middleware.MiddlewareError` here (README:
+            Middleware).
         name: The compiled graph's name.
 
     Returns:
@@ -168,6 +177,7 @@ def build_aime_graph(
         prompts=prompts,
         mcp_servers=mcp_servers,
         agents=agents,
+        middleware=RoleMiddleware.of(middleware),
     )
     registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
     check_call = call_checker(registry.tools)
@@ -332,6 +342,7 @@ def _graph_parts(
     prompts: PromptsArg,
     mcp_servers: McpServersArg,
     agents: Sequence[AgentUnit] | None,
+    middleware: RoleMiddleware,
 ) -> GraphParts:
     """The parts every builder of the graph shares, each made once: one model per
     role (with the config's timeout and retries), the tools (the built-in bundles with
@@ -370,6 +381,7 @@ def _graph_parts(
         models=role_models,
         knowledge=knowledge,
         units=units,
+        middleware=middleware,
     )
 
 

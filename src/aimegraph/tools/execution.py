@@ -29,8 +29,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode, ToolRuntime
-from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.prebuilt.tool_node import (
+    AsyncToolCallWrapper,
+    ToolCallRequest,
+    ToolCallWrapper,
+    ToolInvocationError,
+)
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -62,6 +68,8 @@ def make_tool_node(
     untimed: Collection[str] = (),
     once_per_reply: Collection[str] = (),
     workspace: Path | None = None,
+    wrap: ToolCallWrapper | None = None,
+    awrap: AsyncToolCallWrapper | None = None,
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
 
@@ -77,6 +85,11 @@ def make_tool_node(
     ``timeout_s`` is the limit of a call of a tool that has none of its own. An
     output longer than ``max_observation_chars`` is saved whole in ``workspace``
     and shown as head, path and tail (cut to the limit without a workspace).
+    ``wrap`` and ``awrap`` (middleware's ``wrap_tool_call`` hooks, composed; ``wrap`` in a
+    worker thread under ``ainvoke`` when some hook has no async twin) run around
+    each call that passed the checks (an approved one, with its edits), each time they
+    call their handler a timed call of its own; they see the tool's exceptions (a retry
+    hook retries them), and one they let through is an observation like any other.
     """
     by_name = {t.name: t for t in tools}
 
@@ -130,7 +143,16 @@ def make_tool_node(
         to_run = checked(request)
         if isinstance(to_run, ToolMessage):
             return to_run
-        return _noting_edit(run(to_run, execute), request, to_run)
+        try:
+            if wrap is None:
+                outcome = run(to_run, execute)
+            else:
+                outcome = wrap(to_run, lambda req: run(req, execute))
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every tool failure is an observation
+            return _observation(to_run.tool_call, describe_error(exc))
+        return _noting_edit(outcome, request, to_run)
 
     def run(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         call = request.tool_call
@@ -159,7 +181,19 @@ def make_tool_node(
         to_run = checked(request)
         if isinstance(to_run, ToolMessage):
             return to_run
-        return _noting_edit(await arun(to_run, execute), request, to_run)
+        try:
+            if awrap is not None:
+                outcome = await awrap(to_run, lambda req: arun(req, execute))
+            elif wrap is not None:  # a hook with no async twin: sync, off the event loop
+                sync = _sync_execute(node, to_run)
+                outcome = await asyncio.to_thread(wrap, to_run, lambda req: run(req, sync))
+            else:
+                outcome = await arun(to_run, execute)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every tool failure is an observation
+            return _observation(to_run.tool_call, describe_error(exc))
+        return _noting_edit(outcome, request, to_run)
 
     async def arun(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
         call = request.tool_call
@@ -181,8 +215,13 @@ def make_tool_node(
             return timed_out(call, limit, fate)
         return await ashown(outcome, request)
 
+    def describe_invalid(exc: ToolInvocationError) -> str:
+        # Only arguments that do not fit are answered inside ToolNode; the guard answers
+        # what a tool raises, after the wrappers have seen it.
+        return describe_error(exc)
+
     node = ToolNode(
-        tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard
+        tools, handle_tool_errors=describe_invalid, wrap_tool_call=guard, awrap_tool_call=aguard
     )
     return node
 

@@ -1,0 +1,127 @@
+"""A role's model call through its middleware, as steps (:mod:`aimegraph.models.steps`):
+the ``before_model`` hooks, the model call inside the ``wrap_model_call`` hooks, the
+``after_model`` hooks. Each hook and the wrapped call is yielded like a model call, so
+it runs with ``invoke`` under ``graph.invoke`` and is awaited under ``graph.ainvoke``.
+
+Hooks see the role's state with ``messages`` as ``create_agent`` shows them: the
+conversation without the system prompt, which is the request's ``system_message``.
+What they return is applied as ``create_agent``'s graph applies it: ``messages``
+through ``add_messages`` (``RemoveMessage`` included), the other keys set, and a
+``jump_to`` ends the hooks there and is handed to the role to act on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from langchain.agents.middleware import ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.config import run_in_executor
+from langgraph._internal._runnable import RunnableCallable
+from langgraph.graph.message import add_messages
+
+from aimegraph.middleware.stack import MiddlewareStack
+from aimegraph.models.steps import Steps
+
+__all__ = ["HookOutcome", "ModelCallInput", "run_hooks", "wrapped_model_call"]
+
+
+@dataclass
+class ModelCallInput:
+    """What the wrapped model call runs: the request the hooks get, how to call a
+    request's model with its tools, and how to read its reply."""
+
+    request: ModelRequest[Any]
+    prepare: Callable[[ModelRequest[Any]], tuple[Runnable[Any, AIMessage], Any]]
+    """The runnable for the request's model and tools, and its input."""
+    read: Callable[[ModelRequest[Any], AIMessage], list[BaseMessage]]
+    """The reply as the response's messages."""
+    replies: list[AIMessage] = field(default_factory=list)
+    """Every reply a model gave in this call (a hook may call the handler more than
+    once): the usage to count."""
+
+
+def wrapped_model_call(stack: MiddlewareStack) -> Runnable[ModelCallInput, ModelResponse[Any]]:
+    """The model call inside ``stack``'s ``wrap_model_call`` hooks, run on a
+    :class:`ModelCallInput`. Under ``ainvoke`` the async hooks are awaited; a stack
+    with a hook that has no async twin runs its sync hooks in a worker thread."""
+    sync, asynchronous = stack.model_wrapper, stack.amodel_wrapper
+    assert sync is not None and asynchronous is not None, "a stack with wrap_model_call hooks"
+    all_async = stack.async_model_wrappers
+
+    def call(step: ModelCallInput, config: RunnableConfig) -> ModelResponse[Any]:
+        def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+            runnable, value = step.prepare(request)
+            reply = runnable.invoke(value, config)
+            step.replies.append(reply)
+            return ModelResponse(result=step.read(request, reply))
+
+        response: ModelResponse[Any] = sync(step.request, handler)
+        return response
+
+    async def acall(step: ModelCallInput, config: RunnableConfig) -> ModelResponse[Any]:
+        if not all_async:
+            return await run_in_executor(config, call, step, config)
+
+        async def handler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+            runnable, value = step.prepare(request)
+            reply = await runnable.ainvoke(value, config)
+            step.replies.append(reply)
+            return ModelResponse(result=step.read(request, reply))
+
+        response: ModelResponse[Any] = await asynchronous(step.request, handler)
+        return response
+
+    runnable: Runnable[ModelCallInput, ModelResponse[Any]] = RunnableCallable(
+        call, acall, name="model", trace=False
+    )
+    return runnable
+
+
+@dataclass
+class HookOutcome:
+    """The state as a role's hooks left it."""
+
+    state: dict[str, Any]
+    """The state the hooks saw last, ``messages`` without the system prompt."""
+    changes: dict[str, Any] = field(default_factory=dict)
+    """The keys the hooks set, ``messages`` aside."""
+    rewrote: bool = False
+    """Whether a hook returned ``messages``."""
+    jump: str | None = None
+    """Where a hook jumped (``end``, ``model`` or ``tools``), if one did."""
+    by: str = ""
+    """The hook that jumped."""
+
+    @property
+    def messages(self) -> list[AnyMessage]:
+        messages: list[AnyMessage] = self.state["messages"]
+        return messages
+
+
+def run_hooks(
+    hooks: Sequence[Runnable[Any, dict[str, Any] | None]], outcome: HookOutcome
+) -> Steps[HookOutcome]:
+    """Run ``hooks`` in order on ``outcome``'s state, each seeing what the ones before
+    it returned, until one jumps."""
+    for hook in hooks:
+        update = yield hook, outcome.state
+        if not update:
+            continue
+        changes = dict(update)
+        jump = changes.pop("jump_to", None)
+        state = {**outcome.state, **changes}
+        if "messages" in changes:
+            state["messages"] = add_messages(outcome.state["messages"], changes.pop("messages"))
+        outcome = HookOutcome(
+            state,
+            {**outcome.changes, **changes},
+            outcome.rewrote or "messages" in update,
+        )
+        if jump is not None:
+            outcome.jump, outcome.by = str(jump), hook.get_name().split(".")[0]
+            return outcome
+    return outcome
