@@ -182,4 +182,6 @@ def build_actor_graph(
             retry_policy=LLM_RETRY_POLICY,
         )
         builder.add_edge("check", last)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(
+        checkpointer=checkpointer, name=name, transformers=stack.transformers or None
+    )

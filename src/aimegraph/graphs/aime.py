@@ -25,6 +25,7 @@ from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.memory.nodes import make_run_record_node
+from aimegraph.middleware import MiddlewareArg, RoleMiddleware
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
@@ -310,7 +311,14 @@ def build_aime_graph(
         prompts=str(prompts) if isinstance(prompts, str | Path) else None,
     )
     graph = AimeGraph.of(
-        builder.compile(checkpointer=checkpointer, store=store, name=name), run_settings=settings
+        builder.compile(
+            checkpointer=checkpointer,
+            store=store,
+            name=name,
+            # PIIMiddleware's redaction of streamed text, for stream_events(version="v3")
+            transformers=parts.middleware["actor"].transformers or None,
+        ),
+        run_settings=settings,
     )
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.

@@ -21,12 +21,13 @@ from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.config import run_in_executor
 from langgraph._internal._runnable import RunnableCallable
+from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
 
 from aimegraph.middleware.stack import MiddlewareStack
 from aimegraph.models.steps import Steps
 
-__all__ = ["HookOutcome", "ModelCallInput", "run_hooks", "wrapped_model_call"]
+__all__ = ["HookFailed", "HookOutcome", "ModelCallInput", "run_hooks", "wrapped_model_call"]
 
 
 @dataclass
@@ -81,6 +82,14 @@ def wrapped_model_call(stack: MiddlewareStack) -> Runnable[ModelCallInput, Model
     return runnable
 
 
+class HookFailed(Exception):
+    """A hook raised: its middleware and the exception (its ``__cause__``)."""
+
+    def __init__(self, hook: str, error: Exception) -> None:
+        super().__init__(f"middleware {hook} failed: {type(error).__name__}: {error}")
+        self.hook = hook
+
+
 @dataclass
 class HookOutcome:
     """The state as a role's hooks left it."""
@@ -106,9 +115,18 @@ def run_hooks(
     hooks: Sequence[Runnable[Any, dict[str, Any] | None]], outcome: HookOutcome
 ) -> Steps[HookOutcome]:
     """Run ``hooks`` in order on ``outcome``'s state, each seeing what the ones before
-    it returned, until one jumps."""
+    it returned, until one jumps.
+
+    Raises:
+        HookFailed: a hook raised (a pause for a human, ``GraphBubbleUp``, passes as it is).
+    """
     for hook in hooks:
-        update = yield hook, outcome.state
+        try:
+            update = yield hook, outcome.state
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:
+            raise HookFailed(hook.get_name(), exc) from exc
         if not update:
             continue
         changes = dict(update)

@@ -6,7 +6,7 @@ A role's middleware is a :class:`MiddlewareStack`: its ``before_model`` and
 its ``wrap_model_call`` and ``wrap_tool_call`` hooks composed first-outermost, and the
 private state keys its ``state_schema`` adds. What a role cannot honour is refused
 here with :class:`MiddlewareError`, never ignored: ``before_agent`` / ``after_agent``,
-tools or stream transformers a middleware brings, and on the planner, reporter and
+tools a middleware brings, and on the planner, reporter and
 verifier (one model call each, no tools, no state of their own) every hook but
 ``wrap_model_call``. ``HumanInTheLoopMiddleware`` is not run as a hook at all: its
 ``interrupt_on`` becomes ``approve_tools`` rules (:mod:`aimegraph.middleware.approval`),
@@ -16,7 +16,7 @@ so a tool call is approved by one mechanism.
 from __future__ import annotations
 
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, Literal, get_args, get_type_hints
@@ -168,6 +168,12 @@ class MiddlewareStack:
             return None
         return chain_async_tool_wrappers([m.awrap_tool_call for m in hooked])
 
+    @cached_property
+    def transformers(self) -> tuple[Callable[[tuple[str, ...]], Any], ...]:
+        """The stream transformers the middleware brings (``PIIMiddleware``'s redaction
+        of streamed text), for the compiled graph's ``stream_events(version="v3")``."""
+        return tuple(t for m in self.hooked for t in getattr(m, "transformers", ()))
+
     @property
     def hooks_state(self) -> bool:
         """Whether some hook reads or writes the state (``before``/``after_model``)."""
@@ -225,8 +231,6 @@ def _check(middleware: Middleware, role: Role) -> None:
             f"{name} brings tools ({', '.join(t.name for t in middleware.tools)}): give "
             "them to build_aime_graph(tools=...) so that plans can name their bundle"
         )
-    if getattr(middleware, "transformers", ()):
-        raise MiddlewareError(f"{name} brings stream transformers, which aimegraph does not run")
     if role == "actor":
         return
     if isinstance(middleware, HumanInTheLoopMiddleware):

@@ -44,7 +44,8 @@ def make_actor_call(
     """The steps of one model call of an actor: ``{"messages", "usage"}`` (the reply
     as messages, and every reply's usage: a hook may call the model more than once),
     or ``{"error"}`` when the call failed (a retryable failure is raised for the
-    node's retry policy)."""
+    node's retry policy). The ``wrap_model_call`` hooks get the task's tools as the
+    request's ``tools``; the actor's reports are bound after whatever they choose."""
     # Converting tool schemas costs more than a fast model's reply: once per model and
     # tool set (a middleware may pick another model, or fewer tools).
     bound_models: dict[tuple[int, tuple[str, ...]], Runnable[LanguageModelInput, AIMessage]] = {}
@@ -72,7 +73,8 @@ def make_actor_call(
     def ask(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         """The model's reply as messages and usage (``error`` when the call failed)."""
         cfg = config.for_run(runtime)
-        bound = [tools[n] for n in state.get("tool_names", []) if n in tools] + list(ALWAYS_BOUND)
+        given = [tools[n] for n in state.get("tool_names", []) if n in tools]
+        bound = [*given, *ALWAYS_BOUND]
 
         def read(chat: BaseChatModel, tools_given: Sequence[Any], reply: AIMessage) -> list[Any]:
             mode = resolve_mode(cfg.tool_calling, chat)
@@ -89,12 +91,14 @@ def make_actor_call(
                         model=model,
                         messages=conversation,
                         system_message=system,
-                        tools=list(bound),
+                        tools=list(given),
                         state=cast(Any, state),
                         runtime=runtime,
                     ),
-                    prepare=lambda r: prepared(r.model, r.tools, _with_system(r), cfg),
-                    read=lambda r, reply: read(r.model, r.tools, reply),
+                    prepare=lambda r: prepared(
+                        r.model, _with_reports(r.tools), _with_system(r), cfg
+                    ),
+                    read=lambda r, reply: read(r.model, _with_reports(r.tools), reply),
                 )
                 response = yield wrapped, call
                 replies, messages = call.replies, list(response.result)
@@ -112,6 +116,12 @@ def make_actor_call(
         return {"messages": messages, "usage": usage}
 
     return ask
+
+
+def _with_reports(tools: Sequence[Any]) -> list[Any]:
+    """A request's tools as they are bound: the actor's reports (``update_progress``,
+    ``submit_result``) after them, always, whatever the hooks chose."""
+    return [*tools, *(t for t in ALWAYS_BOUND if t not in tools)]
 
 
 def _with_system(request: ModelRequest[Any]) -> list[AnyMessage]:

@@ -40,7 +40,8 @@ from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
 from aimegraph.middleware import MiddlewareStack
-from aimegraph.middleware.calls import run_hooks
+from aimegraph.middleware.calls import HookFailed, run_hooks
+from aimegraph.models.calls import reraise_if_retryable
 from aimegraph.models.reasoning import visible_text
 from aimegraph.nodes.actor_call import make_actor_call
 from aimegraph.nodes.actor_hooks import (
@@ -156,7 +157,10 @@ def make_react_node(
         steps = state.get("steps", 0) + 1
         hooks = hook_view(state) if stack.hooks_state else None
         if hooks is not None and stack.before_model:
-            hooks = yield from run_hooks(stack.before_model, hooks)
+            try:
+                hooks = yield from run_hooks(stack.before_model, hooks)
+            except HookFailed as failure:
+                return {"steps": steps, **_failed(state, failure, runtime)}
             if hooks.jump in ("end", "tools"):  # no model call in this step
                 update = {"steps": steps, **written(state, hooks, [])}
                 seen = cast(ActorState, {**full_state(state, hooks), "steps": steps})
@@ -173,7 +177,11 @@ def make_react_node(
             update = {**asked, "messages": reply}
             now = {**state, "messages": [*state["messages"], *reply]}
         else:
-            hooks = yield from run_hooks(stack.after_model, with_reply(hooks, reply))
+            try:
+                hooks = yield from run_hooks(stack.after_model, with_reply(hooks, reply))
+            except HookFailed as failure:  # the reply stays, and its usage
+                failed = {**asked, "messages": reply, "steps": steps, "usage": usage}
+                return failed | _failed(state, failure, runtime)
             update = {**asked, **written(state, hooks, reply)}
             now = full_state(state, hooks)
         update |= {"steps": steps, "usage": usage}
@@ -240,6 +248,15 @@ def make_react_node(
     return model_node(
         step_or_settle, name="react", metadata=lambda state: call_metadata("actor", state)
     )
+
+
+def _failed(state: ActorState, failure: HookFailed, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The update failing the task a middleware hook raised in, as data (a retryable
+    failure, as of a summary model's provider, is raised for the node's retry policy)."""
+    if isinstance(failure.__cause__, Exception):
+        reraise_if_retryable(failure.__cause__, runtime)
+    result = TaskResult(status="failed", summary=str(failure))
+    return {"error": str(failure), **settled(state, result, runtime.stream_writer)}
 
 
 def _new_notes(state: ActorState, *, runtime: Runtime[Any]) -> dict[str, Any]:
