@@ -72,7 +72,10 @@ def chain_model_wrappers(wrappers: Sequence[ModelWrapper]) -> ModelWrapper | Non
     def innermost(request: ModelRequest[Any], handler: ModelHandler) -> ModelResponse[Any]:
         return as_response(last(request, handler))
 
-    return reduce(lambda inner, outer: around(outer, inner), reversed(wrappers[:-1]), innermost)
+    composed: ModelWrapper = innermost
+    for outer in reversed(wrappers[:-1]):
+        composed = around(outer, composed)
+    return composed
 
 
 def chain_async_model_wrappers(wrappers: Sequence[AsyncModelWrapper]) -> AsyncModelWrapper | None:
@@ -98,7 +101,10 @@ def chain_async_model_wrappers(wrappers: Sequence[AsyncModelWrapper]) -> AsyncMo
     ) -> ModelResponse[Any]:
         return as_response(await last(request, handler))
 
-    return reduce(lambda inner, outer: around(outer, inner), reversed(wrappers[:-1]), innermost)
+    composed: AsyncModelWrapper = innermost
+    for outer in reversed(wrappers[:-1]):
+        composed = around(outer, composed)
+    return composed
 
 
 def chain_tool_wrappers(wrappers: Sequence[ToolWrapper]) -> ToolWrapper | None:

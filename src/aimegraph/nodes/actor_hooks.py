@@ -14,7 +14,7 @@ unanswered. The keys a middleware's ``state_schema`` adds are the actor's state 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from langchain_core.messages import (
     AIMessage,
@@ -45,12 +45,12 @@ def hook_view(state: Mapping[str, Any]) -> HookOutcome:
     """The actor's state as its hooks see it, before they run."""
     _, conversation = split_system(state.get("messages", []))
     # Ids first, as the graph's reducer gives them: a hook replaces a message by its id.
-    return HookOutcome({**state, "messages": add_messages([], conversation)})
+    return HookOutcome({**state, "messages": add_messages([], cast(list[Any], conversation))})
 
 
 def with_reply(outcome: HookOutcome, reply: Sequence[AnyMessage]) -> HookOutcome:
     """``outcome`` with the model's reply added, for the ``after_model`` hooks."""
-    messages = add_messages(outcome.messages, list(reply))
+    messages = add_messages(cast(list[Any], outcome.messages), cast(list[Any], list(reply)))
     return HookOutcome(
         {**outcome.state, "messages": messages}, dict(outcome.changes), outcome.rewrote
     )

@@ -180,8 +180,8 @@ def make_react_node(
             try:
                 hooks = yield from run_hooks(stack.after_model, with_reply(hooks, reply))
             except HookFailed as failure:  # the reply stays, and its usage
-                failed = {**asked, "messages": reply, "steps": steps, "usage": usage}
-                return failed | _failed(state, failure, runtime)
+                kept = {**asked, "messages": reply, "steps": steps, "usage": usage}
+                return kept | _failed(state, failure, runtime)
             update = {**asked, **written(state, hooks, reply)}
             now = full_state(state, hooks)
         update |= {"steps": steps, "usage": usage}
