@@ -369,3 +369,38 @@ def test_actor_middleware_through_build_aime_graph(scripted_graph: Any, notes: P
     out = graph.invoke({"goal": "Read the notes"})
     assert out["tasks"]["a"].result.summary.startswith("stopped by ModelCallLimitMiddleware")
     assert isinstance(out["messages"][0], HumanMessage)
+
+
+def test_planner_reporter_and_verifier_honour_wrap_model_call(notes: Path) -> None:
+    scenario: dict[str, Any] = {
+        "planner": [plan({"id": "a", "title": "Read", "tool_bundles": ["files"]})],
+        "actors": {"a": [submit("alice")]},
+        "reporter": [{"text": "alice"}],
+    }
+    down = ScriptedChatModel.from_dict({"planner": [{"error": "other", "message": "down"}]})
+    backup = ScriptedChatModel.from_dict({**scenario, "name": "backup"})
+    roles: list[str] = []
+
+    @wrap_model_call
+    def note_role(request: Any, handler: Any) -> Any:
+        roles.append(request.system_message.text.split("\n")[0])
+        return handler(request)
+
+    config = AimeConfig(workspace=notes, verify="final")
+    graph = build_aime_graph(
+        backup,
+        models={"planner": down},
+        config=config,
+        middleware={
+            "planner": [ModelFallbackMiddleware(backup)],
+            "reporter": [note_role],
+            "verifier": [note_role],
+        },
+    )
+    out = graph.invoke({"goal": "Who is in the notes?"})
+    assert out["status"] == "succeeded" and out["final_answer"] == "alice"
+    assert out["usage"].by_role["planner"].llm_calls == 1
+    assert roles == ["# Role: reporter", "# Role: verifier"]
+
+    plain = build_aime_graph(backup, models={"planner": down}, config=config)
+    assert plain.invoke({"goal": "Who is in the notes?"})["status"] == "failed"

@@ -17,6 +17,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.memory.nodes import make_actor_recall_node, make_task_record_node
 from aimegraph.middleware import Middleware
 from aimegraph.middleware.approval import approval_reviews, approval_rules
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.executor import make_assemble_node, make_hand_back_node, make_react_node
 from aimegraph.nodes.factory import ALWAYS_BOUND, ActorFactory, DefaultActorFactory
@@ -178,7 +179,12 @@ def build_actor_graph(
         checker = config.chat_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check",
-            make_task_check_node(checker, config=config, prompt_source=source),
+            make_task_check_node(
+                checker,
+                config=config,
+                prompt_source=source,
+                wrap=call_wrapper(parts.middleware["verifier"]),
+            ),
             retry_policy=LLM_RETRY_POLICY,
         )
         builder.add_edge("check", last)

@@ -26,6 +26,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.middleware import MiddlewareArg, RoleMiddleware
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
@@ -244,7 +245,11 @@ def build_aime_graph(
     builder.add_node(
         "reporter",
         make_reporter_node(
-            role_models["reporter"], config=config, prompt_source=source, response_format=typed
+            role_models["reporter"],
+            config=config,
+            prompt_source=source,
+            response_format=typed,
+            wrap=call_wrapper(parts.middleware["reporter"]),
         ),
         retry_policy=LLM_RETRY_POLICY,
     )

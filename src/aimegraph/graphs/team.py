@@ -19,6 +19,7 @@ from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.nodes.factory import ActorFactory, DefaultActorFactory
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamMode, TeamSpec
@@ -271,6 +272,7 @@ def team_parts(
         checker,
         source,
         memory,
+        call_wrapper(shared.middleware["verifier"]),
     )
 
 

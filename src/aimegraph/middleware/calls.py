@@ -14,20 +14,43 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from langchain.agents.middleware import ModelRequest, ModelResponse
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
-from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.runnables.config import run_in_executor
 from langgraph._internal._runnable import RunnableCallable
 from langgraph.errors import GraphBubbleUp
 from langgraph.graph.message import add_messages
+from langgraph.runtime import Runtime
 
 from aimegraph.middleware.stack import MiddlewareStack
-from aimegraph.models.steps import Steps
+from aimegraph.models.steps import CallWrapper, ModelCall, Steps
 
-__all__ = ["HookFailed", "HookOutcome", "ModelCallInput", "run_hooks", "wrapped_model_call"]
+__all__ = [
+    "HookFailed",
+    "HookOutcome",
+    "ModelCallInput",
+    "call_wrapper",
+    "run_hooks",
+    "split_system",
+    "wrapped_model_call",
+]
+
+
+def split_system(messages: Sequence[AnyMessage]) -> tuple[SystemMessage | None, list[AnyMessage]]:
+    """The system prompt (a conversation's first message) and the messages after it."""
+    if messages and isinstance(messages[0], SystemMessage):
+        return messages[0], list(messages[1:])
+    return None, list(messages)
+
+
+def with_system(request: ModelRequest[Any]) -> list[AnyMessage]:
+    """A request's messages as the model gets them: its system message first."""
+    system = [request.system_message] if request.system_message is not None else []
+    return [*system, *request.messages]
 
 
 @dataclass
@@ -88,6 +111,45 @@ class HookFailed(Exception):
     def __init__(self, hook: str, error: Exception) -> None:
         super().__init__(f"middleware {hook} failed: {type(error).__name__}: {error}")
         self.hook = hook
+
+
+def call_wrapper(stack: MiddlewareStack) -> CallWrapper | None:
+    """The planner's, reporter's or verifier's model calls inside ``stack``'s
+    ``wrap_model_call`` hooks (None without any): the request has the role's model,
+    its messages and system message, no tools (a structured reply's schema is bound
+    to whichever model a hook picks), and ``state`` holding only the messages."""
+    if stack.model_wrapper is None:
+        return None
+    wrapped = wrapped_model_call(stack) | RunnableLambda(_last_message, name="reply")
+
+    def wrap(
+        model: BaseChatModel,
+        messages: Sequence[BaseMessage],
+        bind: Callable[[BaseChatModel], Runnable[Any, Any]],
+        runtime: Runtime[Any] | None,
+    ) -> tuple[ModelCall, Callable[[], BaseChatModel]]:
+        answered = [model]
+
+        def prepare(request: ModelRequest[Any]) -> tuple[Runnable[Any, AIMessage], Any]:
+            answered[0] = request.model
+            return bind(request.model), with_system(request)
+
+        system, conversation = split_system(cast(list[AnyMessage], list(messages)))
+        request = ModelRequest(
+            model=model,
+            messages=conversation,
+            system_message=system,
+            state={"messages": conversation},
+            runtime=runtime,
+        )
+        step = ModelCallInput(request, prepare, read=lambda _, reply: [reply])
+        return (wrapped, step), lambda: answered[0]
+
+    return wrap
+
+
+def _last_message(response: ModelResponse[Any]) -> Any:
+    return response.result[-1]
 
 
 @dataclass

@@ -17,7 +17,12 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.middleware import MiddlewareStack
-from aimegraph.middleware.calls import ModelCallInput, wrapped_model_call
+from aimegraph.middleware.calls import (
+    ModelCallInput,
+    split_system,
+    with_system,
+    wrapped_model_call,
+)
 from aimegraph.models.calls import (
     reraise_if_retryable,
     resolve_mode,
@@ -26,7 +31,6 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import describe_tools, json_step_model, plain_conversation
 from aimegraph.models.steps import ModelCall, Steps
-from aimegraph.nodes.actor_hooks import split_system
 from aimegraph.nodes.factory import ALWAYS_BOUND
 from aimegraph.nodes.replies import reply_messages
 from aimegraph.prompts import json_mode
@@ -96,7 +100,7 @@ def make_actor_call(
                         runtime=runtime,
                     ),
                     prepare=lambda r: prepared(
-                        r.model, _with_reports(r.tools), _with_system(r), cfg
+                        r.model, _with_reports(r.tools), with_system(r), cfg
                     ),
                     read=lambda r, reply: read(r.model, _with_reports(r.tools), reply),
                 )
@@ -122,9 +126,3 @@ def _with_reports(tools: Sequence[Any]) -> list[Any]:
     """A request's tools as they are bound: the actor's reports (``update_progress``,
     ``submit_result``) after them, always, whatever the hooks chose."""
     return [*tools, *(t for t in ALWAYS_BOUND if t not in tools)]
-
-
-def _with_system(request: ModelRequest[Any]) -> list[AnyMessage]:
-    """A request's messages as the model gets them: its system message first."""
-    system = [request.system_message] if request.system_message is not None else []
-    return [*system, *request.messages]

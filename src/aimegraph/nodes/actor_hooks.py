@@ -20,25 +20,17 @@ from langchain_core.messages import (
     AIMessage,
     AnyMessage,
     RemoveMessage,
-    SystemMessage,
     ToolCall,
     ToolMessage,
 )
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from aimegraph.middleware.calls import HookOutcome
+from aimegraph.middleware.calls import HookOutcome, split_system
 from aimegraph.state import TaskResult
 
 JUMP = "__middleware_jump__"
 """Key of a react step's update (taken out before it is written) naming where a hook
 jumped after the model call."""
-
-
-def split_system(messages: Sequence[AnyMessage]) -> tuple[SystemMessage | None, list[AnyMessage]]:
-    """The system prompt (the actor's first message) and the conversation after it."""
-    if messages and isinstance(messages[0], SystemMessage):
-        return messages[0], list(messages[1:])
-    return None, list(messages)
 
 
 def hook_view(state: Mapping[str, Any]) -> HookOutcome:

@@ -16,6 +16,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import reraise_if_retryable, retrying_in_place, usage_of
 from aimegraph.models.reasoning import visible_text
 from aimegraph.models.response_format import TypedAnswer
+from aimegraph.models.steps import CallWrapper, model_call
 from aimegraph.nodes.conversation import answer_metadata
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
 from aimegraph.nodes.factory import artifact_lines
@@ -58,6 +59,7 @@ def make_reporter_node(
     config: AimeConfig,
     prompt_source: PromptSource | None = None,
     response_format: TypedAnswer | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Runnable[AimeState, dict[str, Any]]:
     """Writes ``final_answer`` (also appended to ``messages``).
 
@@ -76,8 +78,9 @@ def make_reporter_node(
     The answer's message is the model's reply (same id), so that
     ``stream_mode="messages"`` delivers it once; its ``response_metadata`` carries
     the run's artifacts and unfinished tasks for later turns. The model call is
-    awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`). The system prompt
-    is the run's ``reporter`` component from ``prompt_source``.
+    awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`), inside the
+    reporter's ``wrap_model_call`` middleware (``wrap``). The system prompt is the
+    run's ``reporter`` component from ``prompt_source``.
     """
 
     listing = run_files(config)
@@ -103,9 +106,11 @@ def make_reporter_node(
                 # results, and may quote the goal).
                 instructions = system + prompts.REQUEST.format(goal="", conversation="", results="")
                 echo = _Echo(instructions, goal)
-                draft = yield from _written(model, asked, echo, results, cfg, runtime)
+                draft = yield from _written(model, asked, echo, results, cfg, runtime, wrap)
             else:
-                draft = yield from _typed(model, response_format, asked, results, cfg, runtime)
+                draft = yield from _typed(
+                    model, response_format, asked, results, cfg, runtime, wrap
+                )
         update = dict(draft.update)
         usage = (state.get("usage") or Usage()) + update.get("usage", Usage())
         if state.get("status", "running") == "running" and "status" not in update:
@@ -138,6 +143,7 @@ def _written(
     results: str,
     cfg: AimeConfig,
     runtime: Runtime[Any],
+    wrap: CallWrapper | None,
 ) -> Steps[_Draft]:
     """The answer in words. A failed call or an empty reply leaves the ``results`` as
     they are; a reply that is an ``echo`` of the prompt is asked again, and when
@@ -148,7 +154,13 @@ def _written(
         try:
             # As in structured_steps: the first call is retried by the node's
             # RetryPolicy, a re-ask in place (it follows calls already counted).
-            reply = yield (model if not usage.llm_calls else retrying_in_place(model)), conversation
+            first = not usage.llm_calls
+
+            def bind(chat: BaseChatModel, first: bool = first) -> Runnable[Any, Any]:
+                return chat if first else retrying_in_place(chat)
+
+            call, _ = model_call(model, conversation, bind, wrap=wrap, runtime=runtime)
+            reply = yield call
         except Exception as exc:  # noqa: BLE001 - fall back to the results themselves
             if not usage.llm_calls:
                 reraise_if_retryable(exc, runtime)
@@ -176,6 +188,7 @@ def _typed(
     results: str,
     cfg: AimeConfig,
     runtime: Runtime[Any],
+    wrap: CallWrapper | None,
 ) -> Steps[_Draft]:
     """The answer as the response format's object, or a failed run saying why not
     (with the ``results`` as they are for its final answer)."""
@@ -186,6 +199,7 @@ def _typed(
         role="reporter",
         config=cfg,
         runtime=runtime,
+        wrap=wrap,
     )
     if reply.value is None:
         return _Draft(
