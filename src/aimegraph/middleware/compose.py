@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from functools import reduce
-from typing import Any
+from typing import Any, TypeVar
 
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, ToolMessage
@@ -56,6 +56,14 @@ def as_response(result: Any) -> ModelResponse[Any]:
     raise TypeError(f"a wrap_model_call hook returned {type(result).__name__}, not a response")
 
 
+W = TypeVar("W")
+
+
+def _nest(outers: Sequence[W], around: Callable[[W, W], W], innermost: W) -> W:
+    """``innermost`` wrapped by each of ``outers``, the first outermost."""
+    return reduce(lambda inner, outer: around(outer, inner), reversed(outers), innermost)
+
+
 def chain_model_wrappers(wrappers: Sequence[ModelWrapper]) -> ModelWrapper | None:
     """``wrappers`` as one, the first outermost; None for none."""
     if not wrappers:
@@ -72,10 +80,7 @@ def chain_model_wrappers(wrappers: Sequence[ModelWrapper]) -> ModelWrapper | Non
     def innermost(request: ModelRequest[Any], handler: ModelHandler) -> ModelResponse[Any]:
         return as_response(last(request, handler))
 
-    composed: ModelWrapper = innermost
-    for outer in reversed(wrappers[:-1]):
-        composed = around(outer, composed)
-    return composed
+    return _nest(wrappers[:-1], around, innermost)
 
 
 def chain_async_model_wrappers(wrappers: Sequence[AsyncModelWrapper]) -> AsyncModelWrapper | None:
@@ -101,10 +106,7 @@ def chain_async_model_wrappers(wrappers: Sequence[AsyncModelWrapper]) -> AsyncMo
     ) -> ModelResponse[Any]:
         return as_response(await last(request, handler))
 
-    composed: AsyncModelWrapper = innermost
-    for outer in reversed(wrappers[:-1]):
-        composed = around(outer, composed)
-    return composed
+    return _nest(wrappers[:-1], around, innermost)
 
 
 def chain_tool_wrappers(wrappers: Sequence[ToolWrapper]) -> ToolWrapper | None:
@@ -118,7 +120,7 @@ def chain_tool_wrappers(wrappers: Sequence[ToolWrapper]) -> ToolWrapper | None:
 
         return wrapped
 
-    return reduce(lambda inner, outer: around(outer, inner), reversed(wrappers[:-1]), wrappers[-1])
+    return _nest(wrappers[:-1], around, wrappers[-1])
 
 
 def chain_async_tool_wrappers(wrappers: Sequence[AsyncToolWrapper]) -> AsyncToolWrapper | None:
@@ -135,4 +137,4 @@ def chain_async_tool_wrappers(wrappers: Sequence[AsyncToolWrapper]) -> AsyncTool
 
         return wrapped
 
-    return reduce(lambda inner, outer: around(outer, inner), reversed(wrappers[:-1]), wrappers[-1])
+    return _nest(wrappers[:-1], around, wrappers[-1])
