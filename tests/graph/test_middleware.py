@@ -404,3 +404,23 @@ def test_planner_reporter_and_verifier_honour_wrap_model_call(notes: Path) -> No
 
     plain = build_aime_graph(backup, models={"planner": down}, config=config)
     assert plain.invoke({"goal": "Who is in the notes?"})["status"] == "failed"
+
+
+def test_a_hook_jumping_to_the_end_or_to_the_tools_routes_the_actor(notes: Path) -> None:
+    @before_model(can_jump_to=["end"])
+    def enough(state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
+        if any(isinstance(m, ToolMessage) for m in state["messages"]):
+            return {"jump_to": "end", "messages": [AIMessage("one look is enough")]}
+        return None
+
+    task = run(notes, [READ, READ_AGAIN, submit("done")], [enough])["tasks"]["a"]
+    assert task.status == "failed"
+    assert task.result.summary == "stopped by enough: one look is enough"
+
+    @after_model(can_jump_to=["tools"])
+    def straight_on(state: AgentState[Any], runtime: Any) -> dict[str, Any] | None:
+        return {"jump_to": "tools"}
+
+    out = run(notes, [READ, submit("done")], [straight_on])
+    assert out["tasks"]["a"].status == "completed"
+    assert observations(out)[0].startswith("Contact alice")

@@ -164,8 +164,8 @@ def make_react_node(
             if hooks.jump in ("end", "tools"):  # no model call in this step
                 update = {"steps": steps, **written(state, hooks, [])}
                 seen = cast(ActorState, {**full_state(state, hooks), "steps": steps})
-                if hooks.jump == "tools":
-                    return update
+                if hooks.jump == "tools":  # the calls still unanswered, as a reply's
+                    return {**update, JUMP: _next_after_react(seen, done)}
                 return update | settled(seen, stopped(hooks), runtime.stream_writer)
             state = cast(ActorState, full_state(state, hooks))
         asked = yield from budgeted(state, runtime)
