@@ -401,6 +401,11 @@ def test_planner_reporter_and_verifier_honour_wrap_model_call(notes: Path) -> No
     assert out["status"] == "succeeded" and out["final_answer"] == "alice"
     assert out["usage"].by_role["planner"].llm_calls == 1
     assert roles == ["# Role: reporter", "# Role: verifier"]
+    # Under ainvoke: the fallback's async hook awaited, the sync one in a worker thread.
+    roles.clear()
+    backup.reset()
+    out = asyncio.run(graph.ainvoke({"goal": "Who is in the notes?"}))
+    assert out["status"] == "succeeded" and roles == ["# Role: reporter", "# Role: verifier"]
 
     plain = build_aime_graph(backup, models={"planner": down}, config=config)
     assert plain.invoke({"goal": "Who is in the notes?"})["status"] == "failed"
