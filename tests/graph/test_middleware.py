@@ -429,3 +429,20 @@ def test_a_hook_jumping_to_the_end_or_to_the_tools_routes_the_actor(notes: Path)
     out = run(notes, [READ, submit("done")], [straight_on])
     assert out["tasks"]["a"].status == "completed"
     assert observations(out)[0].startswith("Contact alice")
+
+
+def test_the_context_budgets_summary_starts_again_when_a_hook_drops_turns() -> None:
+    from langchain_core.messages import SystemMessage
+
+    from aimegraph.middleware.calls import HookOutcome
+    from aimegraph.nodes.actor_hooks import summary_reset
+
+    turns = [HumanMessage("task", id="t"), AIMessage("a", id="a"), HumanMessage("b", id="b")]
+    state = {"messages": [SystemMessage("s", id="s"), *turns], "summarised": 2}
+    redacted = [turns[0], AIMessage("[REDACTED]", id="a"), turns[2]]
+    assert summary_reset(state, HookOutcome({"messages": redacted}, rewrote=True)) == {}
+    folded = [HumanMessage("summary", id="n"), turns[2]]
+    assert summary_reset(state, HookOutcome({"messages": folded}, rewrote=True)) == {
+        "context_summary": "",
+        "summarised": 0,
+    }

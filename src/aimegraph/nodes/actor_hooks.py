@@ -49,10 +49,12 @@ def with_reply(outcome: HookOutcome, reply: Sequence[AnyMessage]) -> HookOutcome
 
 
 def full_state(state: Mapping[str, Any], outcome: HookOutcome) -> dict[str, Any]:
-    """The actor's state as the hooks left it: their keys set, the system prompt back first."""
+    """The actor's state as the hooks left it: their keys set, the system prompt back
+    first (and the context budget's summary dropped with the turns it covered)."""
     system, _ = split_system(state.get("messages", []))
     return {
         **state,
+        **summary_reset(state, outcome),
         **outcome.changes,
         "messages": [*([system] if system else []), *outcome.messages],
     }
@@ -66,7 +68,24 @@ def written(
     if not outcome.rewrote:
         return {**outcome.changes, "messages": list(reply)}
     whole = full_state(state, outcome)["messages"]
-    return {**outcome.changes, "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *whole]}
+    return {
+        **summary_reset(state, outcome),
+        **outcome.changes,
+        "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *whole],
+    }
+
+
+def summary_reset(state: Mapping[str, Any], outcome: HookOutcome) -> dict[str, Any]:
+    """When a hook dropped messages (a summary in their place), the context budget's own
+    summary (``context_summary``, and ``summarised``: how many turns it covers, counted
+    from the start) no longer fits the conversation: it starts again."""
+    if not outcome.rewrote or not state.get("summarised"):
+        return {}
+    kept = {m.id for m in outcome.messages}
+    _, before = split_system(state.get("messages", []))
+    if all(m.id in kept for m in before):
+        return {}
+    return {"context_summary": "", "summarised": 0}
 
 
 def unanswered(messages: Sequence[AnyMessage]) -> list[ToolCall]:

@@ -49,6 +49,7 @@ from aimegraph.nodes.actor_hooks import (
     full_state,
     hook_view,
     stopped,
+    summary_reset,
     unanswered,
     with_reply,
     written,
@@ -156,6 +157,7 @@ def make_react_node(
         cfg = config.for_run(runtime)
         steps = state.get("steps", 0) + 1
         hooks = hook_view(state) if stack.hooks_state else None
+        reset: dict[str, Any] = {}  # the context budget's summary, if hooks dropped turns
         if hooks is not None and stack.before_model:
             try:
                 hooks = yield from run_hooks(stack.before_model, hooks)
@@ -167,6 +169,7 @@ def make_react_node(
                 if hooks.jump == "tools":  # the calls still unanswered, as a reply's
                     return {**update, JUMP: _next_after_react(seen, done)}
                 return update | settled(seen, stopped(hooks), runtime.stream_writer)
+            reset = summary_reset(state, hooks)
             state = cast(ActorState, full_state(state, hooks))
         asked = yield from budgeted(state, runtime)
         if "error" in asked:
@@ -182,7 +185,8 @@ def make_react_node(
             except HookFailed as failure:  # the reply stays, and its usage
                 kept = {**asked, "messages": reply, "steps": steps, "usage": usage}
                 return kept | _failed(state, failure, runtime)
-            update = {**asked, **written(state, hooks, reply)}
+            # The context budget's summary, made in this step, wins over a reset.
+            update = {**reset, **written(state, hooks, reply), **asked}
             now = full_state(state, hooks)
         update |= {"steps": steps, "usage": usage}
         # The state as of this step, for the reports run in it and the settled
