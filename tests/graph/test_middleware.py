@@ -446,3 +446,14 @@ def test_the_context_budgets_summary_starts_again_when_a_hook_drops_turns() -> N
         "context_summary": "",
         "summarised": 0,
     }
+
+
+def test_human_in_the_loop_middleware_is_checked_as_approve_tools_is(workspace: Path) -> None:
+    model = ScriptedChatModel.from_dict({"actors": {}})
+    typo = HumanInTheLoopMiddleware(interrupt_on={"wrte_file": True})
+    with pytest.raises(ValueError, match="wrte_file"):
+        build_aime_graph(model, config=AimeConfig(workspace=workspace), middleware=[typo])
+    gate = HumanInTheLoopMiddleware(interrupt_on={"write_file": True})
+    graph = build_aime_graph(model, config=AimeConfig(workspace=workspace), middleware=[gate])
+    with pytest.raises(ValueError, match="approve_tools needs a checkpointer"):
+        graph.invoke({"goal": "Write the file."})

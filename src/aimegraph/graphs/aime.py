@@ -26,6 +26,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.middleware import MiddlewareArg, RoleMiddleware
+from aimegraph.middleware.approval import approval_rules
 from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.resolve import ModelSpec, resolve_models
@@ -186,7 +187,13 @@ def build_aime_graph(
     agent_names = list(units.descriptions()) if units is not None else []
     given = _checked_plan(plan, parts, agent_names) if plan is not None else None
     # Before the other nodes: it checks that approve_tools names tools there are.
-    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
+    intake = make_intake_node(
+        config,
+        tool_names=list(registry.tools),
+        prompts=source,
+        plan=given,
+        approvals=approval_rules(parts.middleware["actor"]),
+    )
 
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
