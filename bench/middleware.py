@@ -30,7 +30,7 @@ from langchain.agents.middleware import (
 )
 
 from aimegraph import Task, build_actor_graph, default_registry
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from bench.common import Headline, SectionResult, Table, config, fmt_ms, fmt_range, fmt_x
 from bench.common import workspace as temporary_workspace
 

@@ -39,7 +39,7 @@ from tests.scripted import call, plan, submit
 
 from aimegraph import AimeConfig, Task, build_actor_graph, build_aime_graph, default_registry
 from aimegraph.middleware import MiddlewareError
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 
 READ = call("read_file", path="notes.txt")
 READ_AGAIN = call("read_file", path="notes.txt", offset=1)

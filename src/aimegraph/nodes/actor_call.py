@@ -31,7 +31,7 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import describe_tools, json_step_model, plain_conversation
 from aimegraph.models.steps import ModelCall, Steps
-from aimegraph.nodes.factory import ALWAYS_BOUND
+from aimegraph.nodes.actor_factory import ALWAYS_BOUND
 from aimegraph.nodes.replies import reply_messages
 from aimegraph.prompts import json_mode
 from aimegraph.state import ActorState, Usage
