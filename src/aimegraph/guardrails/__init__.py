@@ -9,6 +9,7 @@ built-in screens (:func:`secrets_screen`, :func:`prompt_injection_screen`, also 
 from aimegraph.guardrails.builtin import (
     BUILTIN_NAMES,
     SECRET_PATTERNS,
+    as_guards,
     builtin_guardrail,
     prompt_injection_screen,
     secrets_screen,
@@ -23,7 +24,6 @@ from aimegraph.guardrails.core import (
     Screened,
     Stage,
     Subject,
-    as_guards,
     guardrail,
 )
 from aimegraph.guardrails.model_check import model_guardrail

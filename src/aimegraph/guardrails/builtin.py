@@ -10,10 +10,17 @@ attacker's every paraphrase: pair it with ``model_guardrail`` where that matters
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
-from aimegraph.guardrails.core import Guardrail, GuardrailResult, Stage, Subject
+from aimegraph.guardrails.core import (
+    Guardrail,
+    GuardrailResult,
+    GuardrailsArg,
+    Guards,
+    Stage,
+    Subject,
+)
 from aimegraph.prompts import guardrails as prompts
 
 __all__ = [
@@ -239,3 +246,9 @@ def builtin_guardrail(spec: str) -> Guardrail:
         return secrets_screen("trip" if action == "trip" else "redact")
     injection: InjectionAction = "trip" if action == "trip" else "quarantine" if action else "flag"
     return prompt_injection_screen(injection)
+
+
+def as_guards(guardrails: GuardrailsArg | Guards, names: Sequence[str] = ()) -> Guards:
+    """The built-in guardrails ``names`` (``AimeConfig.guardrails``), then ``guardrails``."""
+    given = guardrails if isinstance(guardrails, Guards) else Guards(guardrails)
+    return Guards([builtin_guardrail(n) for n in names]) + given

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, get_args
 
@@ -246,14 +246,6 @@ class Guards:
     def screening(self) -> Runnable[Subject, Screened]:
         """:meth:`screen` as a runnable with both bodies, for a node's steps to yield."""
         return self._runnable
-
-
-def as_guards(guardrails: GuardrailsArg | Guards, names: Sequence[str] = ()) -> Guards:
-    """The built-in guardrails ``names`` (``AimeConfig.guardrails``), then ``guardrails``."""
-    from aimegraph.guardrails.builtin import builtin_guardrail
-
-    given = guardrails if isinstance(guardrails, Guards) else Guards(guardrails)
-    return Guards([builtin_guardrail(n) for n in names]) + given
 
 
 def _checked(check: Check, subject: Subject) -> GuardrailResult | None:

@@ -28,7 +28,7 @@ from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply, ToolsBeside, resolve_mode, structured_steps
-from aimegraph.models.steps import ModelCall, Steps, arun_steps, run_steps
+from aimegraph.models.steps import CallWrapper, ModelCall, Steps, arun_steps, run_steps
 from aimegraph.state import Span
 
 __all__ = ["ModelCall", "Steps", "ask_structured", "blocking_call", "dual_node", "model_node"]
@@ -123,12 +123,14 @@ def ask_structured(
     config: AimeConfig,
     runtime: Runtime[Any],
     beside: ToolsBeside[M] | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Steps[StructuredReply[M]]:
     """A node's structured call (:func:`aimegraph.models.calls.structured_steps`) under
     the run's settings: its ``tool_calling`` mode for ``model`` (and ``server_schema``
     in JSON mode), ``max_output_retries``
     re-asks, and its prices; counted under ``role`` in the run's usage. With
-    ``beside``, a native reply may call those tools too."""
+    ``beside``, a native reply may call those tools too; with ``wrap``, each call runs
+    inside the role's ``wrap_model_call`` middleware."""
     return (
         yield from structured_steps(
             model,
@@ -141,5 +143,6 @@ def ask_structured(
             prices=config.prices,
             server_schema=config.server_schema,
             beside=beside,
+            wrap=wrap,
         )
     )
