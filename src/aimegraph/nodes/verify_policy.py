@@ -17,14 +17,14 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from aimegraph.config import AimeConfig
+from aimegraph.config import VerificationSettings
 from aimegraph.state import Task
 
 _FIGURE = re.compile(r"(?<![\w.])\d+(?:[.,]\d+)*")
 _TERM = re.compile(r"[^\W\d_]{4,}")
 
 
-def verifies(cfg: AimeConfig, reason: str | None) -> bool:
+def verifies(cfg: VerificationSettings, reason: str | None) -> bool:
     """Whether the answer goes to the verifier, given what ``auto`` would verify it
     for (``reason``, from :func:`reason_to_verify`; None: nothing)."""
     if cfg.verify in ("final", "both"):

@@ -49,7 +49,7 @@ from typing import IO, Any
 
 from langchain_core.language_models import BaseChatModel
 
-from aimegraph.config import AimeConfig
+from aimegraph.config import AimeConfig, OptimisationSettings
 from aimegraph.lazy import moved
 from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, reflective_dataset
 from aimegraph.optimizer.store import PromptStore
@@ -72,7 +72,7 @@ ONLINE_SCORE = "online_rolling"
 the window triggered the loop."""
 
 
-def trace_file_for(config: AimeConfig, store: PromptStore) -> Path:
+def trace_file_for(config: OptimisationSettings, store: PromptStore) -> Path:
     """``optimize_trace_file``, else ``<store>.traces.jsonl`` beside the store."""
     if config.optimize_trace_file is not None:
         return Path(config.optimize_trace_file)
@@ -151,7 +151,7 @@ class OnlineLoop:
                 _fold(summary, json.loads(line), window=window)
         return summary
 
-    def calls_spent(self, config: AimeConfig) -> int:
+    def calls_spent(self, config: OptimisationSettings) -> int:
         """Reflection calls made so far (all processes, from the trace file)."""
         path = trace_file_for(config, self.store)
         if not path.is_file():
