@@ -25,26 +25,6 @@ from aimegraph.waits import HumanWaitSettings
 if TYPE_CHECKING:
     from langgraph.runtime import Runtime
 
-__all__ = [
-    "ActorDurability",
-    "BudgetSettings",
-    "ContextSettings",
-    "EscalatePolicy",
-    "EscalationDefault",
-    "HumanControlSettings",
-    "InspectPolicy",
-    "MemoryPolicy",
-    "MemorySettings",
-    "OptimisationSettings",
-    "PlanningSettings",
-    "ReplanPolicy",
-    "RunSettings",
-    "ToolCallingMode",
-    "ToolSettings",
-    "VerificationSettings",
-    "VerifyPolicy",
-]
-
 ReplanPolicy = Literal["on_failure", "every_step"]
 VerifyPolicy = Literal["auto", "final", "tasks", "both", "off"]
 InspectPolicy = Literal["auto", "always", "never"]
