@@ -89,6 +89,14 @@ class AimeConfig(_Settings, HumanWaitSettings):
         description="'eager': a task starts the moment its dependencies complete; 'batch': "
         "the orchestrator's batch runs to its slowest member before the next (set when built).",
     )
+    stream_plans: bool = Field(
+        True,
+        description="Eager scheduler only: start each task while the planner's reply is still "
+        "streaming in, once its spec is complete and checked and its dependencies came before "
+        "it; the whole plan is checked when the reply ends. Applies where the planner model "
+        "streams (when the graph is built with it on); a run may turn it off; approve_plan "
+        "and replan='every_step' turn it off.",
+    )
     actor_durability: ActorDurability = Field(
         "inherit",
         description="Eager scheduler only. 'inherit': each actor checkpoints its own ReAct "

@@ -26,6 +26,7 @@ from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
 from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
+from aimegraph.models.partial import streams
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
 from aimegraph.nodes.escalation import make_escalate_node
@@ -35,6 +36,7 @@ from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
 from aimegraph.nodes.scheduler import make_executor_node
+from aimegraph.nodes.streamed_plan import make_streaming_planner_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import (
     AimeInput,
@@ -180,15 +182,12 @@ def build_aime_graph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
     )
     memory = store is not None
-    builder.add_node(
-        "planner",
-        build_planner_graph(
-            role_models["planner"],
-            memory=memory,
-            ask_approval=False,
-            agents=units.descriptions() if units is not None else None,
-            parts=parts,
-        ),
+    planner = build_planner_graph(
+        role_models["planner"],
+        memory=memory,
+        ask_approval=False,
+        agents=units.descriptions() if units is not None else None,
+        parts=parts,
     )
     builder.add_node(
         "orchestrator",
@@ -222,13 +221,22 @@ def build_aime_graph(
             memory=memory,
             parts=parts,
         )
+    # Streamed plans: the planner node runs the planner subgraph and starts each task
+    # of its reply as it streams in (see aimegraph.nodes.streamed_plan).
+    eager = config.scheduler == "eager"
+    if eager and config.stream_plans and streams(role_models["planner"]):
+        checkpointed = bool(checkpointer)
+        builder.add_node(
+            "planner",
+            make_streaming_planner_node(planner, actor, config, checkpointed=checkpointed),
+        )
+    else:
+        builder.add_node("planner", planner)
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.scheduler).
     builder.add_node(
         "executor",
-        make_executor_node(actor, config, checkpointed=bool(checkpointer))
-        if config.scheduler == "eager"
-        else actor,
+        make_executor_node(actor, config, checkpointed=bool(checkpointer)) if eager else actor,
     )
     builder.add_node(
         "reporter",

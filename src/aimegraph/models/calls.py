@@ -29,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from aimegraph.models.errors import is_transient, openai_errors
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
+from aimegraph.models.partial import PartialReader, streamed_call
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.server_schema import ServerSchema, constrained
 from aimegraph.models.steps import Steps, arun_steps, run_steps
@@ -216,6 +217,7 @@ def structured_steps(
     prices: Prices | None = None,
     server_schema: ServerSchema = "auto",
     beside: ToolsBeside[M] | None = None,
+    stream: Callable[[], PartialReader] | None = None,
 ) -> Steps[StructuredReply[M]]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
 
@@ -225,7 +227,9 @@ def structured_steps(
     mode puts
     the JSON schema in the system prompt and parses the reply tolerantly, and asks an
     OpenAI-compatible server for the schema as ``server_schema`` says
-    (:mod:`aimegraph.models.server_schema`). Either
+    (:mod:`aimegraph.models.server_schema`). With ``stream``, each reply is
+    streamed and read as it comes by a reader from ``stream`` (one per call,
+    :func:`aimegraph.models.partial.streamed_call`). Either
     way at most ``retries`` re-asks follow a reply that does not parse, does not
     validate or is degenerate (empty, looping, cut off at the token limit).
 
@@ -244,11 +248,12 @@ def structured_steps(
     for _ in range(retries + 1):
         try:
             stages = _structured_stages(model, schema, mode, server_schema, beside)
+            call = stages.call if stream is None else streamed_call(stages.call, _name(schema), stream)
             # The first call may fail transiently and be retried by re-running the node
             # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
             # it is retried in place with the same backoff, keeping their usage.
             reply = yield (
-                (stages.call if usage.llm_calls == 0 else retrying_in_place(stages.call)),
+                (call if usage.llm_calls == 0 else retrying_in_place(call)),
                 conversation,
             )
         except openai_errors("LengthFinishReasonError") as cut_off:
@@ -394,12 +399,18 @@ def _structured_stages(
 def _value_of_calls(schema: type[M], beside: ToolsBeside[M], reply: AIMessage) -> M:
     """The value of a reply to a schema bound beside tools: the schema's call (its
     first), merged with the calls of the other tools."""
-    name = convert_to_openai_tool(schema)["function"]["name"]
+    name = _name(schema)
     own = [call for call in reply.tool_calls if call["name"] == name]
     others = [call for call in reply.tool_calls if call["name"] != name]
     if not own and not others:
         raise OutputParserException(f"the reply called no tool: call {name} or the tools")
     return beside.merge(schema.model_validate(own[0]["args"]) if own else None, others)
+
+
+@functools.lru_cache(maxsize=64)
+def _name(schema: type[BaseModel]) -> str:
+    """The name of the tool ``schema`` is bound as."""
+    return str(convert_to_openai_tool(schema)["function"]["name"])
 
 
 @dataclass(frozen=True, eq=False)

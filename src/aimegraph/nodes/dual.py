@@ -27,6 +27,7 @@ from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply, ToolsBeside, resolve_mode, structured_steps
+from aimegraph.models.partial import PartialReader
 from aimegraph.models.steps import ModelCall, Steps, arun_steps, run_steps
 
 __all__ = ["ModelCall", "Steps", "ask_structured", "blocking_call", "dual_node", "model_node"]
@@ -106,12 +107,14 @@ def ask_structured(
     config: AimeConfig,
     runtime: Runtime[Any],
     beside: ToolsBeside[M] | None = None,
+    stream: Callable[[], PartialReader] | None = None,
 ) -> Steps[StructuredReply[M]]:
     """A node's structured call (:func:`aimegraph.models.calls.structured_steps`) under
     the run's settings: its ``tool_calling`` mode for ``model`` (and ``server_schema``
     in JSON mode), ``max_output_retries``
     re-asks, and its prices; counted under ``role`` in the run's usage. With
-    ``beside``, a native reply may call those tools too."""
+    ``beside``, a native reply may call those tools too; with ``stream``, each reply is
+    read as it streams in."""
     return (
         yield from structured_steps(
             model,
@@ -124,5 +127,6 @@ def ask_structured(
             prices=config.prices,
             server_schema=config.server_schema,
             beside=beside,
+            stream=stream,
         )
     )

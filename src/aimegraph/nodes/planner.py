@@ -16,6 +16,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import ToolsBeside
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
 from aimegraph.nodes.notes import run_notes
+from aimegraph.nodes.plan_feed import PLAN_FEED, PlanChecks
 from aimegraph.nodes.sections import facts_section, past_runs_section
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
@@ -95,6 +96,7 @@ def make_draft_node(
     skills: bool = False,
     prompt_source: PromptSource | None = None,
     tools: Sequence[BaseTool] = (),
+    checks: PlanChecks | None = None,
 ) -> Runnable[PlannerState, dict[str, Any]]:
     """The node that asks the planner model for a PlanUpdate (the model calls are
     awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`). With ``teams``, its
@@ -103,7 +105,9 @@ def make_draft_node(
     system prompt is the ``planner`` component of the run's prompt version in
     ``prompt_source`` (the built-in one without a source). With native tool calling
     the model is also bound ``tools``: each call of one in its reply is a tool step
-    (a task of its own, no dependencies, so they run in parallel)."""
+    (a task of its own, no dependencies, so they run in parallel). Run by the streaming
+    planner node (``stream_plans``), it streams the reply and hands each task that
+    passes ``checks`` to that node's runner as it completes (:mod:`aimegraph.nodes.plan_feed`)."""
 
     reading_notes: Runnable[PlannerState, list[str]] = blocking_call(_run_notes, name="notes")
     beside = ToolsBeside(list(tools), _with_tool_steps)
@@ -161,6 +165,8 @@ def make_draft_node(
                     else prompts.RETRY.format(error=error)
                 )
             )
+        feed = PLAN_FEED.get() if checks is not None else None
+        tasks_now = state.get("tasks") or {}
         reply = yield from ask_structured(
             model,
             plan_update_schema(
@@ -171,6 +177,7 @@ def make_draft_node(
             config=cfg,
             runtime=runtime,
             beside=beside if cfg.planner_tools else None,
+            stream=feed.reader(tasks_now, checks, cfg.max_tasks) if feed and checks else None,
         )
         update: dict[str, Any] = {
             "goal": goal,
