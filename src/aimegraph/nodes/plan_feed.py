@@ -87,7 +87,10 @@ class PlanFeed:
     def news(self, known: Container[str]) -> concurrent.futures.Future[None]:
         """A future done once there are tasks not ``known`` (at once if there are)."""
         with self._lock:
-            if self._news.done() and all(t.id in known for t in self._tasks):
+            if any(t.id not in known for t in self._tasks):
+                if not self._news.done():
+                    self._news.set_result(None)
+            elif self._news.done():
                 self._news = concurrent.futures.Future()
             return self._news
 
