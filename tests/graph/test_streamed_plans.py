@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -185,7 +184,12 @@ def test_a_duplicate_id_and_an_unknown_tool_are_held_back() -> None:
 
 
 def test_a_spec_that_restates_a_completed_task_starts_nothing() -> None:
-    done = Task(id="a", title="Step a", status="completed", call=ToolCallSpec(tool="mark", args={"name": "a"}))
+    done = Task(
+        id="a",
+        title="Step a",
+        status="completed",
+        call=ToolCallSpec(tool="mark", args={"name": "a"}),
+    )
     feed, read = _reader({"a": done})
     _feed_text(read, {"tasks": [step("a"), step("b", None, "a")]}, complete=True)
     assert [t.id for t in feed.new(())] == ["b"]
@@ -200,7 +204,10 @@ def test_a_plan_invalid_at_its_end_keeps_the_started_tasks_the_repair_keeps(
     a as it was and changes b: a's result stands (it is not run again), b's first
     run is discarded and b runs again as repaired."""
     first = {"rationale": "r", "tasks": [step("a"), step("b", "b-first"), step("z", None, "nope")]}
-    repaired = {"rationale": "r", "tasks": [step("a"), step("b", "b-repaired"), step("c", None, "a")]}
+    repaired = {
+        "rationale": "r",
+        "tasks": [step("a"), step("b", "b-repaired"), step("c", None, "a")],
+    }
     model = HeldPlanner.from_dict({"planner": [first, repaired]})
     # The first reply ends once a and b have both run.
     model.until = lambda marks, n: n > 1 or {"a", "b-first"} <= set(marks)
@@ -238,5 +245,7 @@ def test_approve_plan_turns_streaming_off(workspace: Path) -> None:
     paused = graph.invoke({"goal": "g"}, thread, context={"approve_plan": True})
     assert paused["__interrupt__"] and MARKS == []  # nothing ran before approval
     assert model._held == []  # the planner's reply was not streamed at all
-    out = graph.invoke(Command(resume={"action": "approve"}), thread, context={"approve_plan": True})
+    out = graph.invoke(
+        Command(resume={"action": "approve"}), thread, context={"approve_plan": True}
+    )
     assert out["status"] == "succeeded" and MARKS == ["t1"]

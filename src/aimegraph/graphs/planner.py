@@ -14,8 +14,8 @@ from aimegraph.graphs.parts import GraphParts
 from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.given_plan import GIVEN, make_given_plan_node, route_planner_start
-from aimegraph.nodes.plan_feed import PlanChecks
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
+from aimegraph.nodes.plan_feed import PlanChecks
 from aimegraph.nodes.planner import (
     make_commit_node,
     make_draft_node,
@@ -108,9 +108,7 @@ def build_planner_graph(
             skills=bool(parts.skill_names),
             prompt_source=parts.prompts,
             tools=planner_tools(registry),
-            checks=PlanChecks(
-                list(registry.bundles), list(units), parts.skill_names, check_call
-            ),
+            checks=PlanChecks(list(registry.bundles), list(units), parts.skill_names, check_call),
         ),
         retry_policy=LLM_RETRY_POLICY,
     )

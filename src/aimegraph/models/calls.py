@@ -248,7 +248,9 @@ def structured_steps(
     for _ in range(retries + 1):
         try:
             stages = _structured_stages(model, schema, mode, server_schema, beside)
-            call = stages.call if stream is None else streamed_call(stages.call, _name(schema), stream)
+            call = (
+                stages.call if stream is None else streamed_call(stages.call, _name(schema), stream)
+            )
             # The first call may fail transiently and be retried by re-running the node
             # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
             # it is retried in place with the same backoff, keeping their usage.

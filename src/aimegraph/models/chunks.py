@@ -104,7 +104,7 @@ class WholeReplyStreaming(BaseChatModel):
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
         delay = self.chunk_delay_s()
-        paced = {STREAMING: True} if delay else {}
+        paced: dict[str, Any] = {STREAMING: True} if delay else {}
         result = self._generate(messages, stop=stop, **kwargs, **paced)
         for chunk in reply_chunks(_reply_of(result)):
             if delay:
@@ -119,7 +119,7 @@ class WholeReplyStreaming(BaseChatModel):
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
         delay = self.chunk_delay_s()
-        paced = {STREAMING: True} if delay else {}
+        paced: dict[str, Any] = {STREAMING: True} if delay else {}
         result = await self._agenerate(messages, stop=stop, **kwargs, **paced)
         for chunk in reply_chunks(_reply_of(result)):
             if delay:

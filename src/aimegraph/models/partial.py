@@ -38,8 +38,8 @@ def reply_json(reply: AIMessage, tool_name: str) -> str:
     own = [args for name, args in calls if name == tool_name] or [args for _, args in calls]
     if own:
         return own[0]
-    text = reply.text
-    text = text[text.rfind(_THINK_END) + len(_THINK_END) :] if _THINK_END in text else text
+    whole = str(reply.text)
+    text = whole[whole.rfind(_THINK_END) + len(_THINK_END) :] if _THINK_END in whole else whole
     start = text.find("{")
     return text[start:] if start >= 0 else ""
 
@@ -48,8 +48,10 @@ def streams(model: BaseChatModel) -> bool:
     """Whether ``model`` streams its replies (its class implements streaming), rather
     than sending each as one chunk at its end."""
     cls, base = type(model), BaseChatModel
-    return cls._stream is not base._stream or cls._astream is not base._astream or (
-        cls.stream is not base.stream
+    return (
+        cls._stream is not base._stream
+        or cls._astream is not base._astream
+        or (cls.stream is not base.stream)
     )
 
 

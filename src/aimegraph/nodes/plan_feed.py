@@ -67,6 +67,8 @@ class PlanFeed:
         self._lock = threading.Lock()
         self._tasks: list[Task] = []
         self._news: concurrent.futures.Future[None] = concurrent.futures.Future()
+        self.calls = 0
+        """The planner's streamed model calls so far (each reads through a reader)."""
 
     def put(self, task: Task) -> None:
         with self._lock:
@@ -99,7 +101,13 @@ class PlanFeed:
     ) -> Callable[[], PartialReader]:
         """A new reader for each streamed reply: it puts the tasks of the reply that
         pass ``checks`` against the progress list ``tasks`` here, as they complete."""
-        return lambda: _ReplyReader(self, tasks, checks, max_tasks)
+
+        def start() -> PartialReader:
+            with self._lock:
+                self.calls += 1
+            return _ReplyReader(self, tasks, checks, max_tasks)
+
+        return start
 
 
 class _ReplyReader:

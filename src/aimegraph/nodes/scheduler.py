@@ -138,6 +138,9 @@ class Schedule:
     steps: int = 0
     launched: list[str] = field(default_factory=list)
     halted: bool = False
+    beside: Usage = field(default_factory=Usage)
+    """Usage the run made beside this schedule's actors, not yet in the state (the
+    streaming planner's calls): counted in the budgets, not in the update."""
 
     @classmethod
     def begin(cls, state: AimeState, cfg: AimeConfig, writer: Callable[[Any], None]) -> Schedule:
@@ -163,7 +166,7 @@ class Schedule:
         ``max_parallel`` and the budgets."""
         if self.halted or self.cfg.replan == "every_step":
             return []
-        usage = (self.state.get("usage") or Usage()) + self.usage
+        usage = (self.state.get("usage") or Usage()) + self.beside + self.usage
         free = in_flight_at_most(self.cfg, usage.llm_calls) - len(self.running)
         ready = [
             t
@@ -186,7 +189,7 @@ class Schedule:
     def _launch(self, batch: list[Task]) -> list[ActorInput]:
         self.running += [t.id for t in batch]
         self.launched += [t.id for t in batch if t.id not in self.launched]
-        usage = (self.state.get("usage") or Usage()) + self.usage
+        usage = (self.state.get("usage") or Usage()) + self.beside + self.usage
         return actor_inputs(
             batch,
             self.tasks,

@@ -50,22 +50,22 @@ from aimegraph.nodes.plan_feed import PLAN_FEED, PlanFeed
 from aimegraph.nodes.scheduler import Discarded, Finisher, Schedule, Stop, actor_tasks
 from aimegraph.state import ActorInput, ActorOutput, AimeState, Task, Usage
 
-_SPEC_FIELDS = frozenset(
-    {
-        "id", "title", "description", "parent_id", "dependencies", "completion_criteria",
-        "tool_bundles", "persona", "skills", "agent", "team", "call",
-    }
-)  # fmt: skip
+_SPEC_FIELDS: set[str] = {
+    "id", "title", "description", "parent_id", "dependencies", "completion_criteria",
+    "tool_bundles", "persona", "skills", "agent", "team", "call",
+}  # fmt: skip
 """What the planner wrote of a task: two tasks with these equal are the same task."""
 
 
 class Round(TypedDict):
     """One round of the runner, as recorded: the actors that finished, the tasks that
-    arrived from the stream (as JSON), and whether the planner has returned."""
+    arrived from the stream (as JSON), whether the planner has returned, and the model
+    calls it had made (counted in the budgets before it returns)."""
 
     finished: list[str]
     arrived: list[dict[str, Any]]
     planned: bool
+    planner_calls: int
 
 
 def streams_plans(cfg: AimeConfig) -> bool:
@@ -98,6 +98,7 @@ class StreamedRun:
             finished=[i for i, f in running.items() if f.done()],
             arrived=[t.model_dump(mode="json") for t in arrived],
             planned=plan_done and not self.planned,
+            planner_calls=feed.calls,
         )
 
     def uncertain(self, in_flight: int) -> bool:
@@ -118,8 +119,21 @@ class StreamedRun:
 
     def next_batch(self) -> list[ActorInput]:
         """Before the planner returns, only streamed tasks start (an earlier plan's
-        pending tasks may be revised or dropped); after, any ready task."""
-        return self.schedule.next_batch(None if self.planned else self.streamed)
+        pending tasks may be revised or dropped), and none under a token or cost budget
+        (the reply's tokens are known when it ends); after, any ready task."""
+        if self.planned:
+            return self.schedule.next_batch()
+        cfg = self.schedule.cfg
+        if cfg.max_tokens is not None or cfg.max_cost_usd is not None:
+            return []
+        return self.schedule.next_batch(self.streamed)
+
+    def count(self, planner_calls: int) -> None:
+        """Count the planner's calls (its usage once it has returned) and the discarded
+        actors' in the budgets."""
+        planner = (self.planner or {}).get("usage") if self.planned else None
+        made = planner if isinstance(planner, Usage) else Usage(llm_calls=planner_calls)
+        self.schedule.beside = made + self.discarded.usage
 
     def finish(self, _: str, planner: dict[str, Any]) -> None:
         """The planner has returned ``planner`` (its output): keep the streamed tasks
@@ -128,7 +142,9 @@ class StreamedRun:
         self.planner = planner
         schedule = self.schedule
         accepted = planner.get("status", "running") == "running" and not planner.get("proposal")
-        plan: Mapping[str, Task] = (planner.get("tasks") or self.before) if accepted else self.before
+        plan: Mapping[str, Task] = (
+            (planner.get("tasks") or self.before) if accepted else self.before
+        )
         kept = {}
         for task_id, streamed in self.streamed.items():
             if accepted and task_id in plan and _same(plan[task_id], streamed):
@@ -200,7 +216,9 @@ def make_streaming_planner_node(
             PLAN_FEED.reset(token)
         return run, feed, planning
 
-    def take(run: StreamedRun, stopped: Stop, seen: Round, running: dict[str, Any], planning: Any) -> None:
+    def take(
+        run: StreamedRun, stopped: Stop, seen: Round, running: dict[str, Any], planning: Any
+    ) -> None:
         """Apply a round (its futures done): merge the finished actors, take the
         arrived tasks, and the planner's output once it has returned."""
         for task_id in seen["finished"]:
@@ -208,8 +226,11 @@ def make_streaming_planner_node(
         run.arrive(seen["arrived"])
         if seen["planned"]:
             stopped.collect(run, "plan", planning)
+        run.count(seen["planner_calls"])
 
-    def wind_up(run: StreamedRun, stopped: Stop, running: dict[str, Any], planning: Any) -> dict[str, Any]:
+    def wind_up(
+        run: StreamedRun, stopped: Stop, running: dict[str, Any], planning: Any
+    ) -> dict[str, Any]:
         """Once everything has ended: collect it, raise what stopped the run, else the update."""
         for task_id in list(running):
             stopped.collect(run.finisher(task_id), task_id, running.pop(task_id))
@@ -235,7 +256,9 @@ def make_streaming_planner_node(
             seen = run.observe(running, planning.done(), feed)
             if run.uncertain(len(running)):
                 seen = round(seen).result()
-            concurrent.futures.wait([running[i] for i in seen["finished"]] + [planning] * seen["planned"])
+            concurrent.futures.wait(
+                [running[i] for i in seen["finished"]] + [planning] * seen["planned"]
+            )
             take(run, stopped, seen, running, planning)
             if not stopped:
                 for inp in run.next_batch():
