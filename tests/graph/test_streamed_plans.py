@@ -21,6 +21,7 @@ from langgraph.types import Command
 from pydantic import PrivateAttr
 
 from aimegraph.checkpoints import make_serializer
+from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import build_aime_graph
 from aimegraph.models import ScriptedChatModel
@@ -249,3 +250,69 @@ def test_approve_plan_turns_streaming_off(workspace: Path) -> None:
         Command(resume={"action": "approve"}), thread, context={"approve_plan": True}
     )
     assert out["status"] == "succeeded" and MARKS == ["t1"]
+
+
+class Crash(BaseException):
+    """Stands in for the process dying: not an Exception, so nothing handles it."""
+
+
+@tool
+def work(name: str) -> str:
+    """Do a step's work; the step named in CRASH_IN dies the first time."""
+    MARKS.append(name)
+    if name in CRASH_IN and MARKS.count(name) == 1:
+        raise Crash(name)
+    return f"{name} done"
+
+
+CRASH_IN: set[str] = set()
+
+
+@pytest.mark.parametrize("driver", ["invoke", "ainvoke"])
+@pytest.mark.parametrize("crash_in", ["a", "b", "d"])
+def test_a_crash_in_the_planners_step_resumes_without_running_a_finished_task_twice(
+    workspace: Path, driver: str, crash_in: str
+) -> None:
+    """a runs while the reply streams (its end waits for it), b after a, c beside,
+    d after b and c, once the reply has ended. The run dies in one of them; resumed,
+    every task that had finished returns its saved result and only the one that died
+    runs again; the planner's reply is not asked for again."""
+
+    def worker(task_id: str, *deps: str) -> dict[str, Any]:
+        return {**step(task_id, None, *deps), "call": {"tool": "work", "args": {"name": task_id}}}
+
+    reply = {
+        "rationale": "r",
+        "tasks": [worker("a"), worker("b", "a"), worker("c"), worker("d", "b", "c")],
+    }
+    CRASH_IN.clear()
+    CRASH_IN.add(crash_in)
+    saver = InMemorySaver(serde=make_serializer())
+    thread = {"configurable": {"thread_id": f"crash-{crash_in}-{driver}"}}
+    cfg = AimeConfig(workspace=workspace, verify="off")
+
+    def graph() -> tuple[Any, HeldPlanner]:
+        model = HeldPlanner.from_dict({"planner": [reply]})
+        model.until = lambda marks, _: "a" in marks
+        return build_aime_graph(model, tools=[work], config=cfg, checkpointer=saver), model
+
+    crashing, model = graph()
+    with pytest.raises(Crash):
+        if driver == "invoke":
+            crashing.invoke({"goal": "g"}, thread, durability="sync")
+        else:
+            asyncio.run(crashing.ainvoke({"goal": "g"}, thread, durability="sync"))
+    assert model._held == [True] and MARKS.count(crash_in) == 1
+    ran = set(MARKS) - {crash_in}
+    # Stopped inside the planner's step: what finished is saved with the step.
+    snapshot = with_finished_tasks(crashing.get_state(thread), saver)
+    assert snapshot.next == ("planner",)
+    shown = snapshot.values["tasks"]
+    assert {i for i, t in shown.items() if t.status == "completed"} == ran
+
+    resumed, model = graph()
+    out = run(resumed, driver, None, thread)
+    assert out["status"] == "succeeded"
+    assert Counter(MARKS) == {t: 2 if t == crash_in else 1 for t in "abcd"}
+    assert all(t.status == "completed" and t.attempts == 1 for t in out["tasks"].values())
+    assert model.prompts("planner") == []  # the plan came back from the checkpoint
