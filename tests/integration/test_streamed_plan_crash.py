@@ -4,16 +4,18 @@ side-effect log proves it (the crash sweep of ``test_persistence.py``, mid-strea
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 
 import pytest
-from tests.integration.test_persistence import SCENARIOS, aimegraph, finish, log_events
+from tests.integration.test_persistence import (
+    SCENARIOS,
+    aimegraph,
+    finish,
+    kill_once_logged,
+    log_events,
+)
 
 from aimegraph import build_aime_graph
 from aimegraph.checkpoints import latest_settings, open_checkpointer, run_config
@@ -33,25 +35,10 @@ def test_sigkill_while_the_plan_streams_then_resume_runs_no_completed_task_twice
         "--durability", "sync", "--json",
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    try:
-        # The plan streams a (quick), b (slow), then c's long spec: kill once a is done
-        # and b is running, while c's spec (and so the reply) is still streaming in.
-        deadline = time.monotonic() + 90
-        while {("a", "end"), ("b", "start")} - {(t, e) for t, e, _ in log_events(log)}:
-            assert run.poll() is None, f"the run ended early (exit {run.returncode})"
-            assert time.monotonic() < deadline, f"the run did not get going: {log_events(log)}"
-            time.sleep(0.05)
-        time.sleep(0.5)  # let a's result reach the checkpoint
-        seen = [(t, e) for t, e, _ in log_events(log)]
-        assert ("b", "end") not in seen and ("c", "start") not in seen, "killed too late"
-    finally:
-        run.kill()  # SIGKILL: no cleanup, no final checkpoint
-        run.wait()
-    assert run.returncode == -signal.SIGKILL
-    for task, event, pid in log_events(log):  # b's python child outlived the engine
-        if event == "start" and (task, "end", pid) not in log_events(log):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    # The plan streams a (quick), b (slow), then c's long spec: kill once a is done
+    # and b is running, while c's spec (and so the reply) is still streaming in.
+    seen = kill_once_logged(run, log, {("a", "end"), ("b", "start")}, settle_s=0.5, timeout_s=90)
+    assert ("b", "end") not in seen and ("c", "start") not in seen, "killed too late"
     before = Counter((t, e) for t, e, _ in log_events(log))
     assert before == {("a", "start"): 1, ("a", "end"): 1, ("b", "start"): 1}
 

@@ -234,15 +234,16 @@ def make_streaming_planner_node(
         """Once everything has ended: collect it, raise what stopped the run, else the update."""
         for task_id in list(running):
             stopped.collect(run.finisher(task_id), task_id, running.pop(task_id))
-        if not run.planned:
+        if not (run.planned or run.halted):  # halted: its failure is already collected
             stopped.collect(run, "plan", planning)
         stopped.raise_if_any()
         return run.update()
 
     def node(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
-        # Naming the subgraphs here makes them this node's to LangGraph (it reads a
-        # node function's nonlocals), so get_graph(xray=...) draws them.
-        _ = planner_graph, actor_graph
+        # Naming the planner subgraph here makes it this node's to LangGraph (it reads
+        # a node function's nonlocals), so get_graph(xray=...) draws the planner; the
+        # actors draw under the executor.
+        _ = planner_graph
         if not streams_plans(config.for_run(runtime)):
             return cast(dict[str, Any], planner_graph.invoke(state))
         run, feed, planning = begin(state, runtime, plan)
@@ -269,7 +270,7 @@ def make_streaming_planner_node(
         return wind_up(run, stopped, running, planning)
 
     async def anode(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
-        _ = planner_graph, actor_graph
+        _ = planner_graph
         if not streams_plans(config.for_run(runtime)):
             return cast(dict[str, Any], await planner_graph.ainvoke(state))
         run, feed, planning = begin(state, runtime, aplan)
