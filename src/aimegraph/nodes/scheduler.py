@@ -138,6 +138,9 @@ class Schedule:
     steps: int = 0
     launched: list[str] = field(default_factory=list)
     halted: bool = False
+    sharing_at_least: int = 0
+    """How many actors at least split the LLM calls left: while a plan still streams in,
+    more tasks may start beside those in flight."""
     beside: Usage = field(default_factory=Usage)
     """Usage the run made beside this schedule's actors, not yet in the state (the
     streaming planner's calls): counted in the budgets, not in the update."""
@@ -197,7 +200,7 @@ class Schedule:
             facts=merge_facts(self.state.get("facts") or {}, self.facts),
             used_calls=usage.llm_calls,
             cfg=self.cfg,
-            sharing=len(self.running),
+            sharing=max(len(self.running), self.sharing_at_least),
             prompt_version=self.state.get("prompt_version"),
             conversation=self.state.get("recent_turns", ""),
             run_started_at=self.state.get("run_started_at"),

@@ -119,13 +119,17 @@ class StreamedRun:
 
     def next_batch(self) -> list[ActorInput]:
         """Before the planner returns, only streamed tasks start (an earlier plan's
-        pending tasks may be revised or dropped), and none under a token or cost budget
-        (the reply's tokens are known when it ends); after, any ready task."""
+        pending tasks may be revised or dropped), none under a token or cost budget (the
+        reply's tokens are known when it ends), and each with a share of the calls left
+        as if ``max_parallel`` ran; after, any ready task."""
         if self.planned:
+            self.schedule.sharing_at_least = 0
             return self.schedule.next_batch()
         cfg = self.schedule.cfg
         if cfg.max_tokens is not None or cfg.max_cost_usd is not None:
             return []
+        # More tasks may come: each shares the calls left as if max_parallel ran.
+        self.schedule.sharing_at_least = cfg.max_parallel
         return self.schedule.next_batch(self.streamed)
 
     def count(self, planner_calls: int) -> None:
