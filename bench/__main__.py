@@ -32,6 +32,7 @@ from bench import (
     distributed,
     economy,
     eval_tokens,
+    guardrails,
     install,
     jsonparse,
     local_plans,
@@ -73,6 +74,7 @@ SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "verifier": verifier.run,
     "skills": skills.run,
     "startup": startup.run,
+    "guardrails": guardrails.run,
 }
 """Section name -> ``run(quick)``: the sections ``--quick`` runs, in report order."""
 

@@ -38,7 +38,7 @@ from pydantic import PrivateAttr
 
 from aimegraph import AimeConfig
 from aimegraph.checkpoints import make_serializer
-from aimegraph.models.scripted import Scenario, ScriptedChatModel
+from aimegraph.models.offline.scripted import Scenario, ScriptedChatModel
 
 T = TypeVar("T")
 

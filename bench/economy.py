@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from aimegraph import Usage, build_aime_graph
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from bench.common import (
     WORKING_STEP,
     Headline,

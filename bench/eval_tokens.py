@@ -11,14 +11,16 @@ oracle plans one task per stage of the work) plus the results of the tasks it
 depends on, and the run adds a planner, a reporter and a verifier call.
 
 A fair comparison (issue 34 point 7): both systems are offered the same work tools
-(the planner is bound them, as the loop is). The oracle's planner names each actor
+(the loop is bound them; aimegraph's planner sees each tool's name and description in
+its bundle list and writes tool steps as ``call``). The oracle's planner names each actor
 task's bundles from the task, not from the calls the actor will make: every actor
 of a suite task gets the bundles the whole task needs (``planned_bundles``); a stage
 is a tool step only where its arguments are known before any output is read. The
 variants table repeats the run with the verifier on every run, tool steps off, the
-planner not bound the work tools, and every bundle bound to every actor. Long tool
-outputs differ: aimegraph shows an actor at most ``max_observation_chars`` (8,000)
-characters of one (the whole kept in the workspace), the loop sees all of it.
+planner bound the work tools' schemas (``planner_tools=True``), and every bundle
+bound to every actor. Long tool outputs differ: aimegraph shows an actor at most
+``max_observation_chars`` (8,000) characters of one (the whole kept in the
+workspace), the loop sees all of it.
 
 Goals (issue 34): at most 1.0x the ReAct loop's prompt tokens per solved task on
 one-step tasks, 0.8x on 2-4 steps, 0.5x on five or more steps (tool calls), 0.75x
@@ -56,8 +58,8 @@ GROUPS = ("one step", "2-4 steps", "5+ steps", "all")
 VARIANTS: dict[str, tuple[dict[str, Any], OracleModels]] = {
     "verify on every run (verify='final')": ({"verify": "final"}, OracleModels()),
     "tool steps off (every stage an actor)": ({}, OracleModels(actors_only=True)),
-    "planner not bound the work tools (planner_tools=False)": (
-        {"planner_tools": False},
+    "planner bound the work tools (planner_tools=True)": (
+        {"planner_tools": True},
         OracleModels(),
     ),
     "twin: every bundle bound to every actor": ({}, OracleModels(every_bundle=True)),
@@ -148,8 +150,9 @@ def _comparison(suite: Suite, records: list[dict[str, Any]], metrics: dict[str, 
         "Per group, over the tasks both systems solved (the same work, side by side); "
         "'solved' counts every task of the group.",
         "Same tools on both sides: the loop is bound the work tools (files, compute); "
-        "aimegraph's planner is bound them too, and each actor the bundles its suite task "
-        "needs as a whole (named from the task, not from the actor's own calls).",
+        "aimegraph's planner sees each by name and description in its bundle list (its "
+        "schemas bound too in the planner_tools=True row), and each actor the bundles its "
+        "suite task needs as a whole (named from the task, not from the actor's own calls).",
         "Long outputs differ: an aimegraph actor sees at most 8,000 characters of one tool "
         "output (max_observation_chars; the whole is kept in the workspace, head and tail "
         "shown), the loop sees every character in every later call. No bundled task has an "
@@ -309,7 +312,7 @@ def _fixed_parts(root: Path, metrics: dict[str, float]) -> Table:
     from langchain_core.messages import SystemMessage
     from langchain_core.utils.function_calling import convert_to_openai_tool
 
-    from aimegraph.nodes.factory import DefaultActorFactory
+    from aimegraph.nodes.actor_factory import DefaultActorFactory
     from aimegraph.prompts import planner, reporter, verifier
     from aimegraph.state import Task, Verdict
     from aimegraph.state.models import plan_update_schema

@@ -73,8 +73,14 @@ def holds_number(answer: str, number: str) -> bool:
     return re.search(rf"(?<![\d.]){re.escape(number)}(?:\.0+)?(?![\d])", answer) is not None
 
 
-UNUSABLE = re.compile(r"could not be used|no JSON|not valid JSON|could not parse", re.IGNORECASE)
+LOOPED = r"the reply repeats itself|the reply was cut off at the token limit"
+UNUSABLE = re.compile(
+    rf"could not be used: (?!{LOOPED})|no JSON|not valid JSON|could not parse", re.IGNORECASE
+)
 """How the engine says a model's reply did not parse (what the grammar rules out)."""
+LOOPING = re.compile(LOOPED, re.IGNORECASE)
+"""How it says a reply looped until the token limit: a grammar fixes the syntax of a
+reply, not its length, so a small model repeating itself inside a string is cut off."""
 
 
 @dataclass
@@ -87,6 +93,7 @@ class Outcome:
     planned: bool
     calculated: bool
     unusable_replies: int
+    looped_replies: int
     seconds: float
     calls: int
 
@@ -116,6 +123,7 @@ def run_goal(model: BaseChatModel, goal: str, number: str, workspace: Path) -> O
         planned=bool(out.get("tasks")),
         calculated="calculator" in tools.names,
         unusable_replies=sum(len(UNUSABLE.findall(text)) for text in said),
+        looped_replies=sum(len(LOOPING.findall(text)) for text in said),
         seconds=seconds,
         calls=out["usage"].llm_calls,
     )
@@ -145,6 +153,7 @@ def run(quick: bool) -> SectionResult:
             "planned a task",
             "called the calculator",
             "unusable replies reported",
+            "replies looping to the token limit",
             "final statuses",
             "median s per run",
             "LLM calls (all runs)",
@@ -165,6 +174,7 @@ def run(quick: bool) -> SectionResult:
                 f"{sum(o.planned for o in outcomes)} of {len(goals)}",
                 f"{sum(o.calculated for o in outcomes)} of {len(goals)}",
                 sum(o.unusable_replies for o in outcomes),
+                sum(o.looped_replies for o in outcomes),
                 ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
                 fmt_s(statistics.median(o.seconds for o in outcomes)),
                 sum(o.calls for o in outcomes),
@@ -177,6 +187,7 @@ def run(quick: bool) -> SectionResult:
                 f"{key}.planned": sum(o.planned for o in outcomes),
                 f"{key}.calculated": sum(o.calculated for o in outcomes),
                 f"{key}.unusable_replies": sum(o.unusable_replies for o in outcomes),
+                f"{key}.looped_replies": sum(o.looped_replies for o in outcomes),
                 f"{key}.median_s": statistics.median(o.seconds for o in outcomes),
             }
     table.notes += [
@@ -189,7 +200,9 @@ def run(quick: bool) -> SectionResult:
         "paused: the actor called ask_human (the factory gives a task the bundles its words "
         "match when the plan names none), so the unattended run waits for an answer. "
         "unusable replies reported: failure reasons saying a reply did not parse (the grammar "
-        "is there to rule them out).",
+        "is there to rule them out). Replies looping to the token limit: the grammar fixes a "
+        "reply's syntax, not its length, so a model repeating itself inside a string is cut "
+        "off before the JSON closes; the engine says so and asks again.",
     ]
     headline = Headline(
         f"real local models finishing real runs: {len(goals)} trivial goals, each one "

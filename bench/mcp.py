@@ -41,7 +41,7 @@ def run(quick: bool) -> SectionResult:
     from langchain_mcp_adapters.client import MultiServerMCPClient
 
     from aimegraph import build_aime_graph
-    from aimegraph.models.scripted import ScriptedChatModel
+    from aimegraph.models.offline.scripted import ScriptedChatModel
 
     calls, repeat = (2, 1) if quick else (10, 3)
     table = Table(

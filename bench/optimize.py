@@ -1,7 +1,7 @@
 """Prompt optimisation: what GEPA gains offline and what the online loop costs per run.
 
 Offline: ``aimegraph.optimize`` on the scripted citation task
-(``aimegraph.models.teaching.citation_models``: the default prompts fail every
+(``aimegraph.models.offline.teaching.citation_models``: the default prompts fail every
 run; the reviewer's issues name the fix; ``FeedbackReflectionModel`` turns them
 into rules), for a few budgets and component sets: the validation score before
 and after, the metric calls (aime runs) spent, and the tokens of the runs and of
@@ -44,8 +44,8 @@ from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult
 
 from aimegraph import AimeConfig, PromptStore, build_aime_graph, optimize
-from aimegraph.models.scripted import ScriptedChatModel
-from aimegraph.models.teaching import (
+from aimegraph.models.offline.scripted import ScriptedChatModel
+from aimegraph.models.offline.teaching import (
     CITATION_GOALS,
     CITE_INSTRUCTION,
     CITED_SOURCE,

@@ -47,7 +47,7 @@ from aimegraph import (
     default_registry,
 )
 from aimegraph.checkpoints import hold_thread
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.tools.calculator import calculator
 from bench.common import (
     BenchChatModel,

@@ -23,7 +23,7 @@ from pathlib import Path
 from langchain_core.messages import BaseMessage
 
 from aimegraph import build_aime_graph
-from aimegraph.models.scripted import Scenario
+from aimegraph.models.offline.scripted import Scenario
 from bench.common import (
     Headline,
     LatencyChatModel,

@@ -15,7 +15,7 @@ from pathlib import Path
 from langchain_core.messages import SystemMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from aimegraph.nodes.factory import DefaultActorFactory
+from aimegraph.nodes.actor_factory import DefaultActorFactory
 from aimegraph.sandbox import UnconfinedSandbox
 from aimegraph.state import Task
 from aimegraph.tools.registry import default_registry

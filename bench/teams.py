@@ -26,7 +26,7 @@ from langchain_core.messages import BaseMessage
 
 from aimegraph import AgentUnit, Task, TeamSpec
 from aimegraph.graphs import build_team_executor, build_team_graph
-from aimegraph.models.scripted import Step
+from aimegraph.models.offline.scripted import Step
 from bench.common import (
     Headline,
     LatencyChatModel,

@@ -18,8 +18,8 @@ if TYPE_CHECKING:
     from aimegraph.checkpoints.lease import ThreadBusyError, hold_thread
     from aimegraph.config import AimeConfig, WebConfig
     from aimegraph.drawing import draw, draw_plan
+    from aimegraph.eval.harness import evaluate
     from aimegraph.eval.optimize import OptimizeResult, optimize
-    from aimegraph.eval.runner import evaluate
     from aimegraph.graphs import (
         build_actor_graph,
         build_aime_graph,

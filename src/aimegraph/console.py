@@ -111,6 +111,9 @@ class LiveProgress:
             self._say(f"{event['task_id']} {event['status']}: {_one_line(event['message'])}")
         elif kind == "replan":
             self._say(f"replanning: {_one_line(event['reason'])}")
+        elif kind == "guardrail":  # what a guardrail redacted or tripped on
+            where = event.get("tool") or event["stage"]
+            self._say(f"{where}: {_one_line('; '.join(event['findings']))}")
         elif kind == "verifier":
             self._say(f"verifier looks: {event['tool']} {_one_line(json.dumps(event['args']))}")
         elif kind == "verdict":

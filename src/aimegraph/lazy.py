@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+import warnings
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -50,3 +51,28 @@ def _submodule(package: str, name: str) -> Any:
         if exc.name != f"{package}.{name}":  # the submodule exists; something it needs does not
             raise
         raise AttributeError(f"module {package!r} has no attribute {name!r}") from None
+
+
+def moved(old: str, homes: str | Mapping[str, str]) -> Callable[[str], Any]:
+    """``__getattr__`` for a module whose names moved: ``old`` stays importable for a
+    release and hands each moved name on from its new module, imported when first asked
+    for (so an old path never pulls a higher layer in at import time), with a
+    ``DeprecationWarning`` naming the new home.
+
+    ``homes`` is the new module of every name (a whole module moved), or a map from
+    each moved name to its new module (part of a module moved).
+    """
+
+    def __getattr__(name: str) -> Any:
+        home = homes if isinstance(homes, str) else homes.get(name)
+        module = None if home is None or name.startswith("__") else importlib.import_module(home)
+        if module is None or not hasattr(module, name):
+            raise AttributeError(f"module {old!r} has no attribute {name!r}")
+        warnings.warn(
+            f"{old}.{name} moved to {home}.{name}; the old path goes in the next release",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return getattr(module, name)
+
+    return __getattr__

@@ -61,7 +61,7 @@ __all__ = [
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 TASK_RUN = "executor"
 """The LangChain run (a node of the aime graph) that runs one task."""
-FAILED_STATUSES = frozenset({"failed", "rejected", "budget_exhausted"})
+FAILED_STATUSES = frozenset({"failed", "rejected", "budget_exhausted", "blocked"})
 """Run statuses that count as a failed run (and lengthen a streak of them)."""
 TOKEN_KINDS = ("input", "output", "cached_input", "reasoning")
 DURATION_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)

@@ -153,7 +153,7 @@ def run_graph(
 def prepare_demo(thread_id: str, **config: Any) -> tuple[RunSettings, str]:
     """The demo's settings and goal; its workspace gets a fresh copy of the demo data.
     ``config`` sets other ``AimeConfig`` fields (e.g. ``approve_plan=True``)."""
-    from aimegraph.models.scripted import load_scenario
+    from aimegraph.models.offline.scripted import load_scenario
 
     workspace = WORKSPACES / thread_id
     workspace.mkdir(parents=True, exist_ok=True)

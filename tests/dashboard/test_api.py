@@ -97,6 +97,13 @@ def test_a_finished_run_reads_from_its_checkpoints(client: TestClient, runs: Run
         call["tool"] == "list_dir" and seen["kind"] == "observation" and "sales.csv" in seen["text"]
     )
 
+    timeline = run["timeline"]
+    names = [bar["name"] for bar in timeline["bars"]]
+    assert names[0] == "planner" and names[-2:] == ["reporter", "verifier"]
+    assert sorted(names[1:-2]) == ["t1", "t2", "t3", "t4"]
+    assert timeline["time_to_first_task_s"] == min(b["start"] for b in timeline["bars"][1:-2])
+    assert timeline["critical_path"] and timeline["critical_path"][-1] == "t4"
+
     svg = client.get(f"/api/threads/{thread_id}/plan.svg")
     assert (
         svg.headers["content-type"].startswith("image/svg+xml")

@@ -1,14 +1,21 @@
 """The dashboard in a real browser (headless Chromium from Debian, driven by
 Playwright): the threads page, the demo started from the page and followed to
-the end, a plan approved on the page, and hostile text shown as text."""
+the end, a run's timeline, a plan approved on the page, and hostile text shown as
+text."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.base import BaseCheckpointSaver
 from tests.dashboard.conftest import HOSTILE, LiveServer
+
+from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.checkpoints import thread_config
+from aimegraph.models import ScriptedChatModel
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
 
@@ -51,6 +58,72 @@ def test_threads_page_starts_the_demo_and_follows_it_to_the_end(
     expect(row).to_have_count(1)
     row.first.click()  # one click opens the thread
     page.wait_for_url("**/threads/demo-*")
+
+
+RETRIED_CHAIN: dict[str, Any] = {
+    "planner": [
+        {
+            "rationale": "compute, then phrase",
+            "tasks": [
+                {"id": "t1", "title": "Compute", "tool_bundles": ["compute"]},
+                {"id": "t2", "title": "Phrase", "dependencies": ["t1"]},
+            ],
+        }
+    ],
+    "actors": {
+        "t1": {
+            "attempts": [
+                [{"tool": "submit_result", "args": {"status": "failed", "summary": "not yet"}}],
+                [
+                    {"tool": "calculator", "args": {"expression": "6*7"}},
+                    {"tool": "submit_result", "args": {"status": "completed", "summary": "42"}},
+                ],
+            ]
+        },
+        "t2": [{"tool": "submit_result", "args": {"status": "completed", "summary": "it is 42"}}],
+    },
+    "reporter": [{"text": "42"}],
+    "verifier": [{"passed": True, "reasoning": "fine"}],
+}
+
+
+def test_the_run_page_draws_the_timeline(
+    live: LiveServer, page: Any, saver: BaseCheckpointSaver[Any], tmp_path: Path, screenshots: Path
+) -> None:
+    graph = build_aime_graph(
+        ScriptedChatModel.from_dict(RETRIED_CHAIN),
+        config=AimeConfig(workspace=tmp_path, verify="final", task_retries=1),
+        checkpointer=saver,
+    )
+    graph.invoke({"goal": "Multiply six by seven"}, thread_config("timed"))
+    page.goto(f"{live.url}/threads/timed")
+    expect(page.locator("body")).to_have_attribute("data-status", "succeeded")
+
+    rows = page.locator("#timeline .gantt-row")
+    expect(rows).to_have_count(5)
+    names = [rows.nth(i).get_attribute("data-name") for i in range(5)]
+    assert names == ["planner", "t1", "t2", "reporter", "verifier"]
+    t1, t2 = rows.nth(1), rows.nth(2)
+    expect(t1.locator(".gantt-bar.task")).to_have_class(re.compile(r"status-completed.*critical"))
+    expect(t1.locator(".gantt-tool")).to_have_count(1)  # its calculator call
+    expect(t1.locator(".gantt-bar.earlier")).to_have_count(1)  # its failed first attempt
+    expect(t2.locator(".gantt-label")).to_have_text("t2")
+    # Placed by the script (the page's CSP refuses style attributes): t2's bar starts
+    # where t1's ends or later, and both lie inside the track.
+    track = t1.locator(".gantt-track").bounding_box()
+    first = t1.locator(".gantt-bar.task").bounding_box()
+    second = t2.locator(".gantt-bar.task").bounding_box()
+    assert track and first and second and first["width"] > 0 and second["width"] > 0
+    assert second["x"] >= first["x"] + first["width"] - 1
+    assert (
+        track["x"] <= first["x"]
+        and second["x"] + second["width"] <= track["x"] + track["width"] + 1
+    )
+    summary = page.locator("#timeline-summary")
+    expect(summary).to_contain_text("first task after")
+    expect(summary).to_contain_text("critical path")
+    expect(summary).to_contain_text("t1 → t2")
+    page.locator("#timeline").screenshot(path=screenshots / "run-timeline.png")
 
 
 def test_a_plan_is_approved_on_the_page_and_the_run_continues(

@@ -16,7 +16,7 @@ from aimegraph.dashboard import create_app
 from aimegraph.dashboard.panes import REPORT_POLICY
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.eval import OracleModels, evaluate
-from aimegraph.eval.runs import eval_report
+from aimegraph.eval.listing import eval_report
 
 pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
 

@@ -13,7 +13,7 @@ from aimegraph.eval import CheckInput, load_suite
 from aimegraph.eval.checkers import Judge, numbers_in, run_checks
 from aimegraph.eval.rollout import program_runner
 from aimegraph.eval.suite import Suite
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 
 SCHEMA = {
     "type": "object",

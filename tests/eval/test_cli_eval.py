@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from aimegraph.cli import main
-from aimegraph.eval.runner import REPORT_HTML, REPORT_MD, RESULTS
+from aimegraph.eval.harness import REPORT_HTML, REPORT_MD, RESULTS
 from tests.eval.helpers import THREE_TASKS, write_suite
 
 pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")

@@ -19,10 +19,10 @@ from rich.console import Console
 
 from aimegraph import build_aime_graph
 from aimegraph.eval import OracleModels, SystemSpec, evaluate, load_suite
+from aimegraph.eval.harness import RESULTS
 from aimegraph.eval.oracle import UNSOLVED_ANSWER
-from aimegraph.eval.runner import RESULTS
 from aimegraph.eval.suite import Budget
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from tests.eval.helpers import AIME_CALLS, REACT_CALLS, THREE_TASKS, write_suite
 
 pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")

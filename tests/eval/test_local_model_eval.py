@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from aimegraph.cli import main
-from aimegraph.eval.runner import REPORT_HTML, RESULTS
+from aimegraph.eval.harness import REPORT_HTML, RESULTS
 from tests.markers import LOCAL_LLM
 
 pytestmark = LOCAL_LLM

@@ -13,12 +13,12 @@ import pytest
 pytest.importorskip("agentdojo")
 
 from aimegraph.eval.checkers import CheckInput  # noqa: E402
+from aimegraph.eval.harness import evaluate  # noqa: E402
 from aimegraph.eval.oracle import OracleModels  # noqa: E402
 from aimegraph.eval.public import load_public_suite  # noqa: E402
 from aimegraph.eval.public.agentdojo import SUITES, attack_figures  # noqa: E402
 from aimegraph.eval.public.bfcl import BfclWorld, state_and_response_check  # noqa: E402
 from aimegraph.eval.public.gullible import GullibleModels  # noqa: E402
-from aimegraph.eval.runner import evaluate  # noqa: E402
 from aimegraph.eval.suite import SuiteError  # noqa: E402
 
 SYSTEMS = ("aimegraph", "create_agent")

@@ -16,7 +16,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from aimegraph.eval import OracleModels, SystemsError, SystemSpec, evaluate, load_systems
 from aimegraph.eval.suite import Budget
 from aimegraph.eval.usage import seeded
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.prompts import DEFAULT_PROMPTS
 from tests.eval.helpers import AIME_CALLS, THREE_TASKS, write_suite

@@ -23,9 +23,9 @@ from aimegraph import (
     default_registry,
 )
 from aimegraph.knowledge import KnowledgeBase
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.nodes import make_conclude_node
-from aimegraph.nodes.factory import task_message
+from aimegraph.nodes.actor_factory import task_message
 from aimegraph.tools import ToolRegistryError
 
 

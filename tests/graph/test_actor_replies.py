@@ -15,7 +15,7 @@ from tests.scripted import plan, submit
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel
-from aimegraph.models.fuzz import FuzzChatModel, FuzzRates
+from aimegraph.models.offline.fuzz import FuzzChatModel, FuzzRates
 
 COMPUTE = {"id": "a", "title": "Multiply", "tool_bundles": ["compute"]}
 

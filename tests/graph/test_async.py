@@ -24,7 +24,7 @@ from tests.conftest import GraphFactory
 from tests.scripted import call, plan, submit
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 
 
 @tool
@@ -212,7 +212,7 @@ HUNG_TOOL_RUN = """
 import asyncio, sys, time
 from langchain_core.tools import tool
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 
 @tool
 def hang(seconds: float) -> str:

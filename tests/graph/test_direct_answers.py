@@ -22,7 +22,7 @@ from tests.scripted import call, plan, spec, submit
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import thread_config
 from aimegraph.models import ScriptedChatModel
-from aimegraph.models.fuzz import FuzzChatModel
+from aimegraph.models.offline.fuzz import FuzzChatModel
 from aimegraph.nodes.verify_policy import ungrounded
 
 GREETING = {"rationale": "A greeting.", "tasks": [], "answer": "Hello! How can I help?"}
@@ -128,6 +128,7 @@ def test_planner_tool_calls_are_tool_steps_run_in_parallel(scripted_graph: Graph
             "reporter": [{"text": "Oslo reaches 21 degrees, Bergen 17."}],
         },
         tools=[lookup],
+        planner_tools=True,
     )
     out = graph.invoke({"goal": "Highest temperatures in Oslo and Bergen?"})
     assert out["status"] == "succeeded", out.get("reason")
@@ -147,7 +148,9 @@ def test_planner_tool_calls_beside_a_plan_join_it(scripted_graph: GraphFactory) 
         "calls": [{"tool": "PlanUpdate", "args": plan(spec("t1"))}, call("lookup", city="Oslo")]
     }
     graph, _ = scripted_graph(
-        {"planner": [both], "actors": {"t1": [submit("Wrote the advice.")]}}, tools=[lookup]
+        {"planner": [both], "actors": {"t1": [submit("Wrote the advice.")]}},
+        tools=[lookup],
+        planner_tools=True,
     )
     out = graph.invoke({"goal": "Weather advice for Oslo"})
     assert out["status"] == "succeeded", out.get("reason")
@@ -167,6 +170,7 @@ def test_a_planner_call_of_an_unknown_tool_goes_back_to_the_planner(
             "reporter": [{"text": "Oslo reaches 21 degrees."}],
         },
         tools=[lookup],
+        planner_tools=True,
     )
     out = graph.invoke({"goal": "Highest temperature in Oslo?"})
     assert out["status"] == "succeeded", out.get("reason")
@@ -187,12 +191,12 @@ def test_the_planner_is_bound_the_work_tools_but_not_the_actors_own(
     model = Recording.from_dict({"planner": [GREETING]})
     graph = build_aime_graph(model, tools=[lookup], config=AimeConfig(verify="off"))
     graph.invoke({"goal": "Hi"})
-    names = bound[0]
+    # By default the planner is bound the plan schema alone (its tool steps are `call`s).
+    assert bound[0] == ["PlanUpdate"]
+    graph.invoke({"goal": "Hi"}, context={"planner_tools": True})
+    names = bound[-1]
     assert names[0] == "PlanUpdate" and "lookup" in names and "read_file" in names
     assert not {"ask_human", "submit_result", "update_progress", "remember"} & set(names)
-    # Turned off for a run: the plan schema alone.
-    graph.invoke({"goal": "Hi"}, context={"planner_tools": False})
-    assert bound[-1] == ["PlanUpdate"]
 
 
 def tool_steps_run(

@@ -23,7 +23,7 @@ import aimegraph.graphs.planner
 import aimegraph.graphs.verifier
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel, calls, load_scenario
-from aimegraph.models.fuzz import FuzzChatModel, FuzzRates
+from aimegraph.models.offline.fuzz import FuzzChatModel, FuzzRates
 
 SEEDS = range(12)
 OUTPUT_FILES = ("revenue.json", "trend.json", "growth.txt", "report.md")

@@ -15,9 +15,11 @@ from pydantic import PrivateAttr
 from tests.scripted import call, plan, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models.json_tools import STEP_FUNCTION
+from aimegraph.models.json_tools import STEP_FUNCTION, json_step_model
+from aimegraph.models.jsonparse import check_degenerate
+from aimegraph.models.offline.scripted import ScriptedChatModel, ToolSchemaChatModel
 from aimegraph.models.resolve import decodes_forced_calls_by_grammar, supports_tool_calling
-from aimegraph.models.scripted import ScriptedChatModel, ToolSchemaChatModel
+from aimegraph.tools.calculator import calculator
 
 
 class ChatLlamaCpp(ToolSchemaChatModel):
@@ -79,3 +81,28 @@ def test_json_mode_steps_are_forced_calls_of_one_bound_tool(workspace: Path) -> 
     assert second["tool_choice"] == first["tool_choice"]
     assert "Observation from calculator:\n391" in second["prompt"]
     assert out["usage"].by_role["actor"].llm_calls == 2
+
+
+class LoopingChatLlamaCpp(ChatLlamaCpp):
+    """A forced call whose model loops inside a string until the token limit: llama.cpp
+    hands back arguments that are cut-off JSON (an invalid tool call), finish reason
+    ``tool_calls``."""
+
+    def _generate(
+        self,
+        messages: list[BaseMessage],
+        stop: list[str] | None = None,
+        run_manager: CallbackManagerForLLMRun | None = None,
+        **kwargs: Any,
+    ) -> ChatResult:
+        args = '{"tool": "update_progress", "args": {"message": "144 / 12 = 0.5' + "6879" * 60
+        bad = {"name": STEP_FUNCTION, "args": args, "id": "c1", "error": "not JSON"}
+        reply = AIMessage(content="", invalid_tool_calls=[{**bad, "type": "invalid_tool_call"}])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+def test_a_forced_call_cut_off_in_a_loop_is_reported_as_a_loop_not_an_empty_reply() -> None:
+    reply = json_step_model(LoopingChatLlamaCpp(steps=[]), [calculator]).invoke("What is 144/12?")
+    assert reply.text.startswith('{"tool": "update_progress"')
+    assert not reply.tool_calls and not reply.invalid_tool_calls
+    assert (check_degenerate(reply.text) or "").startswith("the reply repeats itself")

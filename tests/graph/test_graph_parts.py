@@ -15,7 +15,7 @@ import aimegraph.graphs.aime
 import aimegraph.graphs.team
 from aimegraph import AgentUnit, AimeConfig, build_actor_graph, build_aime_graph
 from aimegraph.graphs.parts import GraphParts
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.tools.registry import ToolRegistry
 
 SCENARIO = {"planner": [plan(spec("a"))]}

@@ -27,7 +27,7 @@ from aimegraph import (
     build_verifier_graph,
 )
 from aimegraph.graphs.team import build_team_executor
-from aimegraph.optimizer.online import make_online_node
+from aimegraph.nodes.online import make_online_node
 from aimegraph.optimizer.store import PromptStore
 
 SETTINGS = AimeConfig(model_timeout_s=5, model_retries=4, verify="both")

@@ -14,8 +14,8 @@ from tests.scripted import call, plan, spec, submit
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer, thread_config
 from aimegraph.models import ScriptedChatModel, load_scenario
+from aimegraph.models.offline.scripted import ScenarioError, ScenarioGoalError, tool_errors
 from aimegraph.models.resolve import check_goal
-from aimegraph.models.scripted import ScenarioError, ScenarioGoalError, tool_errors
 
 DEMO_GOAL = load_scenario("demo").goal
 FIRST, SECOND = "Multiply six by seven.", "And double it."

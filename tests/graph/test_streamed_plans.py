@@ -25,8 +25,8 @@ from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import build_aime_graph
 from aimegraph.models import ScriptedChatModel
-from aimegraph.nodes.plan_feed import PlanChecks, PlanFeed
-from aimegraph.state import Task, ToolCallSpec
+from aimegraph.nodes.plan_feed import PlanFeed
+from aimegraph.state import PlanChecks, Task, ToolCallSpec
 
 MARKS: list[str] = []
 

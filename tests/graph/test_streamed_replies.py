@@ -18,7 +18,7 @@ from tests.graph.test_fuzz_replies import (
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel, load_scenario
-from aimegraph.models.fuzz import FuzzChatModel
+from aimegraph.models.offline.fuzz import FuzzChatModel
 
 
 def run(model: Any, workspace: Path, *, streamed: bool, **config: Any) -> tuple[dict, list]:

@@ -73,6 +73,33 @@ def test_finished_thread_show_threads_history_resume_and_fork(cli: Cli) -> None:
     assert code == 6 and "no checkpoint 'no-such-checkpoint' in thread 'done'" in text
 
 
+def test_show_says_where_the_time_went_and_draws_the_timeline(cli: Cli) -> None:
+    code, summary = cli.run("timed")
+    assert code == 0
+    timeline = summary["timeline"]
+    bars = [bar["name"] for bar in timeline["bars"]]
+    assert bars == ["planner", "t1", "t2", "reporter", "verifier"]
+    assert timeline["critical_path"] == ["t1", "t2"]
+    t1, t2 = timeline["bars"][1:3]
+    assert 0 <= timeline["time_to_first_task_s"] == t1["start"] <= t1["end"] <= t2["ready"]
+    assert t2["ready"] <= t2["start"] <= t2["end"] <= timeline["elapsed_s"]
+    assert [tool[0] for tool in t1["tools"]] == ["calculator"]
+
+    code, text = cli("show", "timed")
+    assert code == 0 and "time: " in text and "first task after " in text
+    assert "critical path " in text and "(t1 -> t2)" in text
+    assert "timeline" not in text  # the chart only on request
+
+    code, text = cli("show", "timed", "--timeline")
+    assert code == 0
+    chart = text[text.index("timeline (seconds since the run started):") :].splitlines()[1:]
+    rows = [line.split(" |")[0].strip() for line in chart[:5]]
+    assert rows == ["planner", "t1 (completed)", "t2 (completed)", "reporter", "verifier"]
+    assert "1 tool call " in chart[1] and "#" in chart[1]
+    assert chart[5].startswith("elapsed ") and chart[6].startswith("time to first task ")
+    assert chart[7].startswith("critical path ") and chart[7].endswith(": t1 -> t2")
+
+
 def test_paused_plan_approval_show_threads_and_reject(cli: Cli) -> None:
     code, summary = cli.run("plan", "--approve-plan")
     assert code == 5 and summary["status"] == "paused"

@@ -37,6 +37,13 @@ SCENARIOS: dict[str, tuple[dict[str, Any], list[str], int, str]] = {
     ),
     "budget": ({"planner": [ONE_TASK]}, ["--max-llm-calls", "1"], 4, "budget_exhausted"),
     "paused": ({"planner": [ONE_TASK]}, ["--approve-plan"], 5, "paused"),
+    # A guardrail's tripwire (issue 41): the answer holds an API key, secrets:trip blocks it.
+    "blocked": (
+        {"planner": [ONE_TASK], "reporter": [{"text": "sk-proj-Abcdefghijklmnopqrstuvwxyz0123"}]},
+        ["--config", '{"guardrails": ["secrets:trip"]}'],
+        10,
+        "blocked",
+    ),
 }
 
 
@@ -58,7 +65,7 @@ def test_exit_code_and_json_output(
     assert set(out) >= {"final_answer", "checklist", "tasks", "verdict", "usage", "reason"}
     if case == "paused":
         assert out["interrupts"][0]["kind"] == "approve_plan"
-    if case in ("failed", "rejected", "budget"):
+    if case in ("failed", "rejected", "budget", "blocked"):
         assert out["reason"]
 
 
@@ -97,7 +104,11 @@ def test_a_missing_extra_is_one_line_and_exit_2(
     # As without pip install 'aimegraph[optimize]': the online optimiser in --config
     # reaches GEPA only when the graph is built, deep inside the run command.
     monkeypatch.setitem(sys.modules, "gepa", None)
-    for module in ("aimegraph.optimizer.adapter", "aimegraph.optimizer.online"):
+    for module in (
+        "aimegraph.optimizer.adapter",
+        "aimegraph.optimizer.online",
+        "aimegraph.nodes.online",
+    ):
         monkeypatch.delitem(sys.modules, module, raising=False)
     argv = [
         "--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}",
@@ -123,3 +134,20 @@ def test_a_missing_module_names_its_extra(missing: str, extra: str) -> None:
     assert missing_extra_message(exc) == f"{exc} (pip install 'aimegraph[{extra}]')"
     # A module no extra provides is a bug or the user's own: not dressed up as one.
     assert missing_extra_message(ModuleNotFoundError("x", name="myapp.tools")) is None
+
+
+def test_a_tripwire_is_shown_as_it_happens_and_exits_10(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    scenario, flags, code, _ = SCENARIOS["blocked"]
+    path = tmp_path / "blocked.yaml"
+    path.write_text(yaml.safe_dump(scenario))
+    argv = [
+        "--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}",
+        "run", "a goal", "--model", f"scripted:{path}", "--workspace", str(tmp_path / "ws"),
+        *flags,
+    ]  # fmt: skip
+    assert main(argv) == code
+    out = capsys.readouterr().out
+    assert "output: guardrail secrets tripped: found a secret (openai_key)" in out
+    assert "sk-proj-" not in out

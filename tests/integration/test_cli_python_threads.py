@@ -19,7 +19,7 @@ from langchain_core.tools import tool
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
 from aimegraph.cli import main
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.sandbox import WorkspaceError
 
 # A price lookup the application registers as its own tool (bundle "custom").

@@ -73,12 +73,12 @@ def test_a_whole_run_over_the_anthropic_messages_api(
     requests = anthropic_stub.requests
     assert {r["model"] for r in requests} == {"claude-x"}
     assert all(r["system"] and r["max_tokens"] > 0 for r in requests)
-    # The verdict was a forced tool call, the plan a call of some tool (the plan's, or
-    # the work tools bound beside it: tool steps); the actor chose its tools freely.
+    # The verdict and the plan were forced tool calls (the planner is bound the plan
+    # schema alone by default: planner_tools=False); the actor chose its tools freely.
     forced = [r["tool_choice"]["name"] for r in requests if r.get("tool_choice", {}).get("name")]
-    assert "Verdict" in forced
-    planner = [r for r in requests if r.get("tool_choice", {}).get("type") == "any"]
-    assert planner and {"PlanUpdate", "calculator"} <= {t["name"] for t in planner[0]["tools"]}
+    assert {"Verdict", "PlanUpdate"} <= set(forced)
+    planner = [r for r in requests if r.get("tool_choice", {}).get("name") == "PlanUpdate"]
+    assert [t["name"] for t in planner[0]["tools"]] == ["PlanUpdate"]
     assert any("calculator" in {t["name"] for t in r.get("tools", [])} for r in requests)
     results = [
         block

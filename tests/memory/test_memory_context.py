@@ -12,8 +12,8 @@ from langchain_core.tools import tool
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
-from aimegraph.memory import fit_context
 from aimegraph.models import ScriptedChatModel
+from aimegraph.nodes.context import fit_context
 
 FILLER = "Row of the quarterly ledger with nothing notable in it.\n" * 90
 REPORT = f"{FILLER}q3_total=48213 EUR, source data/q3_ledger.csv\n{FILLER}"

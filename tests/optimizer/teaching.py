@@ -1,4 +1,4 @@
-"""The scripted citation task (aimegraph.models.teaching.citation_models) as the
+"""The scripted citation task (aimegraph.models.offline.teaching.citation_models) as the
 optimiser's tests use it.
 
 The planner plans to cite the data file only when its system prompt says ALWAYS
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from aimegraph import AimeConfig
-from aimegraph.models.teaching import (
+from aimegraph.models.offline.teaching import (
     CITATION_GOALS,
     CITE_INSTRUCTION,
     CITED_SOURCE,

@@ -13,7 +13,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models.teaching import FeedbackReflectionModel
+from aimegraph.models.offline.teaching import FeedbackReflectionModel
 from aimegraph.optimizer.online import OnlineLoop
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.prompts import DEFAULT_PROMPTS

@@ -18,7 +18,7 @@ import pytest
 from langchain_core.language_models.fake_chat_models import FakeListChatModel
 
 from aimegraph import build_aime_graph, optimize
-from aimegraph.models.teaching import FeedbackReflectionModel
+from aimegraph.models.offline.teaching import FeedbackReflectionModel
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.prompts import DEFAULT_PROMPTS
 from aimegraph.prompts.source import DEFAULT_VERSION

@@ -14,7 +14,7 @@ import yaml
 from aimegraph.cli import main
 from aimegraph.eval import load_suite
 from aimegraph.eval.trainset import CHECKS_KEY, suite_for_optimizer
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.prompts import DEFAULT_PROMPTS
 
 pytest.importorskip("gepa")

@@ -243,7 +243,7 @@ def test_an_interrupt_inside_a_team_member_resumes_without_redoing_the_turns_bef
 def test_an_a2a_unit_without_the_extra_is_refused_when_the_graph_is_built(
     workspace: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import aimegraph.teams.backed as backed
+    import aimegraph.graphs.backed_unit as backed
 
     monkeypatch.setattr(backed, "find_spec", lambda name: None)
     units = [AgentUnit(name="billing", description="Bills.", agent="http://127.0.0.1:9")]

@@ -13,8 +13,9 @@ from aimegraph import AgentUnit, AimeConfig, Task, build_aime_graph, draw
 from aimegraph.graphs import build_team_executor
 from aimegraph.models import ScriptedChatModel
 from aimegraph.nodes import DefaultActorFactory
+from aimegraph.nodes.actor_factory import UnitActorFactory
 from aimegraph.state import render_checklist
-from aimegraph.teams import AgentRegistry, UnitActorFactory, UnitMatcher
+from aimegraph.teams import AgentRegistry, UnitMatcher
 from aimegraph.tools import default_registry
 from tests.scripted import plan, submit
 from tests.teams.helpers import UNITS

@@ -33,7 +33,7 @@ from aimegraph.mcp_servers import (  # noqa: E402
     McpServerError,
     load_mcp_servers,
 )
-from aimegraph.models.scripted import ScriptedChatModel  # noqa: E402
+from aimegraph.models.offline.scripted import ScriptedChatModel  # noqa: E402
 from aimegraph.tools.mcp import load_mcp_bundles  # noqa: E402
 from tests.conftest import SCENARIOS, Cli  # noqa: E402
 from tests.scripted import call, plan, submit  # noqa: E402

@@ -15,7 +15,7 @@ from langchain_core.tools import tool
 from pydantic import PrivateAttr
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.tools.outputs import keep_whole
 from tests.scripted import plan
 

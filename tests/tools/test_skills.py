@@ -9,9 +9,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.types import Command
 
-from aimegraph.models.scripted import ScriptedChatModel
-from aimegraph.nodes.factory import DefaultActorFactory
+from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.models.offline.scripted import ScriptedChatModel
+from aimegraph.nodes.actor_factory import DefaultActorFactory
 from aimegraph.sandbox import BubblewrapSandbox, Job, Workspace
 from aimegraph.state import Task
 from aimegraph.state.models import plan_update_schema
@@ -19,7 +22,7 @@ from aimegraph.tools.registry import default_registry
 from aimegraph.tools.skills import SkillError, load_skills
 from tests.conftest import GraphFactory
 from tests.eval.helpers import THREE_TASKS, write_suite
-from tests.scripted import plan, spec
+from tests.scripted import plan, spec, submit
 
 BODY = "Run scripts/probe.py and report what it prints. SECRET-BODY-MARKER"
 
@@ -234,3 +237,54 @@ def test_resume_skills_override_the_stored_folders(  # type: ignore[no-untyped-d
     code, text = cli("resume", "t-resume", "--approve", "--skills", str(second))
     assert code == 0, text
     assert f"overrides: skills: ['{first}'] -> ['{second}']" in text
+
+
+# ------------------------------------- a human's edited plan is checked as the planner's
+
+
+def _asked_again(out: dict[str, Any], kind: str) -> str:
+    (item,) = out["__interrupt__"]
+    assert item.value["kind"] == kind
+    return str(item.value["error"])
+
+
+def test_an_edit_naming_an_unknown_skill_is_refused_at_approval_and_escalation(
+    scripted_graph: GraphFactory, two_skills: dict[str, Any]
+) -> None:
+    """Plan approval and escalation check a human's edit with the planner's checks
+    (graphs.parts.GraphParts.plan_checks), skill names included."""
+    unknown = plan(spec("x", skills=["pdf"]))
+    error = "task 'x' names unknown skills ['pdf']; installed: ['csv-stats', 'pdf-fill']"
+    saver = InMemorySaver(serde=make_serializer())
+
+    graph, _ = scripted_graph(
+        {"planner": [plan(spec("a"))], "actors": {"x": [submit("x ok")]}},
+        checkpointer=saver,
+        approve_plan=True,
+        **two_skills,
+    )
+    config = thread_config("edit-at-approval")
+    graph.invoke({"goal": "g"}, config)
+    out = graph.invoke(Command(resume={"action": "edit", "plan": unknown}), config)
+    assert error in _asked_again(out, "approve_plan")
+    known = plan(spec("x", skills=["pdf-fill"]))
+    out = graph.invoke(Command(resume={"action": "edit", "plan": known}), config)
+    assert out["status"] == "succeeded" and out["tasks"]["x"].skills == ("pdf-fill",)
+
+    graph, _ = scripted_graph(
+        {
+            "planner": [plan(spec("a"))],
+            "actors": {"a": [submit("offline", status="failed")], "x": [submit("x ok")]},
+        },
+        checkpointer=saver,
+        escalate="exhausted",
+        max_replans=0,
+        task_retries=0,
+        **two_skills,
+    )
+    config = thread_config("edit-at-escalation")
+    _asked_again(graph.invoke({"goal": "g"}, config), "escalation")
+    out = graph.invoke(Command(resume={"action": "edit", "plan": unknown}), config)
+    assert error in _asked_again(out, "escalation")
+    out = graph.invoke(Command(resume={"action": "edit", "plan": known}), config)
+    assert out["status"] == "succeeded" and out["tasks"]["x"].skills == ("pdf-fill",)

@@ -157,7 +157,7 @@ def test_without_the_mcp_extra_only_mcp_servers_name_it(base_python: Path, tmp_p
         from langchain_core.tools import tool
         from aimegraph import AimeConfig, build_aime_graph
         from aimegraph.cli import main
-        from aimegraph.models.scripted import ScriptedChatModel
+        from aimegraph.models.offline.scripted import ScriptedChatModel
 
         @tool
         async def lookup(key: str) -> str:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from aimegraph.models.scripted import ScenarioError, load_scenario
+from aimegraph.models.offline.scripted import ScenarioError, load_scenario
 from aimegraph.nodes.human import parse_decision
 
 

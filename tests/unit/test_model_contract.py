@@ -1,7 +1,7 @@
 """LangChain's standard chat model tests (``langchain-tests``) for the scripted and fuzz
 models, with the capabilities each has declared.
 
-Both answer in the scripted model's echo mode (:mod:`aimegraph.models.echo`), which
+Both answer in the scripted model's echo mode (:mod:`aimegraph.models.offline.echo`), which
 replies to any prompt that is not the engine's. The fuzz model runs with its reshaping
 off: a reshaped reply (a think block, tool calls written as text, a transient error) is
 what the suite would read as a wrong answer, by design; ``test_fuzz_replies`` and
@@ -17,8 +17,8 @@ from langchain_tests.integration_tests import ChatModelIntegrationTests
 from langchain_tests.unit_tests import ChatModelUnitTests
 from tests.markers import skip_for_quality
 
-from aimegraph.models.fuzz import FuzzChatModel, FuzzRates
-from aimegraph.models.scripted import Scenario, ScriptedChatModel
+from aimegraph.models.offline.fuzz import FuzzChatModel, FuzzRates
+from aimegraph.models.offline.scripted import Scenario, ScriptedChatModel
 
 ECHO = {"scenario": Scenario(name="echo", echo=True)}
 NO_RESHAPING = FuzzRates(**dict.fromkeys(FuzzRates.model_fields, 0.0))

@@ -22,9 +22,9 @@ from langchain_core.outputs import ChatResult
 from pydantic import BaseModel, Field
 from tests.scripted import call, plan, spec, submit
 
-from aimegraph.models.echo import echo_reply, value_for
-from aimegraph.models.fuzz import FuzzChatModel, FuzzRates
-from aimegraph.models.scripted import Scenario, ScriptedChatModel
+from aimegraph.models.offline.echo import echo_reply, value_for
+from aimegraph.models.offline.fuzz import FuzzChatModel, FuzzRates
+from aimegraph.models.offline.scripted import Scenario, ScriptedChatModel
 from aimegraph.state import PlanUpdate
 
 TASK_PROMPT = [

@@ -278,7 +278,7 @@ def test_local_missing_gguf_path(tmp_path: Any) -> None:
 
 
 def test_scripted_spec_dispatches_to_from_scenario(monkeypatch: pytest.MonkeyPatch) -> None:
-    from aimegraph.models import scripted
+    from aimegraph.models.offline import scripted
 
     seen: list[str] = []
     model = fake_model()

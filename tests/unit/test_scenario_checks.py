@@ -10,7 +10,7 @@ import pytest
 import yaml
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models.scripted import ScenarioError, ScriptedChatModel, load_scenario
+from aimegraph.models.offline.scripted import ScenarioError, ScriptedChatModel, load_scenario
 
 PLAN = {"rationale": "r", "tasks": [{"id": "a", "title": "A"}, {"id": "b", "title": "B"}]}
 

@@ -13,8 +13,8 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
-from aimegraph.graphs.stopping import SignalDrain
 from aimegraph.models.steps import ModelCall, arun_steps, run_steps
+from aimegraph.running.drain import SignalDrain
 
 
 def test_the_first_signal_drains_and_a_second_interrupts() -> None:

@@ -1,7 +1,7 @@
 """Reading the aime graph's state from raw checkpoints: what ``graph.get_state``
 does not show.
 
-``tasks`` and ``updates`` are stored as deltas (see ``AimeState``): a checkpoint
+``tasks``, ``updates`` and ``spans`` are stored as deltas (see ``AimeState``): a checkpoint
 holds them only at a snapshot, otherwise they are the writes of its ancestors
 since the last snapshot. ``graph.get_state`` rebuilds them itself; code that reads
 ``CheckpointTuple``s straight from a saver (the dashboard) rebuilds them here.
@@ -27,6 +27,7 @@ from aimegraph.state.reducers import append_batches, merge_task_batches, merge_t
 DELTA_REDUCERS: dict[str, Callable[[Any, Sequence[Any]], Any]] = {
     "tasks": merge_task_batches,
     "updates": append_batches,
+    "spans": append_batches,
 }
 
 
@@ -35,7 +36,7 @@ def _stored(value: Any) -> Any:
 
 
 def checkpoint_values(saver: BaseCheckpointSaver[Any], item: CheckpointTuple) -> dict[str, Any]:
-    """The checkpoint's channel values with ``tasks`` and ``updates`` rebuilt
+    """The checkpoint's channel values with ``tasks``, ``updates`` and ``spans`` rebuilt
     (seed from the nearest snapshot, then the writes since, through the reducers)."""
     values = dict(item.checkpoint.get("channel_values", {}))
     absent = [key for key in DELTA_REDUCERS if key not in values]

@@ -39,6 +39,7 @@ from aimegraph.state.models import (
     PlanUpdate,
     ProgressUpdate,
     RoleUsage,
+    Span,
     Task,
     TaskResult,
     TaskSpec,
@@ -55,7 +56,8 @@ __all__ = ["ALLOWED_MSGPACK_TYPES", "PROJECT_MSGPACK_TYPES", "make_serializer"]
 #: planner's output, which can travel in an ``interrupt()`` payload or a resume
 #: value when plans need human approval; ``TeamSpec`` and ``MemberResult`` are a
 #: team task's (in a team subgraph's state, its members' turns so far);
-#: ``ToolCallSpec`` is a tool step's call (``Task.call``). All are
+#: ``ToolCallSpec`` is a tool step's call (``Task.call``); ``Span`` a time a call
+#: ran (``Task.tool_spans``, the ``spans`` key). All are
 #: frozen, data-only pydantic models whose constructors only validate, so reviving
 #: them runs no other code.
 PROJECT_MSGPACK_TYPES: tuple[type, ...] = (
@@ -70,6 +72,7 @@ PROJECT_MSGPACK_TYPES: tuple[type, ...] = (
     TeamSpec,
     MemberResult,
     ToolCallSpec,
+    Span,
 )
 
 

@@ -9,7 +9,8 @@ parsed command.
 Exit codes tell outcomes apart: 0 succeeded, 1 failed, 2 usage error, 3 rejected,
 4 budget exhausted, 5 paused (waiting for a human: see ``aimegraph resume``),
 6 unknown thread or nothing to resume, 7 ``wait --timeout`` gave up, 8 cancelled,
-9 thread busy (another process runs it), 130 / 143 stopped by SIGINT / SIGTERM (resumable).
+9 thread busy (another process runs it), 10 blocked by a guardrail, 130 / 143 stopped by
+SIGINT / SIGTERM (resumable).
 """
 
 from aimegraph.cli.app import EXTRA_OF_MODULE, build_parser, main, missing_extra_message

@@ -29,7 +29,8 @@ __all__ = ["COMMANDS", "EXTRA_OF_MODULE", "build_parser", "main", "missing_extra
 EXIT_HELP = (
     "exit codes: 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, "
     "5 paused, 6 unknown thread or nothing to resume, 7 wait timed out, 8 cancelled, "
-    "9 thread busy (another process runs it), 130 / 143 stopped by SIGINT / SIGTERM "
+    "9 thread busy (another process runs it), 10 blocked by a guardrail, "
+    "130 / 143 stopped by SIGINT / SIGTERM "
     "(resumable)"
 )
 

@@ -12,7 +12,7 @@ from rich.console import Console
 
 from aimegraph.cli.options import alerts_option, broker_options, load_alert_rules
 from aimegraph.cli.support import EXIT_USAGE, AddCommand, CliError
-from aimegraph.eval.runner import DEFAULT_EVALS
+from aimegraph.eval.harness import DEFAULT_EVALS
 
 __all__ = ["register"]
 

@@ -22,6 +22,7 @@ from aimegraph.cli.support import (
     application_tools,
     skill_folders,
 )
+from aimegraph.eval.harness import DEFAULT_EVALS, RESULTS, evaluate
 from aimegraph.eval.public import PublicSuite, is_public_suite, load_public_suite
 from aimegraph.eval.public.agentdojo import attack_figures
 from aimegraph.eval.public.gullible import GULLIBLE_MODEL_NAME, GullibleModels
@@ -34,7 +35,6 @@ from aimegraph.eval.report import (
     score_columns,
 )
 from aimegraph.eval.rollout import ModelFactory
-from aimegraph.eval.runner import DEFAULT_EVALS, RESULTS, evaluate
 from aimegraph.eval.suite import Budget, Suite, SuiteError
 from aimegraph.eval.summary import compare, read_records
 from aimegraph.eval.systems import BUILTIN_SYSTEMS, SystemsError, SystemSpec, load_systems

@@ -34,8 +34,8 @@ from aimegraph.cli.support import (
 )
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
-from aimegraph.graphs.stopping import SignalDrain
 from aimegraph.notify import announce_waits
+from aimegraph.running.drain import SignalDrain
 from aimegraph.steering import stream_held
 from aimegraph.waits import await_overdue
 

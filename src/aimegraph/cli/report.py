@@ -1,5 +1,6 @@
-"""Printing a thread's state: status, checklist, verdict, usage, final answer,
-pending interrupts, and what to do next (or all of it as JSON with ``--json``)."""
+"""Printing a thread's state: status, checklist, verdict, usage, where the time went
+(and with ``--timeline`` a text Gantt chart), final answer, pending interrupts, and
+what to do next (or all of it as JSON with ``--json``)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,14 @@ from rich.markup import escape
 
 from aimegraph.checkpoints import interrupt_fields, run_state
 from aimegraph.models.response_format import answer_as_json
-from aimegraph.state import PastRun, Usage, render_checklist, thread_usage
+from aimegraph.state import (
+    PastRun,
+    Usage,
+    render_checklist,
+    render_timeline,
+    run_timeline,
+    thread_usage,
+)
 
 __all__ = [
     "Shown",
@@ -24,6 +32,7 @@ __all__ = [
     "report_cancel",
     "show_interrupts",
     "summary",
+    "time_line",
     "usage_line",
 ]
 
@@ -61,6 +70,9 @@ def report(
         print(json.dumps(data, indent=2, default=str))
         return state
     print_summary(data, console, streamed=streamed)
+    if getattr(args, "timeline", False):
+        console.print("\n[bold]timeline[/bold] (seconds since the run started):")
+        console.print(render_timeline(run_timeline(snapshot.values)), markup=False)
     if snapshot.interrupts:
         show_interrupts(snapshot.interrupts, console)
         console.print(
@@ -105,6 +117,7 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
         "runs": [_past_run(run) for run in values.get("runs") or []],
         "replans": values.get("replans", 0),
         "prompt_version": values.get("prompt_version"),
+        "timeline": run_timeline(values).as_dict(),
     }
 
 
@@ -137,6 +150,8 @@ def print_summary(
                 console.print(f"  {title}:")
                 for name, share in _in_plan_order(shares, data["tasks"]):
                     console.print(f"    {name}: {usage_line(share)}", markup=False)
+    if timing := time_line(data.get("timeline") or {}):
+        console.print(f"[bold]time:[/bold] {timing}")
     for number, run in enumerate(data.get("runs") or [], start=1):
         console.print(
             f"  earlier run {number}: {run['status']}, {usage_line(run['usage'])}: "
@@ -160,6 +175,20 @@ def _in_plan_order(
     (team members, archived tasks) follow, sorted."""
     place = {task_id: number for number, task_id in enumerate(tasks)}
     return sorted(shares.items(), key=lambda item: (place.get(item[0], len(place)), item[0]))
+
+
+def time_line(timeline: dict[str, Any]) -> str:
+    """Where a run's time went (a timeline as JSON) on one line: how long it took, how
+    long until its first task started, and its critical path; empty before any bar."""
+    if not timeline.get("bars"):
+        return ""
+    parts = [f"{timeline['elapsed_s']:.2f} s"]
+    if (first := timeline.get("time_to_first_task_s")) is not None:
+        parts.append(f"first task after {first:.2f} s")
+    if path := timeline.get("critical_path"):
+        chain = " -> ".join(path)
+        parts.append(f"critical path {timeline['critical_path_s']:.2f} s ({escape(chain)})")
+    return ", ".join(parts)
 
 
 def usage_line(usage: dict[str, Any]) -> str:

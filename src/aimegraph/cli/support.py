@@ -45,6 +45,7 @@ EXIT_CODES = {
     "budget_exhausted": 4,
     "paused": 5,
     "cancelled": 8,
+    "blocked": 10,
 }
 EXIT_USAGE, EXIT_NOT_FOUND, EXIT_TIMEOUT, EXIT_BUSY = 2, 6, 7, 9
 EXIT_SIGNALLED = 128

@@ -28,6 +28,11 @@ def register(command: AddCommand) -> None:
     command("threads", cmd_threads)
     show = command("show", cmd_show)
     show.add_argument("thread")
+    show.add_argument(
+        "--timeline",
+        action="store_true",
+        help="also draw when each task, planner, reporter and verifier call ran",
+    )
     history = command("history", cmd_history)
     history.add_argument("thread")
     wait = command("wait", cmd_wait)

@@ -24,6 +24,7 @@ from pydantic import (
 
 from aimegraph.config.settings import WebConfig, _Settings
 from aimegraph.config.settings import settings_error as settings_error
+from aimegraph.guardrails.builtin import builtin_guardrail
 from aimegraph.mcp_servers import McpServer
 from aimegraph.models.resilience import requests_per_second
 from aimegraph.models.resolve import DEFAULT_MODEL_RETRIES, DEFAULT_MODEL_TIMEOUT_S, resolve_model
@@ -60,10 +61,11 @@ class AimeConfig(_Settings, HumanWaitSettings):
     max_tasks: int = Field(30, ge=1, description="Largest plan accepted.")
     max_plan_repairs: int = Field(2, ge=0, description="Re-asks when a drafted plan is invalid.")
     planner_tools: bool = Field(
-        True,
+        False,
         description="With native tool calling, bind the run's work tools to the planner: a "
-        "plain tool call in its reply is a tool step. Their schemas are in every planner "
-        "prompt; without them the planner writes tool steps as `call` in its plan.",
+        "plain tool call in its reply is a tool step. Off by default: their schemas would be "
+        "in every planner prompt, and the planner writes the same tool steps as `call` in "
+        "its plan for less (bench/results/eval.md).",
     )
     max_replans: int = Field(3, ge=0, description="Replans per run.")
     task_retries: int = Field(1, ge=0, description="Re-runs of a failed task before a replan.")
@@ -295,6 +297,20 @@ class AimeConfig(_Settings, HumanWaitSettings):
         description="The online loop's trace file (JSON Lines); default: "
         "<prompt store>.traces.jsonl beside the store.",
     )
+    guardrails: tuple[str, ...] = Field(
+        (),
+        description="Built-in guardrails, by name: secrets (redact API keys and tokens "
+        "in answers and tool arguments), secrets:trip, prompt_injection (flag "
+        "instructions in tool outputs), prompt_injection:quarantine, "
+        "prompt_injection:trip; set when built.",
+    )
+
+    @field_validator("guardrails")
+    @classmethod
+    def _guardrail_names(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for name in value:
+            builtin_guardrail(name)  # raises ValueError naming the built-in ones
+        return value
 
     @field_validator("sandbox")
     @classmethod
@@ -362,6 +378,7 @@ class AimeConfig(_Settings, HumanWaitSettings):
             "sandbox_network",
             "opt_in_bundles",
             "skills",
+            "guardrails",
         }
     )
 

@@ -57,7 +57,7 @@ from aimegraph.dashboard.runs import (
     RunManager,
 )
 from aimegraph.dashboard.views import ThreadReader
-from aimegraph.eval.runner import DEFAULT_EVALS
+from aimegraph.eval.harness import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.steering import ANSWER_KEYS
 

@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response
 
-from aimegraph.eval.runs import eval_report, list_evals
+from aimegraph.eval.listing import eval_report, list_evals
 from aimegraph.memory.browse import (
     KINDS,
     forget_memory,

@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from aimegraph.alerts import AlertSettings
 from aimegraph.dashboard.app import LOOPBACK_HOSTS, create_app
 from aimegraph.dashboard.runs import DistributedQueue, RunManager
-from aimegraph.eval.runner import DEFAULT_EVALS
+from aimegraph.eval.harness import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
 
 TOKEN_ENV = "AIMEGRAPH_DASHBOARD_TOKEN"

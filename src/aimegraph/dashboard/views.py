@@ -30,7 +30,14 @@ from aimegraph.checkpoints.delta import checkpoint_values
 from aimegraph.checkpoints.runs import phase
 from aimegraph.dashboard.feed import CheckpointFeed, Head
 from aimegraph.models.response_format import answer_as_json
-from aimegraph.state import ProgressUpdate, Task, Usage, Verdict, render_checklist
+from aimegraph.state import (
+    ProgressUpdate,
+    Task,
+    Usage,
+    Verdict,
+    render_checklist,
+    run_timeline,
+)
 
 INTERRUPT_CHANNEL = "__interrupt__"
 CALL_KINDS = {"update_progress": "progress", "submit_result": "result"}
@@ -172,6 +179,7 @@ class ThreadReader:
             "plans": list(history.plans),
             "verdict": verdict.model_dump(mode="json") if verdict is not None else None,
             "usage": usage_dict(values.get("usage")),
+            "timeline": run_timeline(values).as_dict(),
             "interrupts": [
                 {"id": i.id, **_jsonable(interrupt_fields(i.value))} for i in interrupts
             ],

@@ -19,8 +19,8 @@ from aimegraph.lazy import lazy_exports
 
 if TYPE_CHECKING:
     from aimegraph.eval.checkers import CheckInput, CheckResult
+    from aimegraph.eval.harness import DEFAULT_EVALS, EvalResult, evaluate
     from aimegraph.eval.oracle import OracleModels
-    from aimegraph.eval.runner import DEFAULT_EVALS, EvalResult, evaluate
     from aimegraph.eval.suite import BUNDLED_SUITE, Check, Suite, SuiteError, Task, load_suite
     from aimegraph.eval.summary import compare, read_records
     from aimegraph.eval.systems import SystemsError, SystemSpec, load_systems
@@ -29,9 +29,9 @@ _HOMES = {
     "CheckInput": ".checkers",
     "CheckResult": ".checkers",
     "OracleModels": ".oracle",
-    "DEFAULT_EVALS": ".runner",
-    "EvalResult": ".runner",
-    "evaluate": ".runner",
+    "DEFAULT_EVALS": ".harness",
+    "EvalResult": ".harness",
+    "evaluate": ".harness",
     **dict.fromkeys(
         ["BUNDLED_SUITE", "Check", "Suite", "SuiteError", "Task", "load_suite"], ".suite"
     ),
@@ -75,7 +75,7 @@ class _CallableModule(types.ModuleType):
             DeprecationWarning,
             stacklevel=2,
         )
-        from aimegraph.eval.runner import evaluate
+        from aimegraph.eval.harness import evaluate
 
         return evaluate(*args, **kwargs)
 

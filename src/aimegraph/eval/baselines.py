@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 
 from aimegraph.eval.checkers import structured_json
 from aimegraph.eval.json_baseline import JsonToolCalling
-from aimegraph.eval.outcome import (
+from aimegraph.eval.rollout_io import (
     WORK_BUNDLES,
     Outcome,
     RolloutSetup,

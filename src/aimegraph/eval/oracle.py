@@ -10,7 +10,7 @@ stages of tool calls and an answer; this module plays it for each kind of system
   from ``after``): a tool step for a stage that is one call with arguments known in
   advance, else an actor making its stage's calls and ending its task as a real model
   could (:func:`stage_steps`); then the reporter's answer (the scripted model of
-  :mod:`aimegraph.models.scripted`). An actor's task names the bundles a planner
+  :mod:`aimegraph.models.offline.scripted`). An actor's task names the bundles a planner
   could name from the suite task's own text (:func:`planned_bundles`), or every
   bundle the ReAct loop's tools come from (``every_bundle``).
 
@@ -39,7 +39,7 @@ from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 from aimegraph.eval.suite import OracleStage, OracleTurn, Task
-from aimegraph.models.scripted import Scenario, ScriptedChatModel, ToolSchemaChatModel
+from aimegraph.models.offline.scripted import Scenario, ScriptedChatModel, ToolSchemaChatModel
 
 __all__ = [
     "ORACLE_MODEL_NAME",

@@ -22,10 +22,10 @@ from langchain_core.tools import ToolException
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
-from aimegraph.eval.outcome import Outcome, RolloutEnvironment, RolloutSetup, tool_calling_mode
-from aimegraph.eval.runners import run_system
+from aimegraph.eval.rollout_io import Outcome, RolloutEnvironment, RolloutSetup, tool_calling_mode
 from aimegraph.eval.suite import Suite, Task
 from aimegraph.eval.systems import SystemSpec
+from aimegraph.eval.task_run import run_system
 from aimegraph.eval.usage import Prices, UsageCounter, seeded
 from aimegraph.models.resolve import ModelResolver
 from aimegraph.tools.python import make_python_tool

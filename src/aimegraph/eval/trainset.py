@@ -28,11 +28,11 @@ from langgraph.store.base import BaseStore
 
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
-from aimegraph.eval.outcome import RolloutSetup
 from aimegraph.eval.rollout import fresh_workspace, program_runner
-from aimegraph.eval.runners import run_system
+from aimegraph.eval.rollout_io import RolloutSetup
 from aimegraph.eval.suite import Suite
 from aimegraph.eval.systems import SystemSpec
+from aimegraph.eval.task_run import run_system
 from aimegraph.eval.usage import UsageCounter
 from aimegraph.memory.feedback import rated_runs
 from aimegraph.models.resolve import resolve_model

@@ -13,10 +13,10 @@ from langgraph.types import Checkpointer
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.knowledge import KnowledgeBase
-from aimegraph.memory.nodes import make_actor_recall_node, make_task_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
-from aimegraph.nodes.executor import make_assemble_node, make_hand_back_node, make_react_node
-from aimegraph.nodes.factory import ALWAYS_BOUND, ActorFactory, DefaultActorFactory
+from aimegraph.nodes.actor import make_assemble_node, make_hand_back_node, make_react_node
+from aimegraph.nodes.actor_factory import ALWAYS_BOUND, ActorFactory, DefaultActorFactory
+from aimegraph.nodes.memory import make_actor_recall_node, make_task_record_node
 from aimegraph.nodes.tool_approval import make_tool_approval
 from aimegraph.nodes.tool_step import (
     CALL,
@@ -128,6 +128,7 @@ def build_actor_graph(
             once_per_reply=[SUBMIT_RESULT],
             # Where the file tools read: they resolve the workspace when built, too.
             workspace=parts.workspace,
+            guards=parts.guards,
         ),
     )
     # A tool step (the plan gives its call) runs that call with no model call, through

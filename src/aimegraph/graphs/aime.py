@@ -20,36 +20,37 @@ from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.compiled import AimeGraph
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.graphs.planner import build_planner_graph
+from aimegraph.graphs.screening import INPUT_GUARDRAILS, SCREEN, add_input_screen
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
+from aimegraph.guardrails import GuardrailsArg, as_guards
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
-from aimegraph.memory.nodes import make_run_record_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.partial import streams
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
+from aimegraph.nodes.actor_factory import ActorFactory
 from aimegraph.nodes.escalation import make_escalate_node
-from aimegraph.nodes.factory import ActorFactory
+from aimegraph.nodes.executor import make_executor_node
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
 from aimegraph.nodes.intake import make_intake_node
+from aimegraph.nodes.memory import make_run_record_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
-from aimegraph.nodes.scheduler import make_executor_node
 from aimegraph.nodes.streamed_plan import make_streaming_planner_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import (
     AimeInput,
     AimeOutput,
     AimeState,
+    PlanChecks,
     PlanLike,
     PlanUpdate,
     Usage,
-    apply_plan,
     load_plan,
 )
 from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
-from aimegraph.tools.steps import call_checker
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
@@ -71,6 +72,7 @@ def build_aime_graph(
     mcp_servers: McpServersArg = None,
     plan: PlanLike | str | Path | None = None,
     skills: Iterable[str | Path] = (),
+    guardrails: GuardrailsArg = None,
     name: str = "aime",
 ) -> AimeGraph:
     """Build the AIME workflow: plan a task DAG, run ready tasks in parallel, report, verify.
@@ -138,6 +140,11 @@ def build_aime_graph(
             the ``skills`` bundle's ``load_skill`` returns a skill's instructions, and
             the code tools see its files read-only at ``/skills/<name>``. A malformed
             folder raises ``SkillError`` (a ``ValueError``) naming the file.
+        guardrails: Checks (``aimegraph.guardrails.Guardrail``) on the goal (run beside
+            the first planner call), the final answer, and every tool call's arguments
+            and output; after the built-ins ``config.guardrails`` names. One may pass,
+            redact the text, or trip: the run then ends ``blocked`` with the reason,
+            and a goal that trips has no task started, so no tool runs.
         name: The compiled graph's name.
 
     Returns:
@@ -170,13 +177,20 @@ def build_aime_graph(
         prompts=prompts,
         mcp_servers=mcp_servers,
         agents=agents,
+        guardrails=guardrails,
     )
     registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
-    check_call = call_checker(registry.tools)
-    agent_names = list(units.descriptions()) if units is not None else []
-    given = _checked_plan(plan, parts, agent_names) if plan is not None else None
+    checks = parts.plan_checks(units.descriptions() if units is not None else ())
+    given = _checked_plan(plan, parts, checks) if plan is not None else None
+    screen_input = bool(parts.guards.at("input"))
     # Before the other nodes: it checks that approve_tools names tools there are.
-    intake = make_intake_node(config, tool_names=list(registry.tools), prompts=source, plan=given)
+    intake = make_intake_node(
+        config,
+        tool_names=list(registry.tools),
+        prompts=source,
+        plan=given,
+        screen_input=screen_input,
+    )
 
     builder = StateGraph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
@@ -197,9 +211,7 @@ def build_aime_graph(
     # Where repairs or replans run out, a human decides instead (AimeConfig.escalate).
     builder.add_node(
         "escalate",
-        make_escalate_node(
-            config, bundles=list(registry.bundles), agents=agent_names, check_call=check_call
-        ),
+        make_escalate_node(config, checks=checks),
         destinations=("orchestrator", "planner", "reporter"),
     )
     if units is None:
@@ -222,9 +234,11 @@ def build_aime_graph(
             parts=parts,
         )
     # Streamed plans: the planner node runs the planner subgraph and starts each task
-    # of its reply as it streams in (see aimegraph.nodes.streamed_plan).
+    # of its reply as it streams in (see aimegraph.nodes.streamed_plan). Not beside
+    # input guardrails: nothing may run before the goal is screened.
     eager = config.scheduler == "eager"
-    if eager and config.stream_plans and streams(role_models["planner"]):
+    streamed = config.stream_plans and not screen_input and streams(role_models["planner"])
+    if eager and streamed:
         checkpointed = bool(checkpointer)
         builder.add_node(
             "planner",
@@ -233,7 +247,7 @@ def build_aime_graph(
     else:
         builder.add_node("planner", planner)
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
-    # the moment its dependencies complete (see aimegraph.nodes.scheduler).
+    # the moment its dependencies complete (see aimegraph.nodes.executor).
     builder.add_node(
         "executor",
         make_executor_node(actor, config, checkpointed=bool(checkpointer)) if eager else actor,
@@ -241,37 +255,35 @@ def build_aime_graph(
     builder.add_node(
         "reporter",
         make_reporter_node(
-            role_models["reporter"], config=config, prompt_source=source, response_format=typed
+            role_models["reporter"],
+            config=config,
+            prompt_source=source,
+            response_format=typed,
+            guards=parts.guards,
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
     builder.add_node("verifier", build_verifier_graph(role_models["verifier"], parts=parts))
 
+    starts = ("planner", "reporter", "approve_plan")
     builder.add_node(
-        "intake",
-        intake,
-        destinations=("planner", "reporter", "approve_plan"),
+        "intake", intake, destinations=(*starts, INPUT_GUARDRAILS) if screen_input else starts
     )
+    after_plan = ("approve_plan", "orchestrator")
+    if screen_input:  # the goal's screen, beside the first planner call
+        add_input_screen(builder, parts.guards, route_after_planner, after_plan)
     builder.add_edge(START, "intake")
     # Plan approval (approve_plan, which a run's context may turn on) pauses here,
     # once the planner has returned: the run's usage and budgets count its calls.
     builder.add_node(
         "approve_plan",
-        make_approve_plan_node(
-            config=config,
-            bundles=list(registry.bundles),
-            agents=agent_names,
-            check_call=check_call,
-        ),
+        make_approve_plan_node(config=config, checks=checks),
     )
     builder.add_conditional_edges(
         "approve_plan", route_after_approval("orchestrator"), ["approve_plan", "orchestrator"]
     )
-    builder.add_conditional_edges(
-        "planner",
-        route_after_planner,
-        {"approve_plan": "approve_plan", "orchestrator": "orchestrator"},
-    )
+    planned = [*after_plan, SCREEN] if screen_input else list(after_plan)
+    builder.add_conditional_edges("planner", route_after_planner, planned)
     builder.add_edge("executor", "orchestrator")
     # A finished run ends with these nodes, in order: with a store, recording its
     # episode (and lesson) in it; with optimize_online, tracing it for the online
@@ -282,7 +294,7 @@ def build_aime_graph(
     if memory:
         builder.add_node("record_run", make_run_record_node(role_models["reporter"], config))
     if config.optimize_online:
-        from aimegraph.optimizer.online import make_online_node  # wave 2: only when asked for
+        from aimegraph.nodes.online import make_online_node  # wave 2: only when asked for
 
         builder.add_node(
             "optimize_online",
@@ -315,18 +327,10 @@ def build_aime_graph(
     return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
 
 
-def _checked_plan(plan: PlanLike | str | Path, parts: GraphParts, agents: list[str]) -> PlanUpdate:
+def _checked_plan(plan: PlanLike | str | Path, parts: GraphParts, checks: PlanChecks) -> PlanUpdate:
     """The predefined plan, read and checked as a first plan (raises ``PlanError``)."""
     given = load_plan(plan)
-    apply_plan(
-        {},
-        given,
-        max_tasks=parts.config.max_tasks,
-        bundles=list(parts.registry.bundles),
-        agents=agents,
-        skills=parts.skill_names,
-        check_call=call_checker(parts.registry.tools),
-    )
+    checks.apply({}, given, max_tasks=parts.config.max_tasks)
     return given
 
 
@@ -340,6 +344,7 @@ def _graph_parts(
     prompts: PromptsArg,
     mcp_servers: McpServersArg,
     agents: Sequence[AgentUnit] | None,
+    guardrails: GuardrailsArg,
 ) -> GraphParts:
     """The parts every builder of the graph shares, each made once: one model per
     role (with the config's timeout and retries), the tools (the built-in bundles with
@@ -378,6 +383,7 @@ def _graph_parts(
         models=role_models,
         knowledge=knowledge,
         units=units,
+        guards=as_guards(guardrails, config.guardrails),
     )
 
 
@@ -400,7 +406,10 @@ def _tool_specs(tools: ToolRegistry | Iterable[ToolLike] | None) -> tuple[str, .
 
 
 def route_after_planner(state: AimeState) -> str:
-    """approve_plan when the planner left a plan awaiting approval, else the orchestrator."""
+    """screen when the input guardrails ran beside the planner, then approve_plan when
+    the planner left a plan awaiting approval, else the orchestrator."""
+    if state.get("screening"):
+        return SCREEN
     return "approve_plan" if state.get("proposal") is not None else "orchestrator"
 
 

@@ -1,7 +1,7 @@
 """The compiled aime graph: LangGraph's ``CompiledStateGraph`` with what a run of the
 top-level graph needs besides.
 
-- Each run holds a run scope (:class:`~aimegraph.graphs.scoped.RunScopedGraph`: its
+- Each run holds a run scope (:class:`~aimegraph.running.scoped_graph.RunScopedGraph`: its
   MCP sessions and async tool calls, released when it ends).
 - The run's settings go into every checkpoint's metadata, so any entry point that
   resumes the thread keeps its approvals, budgets and workspace.
@@ -31,8 +31,8 @@ from langgraph.types import StateSnapshot, StateUpdate
 
 from aimegraph.checkpoints.runs import SETTINGS_KEY, RunSettings
 from aimegraph.config import AimeConfig
-from aimegraph.graphs.scoped import RunScopedGraph
-from aimegraph.graphs.stopping import SignalDrain
+from aimegraph.running.drain import SignalDrain
+from aimegraph.running.scoped_graph import RunScopedGraph
 from aimegraph.state import AimeInput, AimeOutput, AimeState
 
 __all__ = ["AimeGraph", "WaitingTasksError"]

@@ -8,7 +8,7 @@ from its ``config``, ``registry``, ``prompts`` and ``knowledge`` arguments.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -18,10 +18,13 @@ from langchain_core.language_models import BaseChatModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.sources import open_prompt_source
+from aimegraph.guardrails import Guards, as_guards
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.prompts.source import PromptsArg, PromptSource
+from aimegraph.state import PlanChecks
 from aimegraph.tools.registry import ToolRegistry
 from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, load_skills
+from aimegraph.tools.steps import call_checker
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentRegistry
@@ -41,6 +44,9 @@ class GraphParts:
     none: its model is its own argument, resolved with ``config.chat_model``."""
     knowledge: KnowledgeBase | None = None
     units: AgentRegistry | None = None
+    guards: Guards = field(default_factory=Guards)
+    """The graph's guardrails: the built-ins ``config.guardrails`` names, then the
+    builder's ``guardrails``."""
 
     @cached_property
     def workspace(self) -> Path:
@@ -60,6 +66,17 @@ class GraphParts:
             return ()
         return tuple(skill.name for skill in self.skills)
 
+    def plan_checks(self, agents: Collection[str]) -> PlanChecks:
+        """What the run's plans are checked against (the planner's drafts, a predefined
+        plan, a human's edits alike): the registry's bundles and tools, the skills a
+        plan may name, and ``agents``, the agent units a task may name."""
+        return PlanChecks(
+            bundles=tuple(self.registry.bundles),
+            agents=tuple(agents),
+            skills=self.skill_names,
+            check_call=call_checker(self.registry.tools),
+        )
+
     @classmethod
     def of(
         cls,
@@ -70,11 +87,13 @@ class GraphParts:
         knowledge: KnowledgeBase | None = None,
     ) -> GraphParts:
         """A builder's parts from its own arguments (an empty registry by default)."""
+        config = config or AimeConfig()
         return cls(
-            config=config or AimeConfig(),
+            config=config,
             registry=registry or ToolRegistry(),
             prompts=open_prompt_source(prompts),
             knowledge=knowledge,
+            guards=as_guards((), config.guardrails),
         )
 
     @classmethod

@@ -11,11 +11,10 @@ from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.parts import GraphParts
-from aimegraph.memory.nodes import make_planner_recall_node
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.given_plan import GIVEN, make_given_plan_node, route_planner_start
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
-from aimegraph.nodes.plan_feed import PlanChecks
+from aimegraph.nodes.memory import make_planner_recall_node
 from aimegraph.nodes.planner import (
     make_commit_node,
     make_draft_node,
@@ -27,7 +26,7 @@ from aimegraph.prompts import planner as planner_prompts
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import PlannerInput, PlannerOutput, PlannerState
 from aimegraph.tools.registry import ToolRegistry
-from aimegraph.tools.steps import call_checker, planner_tools
+from aimegraph.tools.steps import planner_tools
 
 
 def build_planner_graph(
@@ -97,7 +96,7 @@ def build_planner_graph(
         described += planner_prompts.AGENTS.format(
             agents="\n".join(f"- {name}: {text}" for name, text in units.items())
         )
-    check_call = call_checker(registry.tools)
+    checks = parts.plan_checks(units)
     builder.add_node(
         "draft",
         make_draft_node(
@@ -108,20 +107,11 @@ def build_planner_graph(
             skills=bool(parts.skill_names),
             prompt_source=parts.prompts,
             tools=planner_tools(registry),
-            checks=PlanChecks(list(registry.bundles), list(units), parts.skill_names, check_call),
+            checks=checks,
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
-    builder.add_node(
-        "validate",
-        make_validate_node(
-            config=config,
-            bundles=list(registry.bundles),
-            agents=list(units),
-            skills=parts.skill_names,
-            check_call=check_call,
-        ),
-    )
+    builder.add_node("validate", make_validate_node(config=config, checks=checks))
     builder.add_node(GIVEN, make_given_plan_node(config))
     builder.add_edge(GIVEN, "validate")
     builder.add_node("give_up", make_give_up_node(config))
@@ -129,12 +119,7 @@ def build_planner_graph(
     if ask_approval:
         builder.add_node(
             "approve_plan",
-            make_approve_plan_node(
-                config=config,
-                bundles=list(registry.bundles),
-                agents=list(units),
-                check_call=check_call,
-            ),
+            make_approve_plan_node(config=config, checks=checks),
         )
         builder.add_conditional_edges(
             "approve_plan", route_after_approval(END), ["approve_plan", END]

@@ -1,6 +1,7 @@
 """Team graphs: the executor over agent units, and one team mode on its own.
 
-The modes' nodes and wiring are :mod:`aimegraph.teams.modes`; here they get their
+The modes' nodes are :mod:`aimegraph.nodes.teams`, their wiring
+:mod:`aimegraph.graphs.team_modes`; here they get their
 members, each a team-member actor graph (``build_actor_graph(member=True)``).
 """
 
@@ -16,15 +17,16 @@ from langgraph.types import Checkpointer, Send
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
+from aimegraph.graphs.backed_unit import build_backed_unit_graph
 from aimegraph.graphs.parts import GraphParts
+from aimegraph.graphs.team_modes import mode_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.nodes.factory import ActorFactory, DefaultActorFactory
+from aimegraph.nodes.actor_factory import ActorFactory, DefaultActorFactory, UnitActorFactory
+from aimegraph.nodes.teams.common import MODES, TeamParts, TeamState
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, TeamMode, TeamSpec
-from aimegraph.teams.backed import build_backed_unit_graph
-from aimegraph.teams.modes import MODES, TeamParts, TeamState, mode_graph
-from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitActorFactory, UnitMatcher
+from aimegraph.teams.units import AgentRegistry, AgentUnit, UnitMatcher
 from aimegraph.tools.registry import ToolRegistry, registry_for
 
 

@@ -3,16 +3,17 @@
 * working memory: the state key ``facts`` and the ``remember`` / ``recall`` tools
   (bundle ``memory``), see :mod:`aimegraph.tools.whiteboard`;
 * the conversation budget: ``AimeConfig.max_context_tokens``, part of the
-  actor's own loop in the core, :mod:`aimegraph.nodes.context` (re-exported here);
+  actor's own loop, :mod:`aimegraph.nodes.context`;
 * long-term experience: episodes and lessons in a LangGraph ``BaseStore``
   (``build_aime_graph(store=open_store(...))``), see :mod:`aimegraph.memory.episodes`.
 
-The graph nodes that use them live in :mod:`aimegraph.memory.nodes`, imported by
-the graph builders. This package depends on the core (nodes, state, prompts), never
-the other way round: the prompt sections for facts and past runs are
-:mod:`aimegraph.nodes.sections`.
+The graph nodes that use them live in :mod:`aimegraph.nodes.memory`; the prompt
+sections for the whiteboard and past runs are :mod:`aimegraph.memory.sections`. This
+package sits below the nodes: it knows the store, the state and the prompts, never a
+node or a graph.
 """
 
+from aimegraph.lazy import moved
 from aimegraph.memory.episodes import (
     DEFAULT_SCOPE,
     EPISODES,
@@ -31,7 +32,6 @@ from aimegraph.memory.store import (
     index_config,
     open_store,
 )
-from aimegraph.nodes.context import ContextView, fit_context, within_budget
 from aimegraph.tools.whiteboard import MEMORY_BUNDLE, memory_tools, recall, remember
 
 __all__ = [
@@ -41,19 +41,22 @@ __all__ = [
     "LESSONS",
     "MEMORY_BUNDLE",
     "STORE_URL_FORMS",
-    "ContextView",
     "Episode",
     "Lesson",
     "VectorIndexMissingWarning",
     "aopen_store",
     "default_store_url",
     "episode_key",
-    "fit_context",
     "index_config",
     "memory_tools",
     "namespace",
     "open_store",
     "recall",
     "remember",
-    "within_budget",
 ]
+
+# The conversation budget is the actor's (aimegraph.nodes.context); kept here for a release.
+__getattr__ = moved(
+    __name__,
+    dict.fromkeys(["ContextView", "fit_context", "within_budget"], "aimegraph.nodes.context"),
+)

@@ -18,7 +18,7 @@ from aimegraph.memory.episodes import (
     rank_items,
     search_ops,
 )
-from aimegraph.nodes.sections import clip
+from aimegraph.memory.sections import clip
 
 __all__ = [
     "KINDS",

@@ -1,6 +1,6 @@
 """How stored memories become prompt lines: bounded in count (``memory_k``) and characters.
 
-The sections that show them (and the whiteboard) are :mod:`aimegraph.nodes.sections`."""
+The sections that show them (and the whiteboard) are :mod:`aimegraph.memory.sections`."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 from langgraph.store.base import Item
 
 from aimegraph.memory.episodes import EPISODES, LESSONS, episode_from
-from aimegraph.nodes.sections import bounded, clip
+from aimegraph.memory.sections import bounded, clip
 from aimegraph.prompts import memory as prompts
 
 

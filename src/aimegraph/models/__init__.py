@@ -8,26 +8,26 @@ from typing import TYPE_CHECKING
 from aimegraph.lazy import lazy_exports
 
 if TYPE_CHECKING:
-    from aimegraph.models.resolve import (
-        ModelSpecError,
-        resolve_model,
-        resolve_models,
-    )
-    from aimegraph.models.scripted import (
+    from aimegraph.models.offline.scripted import (
         Scenario,
         ScenarioError,
         ScriptedChatModel,
         load_scenario,
+    )
+    from aimegraph.models.resolve import (
+        ModelSpecError,
+        resolve_model,
+        resolve_models,
     )
 
 _HOMES = {
     "ModelSpecError": ".resolve",
     "resolve_model": ".resolve",
     "resolve_models": ".resolve",
-    "Scenario": ".scripted",
-    "ScenarioError": ".scripted",
-    "ScriptedChatModel": ".scripted",
-    "load_scenario": ".scripted",
+    "Scenario": ".offline.scripted",
+    "ScenarioError": ".offline.scripted",
+    "ScriptedChatModel": ".offline.scripted",
+    "load_scenario": ".offline.scripted",
 }
 
 __all__ = [

@@ -191,9 +191,18 @@ def json_step_model(
 
 
 def _call_as_text(reply: AIMessage) -> AIMessage:
-    """The forced call's arguments as the reply's JSON text (no tool call left on it)."""
+    """The forced call's arguments as the reply's JSON text (no tool call left on it).
+
+    Arguments that did not parse are kept as they came: a grammar fixes the syntax but
+    not the length, so a model looping inside a string until the token limit leaves
+    unclosed JSON, and the step must say so (a loop, or JSON that does not parse), not
+    report an empty reply."""
     calls = [c["args"] for c in reply.tool_calls if c["name"] == STEP_FUNCTION]
-    text = json.dumps(calls[0], ensure_ascii=False) if calls else reply.text
+    unparsed = [c.get("args") or "" for c in reply.invalid_tool_calls]
+    if calls:
+        text = json.dumps(calls[0], ensure_ascii=False)
+    else:
+        text = unparsed[0] if unparsed and unparsed[0].strip() else reply.text
     return reply.model_copy(update={"content": text, "tool_calls": [], "invalid_tool_calls": []})
 
 

@@ -13,7 +13,7 @@ Accepted specs:
 - ``local`` or ``local:<path-to-gguf>``: the bundled Gemma 3 270M (or the given GGUF)
   in-process through llama.cpp, see :mod:`aimegraph.models.local` (extra ``[local]``);
 - ``scripted:<scenario>``: the deterministic offline model of
-  :mod:`aimegraph.models.scripted`;
+  :mod:`aimegraph.models.offline.scripted`;
 - a list of the above, or specs joined by commas: a fallback chain
   (:mod:`aimegraph.models.fallbacks`).
 """
@@ -220,7 +220,7 @@ def check_goal(spec: str | BaseChatModel | None, goal: str, earlier: Sequence[st
     Raises:
         ScenarioGoalError: the scenario does not play ``goal`` after ``earlier``.
     """
-    from aimegraph.models.scripted import ScriptedChatModel
+    from aimegraph.models.offline.scripted import ScriptedChatModel
 
     if isinstance(spec, str):
         provider, _, name = spec.strip().partition(":")
@@ -298,7 +298,7 @@ def _openai_model(name: str, *, timeout: float | None, max_retries: int) -> Base
 
 def _scripted_model(scenario: str) -> BaseChatModel:
     try:
-        from aimegraph.models.scripted import ScriptedChatModel
+        from aimegraph.models.offline.scripted import ScriptedChatModel
     except ImportError as exc:  # pragma: no cover - the module ships with the package
         raise ModelSpecError(f"scripted models are unavailable: {exc}") from exc
     try:

@@ -23,7 +23,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, HumanMessage
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
-from aimegraph.nodes.sections import clip
+from aimegraph.memory.sections import clip
 from aimegraph.prompts import conversation as prompts
 from aimegraph.state import Task
 

@@ -14,8 +14,9 @@ LangGraph node a sync and an async body: see :func:`dual_node`. Node
 
 from __future__ import annotations
 
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -29,6 +30,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply, ToolsBeside, resolve_mode, structured_steps
 from aimegraph.models.partial import PartialReader
 from aimegraph.models.steps import ModelCall, Steps, arun_steps, run_steps
+from aimegraph.state import Span
 
 __all__ = ["ModelCall", "Steps", "ask_structured", "blocking_call", "dual_node", "model_node"]
 
@@ -76,10 +78,13 @@ def model_node(
     *,
     name: str,
     metadata: Callable[[S], Mapping[str, Any]] | None = None,
+    span: str | None = None,
 ) -> Runnable[S, R]:
     """A node running ``steps`` with sync model calls under ``invoke`` and awaited
     ones under ``ainvoke``; each call's run gets ``metadata(state)`` (see
-    :func:`aimegraph.streaming.call_metadata`), which token streams hand out."""
+    :func:`aimegraph.streaming.call_metadata`), which token streams hand out. With
+    ``span`` (a role's name), the node's update records when it ran, as a
+    :class:`~aimegraph.state.Span` in ``spans`` (the run's timeline draws it)."""
 
     def config(state: S) -> RunnableConfig | None:
         if metadata is None:
@@ -90,12 +95,24 @@ def model_node(
         return {**node, "metadata": {**(node.get("metadata") or {}), **metadata(state)}}
 
     def run(state: S, runtime: Runtime[Any]) -> R:
-        return run_steps(steps(state, runtime), config(state), runtime.control)
+        started_at = time.time()
+        update = run_steps(steps(state, runtime), config(state), runtime.control)
+        return _spanned(update, span, started_at)
 
     async def arun(state: S, runtime: Runtime[Any]) -> R:
-        return await arun_steps(steps(state, runtime), config(state), runtime.control)
+        started_at = time.time()
+        update = await arun_steps(steps(state, runtime), config(state), runtime.control)
+        return _spanned(update, span, started_at)
 
     return dual_node(run, arun, name=name)
+
+
+def _spanned(update: R, span: str | None, started_at: float) -> R:
+    """``update`` (a node's dict) with the ``span`` of the step, from ``started_at`` to now."""
+    if span is None or not isinstance(update, dict):
+        return update
+    ran = Span(name=span, started_at=started_at, ended_at=time.time())
+    return cast(R, {**update, "spans": [ran]})
 
 
 def ask_structured(

@@ -9,8 +9,9 @@ unattended runs ``timeout_s``, ``default`` and ``deadline`` (epoch seconds: the 
 end driving the run answers ``default`` then, see
 :mod:`aimegraph.waits`). Answers:
 
-* ``{"action": "edit", "plan": {PlanUpdate}}``: the edited plan (validated as the
-  planner's; an invalid one is asked again) and the run goes on;
+* ``{"action": "edit", "plan": {PlanUpdate}}``: the edited plan (checked as at plan
+  approval, :func:`aimegraph.nodes.human.edited_plan`; an invalid one is asked again)
+  and the run goes on;
 * ``{"action": "answer", "answer": "...", "task_id": "t2"}``: the human's answer is
   the failed task's result (``task_id`` may be left out when one task failed);
 * ``{"action": "replan", "note": "..."}``: the planner revises the plan once more
@@ -30,18 +31,15 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, interrupt
 
 from aimegraph.config import AimeConfig
-from aimegraph.nodes.human import require_checkpointer
+from aimegraph.nodes.human import edited_plan, require_checkpointer
 from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
 from aimegraph.state import (
     AimeState,
-    CallCheck,
     Escalation,
-    PlanError,
-    PlanUpdate,
+    PlanChecks,
     Task,
     TaskResult,
-    apply_plan,
     render_checklist,
 )
 from aimegraph.waits import wait_terms
@@ -70,13 +68,7 @@ def escalation_for(state: AimeState) -> Escalation:
     )
 
 
-def make_escalate_node(
-    config: AimeConfig,
-    *,
-    bundles: Collection[str],
-    agents: Collection[str] = (),
-    check_call: CallCheck | None = None,
-) -> Node[AimeState]:
+def make_escalate_node(config: AimeConfig, *, checks: PlanChecks) -> Node[AimeState]:
     """The node that asks a human what to do instead of ending the run (see the
     module docstring); routes with ``Command``: to the ``orchestrator`` after an
     edit or an answer, the ``planner`` for a replan, the ``reporter`` to end."""
@@ -119,19 +111,11 @@ def make_escalate_node(
                 runtime.stream_writer({"type": "escalation", "answered": list(answered)})
                 return Command(goto=ORCHESTRATOR, update=settled | {"tasks": answered})
             if choice == "edit":
-                try:
-                    edited = PlanUpdate.model_validate(details)
-                    changed = apply_plan(
-                        tasks,
-                        edited,
-                        max_tasks=cfg.max_tasks,
-                        bundles=bundles,
-                        agents=agents,
-                        check_call=check_call,
-                    )
-                except (PlanError, ValueError) as exc:
-                    error = f"the edited plan is invalid: {exc}"
+                checked = edited_plan(details, tasks, checks, max_tasks=cfg.max_tasks)
+                if isinstance(checked, str):
+                    error = checked
                     continue
+                edited, changed = checked
                 committed = commit_plan(state, runtime, changed, edited.model_dump())
                 return Command(goto=ORCHESTRATOR, update=settled | committed)
             error = f"{details}: {ANSWERS}"

@@ -8,7 +8,8 @@ value, ...})`` when several actors wait at once):
 
 * ``approve_plan``: ``{"action": "approve"}``, ``{"action": "reject", "reason": ...}``
   (ends the run with ``status="rejected"``) or ``{"action": "edit", "plan": {PlanUpdate}}``
-  (validated like any plan; an invalid edit is shown again with the error). An
+  (checked as the planner's drafts are, :func:`edited_plan`; an invalid edit is shown
+  again with the error). An
   answer that is none of these (``{"action": "aprove"}``) is asked again the same
   way: a typo never rejects the run.
 * ``approve_tool``: approve, edit the arguments or reject (LangChain's HITL
@@ -29,7 +30,7 @@ the default at the deadline (see :mod:`aimegraph.waits`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from langgraph.config import get_config
@@ -41,11 +42,11 @@ from aimegraph.config import AimeConfig
 from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
 from aimegraph.state import (
-    CallCheck,
+    PlanChecks,
     PlanError,
     PlanUpdate,
+    Task,
     Usage,
-    apply_plan,
     render_checklist,
 )
 from aimegraph.waits import wait_terms
@@ -100,13 +101,20 @@ def parse_decision(value: Any) -> tuple[Decision, dict[str, Any]]:
     return "unclear", {"reason": f"unrecognised answer {value!r:.200}"}
 
 
-def make_approve_plan_node(
-    *,
-    config: AimeConfig,
-    bundles: list[str],
-    agents: Collection[str] = (),
-    check_call: CallCheck | None = None,
-) -> Node[Any]:
+def edited_plan(
+    plan: Mapping[str, Any], tasks: Mapping[str, Task], checks: PlanChecks, *, max_tasks: int
+) -> tuple[PlanUpdate, dict[str, Task]] | str:
+    """A plan a human edited (at plan approval or at an escalation), checked as the
+    planner's drafts are (``checks``): the plan and the tasks it changes, or why it is
+    invalid, to show the human with the plan again."""
+    try:
+        edited = PlanUpdate.model_validate(plan)
+        return edited, checks.apply(tasks, edited, max_tasks=max_tasks)
+    except (PlanError, ValueError) as exc:
+        return f"the edited plan is invalid: {exc}"
+
+
+def make_approve_plan_node(*, config: AimeConfig, checks: PlanChecks) -> Node[Any]:
     """Pauses with the plan awaiting approval (``proposal``, ``draft``); approve,
     reject or edit it.
 
@@ -145,18 +153,10 @@ def make_approve_plan_node(
             return commit_plan(state, runtime, proposal, state.get("draft")) | settled
         if action == "reject":
             return settled | {"status": "rejected", "reason": f"plan rejected: {details['reason']}"}
-        try:
-            edited = PlanUpdate.model_validate(details["plan"])
-            changed = apply_plan(
-                tasks,
-                edited,
-                max_tasks=cfg.max_tasks,
-                bundles=bundles,
-                agents=agents,
-                check_call=check_call,
-            )
-        except (PlanError, ValueError) as exc:
-            return {"approval_error": f"the edited plan is invalid: {exc}"}
+        checked = edited_plan(details["plan"], tasks, checks, max_tasks=cfg.max_tasks)
+        if isinstance(checked, str):
+            return {"approval_error": checked}
+        edited, changed = checked
         return commit_plan(state, runtime, changed, edited.model_dump()) | settled
 
     return approve_plan

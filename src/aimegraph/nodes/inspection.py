@@ -36,8 +36,8 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import describe_tools, json_step_model, plain_conversation
 from aimegraph.models.jsonparse import JsonReplyError, parse_json_reply
+from aimegraph.nodes.actor import reply_messages, transcript
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call
-from aimegraph.nodes.executor import reply_messages, transcript
 from aimegraph.prompts import json_mode
 from aimegraph.prompts import verifier as prompts
 from aimegraph.state import Usage, Verdict

@@ -15,6 +15,7 @@ from langgraph.types import Command, Overwrite
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.conversation import conversation_view, past_turns
+from aimegraph.nodes.guarding import INPUT_GUARDRAILS
 from aimegraph.nodes.human import require_checkpointer
 from aimegraph.nodes.planner import FINISHED, RUN_START, GoalError, resolve_goal
 from aimegraph.nodes.types import Node
@@ -43,6 +44,7 @@ def make_intake_node(
     tool_names: Collection[str],
     prompts: PromptSource | None = None,
     plan: PlanUpdate | None = None,
+    screen_input: bool = False,
 ) -> Node[AimeState]:
     """The node before the planner; routes with ``Command(goto=...)``.
 
@@ -65,6 +67,9 @@ def make_intake_node(
     New input while the run waits for the approval of its plan (``proposal``) is
     not taken: the goal stays the run's own (``run_goal``) and ``approve_plan``
     asks again, its ``error`` saying how to go on (``PLAN_PENDING``).
+
+    With ``screen_input``, a new run's goal goes to ``input_guardrails`` too, beside
+    the planner, with ``screening`` set (see :mod:`aimegraph.nodes.guarding`).
     """
 
     check_rules(config.approve_tools, tool_names)
@@ -108,6 +113,8 @@ def make_intake_node(
         update["run_goal"] = goal
         if plan is not None and state.get("plan") is None:
             update["plan"] = plan
+        if screen_input and goal is not None:
+            return Command(goto=[PLANNER, INPUT_GUARDRAILS], update=update | {"screening": True})
         return Command(goto=PLANNER, update=update)
 
     return intake
@@ -184,11 +191,15 @@ def _archive(state: AimeState) -> dict[str, Any]:
         updates=list(state.get("updates") or []),
         usage=state.get("usage") or Usage(),
         prompt_version=state.get("prompt_version"),
+        spans=list(state.get("spans") or []),
     )
+    if (started_at := state.get("run_started_at")) is not None:
+        record["run_started_at"] = started_at
     return {
         "runs": [record],
         "tasks": Overwrite({}),
         "updates": Overwrite([]),
+        "spans": Overwrite([]),
         "usage": Overwrite(Usage()),
         "notes": Overwrite([]),
         "facts": Overwrite({}),  # the whiteboard is the run's own

@@ -47,6 +47,15 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
         if status != "running":
             return Command(goto=REPORTER)
         tasks = dict(state.get("tasks") or {})
+        # A tool guardrail that tripped stopped its task: the run ends, nothing is retried.
+        if tripwires := [
+            f"task {t.id}: {t.result.tripwire}"
+            for t in tasks.values()
+            if t.result is not None and t.result.tripwire
+        ]:
+            return Command(
+                goto=REPORTER, update={"status": "blocked", "reason": "; ".join(tripwires)}
+            )
         steps, replans = state.get("steps", 0), state.get("replans", 0)
 
         # Failed tasks with retries left go back to pending; the rest need a replan.
@@ -55,7 +64,7 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
             if task.status != "failed":
                 continue
             if task.attempts <= cfg.task_retries:
-                retried[task.id] = task.model_copy(update={"status": "pending"})
+                retried[task.id] = task.retried()
             else:
                 exhausted.append(task)
         tasks |= retried
@@ -108,7 +117,7 @@ def make_orchestrator_node(config: AimeConfig) -> Node[AimeState]:
         ready = ready_tasks(tasks)
         if ready:
             used = (state.get("usage") or Usage()).llm_calls
-            started = start_tasks(ready[: in_flight_at_most(cfg, used)])
+            started = start_tasks(ready[: in_flight_at_most(cfg, used)], tasks)
             runtime.stream_writer(
                 {"type": "checklist", "checklist": render_checklist(tasks | started)}
             )

@@ -18,44 +18,20 @@ from __future__ import annotations
 import concurrent.futures
 import json
 import threading
-from collections.abc import Callable, Collection, Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.utils.json import parse_partial_json
 from pydantic import ValidationError
 
 from aimegraph.models.partial import PartialReader
-from aimegraph.state import CallCheck, PlanError, PlanUpdate, Task, TaskSpec, apply_plan
+from aimegraph.state import PlanChecks, PlanError, PlanUpdate, Task, TaskSpec
 
 PLAN_FEED: ContextVar[PlanFeed | None] = ContextVar("aimegraph_plan_feed", default=None)
 """The feed of the streaming planner node running this planner, if any. A context
 variable because the planner subgraph runs as a call inside that node: LangGraph
 runs each node and ``@task`` in a copy of its caller's context."""
-
-
-@dataclass(frozen=True)
-class PlanChecks:
-    """What a plan of this graph may name (the validate node's checks): tool bundles,
-    agent units, skills, and the check of a tool step's call."""
-
-    bundles: Collection[str]
-    agents: Collection[str] = ()
-    skills: Collection[str] | None = None
-    check_call: CallCheck | None = None
-
-    def apply(self, tasks: Mapping[str, Task], plan: PlanUpdate, max_tasks: int) -> dict[str, Task]:
-        """:func:`aimegraph.state.apply_plan` with these checks (raises ``PlanError``)."""
-        return apply_plan(
-            tasks,
-            plan,
-            max_tasks=max_tasks,
-            bundles=self.bundles,
-            agents=self.agents,
-            skills=self.skills,
-            check_call=self.check_call,
-        )
 
 
 class PlanFeed:
@@ -136,7 +112,7 @@ class _ReplyReader:
         try:
             spec = TaskSpec.model_validate(raw)
             plan = PlanUpdate(tasks=[*self.accepted, spec])
-            changed = self.checks.apply(self.tasks, plan, self.max_tasks)
+            changed = self.checks.apply(self.tasks, plan, max_tasks=self.max_tasks)
         except (ValidationError, PlanError):
             return  # held back: the whole reply's checks say what is wrong with it
         self.accepted.append(spec)

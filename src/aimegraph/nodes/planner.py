@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, cast
 
@@ -13,26 +14,27 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.memory.sections import facts_section, past_runs_section
 from aimegraph.models.calls import ToolsBeside
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
 from aimegraph.nodes.notes import run_notes
-from aimegraph.nodes.plan_feed import PLAN_FEED, PlanChecks
-from aimegraph.nodes.sections import facts_section, past_runs_section
+from aimegraph.nodes.plan_feed import PLAN_FEED
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import (
     ENDED_STATUSES,
     CallCheck,
+    PlanChecks,
     PlanError,
     PlannerState,
     PlanUpdate,
     Task,
     Usage,
-    apply_plan,
     plan_update_schema,
     render_checklist,
 )
+from aimegraph.state.timing import stamp_ready
 from aimegraph.streaming import call_metadata
 
 PlannerNode = Node[PlannerState]
@@ -191,7 +193,9 @@ def make_draft_node(
             update |= RUN_START
         return update
 
-    return model_node(draft, name="draft", metadata=lambda _: call_metadata("planner"))
+    return model_node(
+        draft, name="draft", metadata=lambda _: call_metadata("planner"), span="planner"
+    )
 
 
 def _with_tool_steps(plan: PlanUpdate | None, calls: list[ToolCall]) -> PlanUpdate:
@@ -233,15 +237,19 @@ def _memory_sections(state: PlannerState) -> str:
 def make_validate_node(
     *,
     config: AimeConfig,
-    bundles: Collection[str],
+    bundles: Collection[str] | None = None,
     agents: Collection[str] = (),
     skills: Collection[str] = (),
     check_call: CallCheck | None = None,
+    checks: PlanChecks | None = None,
 ) -> PlannerNode:
     """Checks the draft against the progress list: a ``proposal`` of changed tasks,
-    or the ``plan_error`` that goes back to the model (also for agent unit names
-    that are not in ``agents``, skill names not in ``skills``, and tool steps
-    ``check_call`` refuses)."""
+    or the ``plan_error`` that goes back to the model (also for tool bundles not in
+    ``bundles``, agent unit names not in ``agents``, skill names not in ``skills``,
+    and tool steps ``check_call`` refuses). ``checks`` gives all four at once, as
+    the graph builders do (then leave the others out)."""
+    if checks is None:
+        checks = PlanChecks(bundles=bundles, agents=agents, skills=skills, check_call=check_call)
 
     def validate(state: PlannerState, runtime: Runtime[Any]) -> dict[str, Any]:
         cfg = config.for_run(runtime)
@@ -250,15 +258,7 @@ def make_validate_node(
             return {"repairs": state.get("repairs", 0) + 1}
         try:
             plan = PlanUpdate.model_validate(draft)
-            changed = apply_plan(
-                state.get("tasks") or {},
-                plan,
-                max_tasks=cfg.max_tasks,
-                bundles=bundles,
-                agents=agents,
-                skills=skills,
-                check_call=check_call,
-            )
+            changed = checks.apply(state.get("tasks") or {}, plan, max_tasks=cfg.max_tasks)
         except PlanError as exc:
             return {"plan_error": str(exc), "repairs": state.get("repairs", 0) + 1}
         return {"proposal": changed, "plan_error": None}
@@ -275,12 +275,14 @@ def commit_plan(
     """The update that writes the ``changed`` tasks of an accepted plan (``draft``)
     into the progress list, announced as a ``plan`` stream event."""
     rationale = str((draft or {}).get("rationale", ""))
-    merged = {**(state.get("tasks") or {}), **changed}
+    tasks = state.get("tasks") or {}
+    changed = stamp_ready(changed, tasks, at=time.time())
+    merged = {**tasks, **changed}
     runtime.stream_writer(
         {"type": "plan", "rationale": rationale, "checklist": render_checklist(merged)}
     )
     return {
-        "tasks": dict(changed),
+        "tasks": changed,
         "plan_rationale": rationale,
         "proposal": None,
         "draft": None,

@@ -4,21 +4,24 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel
+from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
+from langgraph.constants import TAG_NOSTREAM
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.guardrails import Guards
 from aimegraph.models.calls import reraise_if_retryable, retrying_in_place, usage_of
 from aimegraph.models.reasoning import visible_text
 from aimegraph.models.response_format import TypedAnswer
+from aimegraph.nodes.actor_factory import artifact_lines
 from aimegraph.nodes.conversation import answer_metadata
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.factory import artifact_lines
+from aimegraph.nodes.guarding import screen_answer
 from aimegraph.nodes.inspection import run_files
 from aimegraph.nodes.verify_policy import files_reason, reason_to_verify, verifies
 from aimegraph.prompts import reporter as prompts
@@ -58,6 +61,7 @@ def make_reporter_node(
     config: AimeConfig,
     prompt_source: PromptSource | None = None,
     response_format: TypedAnswer | None = None,
+    guards: Guards | None = None,
 ) -> Runnable[AimeState, dict[str, Any]]:
     """Writes ``final_answer`` (also appended to ``messages``).
 
@@ -77,10 +81,15 @@ def make_reporter_node(
     ``stream_mode="messages"`` delivers it once; its ``response_metadata`` carries
     the run's artifacts and unfinished tasks for later turns. The model call is
     awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`). The system prompt
-    is the run's ``reporter`` component from ``prompt_source``.
+    is the run's ``reporter`` component from ``prompt_source``. ``guards``' output
+    guardrails screen every answer it writes (see :mod:`aimegraph.nodes.guarding`).
     """
 
     listing = run_files(config)
+    # With output guardrails the answer's tokens are not streamed (LangGraph's nostream
+    # tag): they would reach a client before the guardrails have screened the answer.
+    screened = guards is not None and bool(guards.at("output"))
+    answering = model.with_config(tags=[TAG_NOSTREAM]) if screened else model
 
     def reporter(state: AimeState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -103,10 +112,16 @@ def make_reporter_node(
                 # results, and may quote the goal).
                 instructions = system + prompts.REQUEST.format(goal="", conversation="", results="")
                 echo = _Echo(instructions, goal)
-                draft = yield from _written(model, asked, echo, results, cfg, runtime)
+                draft = yield from _written(answering, asked, echo, results, cfg, runtime)
             else:
                 draft = yield from _typed(model, response_format, asked, results, cfg, runtime)
         update = dict(draft.update)
+        if guards is not None and screened:
+            typed = response_format if update.get("structured_response") is not None else None
+            checked = yield from screen_answer(guards, draft.answer, typed=typed, runtime=runtime)
+            draft = replace(draft, answer=checked.answer)
+            update |= checked.update
+            update["usage"] = update.get("usage", Usage()) + checked.usage
         usage = (state.get("usage") or Usage()) + update.get("usage", Usage())
         if state.get("status", "running") == "running" and "status" not in update:
             spent = cfg.budget_spent(
@@ -128,11 +143,13 @@ def make_reporter_node(
             "messages": [_answer_message(draft, tasks)],
         }
 
-    return model_node(reporter, name="reporter", metadata=lambda _: call_metadata("reporter"))
+    return model_node(
+        reporter, name="reporter", metadata=lambda _: call_metadata("reporter"), span="reporter"
+    )
 
 
 def _written(
-    model: BaseChatModel,
+    model: Runnable[LanguageModelInput, BaseMessage],
     asked: list[BaseMessage],
     echo: _Echo,
     results: str,

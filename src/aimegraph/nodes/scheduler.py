@@ -1,61 +1,22 @@
-"""Eager dispatch (``AimeConfig.scheduler="eager"``): start each task the moment its
-dependencies complete.
-
-LangGraph runs the nodes of a super-step together and starts the next step only
-when all of them are done, so a batch of ``Send``s waits for its slowest member
-(the maintainers keep that barrier by design). Here the ``executor`` node is a
-runner instead: it calls the actor subgraph for each task as a functional-API
-``@task`` (which returns a future at once), waits for the first to finish,
-starts whatever that made ready, and goes on until nothing more can start, with
-at most ``max_parallel`` tasks in flight.
-
-Durability. Each ``@task``'s result is saved as a pending write of the step the
-moment it finishes, so a crash loses only the tasks in flight: on resume the
-node runs again and every finished task returns its saved result at once.
-LangGraph matches a saved result to its call by the order of the node's
-``@task`` calls (a per-node call counter), not by the call's input, and the
-order in which tasks finish depends on timing. So each round's outcome (which
-tasks finished) is itself recorded as a tiny ``@task`` whose result is that
-list: live, it returns its input; replayed, it returns the original round, and
-the runner waits for exactly those tasks and starts the same ones in the same
-order, so every later call lines up with its saved result (a round with one task
-in flight has only one outcome and is not recorded). Once an interrupt or
-an error stops the run, the runner makes no more calls (it only waits for the
-tasks in flight), because a resumed task may end differently the next time.
-
-Stopping. Once the run is asked to drain (LangGraph's ``RunControl.request_drain()``:
-Ctrl-C, SIGTERM, a cancel), the runner starts nothing more either: the actors in
-flight stop at their own next step (they share the run's control), and when all
-of them have finished it hands back what they did, so the run stops at the next
-step boundary with no finished task lost. An actor that stopped mid-way raises
-``GraphDrained`` out of the node, as an interrupt would: the step's finished
-tasks are saved, and on resume the node replays them and the actor carries on
-from its own checkpoint.
-
-What stays as in the batch scheduler: the orchestrator decides the first batch,
-retries, replans, budgets and routing; the runner hands back to it when a task
-has failed for good (a replan point), when a budget is spent, or when nothing
-more can start. With ``replan="every_step"`` the runner runs only the batch it
-was given, so the planner still revises the plan after every batch.
-"""
+"""The eager scheduler (``AimeConfig.scheduler="eager"``, the default): which tasks
+start, and when. :class:`Schedule` is one executor visit's bookkeeping, with no I/O:
+it starts each task the moment its dependencies complete, at most ``max_parallel``
+(and no more than the LLM calls left) at a time, merges what finished, sends a failed
+task with retries left back to pending, and stops starting once a task failed for
+good, a budget is spent or ``replan="every_step"`` asks for one batch only. The
+``executor`` node (:mod:`aimegraph.nodes.executor`) runs the actors it starts; the
+orchestrator uses the same helpers for the first batch and for the batch scheduler
+(``scheduler="batch"``, one ``Send`` per ready task)."""
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
-from collections.abc import Callable, Container, Sequence
+import time
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, cast
-
-from langchain_core.runnables import Runnable
-from langgraph.errors import GraphDrained, GraphInterrupt
-from langgraph.func import task
-from langgraph.pregel import Pregel
-from langgraph.runtime import Runtime, get_runtime
-from langgraph.types import Interrupt
+from typing import Any
 
 from aimegraph.config import AimeConfig
-from aimegraph.nodes.dual import dual_node
+from aimegraph.lazy import moved
 from aimegraph.state import (
     ActorInput,
     ActorOutput,
@@ -69,6 +30,7 @@ from aimegraph.state import (
     render_checklist,
 )
 from aimegraph.state.reducers import merge_facts
+from aimegraph.state.timing import start_attempt
 
 
 def actor_inputs(
@@ -113,12 +75,10 @@ def in_flight_at_most(cfg: AimeConfig, used_calls: int) -> int:
     return min(cfg.max_parallel, max(0, cfg.max_llm_calls - used_calls))
 
 
-def start_tasks(ready: Sequence[Task]) -> dict[str, Task]:
-    """``ready`` marked in progress, one attempt more."""
-    return {
-        t.id: t.model_copy(update={"status": "in_progress", "attempts": t.attempts + 1})
-        for t in ready
-    }
+def start_tasks(ready: Sequence[Task], tasks: Mapping[str, Task]) -> dict[str, Task]:
+    """``ready`` (tasks of ``tasks``) marked in progress now, one attempt more."""
+    now = time.time()
+    return {t.id: start_attempt(t, tasks, at=now) for t in ready}
 
 
 @dataclass
@@ -183,7 +143,7 @@ class Schedule:
             # The orchestrator reports the spent budget when the runner hands back.
             self.halted = True
             return []
-        started = start_tasks(ready)
+        started = start_tasks(ready, self.tasks)
         self.steps += 1
         self.tasks |= started
         self.changed |= started
@@ -218,8 +178,10 @@ class Schedule:
         self.facts = merge_facts(self.facts, output.get("facts") or {})
         settled = self.tasks[task_id]
         if settled.status == "failed":
-            if settled.attempts <= self.cfg.task_retries:
-                retried = {task_id: settled.model_copy(update={"status": "pending"})}
+            if settled.result is not None and settled.result.tripwire:
+                self.halted = True  # a guardrail tripped: the orchestrator ends the run
+            elif settled.attempts <= self.cfg.task_retries:
+                retried = {task_id: settled.retried()}
                 self.tasks |= retried
                 self.changed |= retried
             else:
@@ -243,187 +205,5 @@ class Schedule:
         return out
 
 
-def actor_tasks(
-    actor_graph: Pregel[Any, Any, Any, Any], config: AimeConfig, *, checkpointed: bool
-) -> tuple[Callable[[ActorInput], Any], Callable[[ActorInput], Any]]:
-    """``actor_graph`` as a ``@task`` named ``actor``, for ``invoke`` and for ``ainvoke``
-    (a call returns a future at once); with ``checkpointed`` and
-    ``actor_durability="exit"``, each actor runs with LangGraph's ``durability="exit"``."""
-
-    def durability() -> dict[str, Any]:
-        cfg = config.for_run(get_runtime())
-        # Without a checkpointer LangGraph warns that durability has no effect.
-        return {"durability": "exit"} if checkpointed and cfg.actor_durability == "exit" else {}
-
-    # The functions' names name the @tasks (and their checkpoint namespaces).
-    @task
-    def actor(inp: ActorInput) -> ActorOutput:
-        return actor_graph.invoke(inp, **durability())
-
-    async def _aactor(inp: ActorInput) -> ActorOutput:
-        return await actor_graph.ainvoke(inp, **durability())
-
-    _aactor.__name__ = "actor"
-    return actor, task(_aactor)
-
-
-def make_executor_node(
-    actor_graph: Pregel[Any, Any, Any, Any], config: AimeConfig, *, checkpointed: bool = False
-) -> Runnable[AimeState, dict[str, Any]]:
-    """The eager ``executor`` node: runs ``actor_graph`` (the compiled actor subgraph) once
-    per task, each as a ``@task`` started the moment the task is ready.
-
-    Sync under ``graph.invoke``, awaited under ``graph.ainvoke``. Interrupts raised
-    inside actors (tool approval, ``ask_human``) are collected from all actors in
-    flight and raised together; resuming answers them by id and the actors go on
-    from their own checkpoints. With ``checkpointed`` (the graph is compiled with a
-    checkpointer) and ``actor_durability="exit"``, each actor runs with LangGraph's
-    ``durability="exit"``: no checkpoint per ReAct step, one when it pauses.
-    """
-
-    actor, aactor = actor_tasks(actor_graph, config, checkpointed=checkpointed)
-
-    @task
-    def round(finished: list[str]) -> list[str]:  # noqa: A001 - the task's name
-        # Live, the ids of the tasks that finished this round; replayed, the saved ones.
-        return finished
-
-    async def _around(finished: list[str]) -> list[str]:
-        return finished
-
-    _around.__name__ = "round"
-    around = task(_around)
-
-    def executor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
-        # Naming the actor graph here makes it this node's subgraph to LangGraph (it
-        # reads a node function's nonlocals), so get_graph(xray=...) draws the actors.
-        _ = actor_graph
-        schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
-        running: dict[str, concurrent.futures.Future[ActorOutput]] = {}
-
-        def launch(batch: list[ActorInput]) -> None:
-            for inp in batch:
-                running[inp["task"].id] = actor(inp)
-
-        launch(schedule.first_batch())
-        stopped = Stop(runtime)
-        while running and not stopped:
-            concurrent.futures.wait(
-                running.values(), return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            finished = (
-                round([i for i, f in running.items() if f.done()]).result()
-                if len(running) > 1
-                else list(running)  # one in flight: the round's outcome is certain
-            )
-            for task_id in finished:
-                stopped.collect(schedule, task_id, running.pop(task_id))
-            if not stopped:
-                launch(schedule.next_batch())
-            schedule.publish()
-        # Stopped by an interrupt, an error or a drain: no more @task calls, only the wait.
-        concurrent.futures.wait(running.values())
-        for task_id in list(running):
-            stopped.collect(schedule, task_id, running.pop(task_id))
-        stopped.raise_if_any()
-        return schedule.update()
-
-    async def aexecutor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
-        schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
-        running: dict[str, asyncio.Future[ActorOutput]] = {}
-
-        def launch(batch: list[ActorInput]) -> None:
-            for inp in batch:
-                # Under ainvoke a @task call returns an asyncio future.
-                running[inp["task"].id] = cast(asyncio.Future[ActorOutput], aactor(inp))
-
-        launch(schedule.first_batch())
-        stopped = Stop(runtime)
-        while running and not stopped:
-            await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
-            finished = (
-                await around([i for i, f in running.items() if f.done()])
-                if len(running) > 1
-                else list(running)
-            )
-            for task_id in finished:
-                fut = running.pop(task_id)
-                await asyncio.wait([fut])
-                stopped.collect(schedule, task_id, fut)
-            if not stopped:
-                launch(schedule.next_batch())
-            schedule.publish()
-        if running:
-            await asyncio.wait(running.values())
-        for task_id in list(running):
-            stopped.collect(schedule, task_id, running.pop(task_id))
-        stopped.raise_if_any()
-        return schedule.update()
-
-    return dual_node(executor, aexecutor, name="executor")
-
-
-class Finisher(Protocol):
-    """What takes a finished ``@task``'s output (:meth:`Stop.collect`)."""
-
-    halted: bool
-
-    def finish(self, task_id: str, output: Any) -> None: ...
-
-
-@dataclass
-class Discarded:
-    """Where the outputs of actors whose tasks were dropped while they ran go: only
-    their usage is kept (the calls were made)."""
-
-    running: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    halted: bool = False
-
-    def finish(self, task_id: str, output: ActorOutput) -> None:
-        self.running.remove(task_id)
-        self.usage = self.usage + (output.get("usage") or Usage())
-
-
-class Stop:
-    """Interrupts, drains and errors of finished actors; truthy once there is one,
-    or once the run is asked to drain."""
-
-    def __init__(self, runtime: Runtime[Any]) -> None:
-        self.control = runtime.control
-        self.interrupts: list[Interrupt] = []
-        self.drained: GraphDrained | None = None
-        self.error: BaseException | None = None
-
-    def __bool__(self) -> bool:
-        draining = self.control is not None and self.control.drain_requested
-        return draining or bool(self.interrupts) or self.error is not None
-
-    def collect(
-        self,
-        schedule: Finisher,
-        task_id: str,
-        fut: concurrent.futures.Future[Any] | asyncio.Future[Any],
-    ) -> None:
-        """Merge a finished actor's result into ``schedule``, or keep why it stopped."""
-        try:
-            output = fut.result()
-        except GraphInterrupt as exc:
-            self.interrupts += list(exc.args[0]) if exc.args else []
-            schedule.halted = True
-        except GraphDrained as exc:  # the actor stopped mid-way; it resumes from there
-            self.drained = exc
-            schedule.halted = True
-        except BaseException as exc:  # noqa: BLE001 - re-raised once the others are done
-            self.error = self.error or exc
-            schedule.halted = True
-        else:
-            schedule.finish(task_id, output)
-
-    def raise_if_any(self) -> None:
-        if self.error is not None:
-            raise self.error
-        if self.interrupts:
-            raise GraphInterrupt(tuple(self.interrupts))
-        if self.drained is not None:
-            raise self.drained
+# Moved to the executor node's own module, kept importable from here for a release.
+__getattr__ = moved(__name__, {"make_executor_node": "aimegraph.nodes.executor"})

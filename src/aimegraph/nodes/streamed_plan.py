@@ -3,7 +3,7 @@ eager runner in one node, so tasks start while the plan's reply still streams in
 
 LangGraph applies a node's writes only when the node returns, so a planner node
 cannot hand tasks to the executor node before its reply has ended. The eager
-runner (:mod:`aimegraph.nodes.scheduler`) already starts each actor as a
+runner (:mod:`aimegraph.nodes.executor`) already starts each actor as a
 functional-API ``@task`` inside its own node; this node does the same, with the
 planner subgraph as one more ``@task`` (``plan``) whose draft node streams its reply
 into a :class:`~aimegraph.nodes.plan_feed.PlanFeed`. The runner starts each task
@@ -46,8 +46,9 @@ from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.dual import dual_node
+from aimegraph.nodes.executor import Discarded, Finisher, Stop, actor_tasks
 from aimegraph.nodes.plan_feed import PLAN_FEED, PlanFeed
-from aimegraph.nodes.scheduler import Discarded, Finisher, Schedule, Stop, actor_tasks
+from aimegraph.nodes.scheduler import Schedule
 from aimegraph.state import ActorInput, ActorOutput, AimeState, Task, Usage
 
 _SPEC_FIELDS: set[str] = {

@@ -19,7 +19,7 @@ invalid edit, an edit naming another tool, or an answer that is no decision is a
 again with the reason in ``error``. A rejection's reason is the actor's observation;
 so is the note that a human edited the call (see :mod:`aimegraph.tools.execution`).
 
-Each call pauses in a tools task of its own (see :mod:`aimegraph.nodes.executor`):
+Each call pauses in a tools task of its own (see :mod:`aimegraph.nodes.actor`):
 resuming it never runs the reply's other calls again.
 """
 

@@ -32,6 +32,7 @@ from aimegraph.state.references import UnresolvedReferenceError, resolve_args
 from aimegraph.tools.execution import EDITED
 from aimegraph.tools.outputs import KEPT_FILE
 from aimegraph.tools.progress import settled
+from aimegraph.tools.screening import TRIPWIRE
 
 CALL, SETTLE_CALL, TOOLS = "call", "settle_call", "tools"
 
@@ -102,6 +103,7 @@ def make_settle_call_node() -> Node[ActorState]:
             status="failed" if observation.status == "error" else "completed",
             summary=text,
             artifacts={OUTPUT_FILE: kept} if kept else {},
+            tripwire=observation.response_metadata.get(TRIPWIRE),
         )
         used = RoleUsage(tool_calls=1)
         usage = Usage(**used.model_dump(), by_role={ROLE: used}).for_task(task.id)

@@ -20,8 +20,8 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.nodes.actor_factory import artifact_lines
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
-from aimegraph.nodes.factory import artifact_lines
 from aimegraph.nodes.inspection import inspect, inspects, run_files, with_evidence
 from aimegraph.prompts import verifier as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
@@ -131,7 +131,9 @@ def make_judge_node(
             f"(max_replans={cfg.max_replans})",
         }
 
-    return model_node(judge, name="judge", metadata=lambda _: call_metadata("verifier"))
+    return model_node(
+        judge, name="judge", metadata=lambda _: call_metadata("verifier"), span="verifier"
+    )
 
 
 def make_task_check_node(

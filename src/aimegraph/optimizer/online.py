@@ -2,7 +2,8 @@
 reflective mutation of the weakest prompt component, used from the next run on.
 
 ``build_aime_graph(prompts=<prompt store>, config=AimeConfig(optimize_online=True))``
-ends each run with the ``optimize_online`` node (:func:`make_online_node`). It
+ends each run with the ``optimize_online`` node
+(:func:`aimegraph.nodes.online.make_online_node`). It
 
 1. scores the run with the default metric (succeeded with a passing verdict:
    1.0, else 0.0) and appends its trace to the trace file (JSON Lines);
@@ -47,17 +48,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from langchain_core.language_models import BaseChatModel
-from langgraph.config import get_config
-from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.resolve import ModelSpec
-from aimegraph.nodes.types import Node
+from aimegraph.lazy import moved
 from aimegraph.optimizer.adapter import ReflectionLM, reflection_templates, reflective_dataset
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.optimizer.trace import Trace, default_metric, run_trace
-from aimegraph.prompts import DEFAULT_PROMPTS, resolve_prompts
-from aimegraph.prompts.source import PromptSource, version_id
+from aimegraph.prompts import resolve_prompts
+from aimegraph.prompts.source import version_id
 from aimegraph.state import AimeState
 
 try:  # POSIX; elsewhere the trace file is not locked
@@ -65,7 +63,7 @@ try:  # POSIX; elsewhere the trace file is not locked
 except ImportError:  # pragma: no cover - Windows
     fcntl = None  # type: ignore[assignment]
 
-__all__ = ["OnlineLoop", "make_online_node", "trace_file_for"]
+__all__ = ["OnlineLoop", "trace_file_for"]
 
 log = logging.getLogger("aimegraph.optimizer")
 
@@ -320,41 +318,5 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
     os.replace(partial, path)
 
 
-def make_online_node(
-    config: AimeConfig, source: PromptSource, reflection_model: ModelSpec
-) -> Node[AimeState]:
-    """The graph's last node when ``config.optimize_online``: :meth:`OnlineLoop.after_run`
-    for the run that just finished, with the prompt version the run started with
-    (the run's ``optimize_*`` context overrides apply).
-
-    Raises:
-        ValueError: ``source`` is not a prompt store (the loop has nowhere to put
-            its prompts), or ``optimize_components`` names an unknown component.
-    """
-    if not isinstance(source, PromptStore):
-        raise ValueError(
-            "optimize_online needs prompts= a prompt store (a PromptStore or a .jsonl path), "
-            f"where it keeps the prompts it writes; got {source!r}"
-        )
-    unknown = sorted(set(config.optimize_components) - set(DEFAULT_PROMPTS))
-    if unknown:
-        raise ValueError(
-            f"optimize_components: unknown component(s) {unknown}; known: {sorted(DEFAULT_PROMPTS)}"
-        )
-    loop = OnlineLoop(source, config.chat_model(reflection_model))
-    store = source
-
-    def optimize_online(state: AimeState, *, runtime: Runtime[AimeConfig]) -> dict[str, Any]:
-        thread_id = (get_config().get("configurable") or {}).get("thread_id")
-        version = state.get("prompt_version") or store.current()
-        try:
-            event = loop.after_run(
-                state, config.for_run(runtime), version=version, thread_id=thread_id
-            )
-        except Exception as exc:  # noqa: BLE001 - the run is done; the loop is best effort
-            log.warning("online loop: run not traced: %s: %s", type(exc).__name__, exc)
-            event = {"event": "error", "reason": f"{type(exc).__name__}: {exc}"}
-        runtime.stream_writer({"type": "optimizer", **event})
-        return {}
-
-    return optimize_online
+# Moved to the nodes, kept importable from here for a release.
+__getattr__ = moved(__name__, {"make_online_node": "aimegraph.nodes.online"})

@@ -16,7 +16,7 @@ escalation)
 succeeded                          completed (artifact ``answer``: the final answer)
 failed, budget_exhausted,          failed (text: the reason)
 stopped, error
-rejected                           rejected (text: the reason)
+rejected, blocked                  rejected (text: the reason)
 cancelled                          canceled
 =================================  =================================================
 
@@ -81,6 +81,7 @@ FINAL_STATES = {
     "stopped": TaskState.TASK_STATE_FAILED,
     "error": TaskState.TASK_STATE_FAILED,
     "rejected": TaskState.TASK_STATE_REJECTED,
+    "blocked": TaskState.TASK_STATE_REJECTED,
     "cancelled": TaskState.TASK_STATE_CANCELED,
 }
 
@@ -253,7 +254,7 @@ def agent_card(url: str, *, model: str, token: bool = False) -> AgentCard:
 
 def _demo_goal() -> str:
     """The one goal the offline demo model plays."""
-    from aimegraph.models.scripted import load_scenario
+    from aimegraph.models.offline.scripted import load_scenario
 
     return load_scenario(DEMO_SCENARIO.removeprefix("scripted:")).goal.strip()
 

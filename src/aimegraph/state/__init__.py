@@ -16,6 +16,7 @@ if TYPE_CHECKING:
         AimeState,
         Escalation,
         EscalationTrigger,
+        InputScreen,
         PastRun,
         thread_usage,
     )
@@ -30,6 +31,7 @@ if TYPE_CHECKING:
         ResultStatus,
         RoleUsage,
         RunStatus,
+        Span,
         Task,
         TaskResult,
         TaskSpec,
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from aimegraph.state.plans import PlanLike, as_plan, load_plan
     from aimegraph.state.progress import (
         CallCheck,
+        PlanChecks,
         PlanError,
         apply_plan,
         dependency_results,
@@ -66,6 +69,7 @@ if TYPE_CHECKING:
         VerifierOutput,
         VerifierState,
     )
+    from aimegraph.state.timing import Timeline, critical_path, render_timeline, run_timeline
 
 _HOMES = {
     "ActorInput": ".aime_state",
@@ -74,6 +78,7 @@ _HOMES = {
     "AimeState": ".aime_state",
     "Escalation": ".aime_state",
     "EscalationTrigger": ".aime_state",
+    "InputScreen": ".aime_state",
     "PastRun": ".aime_state",
     "thread_usage": ".aime_state",
     "ENDED_STATUSES": ".models",
@@ -86,6 +91,7 @@ _HOMES = {
     "ResultStatus": ".models",
     "RoleUsage": ".models",
     "RunStatus": ".models",
+    "Span": ".models",
     "Task": ".models",
     "TaskResult": ".models",
     "TaskSpec": ".models",
@@ -100,6 +106,7 @@ _HOMES = {
     "as_plan": ".plans",
     "load_plan": ".plans",
     "CallCheck": ".progress",
+    "PlanChecks": ".progress",
     "PlanError": ".progress",
     "apply_plan": ".progress",
     "dependency_results": ".progress",
@@ -117,6 +124,10 @@ _HOMES = {
     "VerifierInput": ".role_states",
     "VerifierOutput": ".role_states",
     "VerifierState": ".role_states",
+    "Timeline": ".timing",
+    "critical_path": ".timing",
+    "render_timeline": ".timing",
+    "run_timeline": ".timing",
 }
 
 __all__ = [
@@ -130,9 +141,11 @@ __all__ = [
     "ENDED_STATUSES",
     "Escalation",
     "EscalationTrigger",
+    "InputScreen",
     "MemberOutput",
     "MemberResult",
     "PastRun",
+    "PlanChecks",
     "PlanError",
     "PlanLike",
     "PlanUpdate",
@@ -145,6 +158,7 @@ __all__ = [
     "ResultStatus",
     "RoleUsage",
     "RunStatus",
+    "Span",
     "TERMINAL_TASK_STATUSES",
     "Task",
     "TaskResult",
@@ -152,6 +166,7 @@ __all__ = [
     "TaskStatus",
     "TeamMode",
     "TeamSpec",
+    "Timeline",
     "ToolCallSpec",
     "Usage",
     "Verdict",
@@ -161,12 +176,15 @@ __all__ = [
     "add_usage",
     "apply_plan",
     "as_plan",
+    "critical_path",
     "dependency_results",
     "load_plan",
     "merge_tasks",
     "plan_update_schema",
     "ready_tasks",
     "render_checklist",
+    "render_timeline",
+    "run_timeline",
     "thread_usage",
     "validate_plan",
 ]

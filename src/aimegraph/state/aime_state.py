@@ -11,7 +11,15 @@ from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 from typing_extensions import TypedDict
 
-from aimegraph.state.models import ProgressUpdate, RunStatus, Task, TaskResult, Usage, Verdict
+from aimegraph.state.models import (
+    ProgressUpdate,
+    RunStatus,
+    Span,
+    Task,
+    TaskResult,
+    Usage,
+    Verdict,
+)
 from aimegraph.state.reducers import add_usage, append_batches, merge_facts, merge_task_batches
 
 
@@ -38,8 +46,8 @@ class AimeInput(TypedDict, total=False):
 
 class PastRun(TypedDict, total=False):
     """A finished run of a thread, archived in ``runs`` when a new request starts
-    the next run there: its goal, outcome, plan (``tasks``), progress updates and
-    usage."""
+    the next run there: its goal, outcome, plan (``tasks``), progress updates,
+    usage, and the times of its model calls (``spans``) and start."""
 
     goal: str
     status: RunStatus
@@ -50,6 +58,8 @@ class PastRun(TypedDict, total=False):
     updates: list[ProgressUpdate]
     usage: Usage
     prompt_version: str | None
+    spans: list[Span]
+    run_started_at: float
 
 
 class AimeOutput(TypedDict, total=False):
@@ -77,6 +87,9 @@ class AimeOutput(TypedDict, total=False):
     # The prompt version the run started with: the id the
     # graph's prompt source gives its texts by; set at the run's start, kept on resume.
     prompt_version: str | None
+    # When the current run's planner, reporter and verifier calls ran (the tasks
+    # carry their own times): with them, aimegraph.state.run_timeline draws the run.
+    spans: Annotated[list[Span], DeltaChannel(append_batches, list)]
     # The typed final answer (build_aime_graph(response_format=...)): an instance of
     # the pydantic model, or a dict for a JSON schema; None until the reporter
     # writes one, and when the reply never fit the format.
@@ -96,6 +109,14 @@ class Escalation(TypedDict):
     reason: str
     failed: list[str]
     status: RunStatus
+
+
+class InputScreen(TypedDict):
+    """What the input guardrails found in the goal: the ``tripwire`` (why it is
+    blocked), or the ``goal`` as redacted; both None when it passed."""
+
+    tripwire: str | None
+    goal: str | None
 
 
 class AimeState(AimeOutput, total=False):
@@ -122,6 +143,9 @@ class AimeState(AimeOutput, total=False):
     ``conversation`` is the run's view of the thread's earlier turns (for the
     planner, the reporter and the verifier), ``recent_turns`` the shorter one its
     actors get; both are made by the intake node when the run starts.
+    ``screening`` is set while the input guardrails screen the goal beside the first
+    planner call, ``input_screen`` holds what they found (see
+    :mod:`aimegraph.nodes.guarding`).
 
     A thread holds one run at a time. A new request on a thread whose run has
     finished (``graph.invoke({"messages": [HumanMessage(...)]}, same_config)``, the
@@ -151,6 +175,8 @@ class AimeState(AimeOutput, total=False):
     direct_answer: str | None
     # A predefined plan, until the planner has taken it (see AimeInput).
     plan: Any
+    screening: bool
+    input_screen: InputScreen | None
 
 
 def thread_usage(state: Mapping[str, Any]) -> Usage:

@@ -17,13 +17,16 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model
 
 TaskStatus = Literal["pending", "in_progress", "completed", "failed", "skipped"]
 ResultStatus = Literal["completed", "failed"]
-RunStatus = Literal["running", "succeeded", "failed", "budget_exhausted", "rejected", "cancelled"]
+RunStatus = Literal[
+    "running", "succeeded", "failed", "budget_exhausted", "rejected", "cancelled", "blocked"
+]
 ENDED_STATUSES: tuple[RunStatus, ...] = (
     "succeeded",
     "failed",
     "budget_exhausted",
     "rejected",
     "cancelled",
+    "blocked",
 )
 """A run with one of these has ended: nothing to resume; new input starts a new run."""
 
@@ -58,6 +61,9 @@ class TaskResult(_Record):
     status: ResultStatus
     summary: str
     artifacts: dict[str, str] = Field(default_factory=dict)
+    tripwire: str | None = None
+    """Set when a guardrail stopped the task (a tool call's arguments or output
+    tripped it): why. The run then ends ``blocked``; the task is not retried."""
 
 
 TeamMode = Literal["sequential", "joint", "hierarchical", "broadcast"]
@@ -101,6 +107,8 @@ class MemberResult(_Record):
     transcript: str = ""
     """The tool calls and observations of the turn, cut to a few thousand characters."""
     steps: int = 0
+    tripwire: str | None = None
+    """Why a tool guardrail stopped the turn, if one did: the team's task fails with it."""
 
 
 class ToolCallSpec(BaseModel):
@@ -118,8 +126,29 @@ class ToolCallSpec(BaseModel):
     args: dict[str, Any] = Field(default_factory=dict)
 
 
+class Span(_Record):
+    """A stretch of a run's time: one tool call of a task (``name`` is the tool's), or
+    one planner, reporter or verifier call (``name`` is the role). Times are epoch
+    seconds (``time.time()``), as ``run_started_at`` is."""
+
+    name: str
+    started_at: float
+    ended_at: float
+
+    @property
+    def duration_s(self) -> float:
+        return self.ended_at - self.started_at
+
+
 class Task(_Record):
-    """One node of the progress list (AIME's hierarchical task list)."""
+    """One node of the progress list (AIME's hierarchical task list).
+
+    Its timestamps (epoch seconds, ``time.time()``; None until they happen) are those
+    of its latest attempt: ``ready_at`` when it could first start (its plan committed
+    and its dependencies completed, or its failed attempt ended, for a retry),
+    ``started_at`` when its actor was started, ``ended_at`` when it settled;
+    ``tool_spans`` times the attempt's tool calls, ``past_attempts`` the failed
+    attempts before it."""
 
     id: str
     title: str
@@ -141,10 +170,27 @@ class Task(_Record):
     members: tuple[MemberResult, ...] = ()
     # A tool step: the engine makes this call instead of running an actor.
     call: ToolCallSpec | None = None
+    ready_at: float | None = None
+    started_at: float | None = None
+    ended_at: float | None = None
+    tool_spans: tuple[Span, ...] = ()
+    past_attempts: tuple[Span, ...] = ()
 
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_TASK_STATUSES
+
+    def retried(self) -> Task:
+        """This failed task back to pending for another attempt, ready again since its
+        failed attempt ended, which joins ``past_attempts``."""
+        past = self.past_attempts
+        if self.started_at is not None and self.ended_at is not None:
+            ran = Span(
+                name=f"attempt {self.attempts}", started_at=self.started_at, ended_at=self.ended_at
+            )
+            past = (*past, ran)
+        update = {"status": "pending", "ready_at": self.ended_at, "past_attempts": past}
+        return self.model_copy(update=update)
 
 
 class ProgressUpdate(_Record):

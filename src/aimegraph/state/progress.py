@@ -4,6 +4,7 @@ AIME's Markdown checklist."""
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from aimegraph.state.models import PlanUpdate, Task, TaskResult, TaskSpec, ToolCallSpec
@@ -31,6 +32,31 @@ CANCELLED_MARK = "[/]"
 
 class PlanError(ValueError):
     """A drafted plan cannot be accepted; the message is written for the planner model."""
+
+
+@dataclass(frozen=True)
+class PlanChecks:
+    """What every plan of a run is checked against, wherever it comes from (the
+    planner's draft, a predefined plan, a plan a human edited at approval or at an
+    escalation): the tool bundles, agent units and skills tasks may name, and the
+    check of a tool step's call. ``None`` for ``bundles`` or ``skills``: any name."""
+
+    bundles: Collection[str] | None = None
+    agents: Collection[str] = ()
+    skills: Collection[str] | None = None
+    check_call: CallCheck | None = None
+
+    def apply(self, tasks: Tasks, plan: PlanUpdate, *, max_tasks: int) -> dict[str, Task]:
+        """:func:`apply_plan` with these checks (raises :class:`PlanError`)."""
+        return apply_plan(
+            tasks,
+            plan,
+            max_tasks=max_tasks,
+            bundles=self.bundles,
+            agents=self.agents,
+            skills=self.skills,
+            check_call=self.check_call,
+        )
 
 
 def apply_plan(

@@ -15,6 +15,7 @@ from aimegraph.state.models import (
     MemberResult,
     ProgressUpdate,
     RunStatus,
+    Span,
     Task,
     TaskResult,
     Usage,
@@ -68,6 +69,8 @@ class PlannerOutput(TypedDict, total=False):
     draft: dict[str, Any] | None
     # None once a predefined plan is taken: it is used once.
     plan: Any
+    # When the planner's model calls ran (the draft steps), for the run's timeline.
+    spans: Annotated[list[Span], operator.add]
 
 
 class PlannerState(PlannerInput, PlannerOutput, total=False):
@@ -134,6 +137,8 @@ class VerifierOutput(TypedDict, total=False):
     replans: int
     replan_reason: str | None
     usage: Annotated[Usage, add_usage]
+    # When the verifier's judging ran, for the run's timeline.
+    spans: Annotated[list[Span], operator.add]
 
 
 class VerifierState(VerifierInput, VerifierOutput, total=False):

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -18,8 +17,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from aimegraph.imports import import_object
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
-from aimegraph.nodes.factory import ActorFactory, ActorSpec
-from aimegraph.state import Task, TaskResult
+from aimegraph.state import Task
 from aimegraph.tools.registry import ToolRegistry
 
 
@@ -33,7 +31,7 @@ class AgentUnit(BaseModel):
     Instead of aimegraph's own actor, ``agent`` may do the unit's work: any agent
     with a ``messages`` channel (a compiled graph such as ``create_agent``'s or a
     deepagents agent, or a ``RemoteGraph``), or an A2A agent: the base URL its agent
-    card is published under (the ``a2a`` extra); see :mod:`aimegraph.teams.backed`."""
+    card is published under (the ``a2a`` extra); see :mod:`aimegraph.nodes.teams.backed`."""
 
     model_config = ConfigDict(frozen=True, extra="forbid", arbitrary_types_allowed=True)
 
@@ -149,39 +147,6 @@ class UnitMatcher:
         scores = self.scores(task)
         best = scores[0][0] if scores and scores[0][1] >= self.min_match else None
         return best, scores
-
-
-class UnitActorFactory:
-    """An :class:`ActorFactory` over agent units, wrapping another factory.
-
-    The unit is the task's ``agent`` (a team member's turn sets it), else the
-    matcher's pick; its persona opens the actor's prompt and its bundles join the
-    task's. The spec records the unit and the matcher's scores (``unit_scores``).
-    A task no unit fits gets the wrapped factory's actor.
-    """
-
-    def __init__(self, base: ActorFactory, units: AgentRegistry, matcher: UnitMatcher) -> None:
-        self.base = base
-        self.units = units
-        self.matcher = matcher
-
-    def choose(self, task: Task) -> tuple[str | None, tuple[tuple[str, float], ...]]:
-        """The unit for ``task`` and the matcher's scores (none for a named unit)."""
-        if task.agent in self.units:
-            return task.agent, ()
-        return self.matcher.pick(task)
-
-    def build(self, task: Task, goal: str, dependencies: Mapping[str, TaskResult]) -> ActorSpec:
-        """The base factory's actor, given the chosen unit's persona and bundles."""
-        name, scores = self.choose(task)
-        if name is None:
-            return replace(self.base.build(task, goal, dependencies), unit_scores=scores)
-        unit = self.units[name]
-        bundles = tuple(dict.fromkeys((*unit.tool_bundles, *task.tool_bundles)))
-        spec = self.base.build(
-            task.model_copy(update={"tool_bundles": bundles}), goal, dependencies
-        )
-        return replace(spec, persona=unit.persona or spec.persona, unit=name, unit_scores=scores)
 
 
 def load_agents(spec: str) -> list[AgentUnit]:

@@ -3,14 +3,16 @@ turns every way a tool call can go wrong into an observation for the model.
 
 Where a call runs: under ``invoke`` ToolNode runs a step's calls in its thread
 pool and the guard puts each timed call in a daemon thread of its own, and an
-async-only tool on the engine's own event loop (:mod:`aimegraph.tools.loop`; one per
+async-only tool on the engine's own event loop (:mod:`aimegraph.running.loop`; one per
 process, cancelled on timeout and when the run ends); under ``ainvoke`` the async
 guard awaits coroutine tools on the event loop (cancelled on timeout) and runs sync
 tools in a daemon thread, so the loop never blocks. A sync tool cannot be stopped:
 on timeout it is abandoned, still running, and being a daemon thread it does not
 keep the process alive. A tool's own time limit (:mod:`aimegraph.tools.policy`)
 replaces the node's. Outputs too long for an observation are kept whole in the
-workspace (:mod:`aimegraph.tools.outputs`). Instant bookkeeping calls (the actor's
+workspace (:mod:`aimegraph.tools.outputs`). The tool guardrails screen each call's
+arguments before it runs and its output before it is shown or kept
+(:mod:`aimegraph.tools.screening`). Instant bookkeeping calls (the actor's
 reports) can instead run in the step that got them (:func:`run_in_step`), with the
 same checks and observations and no thread."""
 
@@ -21,12 +23,13 @@ import contextvars
 import json
 import logging
 import threading
+import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
 from pathlib import Path
 from typing import Any
 
-from langchain_core.messages import AIMessage, ToolCall, ToolMessage
+from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.config import get_config
 from langgraph.prebuilt import ToolNode, ToolRuntime
@@ -35,12 +38,15 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import ValidationError
 
+from aimegraph.guardrails import Guards
 from aimegraph.models.json_tools import tool_args_schema
 from aimegraph.prompts import actor as prompts
-from aimegraph.tools.loop import engine_loop
+from aimegraph.running.loop import engine_loop
+from aimegraph.running.scope import RunScopeClosedError, current_scope
+from aimegraph.state import Span
 from aimegraph.tools.outputs import READER, fits, keep_whole
 from aimegraph.tools.policy import timeout_of
-from aimegraph.tools.scope import RunScopeClosedError, current_scope
+from aimegraph.tools.screening import CallScreening
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +68,7 @@ def make_tool_node(
     untimed: Collection[str] = (),
     once_per_reply: Collection[str] = (),
     workspace: Path | None = None,
+    guards: Guards | None = None,
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
 
@@ -77,8 +84,12 @@ def make_tool_node(
     ``timeout_s`` is the limit of a call of a tool that has none of its own. An
     output longer than ``max_observation_chars`` is saved whole in ``workspace``
     and shown as head, path and tail (cut to the limit without a workspace).
+    ``guards``' tool guardrails screen each call's arguments (after the availability
+    and repeated-action checks, before ``before_call``: a human approves the
+    redacted call) and its output (before it is cut to the limit).
     """
     by_name = {t.name: t for t in tools}
+    guards = guards or Guards()
 
     def names_for(state: Any) -> Sequence[str]:
         return available(state) if available is not None else list(by_name)
@@ -91,9 +102,8 @@ def make_tool_node(
         log.warning("tool raised", exc_info=exc)
         return f"Error: the tool raised {type(exc).__name__}: {str(exc)[:500]}"
 
-    def checked(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
-        """The request to run (as ``before_call`` left it), or the answer to a call
-        that must not run."""
+    def refused(request: ToolCallRequest) -> ToolMessage | None:
+        """The answer to a call that must not run (an unavailable tool, misuse)."""
         call = request.tool_call
         names = names_for(request.state)
         if request.tool is None or call["name"] not in names:
@@ -103,6 +113,10 @@ def make_tool_node(
             )
         if (why := misuse(request.state, call, once_per_reply=once_per_reply)) is not None:
             return _observation(call, why)
+        return None
+
+    def approved(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
+        """The request to run as ``before_call`` left it, or its answer instead."""
         return before_call(request) if before_call is not None else request
 
     def timed_out(call: ToolCall, limit: float, fate: str) -> ToolMessage:
@@ -127,10 +141,23 @@ def make_tool_node(
         return await asyncio.to_thread(shown, outcome, request)
 
     def guard(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
-        to_run = checked(request)
+        if (answer := refused(request)) is not None:
+            return answer
+        screening = CallScreening(guards, request)
+        subject = screening.call_subject()
+        asked = screening.take_call(guards.screen(subject)) if subject else request
+        if isinstance(asked, ToolMessage):
+            return screening.finish(asked)
+        to_run = approved(asked)
         if isinstance(to_run, ToolMessage):
-            return to_run
-        return _noting_edit(run(to_run, execute), request, to_run)
+            return screening.finish(to_run)
+        started_at = time.time()
+        outcome = run(to_run, execute)
+        if (output := screening.output_subject(outcome)) is not None:
+            assert isinstance(outcome, ToolMessage)
+            outcome = screening.take_output(outcome, guards.screen(output))
+        edited = _noting_edit(shown(outcome, to_run), asked, to_run)
+        return screening.finish(_timed(edited, started_at))
 
     def run(request: ToolCallRequest, execute: Execute) -> ToolOutcome:
         call = request.tool_call
@@ -147,19 +174,31 @@ def make_tool_node(
                 return timed_out(call, limit, "cancelled")
             except CancelledError:
                 return _observation(call, RUN_ENDED.format(tool=call["name"]))
-            return shown(outcome, request)
+            return outcome
         future = _in_daemon_thread(execute, request)
         try:
-            outcome = future.result(timeout=limit)
+            return future.result(timeout=limit)
         except TimeoutError:
             return timed_out(call, limit, STILL_RUNNING)
-        return shown(outcome, request)
 
     async def aguard(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
-        to_run = checked(request)
+        if (answer := refused(request)) is not None:
+            return answer
+        screening = CallScreening(guards, request)
+        subject = screening.call_subject()
+        asked = screening.take_call(await guards.ascreen(subject)) if subject else request
+        if isinstance(asked, ToolMessage):
+            return screening.finish(asked)
+        to_run = approved(asked)
         if isinstance(to_run, ToolMessage):
-            return to_run
-        return _noting_edit(await arun(to_run, execute), request, to_run)
+            return screening.finish(to_run)
+        started_at = time.time()
+        outcome = await arun(to_run, execute)
+        if (output := screening.output_subject(outcome)) is not None:
+            assert isinstance(outcome, ToolMessage)
+            outcome = screening.take_output(outcome, await guards.ascreen(output))
+        edited = _noting_edit(await ashown(outcome, to_run), asked, to_run)
+        return screening.finish(_timed(edited, started_at))
 
     async def arun(request: ToolCallRequest, execute: AsyncExecute) -> ToolOutcome:
         call = request.tool_call
@@ -179,7 +218,7 @@ def make_tool_node(
         except TimeoutError:
             fate = "cancelled" if _runs_async(request.tool) else STILL_RUNNING
             return timed_out(call, limit, fate)
-        return await ashown(outcome, request)
+        return outcome
 
     node = ToolNode(
         tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard
@@ -360,6 +399,34 @@ def _called_earlier_in_reply(state: object, call: ToolCall) -> bool:
                 earlier = message.tool_calls[: ids.index(call["id"])]
                 return any(c["name"] == call["name"] for c in earlier)
     return False
+
+
+SPAN = "aimegraph_span"
+"""The ``response_metadata`` key of a tool call's observation that holds when the
+call ran, ``[started_at, ended_at]`` in epoch seconds (see :func:`tool_spans`)."""
+
+
+def _timed(outcome: ToolOutcome, started_at: float) -> ToolOutcome:
+    """``outcome`` with when its call ran (from ``started_at`` to now) in its
+    observation's metadata; a ``Command`` (an actor's report) is instant and untimed."""
+    if not isinstance(outcome, ToolMessage):
+        return outcome
+    metadata = {**outcome.response_metadata, SPAN: [started_at, time.time()]}
+    return outcome.model_copy(update={"response_metadata": metadata})
+
+
+def tool_spans(messages: Sequence[AnyMessage], *, since: float | None = None) -> tuple[Span, ...]:
+    """The timed tool calls among ``messages`` (observations the ``tools`` step made),
+    those started at ``since`` or later when given, oldest first."""
+    spans = []
+    for message in messages:
+        if not isinstance(message, ToolMessage) or SPAN not in message.response_metadata:
+            continue
+        started_at, ended_at = message.response_metadata[SPAN]
+        if since is None or started_at >= since:
+            name = message.name or "tool"
+            spans.append(Span(name=name, started_at=started_at, ended_at=ended_at))
+    return tuple(spans)
 
 
 def _noting_edit(outcome: ToolOutcome, asked: ToolCallRequest, ran: ToolCallRequest) -> ToolOutcome:

@@ -4,7 +4,7 @@ When a graph is built, each server is reached once, briefly, to list its tools; 
 become LangChain tools through ``langchain-mcp-adapters`` (schemas, content blocks, a
 tool error as an error observation) in a bundle named after the server. During a run,
 a server's calls share one session, opened on its first call and kept on the engine
-loop in the run's scope (:mod:`aimegraph.tools.scope`), which closes it when the run
+loop in the run's scope (:mod:`aimegraph.running.scope`), which closes it when the run
 ends, is cancelled or crashes; a stdio server's process ends with it. A server that
 cannot start is one line naming it (:class:`McpServerError`): at build time an error,
 during a run each call's error observation; so is a server that stops answering.
@@ -36,10 +36,10 @@ except ImportError as exc:  # pragma: no cover - depends on the install
     ) from exc
 
 from aimegraph.mcp_servers import McpServer, McpServerError
-from aimegraph.tools.loop import engine_loop
+from aimegraph.running.loop import engine_loop
+from aimegraph.running.scope import RunScope, current_scope
 from aimegraph.tools.policy import with_policy
 from aimegraph.tools.registry import ToolRegistry, first_sentence
-from aimegraph.tools.scope import RunScope, current_scope
 
 __all__ = ["McpBundle", "add_mcp_bundles", "load_mcp_bundles", "open_session"]
 

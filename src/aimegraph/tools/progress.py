@@ -18,6 +18,7 @@ sees the failure before anything settles.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal
 
@@ -28,6 +29,7 @@ from langgraph.types import Command, StreamWriter
 from pydantic import BaseModel, Field, field_validator
 
 from aimegraph.state import ProgressUpdate, TaskResult, Usage
+from aimegraph.tools.execution import tool_spans
 
 UPDATE_PROGRESS = "update_progress"
 SUBMIT_RESULT = "submit_result"
@@ -142,9 +144,15 @@ def settled(state: Mapping[str, Any], result: TaskResult, writer: StreamWriter) 
             **member_keys(state),
         }
     )
+    ended = {
+        "status": result.status,
+        "result": result,
+        "ended_at": time.time(),
+        "tool_spans": tool_spans(state.get("messages") or [], since=task.started_at),
+    }
     return {
         "result": result,
-        "tasks": {task.id: task.model_copy(update={"status": result.status, "result": result})},
+        "tasks": {task.id: task.model_copy(update=ended)},
         "updates": [ProgressUpdate(task_id=task.id, status=result.status, message=result.summary)],
     }
 

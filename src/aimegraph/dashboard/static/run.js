@@ -49,6 +49,7 @@ function render(view) {
   $("typed-answer").textContent = view.structured_response != null
     ? `(typed: structured_response, ${view.settings?.response_format ?? "response_format"})` : "";
   renderUsage(view.usage);
+  renderTimeline(view.timeline);
   $("updates").replaceChildren(
     ...view.updates.map((u) =>
       el("li", {}, el("span", { class: "hint" }, when(u.at)), " ", el("b", {}, u.task_id), ` ${u.status}: `, u.message)),
@@ -336,6 +337,58 @@ function renderUsage(usage) {
       ...group("by team member", usage.by_member)),
     el("tfoot", {}, row("total", usage)),
   );
+}
+
+const seconds = (s) => (s < 10 ? `${s.toFixed(2)} s` : `${s.toFixed(1)} s`);
+
+// A Gantt strip per task and per planner, reporter and verifier call, in seconds
+// since the run started: a task's ready time is the faint lead-in before its bar, its
+// tool calls the marks inside it, its failed attempts the dashed bars before it; the
+// critical path's tasks are outlined.
+function renderTimeline(timeline) {
+  const bars = timeline?.bars ?? [];
+  const critical = new Set(timeline?.critical_path ?? []);
+  const facts = [];
+  if (bars.length) facts.push(`${seconds(timeline.elapsed_s)} in all`);
+  if (timeline?.time_to_first_task_s != null) facts.push(`first task after ${seconds(timeline.time_to_first_task_s)}`);
+  if (critical.size) facts.push(`critical path ${seconds(timeline.critical_path_s)}: ${timeline.critical_path.join(" → ")}`);
+  $("timeline-summary").textContent = facts.length ? `(${facts.join(" · ")})` : "";
+  if (!bars.length) {
+    $("timeline").replaceChildren(el("p", { class: "hint" }, "(nothing has run yet)"));
+    return;
+  }
+  const span = Math.max(timeline.elapsed_s, 1e-6);
+  const pct = (s) => `${Math.min(100, Math.max(0, (100 * s) / span)).toFixed(3)}%`;
+  // Placed through the CSSOM: the page's CSP refuses style attributes.
+  const placed = (node, start, length) => {
+    node.style.left = pct(start);
+    node.style.width = pct(length);
+    return node;
+  };
+  const rows = bars.map((bar) => {
+    const end = bar.end ?? timeline.elapsed_s;
+    const isTask = bar.kind === "task";
+    const label = isTask ? bar.name : bar.kind;
+    const what = isTask ? `${bar.name}: ${bar.title} (${bar.status})` : `${bar.kind} call`;
+    const ready = isTask && bar.ready != null && bar.ready < bar.start
+      ? placed(el("div", { class: "gantt-wait",
+        title: `${bar.name} ready at ${seconds(bar.ready)}, waited ${seconds(bar.start - bar.ready)}` }), bar.ready, bar.start - bar.ready)
+      : null;
+    const strip = placed(el("div", {
+      class: `gantt-bar ${isTask ? `task status-${bar.status}` : `role-${bar.kind}`}${critical.has(bar.name) && isTask ? " critical" : ""}`,
+      title: `${what}: ${seconds(bar.start)} to ${bar.end == null ? "now (running)" : seconds(bar.end)}`,
+    }), bar.start, Math.max(end - bar.start, span / 500));
+    const earlier = (bar.earlier ?? []).map(([start, stop]) =>
+      placed(el("div", { class: "gantt-bar earlier", title: `${bar.name}: a failed attempt, ${seconds(start)} to ${seconds(stop)}` }),
+        start, Math.max(stop - start, span / 500)));
+    const tools = (bar.tools ?? []).map(([tool, start, stop]) =>
+      placed(el("div", { class: "gantt-tool", title: `${tool}: ${seconds(stop - start)}` }), start, Math.max(stop - start, span / 1000)));
+    return el("div", { class: "gantt-row", "data-kind": bar.kind, "data-name": bar.name },
+      el("span", { class: "gantt-label", title: what }, label),
+      el("div", { class: "gantt-track" }, ...earlier, ready, strip, ...tools),
+      el("span", { class: "gantt-time hint" }, bar.end == null ? "running" : seconds(bar.end - bar.start)));
+  });
+  $("timeline").replaceChildren(...rows);
 }
 
 // The page came with the run's state (the server read it): show it whole at once,
