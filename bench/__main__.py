@@ -40,6 +40,7 @@ from bench import (
     mcp,
     memory,
     metrics,
+    middleware,
     optimize,
     overhead,
     parallel,
@@ -60,6 +61,7 @@ from bench.readme import README, RESULTS_DIR, render_results_file, update_readme
 
 SECTIONS: dict[str, Callable[[bool], SectionResult]] = {
     "overhead": overhead.run,
+    "middleware": middleware.run,
     "parallel": parallel.run,
     "concurrency": concurrency.run,
     "economy": economy.run,

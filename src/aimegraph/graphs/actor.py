@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
@@ -13,6 +14,9 @@ from langgraph.types import Checkpointer
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.middleware import Middleware
+from aimegraph.middleware.approval import approval_reviews, approval_rules
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.actor import make_assemble_node, make_hand_back_node, make_react_node
 from aimegraph.nodes.actor_factory import ALWAYS_BOUND, ActorFactory, DefaultActorFactory
@@ -47,6 +51,7 @@ def build_actor_graph(
     member: bool = False,
     name: str = "executor",
     prompts: PromptsArg = None,
+    middleware: Sequence[Middleware] | None = None,
     parts: GraphParts | None = None,
 ) -> CompiledStateGraph[ActorState, AimeConfig, ActorInput, Any]:
     """Build the executor: one specialised ReAct actor working on one task.
@@ -76,9 +81,12 @@ def build_actor_graph(
             the task check): overrides, a prompt store or any ``PromptSource`` (see
             ``build_aime_graph``); the built-in ones by default. They are applied
             to the spec any factory builds.
+        middleware: LangChain ``AgentMiddleware`` for the actor's model and tool calls
+            (see ``build_aime_graph``); what it cannot honour raises
+            :class:`aimegraph.middleware.MiddlewareError`.
         parts: The parts shared with the other builders of a graph (``build_aime_graph``
-            passes its own); instead of ``config``, ``registry``, ``knowledge`` and
-            ``prompts``.
+            passes its own); instead of ``config``, ``registry``, ``knowledge``,
+            ``prompts`` and ``middleware``.
 
     Returns:
         A compiled graph. Input: :class:`ActorInput` (``goal``, ``task``,
@@ -87,8 +95,14 @@ def build_actor_graph(
     """
     memory = memory and not member
     parts = GraphParts.given(
-        parts, config=config, registry=registry, knowledge=knowledge, prompts=prompts
+        parts,
+        config=config,
+        registry=registry,
+        knowledge=knowledge,
+        prompts=prompts,
+        middleware=middleware,
     )
+    stack = parts.middleware["actor"]
     config, registry, source = parts.config, parts.registry, parts.prompts
     factory = factory or DefaultActorFactory(
         registry, workspace=parts.workspace, knowledge=parts.knowledge, skills=parts.skills
@@ -98,7 +112,7 @@ def build_actor_graph(
     tools = {**registry.tools, **{t.name: t for t in ALWAYS_BOUND}}
 
     builder = StateGraph(
-        ActorState,
+        stack.extend(ActorState),  # with the keys the middleware's state_schema adds
         context_schema=AimeConfig,
         input_schema=ActorInput,
         output_schema=MemberOutput if member else ActorOutput,
@@ -112,7 +126,9 @@ def build_actor_graph(
     assemble = make_assemble_node(factory, prompt_source=source)
     builder.add_node(
         "react",
-        make_react_node(chat, tools=tools, config=config, done=done, assemble=assemble),
+        make_react_node(
+            chat, tools=tools, config=config, done=done, assemble=assemble, middleware=stack
+        ),
         retry_policy=LLM_RETRY_POLICY,
         destinations=("tools", "react", done),
     )
@@ -123,11 +139,18 @@ def build_actor_graph(
             timeout_s=config.tool_timeout_s,
             max_observation_chars=config.max_observation_chars,
             available=lambda state: [*state.get("tool_names", []), *always],
-            before_call=make_tool_approval(config, exempt=always),
+            before_call=make_tool_approval(
+                config,
+                exempt=always,
+                rules=approval_rules(stack),
+                reviews=approval_reviews(stack),
+            ),
             untimed=always,
             once_per_reply=[SUBMIT_RESULT],
             # Where the file tools read: they resolve the workspace when built, too.
             workspace=parts.workspace,
+            wrap=stack.tool_wrapper,
+            awrap=stack.atool_wrapper,
             guards=parts.guards,
         ),
     )
@@ -157,8 +180,15 @@ def build_actor_graph(
         checker = config.chat_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(
             "check",
-            make_task_check_node(checker, config=config, prompt_source=source),
+            make_task_check_node(
+                checker,
+                config=config,
+                prompt_source=source,
+                wrap=call_wrapper(parts.middleware["verifier"]),
+            ),
             retry_policy=LLM_RETRY_POLICY,
         )
         builder.add_edge("check", last)
-    return builder.compile(checkpointer=checkpointer, name=name)
+    return builder.compile(
+        checkpointer=checkpointer, name=name, transformers=stack.transformers or None
+    )

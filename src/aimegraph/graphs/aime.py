@@ -26,6 +26,9 @@ from aimegraph.graphs.verifier import build_verifier_graph
 from aimegraph.guardrails import GuardrailsArg, as_guards
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.mcp_servers import McpServersArg, load_mcp_servers
+from aimegraph.middleware import MiddlewareArg, RoleMiddleware
+from aimegraph.middleware.approval import approval_rules
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.models.partial import streams
 from aimegraph.models.resolve import ModelSpec, resolve_models
@@ -72,6 +75,7 @@ def build_aime_graph(
     mcp_servers: McpServersArg = None,
     plan: PlanLike | str | Path | None = None,
     skills: Iterable[str | Path] = (),
+    middleware: MiddlewareArg = None,
     guardrails: GuardrailsArg = None,
     name: str = "aime",
 ) -> AimeGraph:
@@ -140,6 +144,14 @@ def build_aime_graph(
             the ``skills`` bundle's ``load_skill`` returns a skill's instructions, and
             the code tools see its files read-only at ``/skills/<name>``. A malformed
             folder raises ``SkillError`` (a ``ValueError``) naming the file.
+        middleware: LangChain v1 ``AgentMiddleware`` (prebuilt classes, subclasses, or
+            made with ``@before_model``, ``@wrap_model_call``, ``@wrap_tool_call``...): a
+            list for the actors (their model and tool calls), or a mapping of
+            ``actor``, ``planner``, ``reporter`` and ``verifier`` to lists (the last
+            three honour ``wrap_model_call`` hooks only). ``HumanInTheLoopMiddleware``
+            becomes approval rules of the actors' tool calls. What a role cannot
+            honour raises :class:`aimegraph.middleware.MiddlewareError` here (README:
+            Middleware).
         guardrails: Checks (``aimegraph.guardrails.Guardrail``) on the goal (run beside
             the first planner call), the final answer, and every tool call's arguments
             and output; after the built-ins ``config.guardrails`` names. One may pass,
@@ -177,6 +189,7 @@ def build_aime_graph(
         prompts=prompts,
         mcp_servers=mcp_servers,
         agents=agents,
+        middleware=RoleMiddleware.of(middleware),
         guardrails=guardrails,
     )
     registry, source, units, role_models = parts.registry, parts.prompts, parts.units, parts.models
@@ -189,6 +202,7 @@ def build_aime_graph(
         tool_names=list(registry.tools),
         prompts=source,
         plan=given,
+        approvals=approval_rules(parts.middleware["actor"]),
         screen_input=screen_input,
     )
 
@@ -259,6 +273,7 @@ def build_aime_graph(
             config=config,
             prompt_source=source,
             response_format=typed,
+            wrap=call_wrapper(parts.middleware["reporter"]),
             guards=parts.guards,
         ),
         retry_policy=LLM_RETRY_POLICY,
@@ -320,7 +335,14 @@ def build_aime_graph(
         prompts=str(prompts) if isinstance(prompts, str | Path) else None,
     )
     graph = AimeGraph.of(
-        builder.compile(checkpointer=checkpointer, store=store, name=name), run_settings=settings
+        builder.compile(
+            checkpointer=checkpointer,
+            store=store,
+            name=name,
+            # PIIMiddleware's redaction of streamed text, for stream_events(version="v3")
+            transformers=parts.middleware["actor"].transformers or None,
+        ),
+        run_settings=settings,
     )
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
@@ -344,6 +366,7 @@ def _graph_parts(
     prompts: PromptsArg,
     mcp_servers: McpServersArg,
     agents: Sequence[AgentUnit] | None,
+    middleware: RoleMiddleware,
     guardrails: GuardrailsArg,
 ) -> GraphParts:
     """The parts every builder of the graph shares, each made once: one model per
@@ -383,6 +406,7 @@ def _graph_parts(
         models=role_models,
         knowledge=knowledge,
         units=units,
+        middleware=middleware,
         guards=as_guards(guardrails, config.guardrails),
     )
 

@@ -20,6 +20,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.guardrails import Guards, as_guards
 from aimegraph.knowledge import KnowledgeBase
+from aimegraph.middleware import MiddlewareArg, RoleMiddleware
 from aimegraph.prompts.source import PromptsArg, PromptSource
 from aimegraph.state import PlanChecks
 from aimegraph.tools.registry import ToolRegistry
@@ -44,6 +45,8 @@ class GraphParts:
     none: its model is its own argument, resolved with ``config.chat_model``."""
     knowledge: KnowledgeBase | None = None
     units: AgentRegistry | None = None
+    middleware: RoleMiddleware = field(default_factory=RoleMiddleware)
+    """Each role's LangChain middleware (``build_aime_graph(middleware=...)``), checked."""
     guards: Guards = field(default_factory=Guards)
     """The graph's guardrails: the built-ins ``config.guardrails`` names, then the
     builder's ``guardrails``."""
@@ -85,6 +88,7 @@ class GraphParts:
         registry: ToolRegistry | None = None,
         prompts: PromptsArg = None,
         knowledge: KnowledgeBase | None = None,
+        middleware: MiddlewareArg | RoleMiddleware = None,
     ) -> GraphParts:
         """A builder's parts from its own arguments (an empty registry by default)."""
         config = config or AimeConfig()
@@ -93,6 +97,7 @@ class GraphParts:
             registry=registry or ToolRegistry(),
             prompts=open_prompt_source(prompts),
             knowledge=knowledge,
+            middleware=RoleMiddleware.of(middleware),
             guards=as_guards((), config.guardrails),
         )
 
@@ -105,6 +110,7 @@ class GraphParts:
         registry: ToolRegistry | None = None,
         prompts: PromptsArg = None,
         knowledge: KnowledgeBase | None = None,
+        middleware: MiddlewareArg | RoleMiddleware = None,
     ) -> GraphParts:
         """``parts`` when a builder was given them (then none of the rest may be
         given: they are within), else the builder's parts from the rest.
@@ -113,8 +119,20 @@ class GraphParts:
             TypeError: ``parts`` and one of the others both given.
         """
         if parts is None:
-            return cls.of(config=config, registry=registry, prompts=prompts, knowledge=knowledge)
-        given = {"config": config, "registry": registry, "prompts": prompts, "knowledge": knowledge}
+            return cls.of(
+                config=config,
+                registry=registry,
+                prompts=prompts,
+                knowledge=knowledge,
+                middleware=middleware,
+            )
+        given = {
+            "config": config,
+            "registry": registry,
+            "prompts": prompts,
+            "knowledge": knowledge,
+            "middleware": middleware,
+        }
         clash = [name for name, value in given.items() if value is not None]
         if clash:
             raise TypeError(f"pass {', '.join(clash)} within parts=, not beside it")

@@ -11,6 +11,7 @@ from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.parts import GraphParts
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.given_plan import GIVEN, make_given_plan_node, route_planner_start
 from aimegraph.nodes.human import make_approve_plan_node, route_after_approval
@@ -108,6 +109,7 @@ def build_planner_graph(
             prompt_source=parts.prompts,
             tools=planner_tools(registry),
             checks=checks,
+            wrap=call_wrapper(parts.middleware["planner"]),
         ),
         retry_policy=LLM_RETRY_POLICY,
     )

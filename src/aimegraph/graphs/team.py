@@ -22,6 +22,7 @@ from aimegraph.graphs.parts import GraphParts
 from aimegraph.graphs.team_modes import mode_graph
 from aimegraph.knowledge import KnowledgeBase
 from aimegraph.knowledge.embeddings import EmbeddingsSpec
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.nodes.actor_factory import ActorFactory, DefaultActorFactory, UnitActorFactory
 from aimegraph.nodes.teams.common import MODES, TeamParts, TeamState
 from aimegraph.prompts.source import PromptsArg
@@ -273,6 +274,7 @@ def team_parts(
         checker,
         source,
         memory,
+        call_wrapper(shared.middleware["verifier"]),
     )
 
 

@@ -80,7 +80,12 @@ def mode_graph(
     if parts.checker is not None:
         builder.add_node(
             "check",
-            make_task_check_node(parts.checker, config=parts.config, prompt_source=parts.prompts),
+            make_task_check_node(
+                parts.checker,
+                config=parts.config,
+                prompt_source=parts.prompts,
+                wrap=parts.checker_wrap,
+            ),
             retry_policy=LLM_RETRY_POLICY,
         )
         builder.add_edge("finish", "check")

@@ -13,6 +13,7 @@ from langgraph.types import Checkpointer
 
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.parts import GraphParts
+from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
 from aimegraph.nodes.verifier import make_judge_node
 from aimegraph.prompts.source import PromptsArg
@@ -66,6 +67,7 @@ def build_verifier_graph(
         config=parts.config,
         prompt_source=parts.prompts,
         tools=tools,
+        wrap=call_wrapper(parts.middleware["verifier"]),
     )
     builder.add_node("judge", judge, retry_policy=LLM_RETRY_POLICY)
     builder.add_edge(START, "judge")

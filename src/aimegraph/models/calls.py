@@ -32,7 +32,7 @@ from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_j
 from aimegraph.models.partial import PartialReader, streamed_call
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.server_schema import ServerSchema, constrained
-from aimegraph.models.steps import Steps, arun_steps, run_steps
+from aimegraph.models.steps import CallWrapper, Steps, arun_steps, model_call, run_steps
 from aimegraph.prompts import json_mode
 from aimegraph.state import Prices, Usage
 
@@ -218,6 +218,7 @@ def structured_steps(
     server_schema: ServerSchema = "auto",
     beside: ToolsBeside[M] | None = None,
     stream: Callable[[], PartialReader] | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Steps[StructuredReply[M]]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
 
@@ -233,6 +234,9 @@ def structured_steps(
     way at most ``retries`` re-asks follow a reply that does not parse, does not
     validate or is degenerate (empty, looping, cut off at the token limit).
 
+    With ``wrap`` (a role's middleware) each call runs inside its ``wrap_model_call``
+    hooks, and the reply is read as the model that gave it reads its own.
+
     The steps yield each model call (:mod:`aimegraph.models.steps`): run them with
     :func:`invoke_structured`, :func:`ainvoke_structured`, or ``yield from`` them
     in a node's steps.
@@ -246,18 +250,21 @@ def structured_steps(
     error = "no reply"
     error_or_none: str | None
     for _ in range(retries + 1):
-        try:
-            stages = _structured_stages(model, schema, mode, server_schema, beside)
-            call = (
-                stages.call if stream is None else streamed_call(stages.call, _name(schema), stream)
-            )
+        first = usage.llm_calls == 0
+
+        def bind(chat: BaseChatModel, first: bool = first) -> Runnable[Any, Any]:
             # The first call may fail transiently and be retried by re-running the node
             # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
             # it is retried in place with the same backoff, keeping their usage.
-            reply = yield (
-                (call if usage.llm_calls == 0 else retrying_in_place(call)),
-                conversation,
-            )
+            call = _structured_stages(chat, schema, mode, server_schema, beside).call
+            if stream is not None:  # read as it streams in
+                call = streamed_call(call, _name(schema), stream)
+            return call if first else retrying_in_place(call)
+
+        try:
+            call, answered = model_call(model, conversation, bind, wrap=wrap, runtime=runtime)
+            reply = yield call
+            stages = _structured_stages(answered(), schema, mode, server_schema, beside)
         except openai_errors("LengthFinishReasonError") as cut_off:
             exc = cast("openai.LengthFinishReasonError", cut_off)
             # A native structured reply cut off at the token limit: a degenerate

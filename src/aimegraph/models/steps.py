@@ -10,12 +10,14 @@ works with models that only implement one of the two APIs. Steps compose with
 
 from __future__ import annotations
 
-from collections.abc import Generator
-from typing import Any, TypeVar
+from collections.abc import Callable, Generator, Sequence
+from typing import Any, Protocol, TypeVar
 
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langgraph.errors import GraphDrained
-from langgraph.runtime import RunControl
+from langgraph.runtime import RunControl, Runtime
 
 ModelCall = tuple[Runnable[Any, Any], Any]
 """A call the steps yield: the runnable and its input."""
@@ -71,3 +73,33 @@ def _stop_if_drained(steps: Steps[Any], control: RunControl | None) -> None:
     if control is not None and control.drain_requested:
         steps.close()
         raise GraphDrained(control.drain_reason or "shutdown")
+
+
+class CallWrapper(Protocol):
+    """Runs a role's model call inside its middleware's ``wrap_model_call`` hooks
+    (:func:`aimegraph.middleware.calls.call_wrapper`): given the role's model, the
+    messages and how to make the runnable for a model (a hook may pick another), the
+    call to yield, and which model answered it."""
+
+    def __call__(
+        self,
+        model: BaseChatModel,
+        messages: Sequence[BaseMessage],
+        bind: Callable[[BaseChatModel], Runnable[Any, Any]],
+        runtime: Runtime[Any] | None,
+    ) -> tuple[ModelCall, Callable[[], BaseChatModel]]: ...
+
+
+def model_call(
+    model: BaseChatModel,
+    messages: Sequence[BaseMessage],
+    bind: Callable[[BaseChatModel], Runnable[Any, Any]],
+    *,
+    wrap: CallWrapper | None,
+    runtime: Runtime[Any] | None = None,
+) -> tuple[ModelCall, Callable[[], BaseChatModel]]:
+    """The call to yield for ``bind(model)`` on ``messages`` (inside ``wrap``'s hooks
+    when there are some), and which model answered it once it has."""
+    if wrap is None:
+        return (bind(model), messages), lambda: model
+    return wrap(model, messages, bind, runtime)

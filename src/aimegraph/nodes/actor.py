@@ -24,7 +24,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     AnyMessage,
@@ -39,22 +39,11 @@ from langgraph.runtime import Runtime
 from langgraph.types import Command, Send
 
 from aimegraph.config import AimeConfig
-from aimegraph.models.calls import (
-    Mode,
-    reraise_if_retryable,
-    resolve_mode,
-    usage_of,
-    with_json_instructions,
-)
-from aimegraph.models.json_tools import (
-    describe_tools,
-    json_step_model,
-    parse_tool_calls,
-    plain_conversation,
-    tool_calls_in_text,
-)
-from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
-from aimegraph.models.reasoning import visible_text, without_think_text
+from aimegraph.middleware import MiddlewareStack
+from aimegraph.middleware.calls import HookFailed, run_hooks
+from aimegraph.models.calls import reraise_if_retryable
+from aimegraph.models.reasoning import visible_text
+from aimegraph.nodes.actor_call import make_actor_call
 from aimegraph.nodes.actor_factory import (  # noqa: F401 - the factory's names lived here: kept a release
     ALWAYS_BOUND,
     ActorFactory,
@@ -63,13 +52,23 @@ from aimegraph.nodes.actor_factory import (  # noqa: F401 - the factory's names 
     artifact_lines,
     task_message,
 )
+from aimegraph.nodes.actor_hooks import (
+    JUMP,
+    full_state,
+    hook_view,
+    stopped,
+    summary_reset,
+    unanswered,
+    with_reply,
+    written,
+)
 from aimegraph.nodes.context import within_budget
 from aimegraph.nodes.dual import Steps, blocking_call, model_node
 from aimegraph.nodes.notes import unseen_notes
+from aimegraph.nodes.replies import RE_ASK
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import guardrails as guardrail_prompts
-from aimegraph.prompts import json_mode
 from aimegraph.prompts.source import PromptSource, prompt_text
 from aimegraph.state import ActorState, MemberResult, TaskResult, Usage
 from aimegraph.streaming import call_metadata
@@ -88,9 +87,6 @@ REPORTS: Mapping[str, BaseTool] = {t.name: t for t in ALWAYS_BOUND}
 
 _APPENDED = ("messages", "updates")
 """The keys, among those one react step writes, whose channels append."""
-
-_RE_ASK = "re_ask"
-"""Key in a re-ask's ``response_metadata`` (never sent to the model) holding the problem."""
 
 
 def make_assemble_node(
@@ -138,6 +134,7 @@ def make_react_node(
     config: AimeConfig,
     done: str = END,
     assemble: ActorNode | None = None,
+    middleware: MiddlewareStack | None = None,
 ) -> Runnable[ActorState, Command[str]]:
     """One ReAct step: the model picks the next tool call (or answers). The model
     call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
@@ -150,64 +147,76 @@ def make_react_node(
 
     With ``assemble`` (:func:`make_assemble_node`), the first step, finding no
     conversation yet, runs it to open one: the actor's first super-step is its
-    first model call, as in a hand-written ReAct loop.
+    first model call, as in a hand-written ReAct loop. ``middleware`` (the actor's
+    LangChain middleware) runs its ``before_model`` hooks, the model call inside its
+    ``wrap_model_call`` hooks, then its ``after_model`` hooks (see
+    :mod:`aimegraph.nodes.actor_hooks`).
     """
-    # Converting tool schemas costs more than a fast model's reply: once per tool set.
-    bound_models: dict[tuple[str, ...], Runnable[LanguageModelInput, AIMessage]] = {}
-    json_models: dict[tuple[tuple[str, ...], str], Runnable[LanguageModelInput, AIMessage]] = {}
+    stack = middleware or MiddlewareStack()
+    budgeted = within_budget(model, config, make_actor_call(model, tools, config, stack))
 
     def react(state: ActorState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
-        names = tuple(n for n in state.get("tool_names", []) if n in tools)
-        bound = [tools[n] for n in names] + list(ALWAYS_BOUND)
         steps = state.get("steps", 0) + 1
-        mode = resolve_mode(cfg.tool_calling, model)
-        try:
-            if mode == "native":
-                if names not in bound_models:
-                    bound_models[names] = model.bind_tools(bound)
-                reply = yield bound_models[names], state["messages"]
-            else:
-                key = (names, cfg.server_schema)
-                if key not in json_models:
-                    json_models[key] = json_step_model(model, bound, cfg.server_schema)
-                prompt = with_json_instructions(
-                    state["messages"], json_mode.TOOLS.format(tools=describe_tools(bound))
-                )
-                reply = yield json_models[key], plain_conversation(prompt)
-        except Exception as exc:  # noqa: BLE001 - a model failure fails the task, as data
-            reraise_if_retryable(exc, runtime)
-            error = f"model call failed: {type(exc).__name__}: {exc}"
-            failed = TaskResult(status="failed", summary=error)
-            return {"steps": steps, "error": error, **settled(state, failed, runtime.stream_writer)}
-        messages = reply_messages(reply, [t.name for t in bound], mode)
-        calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
-        usage = usage_of(reply, "actor", cfg.prices, tool_calls=calls)
-        update = {"messages": messages, "steps": steps, "usage": usage}
-        last = messages[-1]
+        hooks = hook_view(state) if stack.hooks_state else None
+        reset: dict[str, Any] = {}  # the context budget's summary, if hooks dropped turns
+        if hooks is not None and stack.before_model:
+            try:
+                hooks = yield from run_hooks(stack.before_model, hooks)
+            except HookFailed as failure:
+                return {"steps": steps, **_failed(state, failure, runtime)}
+            if hooks.jump in ("end", "tools"):  # no model call in this step
+                update = {"steps": steps, **written(state, hooks, [])}
+                seen = cast(ActorState, {**full_state(state, hooks), "steps": steps})
+                if hooks.jump == "tools":  # the calls still unanswered, as a reply's
+                    return {**update, JUMP: _next_after_react(seen, done)}
+                return update | settled(seen, stopped(hooks), runtime.stream_writer)
+            reset = summary_reset(state, hooks)
+            state = cast(ActorState, full_state(state, hooks))
+        asked = yield from budgeted(state, runtime)
+        if "error" in asked:
+            failed = TaskResult(status="failed", summary=asked["error"])
+            return {"steps": steps, **settled(state, failed, runtime.stream_writer), **asked}
+        reply, usage = asked.pop("messages"), asked.pop("usage")
+        if hooks is None:
+            update = {**asked, "messages": reply}
+            now = {**state, "messages": [*state["messages"], *reply]}
+        else:
+            try:
+                hooks = yield from run_hooks(stack.after_model, with_reply(hooks, reply))
+            except HookFailed as failure:  # the reply stays, and its usage
+                kept = {**asked, "messages": reply, "steps": steps, "usage": usage}
+                return kept | _failed(state, failure, runtime)
+            # The context budget's summary, made in this step, wins over a reset.
+            update = {**reset, **written(state, hooks, reply), **asked}
+            now = full_state(state, hooks)
+        update |= {"steps": steps, "usage": usage}
         # The state as of this step, for the reports run in it and the settled
         # task's event (which carries the attempt's usage so far).
         seen = cast(
-            ActorState,
-            {
-                **state,
-                "messages": [*state["messages"], *messages],
-                "steps": steps,
-                "usage": (state.get("usage") or Usage()) + usage,
-            },
+            ActorState, {**now, "steps": steps, "usage": (state.get("usage") or Usage()) + usage}
         )
-        if isinstance(last, AIMessage) and last.tool_calls:
-            if all(c["name"] in REPORTS for c in last.tool_calls):
+        if hooks is not None and hooks.jump == "end":
+            return update | settled(seen, stopped(hooks), runtime.stream_writer)
+        if hooks is not None and hooks.jump == "model":
+            return {**update, JUMP: "react"}
+        last = seen["messages"][-1]
+        if calls := unanswered(seen["messages"]):
+            if all(c["name"] in REPORTS for c in calls):
+                reply_calls = AIMessage(content="", tool_calls=calls)
                 reports = run_in_step(
-                    last, REPORTS, state=seen, runtime=runtime, once_per_reply=[SUBMIT_RESULT]
+                    reply_calls,
+                    REPORTS,
+                    state=seen,
+                    runtime=runtime,
+                    once_per_reply=[SUBMIT_RESULT],
                 )
                 return _with_outcomes(update, reports)
             return update
-        if isinstance(last, HumanMessage) and _steps_left(seen, cfg):
-            return update
+        if isinstance(last, HumanMessage | ToolMessage) and _steps_left(seen, cfg):
+            return update  # a re-ask, or the calls a hook answered: the model goes on
         return update | settled(seen, _unsubmitted_result(seen, cfg), runtime.stream_writer)
 
-    budgeted = within_budget(model, config, react)
     # A factory may block (the default one lists the workspace): under ainvoke it runs
     # in a worker thread, as the sync node it was would.
     opening: Runnable[ActorState, dict[str, Any]] | None = (
@@ -237,17 +246,27 @@ def make_react_node(
                 heard = [*state["messages"], *noted["messages"]]
                 state = cast(ActorState, {**state, "messages": heard})
         if _steps_left(state, cfg):
-            update = yield from budgeted(state, runtime)
+            update = yield from react(state, runtime)
         else:  # the tools step used the last one
             update = settled(state, _unsubmitted_result(state, cfg), runtime.stream_writer)
         update = _merged(opened, update)
         if "usage" in update:  # the step's calls, the summary's included
             update["usage"] = update["usage"].for_task(state["task"].id, state.get("member"))
-        return Command(update=update, goto=_next_after_react(update, done))
+        goto = update.pop(JUMP, None) or _next_after_react(update, done)
+        return Command(update=update, goto=goto)
 
     return model_node(
         step_or_settle, name="react", metadata=lambda state: call_metadata("actor", state)
     )
+
+
+def _failed(state: ActorState, failure: HookFailed, runtime: Runtime[Any]) -> dict[str, Any]:
+    """The update failing the task a middleware hook raised in, as data (a retryable
+    failure, as of a summary model's provider, is raised for the node's retry policy)."""
+    if isinstance(failure.__cause__, Exception):
+        reraise_if_retryable(failure.__cause__, runtime)
+    result = TaskResult(status="failed", summary=str(failure))
+    return {"error": str(failure), **settled(state, result, runtime.stream_writer)}
 
 
 def _new_notes(state: ActorState, *, runtime: Runtime[Any]) -> dict[str, Any]:
@@ -304,66 +323,13 @@ def _merged(first: Mapping[str, Any], then: Mapping[str, Any]) -> dict[str, Any]
 
 def _next_after_react(update: Mapping[str, Any], done: str) -> str | list[Send]:
     """Where a react step's update leads: ``done`` once it settled the task, one
-    ``tools`` task per tool call (but ``submit_result``, which waits for them), else
-    ``react`` (after a re-ask, or reports run in the step)."""
+    ``tools`` task per unanswered tool call (but ``submit_result``, which waits for
+    them), else ``react`` (after a re-ask, reports run in the step, or calls a hook
+    answered)."""
     if update.get("result") is not None:
         return done
-    last = update["messages"][-1]
-    if isinstance(last, AIMessage) and last.tool_calls:
-        calls = [c for c in last.tool_calls if c["name"] != SUBMIT_RESULT]
-        return [Send("tools", [call]) for call in calls]
-    return "react"
-
-
-def reply_messages(reply: AIMessage, tool_names: list[str], mode: Mode) -> list[AnyMessage]:
-    """A tool loop's model reply as the messages it adds to the conversation: the
-    tool calls it makes (native, written into its text, or in ``json`` mode its
-    JSON), else its text, or a re-ask saying why it could not be used."""
-    return (_json_step if mode == "json" else _native_step)(reply, tool_names)
-
-
-def _native_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
-    """A native reply as the next message: its tool calls, else the calls of bound tools
-    written into its text, else its text as the final summary; an empty reply is asked
-    again. ``<think>`` text is left out."""
-    message = without_think_text(reply)
-    if not message.tool_calls and (calls := tool_calls_in_text(message.text, tool_names)):
-        message = message.model_copy(update={"tool_calls": calls, "invalid_tool_calls": []})
-    if message.tool_calls or (message.text.strip() and not message.invalid_tool_calls):
-        return [message]
-    # A call with broken arguments is not an answer, whatever text comes with it. Neither it
-    # nor an empty assistant turn is sent back (providers refuse both): only the text.
-    said = message.model_copy(update={"invalid_tool_calls": []})
-    problem = _why_unusable(reply) or "empty reply"
-    return [*([said] if said.text.strip() else []), _re_ask(prompts.UNUSABLE_REPLY, problem)]
-
-
-def _json_step(reply: AIMessage, tool_names: list[str]) -> list[AnyMessage]:
-    """Turn a JSON-mode reply into tool calls, or into a re-ask with the parse error."""
-    text = visible_text(reply)
-    try:
-        calls = parse_tool_calls(reply.text, tool_names)
-    except JsonReplyError as exc:
-        problem = _why_unusable(reply) or str(exc)
-    else:
-        return [AIMessage(content=text, tool_calls=calls, id=reply.id)]
-    said: list[AnyMessage] = [AIMessage(content=text, id=reply.id)] if text else []
-    return [*said, _re_ask(json_mode.PARSE_ERROR, problem)]
-
-
-def _why_unusable(reply: AIMessage) -> str | None:
-    """Why a reply is unusable as a whole, if it is: tool calls whose arguments were not
-    valid JSON, or an empty, looping or cut-off reply."""
-    if reply.invalid_tool_calls:
-        bad = reply.invalid_tool_calls[0]
-        return f"the arguments of your {bad.get('name') or 'tool'} call were not valid JSON"
-    finish = reply.response_metadata.get("finish_reason")
-    return check_degenerate(reply.text, finish_reason=finish)
-
-
-def _re_ask(template: str, problem: str) -> HumanMessage:
-    """The turn asking the model again, saying what was wrong with its reply."""
-    return HumanMessage(template.format(error=problem), response_metadata={_RE_ASK: problem})
+    calls = [c for c in unanswered(update.get("messages", [])) if c["name"] != SUBMIT_RESULT]
+    return [Send("tools", [call]) for call in calls] if calls else "react"
 
 
 def _steps_left(state: ActorState, cfg: AimeConfig) -> bool:
@@ -429,7 +395,7 @@ def _unsubmitted_result(state: ActorState, cfg: AimeConfig) -> TaskResult:
         if budget is not None and steps >= budget
         else (f"max_actor_steps={cfg.max_actor_steps}")
     )
-    if isinstance(last, HumanMessage) and (problem := last.response_metadata.get(_RE_ASK)):
+    if isinstance(last, HumanMessage) and (problem := last.response_metadata.get(RE_ASK)):
         why += f"; the model's last reply could not be used: {problem}"
     return TaskResult(
         status="failed",

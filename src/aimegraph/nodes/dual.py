@@ -29,7 +29,7 @@ from pydantic import BaseModel
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply, ToolsBeside, resolve_mode, structured_steps
 from aimegraph.models.partial import PartialReader
-from aimegraph.models.steps import ModelCall, Steps, arun_steps, run_steps
+from aimegraph.models.steps import CallWrapper, ModelCall, Steps, arun_steps, run_steps
 from aimegraph.state import Span
 
 __all__ = ["ModelCall", "Steps", "ask_structured", "blocking_call", "dual_node", "model_node"]
@@ -125,13 +125,15 @@ def ask_structured(
     runtime: Runtime[Any],
     beside: ToolsBeside[M] | None = None,
     stream: Callable[[], PartialReader] | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Steps[StructuredReply[M]]:
     """A node's structured call (:func:`aimegraph.models.calls.structured_steps`) under
     the run's settings: its ``tool_calling`` mode for ``model`` (and ``server_schema``
     in JSON mode), ``max_output_retries``
     re-asks, and its prices; counted under ``role`` in the run's usage. With
-    ``beside``, a native reply may call those tools too; with ``stream``, each reply is
-    read as it streams in."""
+    ``beside``, a native reply may call those tools too; with ``wrap``, each call runs
+    inside the role's ``wrap_model_call`` middleware; with ``stream``, each reply is read
+    as it streams in."""
     return (
         yield from structured_steps(
             model,
@@ -145,5 +147,6 @@ def ask_structured(
             server_schema=config.server_schema,
             beside=beside,
             stream=stream,
+            wrap=wrap,
         )
     )

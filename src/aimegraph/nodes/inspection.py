@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
-from langchain_core.messages import AIMessage, AnyMessage, HumanMessage, ToolCall, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AnyMessage,
+    BaseMessage,
+    HumanMessage,
+    ToolCall,
+    ToolMessage,
+)
 from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, StructuredTool, ToolException
 from langgraph.runtime import Runtime
@@ -36,8 +43,10 @@ from aimegraph.models.calls import (
 )
 from aimegraph.models.json_tools import describe_tools, json_step_model, plain_conversation
 from aimegraph.models.jsonparse import JsonReplyError, parse_json_reply
-from aimegraph.nodes.actor import reply_messages, transcript
+from aimegraph.models.steps import CallWrapper, model_call
+from aimegraph.nodes.actor import transcript
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call
+from aimegraph.nodes.replies import reply_messages
 from aimegraph.prompts import json_mode
 from aimegraph.prompts import verifier as prompts
 from aimegraph.state import Usage, Verdict
@@ -119,9 +128,11 @@ def inspect(
     *,
     config: AimeConfig,
     runtime: Runtime[Any],
+    wrap: CallWrapper | None = None,
 ) -> Steps[Inspection]:
     """Run the inspection loop from ``messages`` (the verifier's system prompt and
-    the review request); see the module docstring."""
+    the review request), each call inside the verifier's middleware (``wrap``); see
+    the module docstring."""
     by_name = {t.name: t for t in tools}
     bound = [submit_verdict, *tools]
     names = [t.name for t in bound]
@@ -138,15 +149,21 @@ def inspect(
     patient = retrying_in_place(chat)
     for _ in range(config.verifier_max_steps):
         asking = chat if usage.llm_calls == 0 else patient
+
+        def bind(other: BaseChatModel, asking: Runnable[Any, Any] = asking) -> Runnable[Any, Any]:
+            if other is model:
+                return asking
+            if mode == "native":  # another model a hook picked (a fallback)
+                return other.bind_tools(bound)
+            return json_step_model(other, bound, config.server_schema)
+
+        sent: Sequence[BaseMessage] = conversation
+        if mode == "json":
+            tools_text = json_mode.TOOLS.format(tools=describe_tools(bound))
+            sent = plain_conversation(with_json_instructions(conversation, tools_text))
         try:
-            if mode == "native":
-                reply = yield asking, conversation
-            else:
-                tools_text = json_mode.TOOLS.format(tools=describe_tools(bound))
-                reply = yield (
-                    asking,
-                    plain_conversation(with_json_instructions(conversation, tools_text)),
-                )
+            step, _ = model_call(model, sent, bind, wrap=wrap, runtime=runtime)
+            reply = yield step
         except Exception as exc:  # noqa: BLE001 - no verdict, as data
             if usage.llm_calls == 0:  # a node retry would not count calls already made
                 reraise_if_retryable(exc, runtime)
@@ -184,6 +201,7 @@ def inspect(
         role="verifier",
         config=config,
         runtime=runtime,
+        wrap=wrap,
     )
     return Inspection(final.value, final.error, usage + final.usage, looked)
 

@@ -6,7 +6,7 @@ while a plan waits for approval is not taken: the plan is asked again, saying so
 from __future__ import annotations
 
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from langchain_core.messages import HumanMessage
@@ -19,7 +19,7 @@ from aimegraph.nodes.guarding import INPUT_GUARDRAILS
 from aimegraph.nodes.human import require_checkpointer
 from aimegraph.nodes.planner import FINISHED, RUN_START, GoalError, resolve_goal
 from aimegraph.nodes.types import Node
-from aimegraph.policy import as_rules, check_rules
+from aimegraph.policy import ToolRule, as_rules, check_rules
 from aimegraph.prompts import conversation as conversation_prompts
 from aimegraph.prompts.source import PromptSource
 from aimegraph.state import AimeState, PastRun, PlanUpdate, Usage
@@ -44,6 +44,7 @@ def make_intake_node(
     tool_names: Collection[str],
     prompts: PromptSource | None = None,
     plan: PlanUpdate | None = None,
+    approvals: Sequence[ToolRule] = (),
     screen_input: bool = False,
 ) -> Node[AimeState]:
     """The node before the planner; routes with ``Command(goto=...)``.
@@ -68,11 +69,13 @@ def make_intake_node(
     not taken: the goal stays the run's own (``run_goal``) and ``approve_plan``
     asks again, its ``error`` saying how to go on (``PLAN_PENDING``).
 
-    With ``screen_input``, a new run's goal goes to ``input_guardrails`` too, beside
-    the planner, with ``screening`` set (see :mod:`aimegraph.nodes.guarding`).
+    ``approvals`` are the actors' approval rules beside the config's (a
+    ``HumanInTheLoopMiddleware``'s): checked the same way. With ``screen_input``, a new
+    run's goal goes to ``input_guardrails`` too, beside the planner, with ``screening``
+    set (see :mod:`aimegraph.nodes.guarding`).
     """
 
-    check_rules(config.approve_tools, tool_names)
+    check_rules([*config.approve_tools, *approvals], tool_names)
 
     def intake(state: AimeState, runtime: Runtime[Any]) -> Command:
         cfg = config.for_run(runtime)
@@ -83,7 +86,7 @@ def make_intake_node(
         if cfg.escalate != "off":
             require_checkpointer("escalate")
         if cfg.tool_policy is not None or any(
-            r.decision == "ask" for r in as_rules(cfg.approve_tools)
+            r.decision == "ask" for r in as_rules([*cfg.approve_tools, *approvals])
         ):
             require_checkpointer("approve_tools")
         status = state.get("status")

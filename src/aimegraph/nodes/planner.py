@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from aimegraph.config import AimeConfig
 from aimegraph.memory.sections import facts_section, past_runs_section
 from aimegraph.models.calls import ToolsBeside
+from aimegraph.models.steps import CallWrapper
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
 from aimegraph.nodes.notes import run_notes
 from aimegraph.nodes.plan_feed import PLAN_FEED
@@ -99,6 +100,7 @@ def make_draft_node(
     prompt_source: PromptSource | None = None,
     tools: Sequence[BaseTool] = (),
     checks: PlanChecks | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Runnable[PlannerState, dict[str, Any]]:
     """The node that asks the planner model for a PlanUpdate (the model calls are
     awaited under ``ainvoke``, see :mod:`aimegraph.nodes.dual`). With ``teams``, its
@@ -107,9 +109,11 @@ def make_draft_node(
     system prompt is the ``planner`` component of the run's prompt version in
     ``prompt_source`` (the built-in one without a source). With native tool calling
     the model is also bound ``tools``: each call of one in its reply is a tool step
-    (a task of its own, no dependencies, so they run in parallel). Run by the streaming
-    planner node (``stream_plans``), it streams the reply and hands each task that
-    passes ``checks`` to that node's runner as it completes (:mod:`aimegraph.nodes.plan_feed`)."""
+    (a task of its own, no dependencies, so they run in parallel). With ``wrap``,
+    each call runs inside the planner's ``wrap_model_call`` middleware. Run by the
+    streaming planner node (``stream_plans``), it streams the reply and hands each task
+    that passes ``checks`` to that node's runner as it completes
+    (:mod:`aimegraph.nodes.plan_feed`)."""
 
     reading_notes: Runnable[PlannerState, list[str]] = blocking_call(_run_notes, name="notes")
     beside = ToolsBeside(list(tools), _with_tool_steps)
@@ -180,6 +184,7 @@ def make_draft_node(
             runtime=runtime,
             beside=beside if cfg.planner_tools else None,
             stream=feed.reader(tasks_now, checks, cfg.max_tasks) if feed and checks else None,
+            wrap=wrap,
         )
         update: dict[str, Any] = {
             "goal": goal,

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import Runnable
 from langgraph.constants import TAG_NOSTREAM
@@ -18,6 +18,7 @@ from aimegraph.guardrails import Guards
 from aimegraph.models.calls import reraise_if_retryable, retrying_in_place, usage_of
 from aimegraph.models.reasoning import visible_text
 from aimegraph.models.response_format import TypedAnswer
+from aimegraph.models.steps import CallWrapper, model_call
 from aimegraph.nodes.actor_factory import artifact_lines
 from aimegraph.nodes.conversation import answer_metadata
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
@@ -61,6 +62,7 @@ def make_reporter_node(
     config: AimeConfig,
     prompt_source: PromptSource | None = None,
     response_format: TypedAnswer | None = None,
+    wrap: CallWrapper | None = None,
     guards: Guards | None = None,
 ) -> Runnable[AimeState, dict[str, Any]]:
     """Writes ``final_answer`` (also appended to ``messages``).
@@ -80,8 +82,9 @@ def make_reporter_node(
     The answer's message is the model's reply (same id), so that
     ``stream_mode="messages"`` delivers it once; its ``response_metadata`` carries
     the run's artifacts and unfinished tasks for later turns. The model call is
-    awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`). The system prompt
-    is the run's ``reporter`` component from ``prompt_source``. ``guards``' output
+    awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`), inside the
+    reporter's ``wrap_model_call`` middleware (``wrap``). The system prompt is the
+    run's ``reporter`` component from ``prompt_source``. ``guards``' output
     guardrails screen every answer it writes (see :mod:`aimegraph.nodes.guarding`).
     """
 
@@ -89,7 +92,7 @@ def make_reporter_node(
     # With output guardrails the answer's tokens are not streamed (LangGraph's nostream
     # tag): they would reach a client before the guardrails have screened the answer.
     screened = guards is not None and bool(guards.at("output"))
-    answering = model.with_config(tags=[TAG_NOSTREAM]) if screened else model
+    tags = [TAG_NOSTREAM] if screened else []
 
     def reporter(state: AimeState, runtime: Runtime[Any]) -> Steps[dict[str, Any]]:
         cfg = config.for_run(runtime)
@@ -112,9 +115,11 @@ def make_reporter_node(
                 # results, and may quote the goal).
                 instructions = system + prompts.REQUEST.format(goal="", conversation="", results="")
                 echo = _Echo(instructions, goal)
-                draft = yield from _written(answering, asked, echo, results, cfg, runtime)
+                draft = yield from _written(model, asked, echo, results, cfg, runtime, wrap, tags)
             else:
-                draft = yield from _typed(model, response_format, asked, results, cfg, runtime)
+                draft = yield from _typed(
+                    model, response_format, asked, results, cfg, runtime, wrap
+                )
         update = dict(draft.update)
         if guards is not None and screened:
             typed = response_format if update.get("structured_response") is not None else None
@@ -149,23 +154,32 @@ def make_reporter_node(
 
 
 def _written(
-    model: Runnable[LanguageModelInput, BaseMessage],
+    model: BaseChatModel,
     asked: list[BaseMessage],
     echo: _Echo,
     results: str,
     cfg: AimeConfig,
     runtime: Runtime[Any],
+    wrap: CallWrapper | None,
+    tags: list[str],
 ) -> Steps[_Draft]:
-    """The answer in words. A failed call or an empty reply leaves the ``results`` as
-    they are; a reply that is an ``echo`` of the prompt is asked again, and when
-    every reply is, the run fails."""
+    """The answer in words, from the model called with ``tags``. A failed call or an
+    empty reply leaves the ``results`` as they are; a reply that is an ``echo`` of the
+    prompt is asked again, and when every reply is, the run fails."""
     conversation = asked
     usage = Usage()
     for _ in range(cfg.max_output_retries + 1):
         try:
             # As in structured_steps: the first call is retried by the node's
             # RetryPolicy, a re-ask in place (it follows calls already counted).
-            reply = yield (model if not usage.llm_calls else retrying_in_place(model)), conversation
+            first = not usage.llm_calls
+
+            def bind(chat: BaseChatModel, first: bool = first) -> Runnable[Any, Any]:
+                tagged = chat.with_config(tags=tags) if tags else chat
+                return tagged if first else retrying_in_place(tagged)
+
+            call, _ = model_call(model, conversation, bind, wrap=wrap, runtime=runtime)
+            reply = yield call
         except Exception as exc:  # noqa: BLE001 - fall back to the results themselves
             if not usage.llm_calls:
                 reraise_if_retryable(exc, runtime)
@@ -193,6 +207,7 @@ def _typed(
     results: str,
     cfg: AimeConfig,
     runtime: Runtime[Any],
+    wrap: CallWrapper | None,
 ) -> Steps[_Draft]:
     """The answer as the response format's object, or a failed run saying why not
     (with the ``results`` as they are for its final answer)."""
@@ -203,6 +218,7 @@ def _typed(
         role="reporter",
         config=cfg,
         runtime=runtime,
+        wrap=wrap,
     )
     if reply.value is None:
         return _Draft(

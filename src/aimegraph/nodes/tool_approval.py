@@ -9,7 +9,10 @@ these, plus this engine's own keys (``kind="approve_tool"``, ``task_id``, ``tool
 
 * LangChain's ``HITLResponse`` ``{"decisions": [decision]}`` or the one decision:
   ``{"type": "approve"}``, ``{"type": "edit", "edited_action": {"name": tool,
-  "args": {...}}}``, ``{"type": "reject", "message": "why"}``;
+  "args": {...}}}``, ``{"type": "reject", "message": "why"}``, and where the review allows it (a
+  ``HumanInTheLoopMiddleware`` given as actor middleware may, see
+  :mod:`aimegraph.middleware.approval`) ``{"type": "respond", "message": "..."}``: the
+  human's message is the call's result and the tool does not run;
 * the engine's own, kept for earlier callers: ``{"action": "approve"}`` (or
   ``True``, ``"approve"``), ``{"action": "reject" | "deny", "reason": ...}`` (or a
   bare string: the reason), and ``{"action": "edit", "args": {...}}``.
@@ -26,7 +29,7 @@ resuming it never runs the reply's other calls again.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from langchain.agents.middleware.human_in_the_loop import (
@@ -43,7 +46,7 @@ from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.human import parse_decision, require_checkpointer
-from aimegraph.policy import decide
+from aimegraph.policy import ToolRule, decide
 from aimegraph.state import Task
 from aimegraph.tools.steps import args_problems
 from aimegraph.waits import wait_terms
@@ -54,6 +57,7 @@ ToolAnswer = (
     tuple[Literal["approve"], None]
     | tuple[Literal["edit"], dict[str, Any]]
     | tuple[Literal["reject"], str]
+    | tuple[Literal["respond"], str]
     | tuple[Literal["unclear"], str]
 )
 
@@ -66,23 +70,30 @@ ANSWERS = (
 
 
 def make_tool_approval(
-    config: AimeConfig, *, exempt: Collection[str] = ()
+    config: AimeConfig,
+    *,
+    exempt: Collection[str] = (),
+    rules: Sequence[ToolRule] = (),
+    reviews: Mapping[str, ReviewConfig] | None = None,
 ) -> Callable[[ToolCallRequest], ToolCallRequest | ToolMessage]:
     """A ToolNode pre-call hook applying the run's tool policy (``approve_tools``,
-    ``tool_policy``) to each call; the ``exempt`` tools (the actor's reports) are
-    never gated.
+    ``tool_policy``, then ``rules``: a ``HumanInTheLoopMiddleware``'s, see
+    :mod:`aimegraph.middleware.approval`) to each call; the ``exempt`` tools (the
+    actor's reports) are never gated. ``reviews`` names the decisions a tool's pause
+    allows (approve, edit and reject for a tool it does not name).
 
     Returns the request to run (with the human's edited arguments, if any), or the
     observation that replaces the call (a rejection, a refusal by the policy)."""
 
     def before_call(request: ToolCallRequest) -> ToolCallRequest | ToolMessage:
         cfg = config.override(request.runtime.context if request.runtime else None)
-        if not cfg.gates_tools:
+        if not cfg.gates_tools and not rules:
             return request
         call = request.tool_call
         state = request.state if isinstance(request.state, dict) else {}
         task: Task | None = state.get("task")
-        verdict = decide(call, task, rules=cfg.approve_tools, policy=cfg.tool_policy, exempt=exempt)
+        every = (*cfg.approve_tools, *rules)
+        verdict = decide(call, task, rules=every, policy=cfg.tool_policy, exempt=exempt)
         if verdict.decision == "allow":
             return request
         if verdict.decision == "deny":
@@ -91,10 +102,12 @@ def make_tool_approval(
                 call, f"The run's tool policy refuses this call to {call['name']}{why}."
             )
         require_checkpointer("approve_tools")
+        review = (reviews or {}).get(call["name"])
+        allowed = review["allowed_decisions"] if review else ALLOWED
         error: str | None = None
         while True:  # each answer that is not taken is asked again, saying why
-            answer = interrupt(approval_request(call, task, cfg, verdict.reason, error))
-            match parse_tool_decision(answer, call["name"]):
+            asked = approval_request(call, task, cfg, verdict.reason, error, review=review)
+            match parse_tool_decision(interrupt(asked), call["name"], allowed):
                 case ("approve", _):
                     return request
                 case ("reject", reason):
@@ -105,6 +118,8 @@ def make_tool_approval(
                     error = invalid_edit(request.tool, args)
                     if error is None:
                         return request.override(tool_call={**call, "args": args})
+                case ("respond", message):
+                    return ToolMessage(content=message, name=call["name"], tool_call_id=call["id"])
                 case ("unclear", why):
                     error = why
 
@@ -117,9 +132,12 @@ def approval_request(
     config: AimeConfig,
     reason: str = "",
     error: str | None = None,
+    *,
+    review: ReviewConfig | None = None,
 ) -> dict[str, Any]:
-    """The interrupt value for one call: LangChain's ``HITLRequest`` with one action,
-    plus the engine's keys (with ``config``'s approval timeout and default, if any)."""
+    """The interrupt value for one call: LangChain's ``HITLRequest`` with one action
+    (and ``review``, or approve, edit and reject allowed), plus the engine's keys (with
+    ``config``'s approval timeout and default, if any)."""
     where = f"Task {task.id} ({task.title})" if task is not None else "An actor"
     description = f"{where} calls {call['name']} with {json.dumps(call['args'], default=str)}"
     if reason:
@@ -128,7 +146,9 @@ def approval_request(
         action_requests=[
             ActionRequest(name=call["name"], args=call["args"], description=description)
         ],
-        review_configs=[ReviewConfig(action_name=call["name"], allowed_decisions=ALLOWED)],
+        review_configs=[
+            review or ReviewConfig(action_name=call["name"], allowed_decisions=ALLOWED)
+        ],
     )
     return {
         "kind": "approve_tool",
@@ -141,9 +161,19 @@ def approval_request(
     }
 
 
-def parse_tool_decision(value: Any, tool: str) -> ToolAnswer:
+def parse_tool_decision(
+    value: Any, tool: str, allowed: Sequence[DecisionType] = ALLOWED
+) -> ToolAnswer:
     """A human's answer to a tool approval as (``approve`` | ``edit`` | ``reject`` |
-    ``unclear``, the edited arguments | the reason | why it is unclear)."""
+    ``respond`` | ``unclear``, the edited arguments | the reason | the response | why it
+    is unclear); a decision not in ``allowed`` is unclear."""
+    answer = _parsed_decision(value, tool)
+    if answer[0] != "unclear" and answer[0] not in allowed:
+        return "unclear", f"{answer[0]} is not allowed for {tool}: answer {', '.join(allowed)}"
+    return answer
+
+
+def _parsed_decision(value: Any, tool: str) -> ToolAnswer:
     if isinstance(value, dict) and "decisions" in value:
         decisions = value["decisions"]
         if not isinstance(decisions, list) or len(decisions) != 1:
@@ -170,6 +200,8 @@ def _hitl_decision(decision: Mapping[str, Any], tool: str) -> ToolAnswer:
         return "approve", None
     if kind == "reject":
         return "reject", str(decision.get("message") or "no reason given")
+    if kind == "respond":
+        return "respond", str(decision.get("message") or "")
     if kind == "edit":
         action = decision.get("edited_action")
         if not isinstance(action, dict) or not isinstance(action.get("args"), dict):
@@ -180,7 +212,10 @@ def _hitl_decision(decision: Mapping[str, Any], tool: str) -> ToolAnswer:
                 f"({action.get('name')!r})"
             )
         return "edit", dict(action["args"])
-    return "unclear", f"decision type {kind!r} is not one of {', '.join(ALLOWED)}: {ANSWERS}"
+    return (
+        "unclear",
+        f"decision type {kind!r} is not one of approve, edit, reject, respond: {ANSWERS}",
+    )
 
 
 def invalid_edit(tool: BaseTool | None, args: dict[str, Any]) -> str | None:

@@ -20,6 +20,7 @@ from langchain_core.tools import BaseTool
 from langgraph.runtime import Runtime
 
 from aimegraph.config import AimeConfig
+from aimegraph.models.steps import CallWrapper
 from aimegraph.nodes.actor_factory import artifact_lines
 from aimegraph.nodes.dual import Steps, ask_structured, model_node
 from aimegraph.nodes.inspection import inspect, inspects, run_files, with_evidence
@@ -38,13 +39,15 @@ def _ask_verdict(
     cfg: AimeConfig,
     runtime: Runtime[Any],
     inspection: tuple[Sequence[BaseTool], str] | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Steps[tuple[Verdict | None, str | None, Usage]]:
     """The verdict on ``prompt``: one structured call, or with ``inspection`` (the
-    tools and the prompt asking to inspect the files) the inspecting agent's."""
+    tools and the prompt asking to inspect the files) the inspecting agent's; each
+    call inside the verifier's ``wrap_model_call`` middleware (``wrap``)."""
     if inspection is not None:
         tools, request = inspection
         opening: list[AnyMessage] = [SystemMessage(system.format()), HumanMessage(request)]
-        looked = yield from inspect(model, tools, opening, config=cfg, runtime=runtime)
+        looked = yield from inspect(model, tools, opening, config=cfg, runtime=runtime, wrap=wrap)
         return with_evidence(looked), looked.error, looked.usage
     reply = yield from ask_structured(
         model,
@@ -53,6 +56,7 @@ def _ask_verdict(
         role="verifier",
         config=cfg,
         runtime=runtime,
+        wrap=wrap,
     )
     return reply.value, reply.error, reply.usage
 
@@ -67,6 +71,7 @@ def make_judge_node(
     config: AimeConfig,
     prompt_source: PromptSource | None = None,
     tools: Sequence[BaseTool] | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Runnable[VerifierState, dict[str, Any]]:
     """Judges the final answer against the goal and settles the run's status:
     ``succeeded``; ``running`` with a replan reason when rejected and replans
@@ -74,7 +79,8 @@ def make_judge_node(
     When the run wrote files (see ``verifier_inspects``) it first inspects them
     with ``tools`` (default: :func:`make_inspection_tools` over the workspace).
     The model calls are awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
-    The system prompt is the run's ``verifier`` component from ``prompt_source``."""
+    The system prompt is the run's ``verifier`` component from ``prompt_source``;
+    ``wrap`` runs each model call inside the verifier's middleware."""
     looking = list(tools) if tools is not None else make_inspection_tools(config.workspace)
     listing = run_files(config)
 
@@ -98,6 +104,7 @@ def make_judge_node(
             cfg,
             runtime,
             (looking, request) if inspects(cfg, files) else None,
+            wrap,
         )
         runtime.stream_writer({"type": "verdict", "verdict": verdict, "error": error})
         if verdict is None:
@@ -142,12 +149,14 @@ def make_task_check_node(
     config: AimeConfig,
     prompt_source: PromptSource | None = None,
     tools: Sequence[BaseTool] | None = None,
+    wrap: CallWrapper | None = None,
 ) -> Runnable[ActorState, dict[str, Any]]:
     """Checks a completed task's result against its completion criteria; a failed
     check fails the task with the verifier's issues as the reason. As the judge, it
     inspects the files the run wrote with ``tools`` (see ``verifier_inspects``).
     The model calls are awaited under ``ainvoke``. The system prompt is the run's
-    ``verifier`` component from ``prompt_source``."""
+    ``verifier`` component from ``prompt_source``; ``wrap`` runs each model call
+    inside the verifier's middleware."""
     looking = list(tools) if tools is not None else make_inspection_tools(config.workspace)
     listing = run_files(config)
 
@@ -176,6 +185,7 @@ def make_task_check_node(
             cfg,
             runtime,
             (looking, request) if inspects(cfg, files) else None,
+            wrap,
         )
         usage = usage.for_task(task.id, state.get("member"))
         if verdict is not None and verdict.passed:

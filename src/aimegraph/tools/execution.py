@@ -32,8 +32,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, AnyMessage, ToolCall, ToolMessage
 from langchain_core.tools import BaseTool, ToolException
 from langgraph.config import get_config
+from langgraph.errors import GraphBubbleUp
 from langgraph.prebuilt import ToolNode, ToolRuntime
-from langgraph.prebuilt.tool_node import ToolCallRequest, ToolInvocationError
+from langgraph.prebuilt.tool_node import (
+    AsyncToolCallWrapper,
+    ToolCallRequest,
+    ToolCallWrapper,
+    ToolInvocationError,
+)
 from langgraph.runtime import Runtime
 from langgraph.types import Command
 from pydantic import ValidationError
@@ -68,6 +74,8 @@ def make_tool_node(
     untimed: Collection[str] = (),
     once_per_reply: Collection[str] = (),
     workspace: Path | None = None,
+    wrap: ToolCallWrapper | None = None,
+    awrap: AsyncToolCallWrapper | None = None,
     guards: Guards | None = None,
 ) -> ToolNode:
     """A ToolNode whose failures all come back as error observations.
@@ -87,6 +95,12 @@ def make_tool_node(
     ``guards``' tool guardrails screen each call's arguments (after the availability
     and repeated-action checks, before ``before_call``: a human approves the
     redacted call) and its output (before it is cut to the limit).
+    ``wrap`` and ``awrap`` (middleware's ``wrap_tool_call`` hooks, composed; ``wrap`` in a
+    worker thread under ``ainvoke`` when some hook has no async twin) run around
+    each call that passed the checks (an approved one, with its edits), each time they
+    call their handler a timed call of its own; they see the tool's exceptions (a retry
+    hook retries them) and its whole output, and what they let through is screened,
+    cut to the limit and made an observation like any other.
     """
     by_name = {t.name: t for t in tools}
     guards = guards or Guards()
@@ -152,7 +166,15 @@ def make_tool_node(
         if isinstance(to_run, ToolMessage):
             return screening.finish(to_run)
         started_at = time.time()
-        outcome = run(to_run, execute)
+        try:
+            if wrap is None:
+                outcome = run(to_run, execute)
+            else:
+                outcome = wrap(to_run, lambda req: run(req, execute))
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every tool failure is an observation
+            outcome = _observation(to_run.tool_call, describe_error(exc))
         if (output := screening.output_subject(outcome)) is not None:
             assert isinstance(outcome, ToolMessage)
             outcome = screening.take_output(outcome, guards.screen(output))
@@ -193,7 +215,18 @@ def make_tool_node(
         if isinstance(to_run, ToolMessage):
             return screening.finish(to_run)
         started_at = time.time()
-        outcome = await arun(to_run, execute)
+        try:
+            if awrap is not None:
+                outcome = await awrap(to_run, lambda req: arun(req, execute))
+            elif wrap is not None:  # a hook with no async twin: sync, off the event loop
+                sync = _sync_execute(node, to_run)
+                outcome = await asyncio.to_thread(wrap, to_run, lambda req: run(req, sync))
+            else:
+                outcome = await arun(to_run, execute)
+        except GraphBubbleUp:
+            raise
+        except Exception as exc:  # noqa: BLE001 - every tool failure is an observation
+            outcome = _observation(to_run.tool_call, describe_error(exc))
         if (output := screening.output_subject(outcome)) is not None:
             assert isinstance(outcome, ToolMessage)
             outcome = screening.take_output(outcome, await guards.ascreen(output))
@@ -220,8 +253,13 @@ def make_tool_node(
             return timed_out(call, limit, fate)
         return outcome
 
+    def describe_invalid(exc: ToolInvocationError) -> str:
+        # Only arguments that do not fit are answered inside ToolNode; the guard answers
+        # what a tool raises, after the wrappers have seen it.
+        return describe_error(exc)
+
     node = ToolNode(
-        tools, handle_tool_errors=describe_error, wrap_tool_call=guard, awrap_tool_call=aguard
+        tools, handle_tool_errors=describe_invalid, wrap_tool_call=guard, awrap_tool_call=aguard
     )
     return node
 

@@ -17,6 +17,7 @@ from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply
+from aimegraph.models.steps import CallWrapper
 from aimegraph.nodes.actor_factory import UnitActorFactory, artifact_lines
 from aimegraph.nodes.dual import Steps, ask_structured
 from aimegraph.nodes.types import Node
@@ -73,6 +74,8 @@ class TeamParts:
     prompts: PromptSource | None = None
     memory: bool = False
     """Record the team task's episode in the run's store (``runtime.store``)."""
+    checker_wrap: CallWrapper | None = None
+    """The verifier's ``wrap_model_call`` middleware, around the task check's calls."""
 
 
 # --- turns ---
