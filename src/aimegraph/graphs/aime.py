@@ -250,21 +250,15 @@ def build_aime_graph(
     # Streamed plans: the planner node runs the planner subgraph and starts each task
     # of its reply as it streams in (see aimegraph.nodes.streamed_plan). Not beside
     # input guardrails: nothing may run before the goal is screened.
-    eager = config.scheduler == "eager"
+    eager, checkpointed = config.scheduler == "eager", bool(checkpointer)
     streamed = config.stream_plans and not screen_input and streams(role_models["planner"])
-    if eager and streamed:
-        checkpointed = bool(checkpointer)
-        builder.add_node(
-            "planner",
-            make_streaming_planner_node(planner, actor, config, checkpointed=checkpointed),
-        )
-    else:
-        builder.add_node("planner", planner)
+    streaming = make_streaming_planner_node(planner, actor, config, checkpointed=checkpointed)
+    builder.add_node("planner", streaming if eager and streamed else planner)
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.executor).
     builder.add_node(
         "executor",
-        make_executor_node(actor, config, checkpointed=bool(checkpointer)) if eager else actor,
+        make_executor_node(actor, config, checkpointed=checkpointed) if eager else actor,
     )
     builder.add_node(
         "reporter",

@@ -22,14 +22,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableSequence
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
 from aimegraph.models.errors import is_transient, openai_errors
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
-from aimegraph.models.partial import PartialReader, streamed_call
+from aimegraph.models.partial import PartialReader, streamed_call, tool_name
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.server_schema import ServerSchema, constrained
 from aimegraph.models.steps import CallWrapper, Steps, arun_steps, model_call, run_steps
@@ -258,7 +257,7 @@ def structured_steps(
             # it is retried in place with the same backoff, keeping their usage.
             call = _structured_stages(chat, schema, mode, server_schema, beside).call
             if stream is not None:  # read as it streams in
-                call = streamed_call(call, _name(schema), stream)
+                call = streamed_call(call, tool_name(schema), stream)
             return call if first else retrying_in_place(call)
 
         try:
@@ -408,18 +407,12 @@ def _structured_stages(
 def _value_of_calls(schema: type[M], beside: ToolsBeside[M], reply: AIMessage) -> M:
     """The value of a reply to a schema bound beside tools: the schema's call (its
     first), merged with the calls of the other tools."""
-    name = _name(schema)
+    name = tool_name(schema)
     own = [call for call in reply.tool_calls if call["name"] == name]
     others = [call for call in reply.tool_calls if call["name"] != name]
     if not own and not others:
         raise OutputParserException(f"the reply called no tool: call {name} or the tools")
     return beside.merge(schema.model_validate(own[0]["args"]) if own else None, others)
-
-
-@functools.lru_cache(maxsize=64)
-def _name(schema: type[BaseModel]) -> str:
-    """The name of the tool ``schema`` is bound as."""
-    return str(convert_to_openai_tool(schema)["function"]["name"])
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,7 @@ the call returns, so everything after it (parsing, validation, re-asks) is uncha
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -17,8 +18,10 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, AIMessageChunk
 from langchain_core.messages.utils import message_chunk_to_message
 from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from pydantic import BaseModel
 
-__all__ = ["PartialReader", "reply_json", "streamed_call", "streams"]
+__all__ = ["PartialReader", "reply_json", "streamed_call", "streams", "tool_name"]
 
 _THINK_END = "</think>"
 
@@ -42,6 +45,12 @@ def reply_json(reply: AIMessage, tool_name: str) -> str:
     text = whole[whole.rfind(_THINK_END) + len(_THINK_END) :] if _THINK_END in whole else whole
     start = text.find("{")
     return text[start:] if start >= 0 else ""
+
+
+@functools.lru_cache(maxsize=64)
+def tool_name(schema: type[BaseModel]) -> str:
+    """The name of the tool ``schema`` is bound as."""
+    return str(convert_to_openai_tool(schema)["function"]["name"])
 
 
 def streams(model: BaseChatModel) -> bool:
