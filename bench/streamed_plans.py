@@ -204,8 +204,8 @@ def run(quick: bool) -> SectionResult:
         f"more than once (or never) in any run: {twice}.",
         "Generation time: from the planner model call's start to its end (callbacks), the "
         "same pace streamed or not. Time to first task: from that start to the first tool "
-        "call. A task is handed over once the next one has begun in the reply (or the reply "
-        "has ended) and the plan up to it passes the planner's checks.",
+        "call. A task is handed over once the next one has begun in the reply (the last one "
+        "starts with the accepted plan) and the plan up to it passes the planner's checks.",
         "max_parallel = 10, verifier off; each plan runs both ways in one process, "
         "alternating which goes first.",
         "Perfect engine: the wall ratio if each task started the moment its spec is complete "

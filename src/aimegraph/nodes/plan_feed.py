@@ -5,12 +5,12 @@ The streaming planner node (:mod:`aimegraph.nodes.streamed_plan`) puts a
 :class:`PlanFeed` in :data:`PLAN_FEED` before it calls the planner subgraph; the
 planner's draft node then streams its model call, and after each chunk a reader
 parses the reply so far with LangChain's ``parse_partial_json``. A task is handed to
-the feed once its spec is complete (the next task has begun, or the reply has
-ended) and the plan up to it passes the planner's own checks
+the feed once its spec is complete (the next task has begun) and the plan up to it passes the planner's own checks
 (:func:`aimegraph.state.apply_plan`): its id is new, each dependency names a task
 that came before it in this reply (or an earlier plan's), and a tool step's tool
 exists and takes its arguments. A task that fails them is held back: the whole
-reply's checks decide about it when the reply ends, as without streaming.
+reply's checks decide about it when the reply ends, as without streaming. The last
+task of a reply starts with the accepted plan.
 """
 
 from __future__ import annotations
@@ -99,12 +99,14 @@ class _ReplyReader:
 
     def __call__(self, text: str, complete: bool) -> None:
         # A spec is complete once the next one opens: no need to parse before a brace.
+        # The last spec starts with the accepted plan, a moment after the reply ends (so
+        # a one-task plan runs as without streaming, its budget share that of the plan).
         opened = "{" in text[self.length :]
         self.length = len(text)
-        if not (opened or complete):
+        if not opened:
             return
         specs = _tasks_in(text)
-        for raw in (specs if complete else specs[:-1])[self.offered :]:
+        for raw in specs[:-1][self.offered :]:
             self.offered += 1
             self._offer(raw)
 
