@@ -7,10 +7,10 @@ planner's draft node then streams its model call, and after each chunk a reader
 parses the reply so far with LangChain's ``parse_partial_json``. A task is handed to
 the feed once its spec is complete (the next task has begun) and the plan up to it
 passes the planner's own checks (:func:`aimegraph.state.apply_plan`): its id is
-new, each dependency names a task that came before it in this reply (or an earlier plan's), and a tool step's tool
-exists and takes its arguments. A task that fails them is held back: the whole
-reply's checks decide about it when the reply ends, as without streaming. The last
-task of a reply starts with the accepted plan.
+new, each dependency names a task that came before it in this reply (or an earlier
+plan's), and a tool step's tool exists and takes its arguments. A task that fails
+them is held back: the whole reply's checks decide about it when the reply ends, as
+without streaming. The last task of a reply starts with the accepted plan.
 """
 
 from __future__ import annotations
