@@ -418,7 +418,8 @@ def test_a_note_added_between_steps_reaches_the_planner_at_the_next_replan(
 
 
 def test_a_note_after_a_batch_of_actors(scripted_graph: GraphFactory, saver: InMemorySaver) -> None:
-    graph, model = scripted_graph(REJECTED_ONCE, checkpointer=saver)
+    # The executor runs the batch (with a streamed plan the planner's node would).
+    graph, model = scripted_graph(REJECTED_ONCE, checkpointer=saver, stream_plans=False)
     graph.invoke({"goal": "g"}, CONFIG, interrupt_after=["executor"])
     assert graph.get_state(CONFIG).next == ("orchestrator",)
     # Executors start from Send, so LangGraph cannot infer them as the writer: name it.

@@ -176,7 +176,8 @@ def test_eager_runs_the_diamond_in_one_executor_visit_and_c_sees_both(
             "c": [submit("c combined [{dep:a}] and [{dep:b}]")],
         },
     }
-    graph, model = scripted_graph(scenario, scheduler="eager")
+    # The plan's reply is not streamed: the executor node runs them all.
+    graph, model = scripted_graph(scenario, scheduler="eager", stream_plans=False)
     assert [name for _, name in steps_of(graph, {"goal": "g"})].count("executor") == 1
     model.reset()
     events = actor_events(graph, {"goal": "g"})
@@ -413,7 +414,8 @@ def test_eager_starts_nothing_once_a_drain_is_asked_and_hands_back_what_finished
     graph = build_aime_graph(
         model,
         tools=[stop_here],
-        config=AimeConfig(workspace=workspace, verify="off"),
+        # The executor's drain (the streaming planner's runner drains the same way).
+        config=AimeConfig(workspace=workspace, verify="off", stream_plans=False),
         checkpointer=saver,
     )
     config = {"configurable": {"thread_id": "drained"}}

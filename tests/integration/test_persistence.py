@@ -78,6 +78,38 @@ def log_events(log: Path) -> list[tuple[str, str, int]]:
 # --- SIGKILL and resume ---
 
 
+def kill_once_logged(
+    run: subprocess.Popen[bytes],
+    log: Path,
+    events: set[tuple[str, str]],
+    *,
+    settle_s: float,
+    timeout_s: float = 60,
+) -> list[tuple[str, str]]:
+    """SIGKILL ``run`` once ``log`` shows ``events`` (and ``settle_s`` more), as a
+    machine crash would, with the python children it left running; the events seen
+    at the kill."""
+    try:
+        deadline = time.monotonic() + timeout_s
+        while events - {(t, e) for t, e, _ in log_events(log)}:
+            assert run.poll() is None, f"the run ended early (exit {run.returncode})"
+            assert time.monotonic() < deadline, f"the run did not get going: {log_events(log)}"
+            time.sleep(0.05)
+        time.sleep(settle_s)
+        seen = [(t, e) for t, e, _ in log_events(log)]
+    finally:
+        run.kill()  # SIGKILL: no cleanup, no final checkpoint
+        run.wait()
+    assert run.returncode == -signal.SIGKILL
+    # The python tool runs code in its own session, so a child outlives the engine:
+    # end it too, as it would not survive a machine crash either.
+    for task, event, pid in log_events(log):
+        if event == "start" and (task, "end", pid) not in log_events(log):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    return seen
+
+
 @pytest.mark.slow
 def test_sigkill_mid_run_then_resume_runs_no_completed_task_twice(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
@@ -88,28 +120,14 @@ def test_sigkill_mid_run_then_resume_runs_no_completed_task_twice(
         "--checkpoints", url, "run", "Run four logged steps.",
         "--model", f"scripted:{SCENARIOS / 'crash.yaml'}", "--thread", "killed",
         "--workspace", str(workspace), "--durability", "sync", "--json",
+        # The executor's crash (test_streamed_plan_crash.py has the planner's).
+        "--config", '{"stream_plans": false}',
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    try:
-        # t0 -> (a quick, b slow) -> c: kill once a is done and b is still sleeping.
-        deadline = time.monotonic() + 60
-        while {("a", "end"), ("b", "start")} - {(t, e) for t, e, _ in log_events(log)}:
-            assert run.poll() is None, f"the run ended early (exit {run.returncode})"
-            assert time.monotonic() < deadline, f"the run did not get going: {log_events(log)}"
-            time.sleep(0.05)
-        time.sleep(1.0)  # let a's actor submit and its write reach the checkpoint
-        seen = [(t, e) for t, e, _ in log_events(log)]
-        assert ("b", "end") not in seen and ("c", "start") not in seen, "killed too late"
-    finally:
-        run.kill()  # SIGKILL: no cleanup, no final checkpoint
-        run.wait()
-    assert run.returncode == -signal.SIGKILL
-    # The python tool runs code in its own session, so b's child outlived the
-    # engine: end it too, as it would not survive a machine crash either.
-    for task, event, pid in log_events(log):
-        if event == "start" and (task, "end", pid) not in log_events(log):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    # t0 -> (a quick, b slow) -> c: kill once a is done and b is still sleeping (and
+    # let a's actor submit and its write reach the checkpoint first).
+    seen = kill_once_logged(run, log, {("a", "end"), ("b", "start")}, settle_s=1.0)
+    assert ("b", "end") not in seen and ("c", "start") not in seen, "killed too late"
     before = Counter((t, e) for t, e, _ in log_events(log))
     assert before == {("t0", "start"): 1, ("t0", "end"): 1, ("a", "start"): 1,
                       ("a", "end"): 1, ("b", "start"): 1}  # fmt: skip

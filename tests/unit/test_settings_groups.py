@@ -74,6 +74,7 @@ FLAT_NAMES_BEFORE_GROUPING = frozenset(
         "scheduler",
         "server_schema",
         "skills",
+        "stream_plans",
         "task_retries",
         "tool_calling",
         "tool_policy",

@@ -63,7 +63,9 @@ def finished_outputs(item: CheckpointTuple | None) -> list[dict[str, Any]]:
 
     Under the eager scheduler one executor step runs many tasks; each one's result
     is saved the moment it finishes as a pending write of the step (the actor
-    ``@task``'s return value), but reaches the state only when the step ends.
+    ``@task``'s return value), but reaches the state only when the step ends. With
+    streamed plans the planner's step does the same, and its planner subgraph's output
+    (the plan, saved as its ``plan`` @task's result) is among them.
     """
     writes = (item.pending_writes or []) if item is not None else []
     return [
@@ -82,7 +84,14 @@ def finished_tasks(item: CheckpointTuple | None) -> dict[str, Task]:
 def _tasks_of(outputs: Sequence[dict[str, Any]]) -> dict[str, Task]:
     finished: dict[str, Task] = {}
     for output in outputs:
-        finished |= {k: t for k, t in output["tasks"].items() if isinstance(t, Task)}
+        for task_id, task in output["tasks"].items():
+            # The streaming planner's plan (its @task's output, which may be saved after
+            # tasks it streamed had finished) never hides their progress.
+            earlier = finished.get(task_id)
+            if isinstance(task, Task) and not (
+                task.status == "pending" and earlier is not None and earlier.status != "pending"
+            ):
+                finished[task_id] = task
     return finished
 
 

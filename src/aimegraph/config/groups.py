@@ -126,6 +126,14 @@ class PlanningSettings(RunSettings):
     max_replans: int = Field(3, ge=0, description="Replans per run.")
     task_retries: int = Field(1, ge=0, description="Re-runs of a failed task before a replan.")
     replan: ReplanPolicy = "on_failure"
+    stream_plans: bool = Field(
+        True,
+        description="Eager scheduler only: start each task while the planner's reply is still "
+        "streaming in, once its spec is complete and checked and its dependencies came before "
+        "it; the whole plan is checked when the reply ends. Applies where the planner model "
+        "streams (when the graph is built with it on); a run may turn it off; approve_plan "
+        "and replan='every_step' turn it off.",
+    )
     actor_durability: ActorDurability = Field(
         "inherit",
         description="Eager scheduler only. 'inherit': each actor checkpoints its own ReAct "

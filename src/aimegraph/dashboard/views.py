@@ -305,8 +305,11 @@ def _jsonable(value: Any) -> Any:
 def _is_actor(namespace: str) -> bool:
     """A namespace under the executor: the actor subgraph itself, or one nested in
     it (the actor graph called by the eager scheduler's executor node, a team's
-    member turns). Which of them hold an actor is told by their state."""
-    return namespace.startswith("executor:")
+    member turns); or an actor the streaming planner node started (``planner:<id>|
+    actor:<id>``). Which of them hold an actor is told by their state."""
+    return namespace.startswith("executor:") or (
+        namespace.startswith("planner:") and "|actor:" in namespace
+    )
 
 
 def _by_task(found: Iterable[tuple[str, dict[str, Any]]]) -> dict[str, list[dict[str, Any]]]:

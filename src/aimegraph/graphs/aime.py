@@ -30,6 +30,7 @@ from aimegraph.middleware import MiddlewareArg, RoleMiddleware
 from aimegraph.middleware.approval import approval_rules
 from aimegraph.middleware.calls import call_wrapper
 from aimegraph.models.calls import LLM_RETRY_POLICY
+from aimegraph.models.partial import streams
 from aimegraph.models.resolve import ModelSpec, resolve_models
 from aimegraph.models.response_format import ResponseFormat, TypedAnswer
 from aimegraph.nodes.actor_factory import ActorFactory
@@ -40,6 +41,7 @@ from aimegraph.nodes.intake import make_intake_node
 from aimegraph.nodes.memory import make_run_record_node
 from aimegraph.nodes.orchestrator import make_orchestrator_node
 from aimegraph.nodes.reporter import make_reporter_node, route_after_reporter
+from aimegraph.nodes.streamed_plan import make_streaming_planner_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import (
     AimeInput,
@@ -208,15 +210,12 @@ def build_aime_graph(
         AimeState, context_schema=AimeConfig, input_schema=AimeInput, output_schema=AimeOutput
     )
     memory = store is not None
-    builder.add_node(
-        "planner",
-        build_planner_graph(
-            role_models["planner"],
-            memory=memory,
-            ask_approval=False,
-            agents=units.descriptions() if units is not None else None,
-            parts=parts,
-        ),
+    planner = build_planner_graph(
+        role_models["planner"],
+        memory=memory,
+        ask_approval=False,
+        agents=units.descriptions() if units is not None else None,
+        parts=parts,
     )
     builder.add_node(
         "orchestrator",
@@ -248,13 +247,18 @@ def build_aime_graph(
             memory=memory,
             parts=parts,
         )
+    # Streamed plans: the planner node runs the planner subgraph and starts each task
+    # of its reply as it streams in (see aimegraph.nodes.streamed_plan). Not beside
+    # input guardrails: nothing may run before the goal is screened.
+    eager, checkpointed = config.scheduler == "eager", bool(checkpointer)
+    streamed = config.stream_plans and not screen_input and streams(role_models["planner"])
+    streaming = make_streaming_planner_node(planner, actor, config, checkpointed=checkpointed)
+    builder.add_node("planner", streaming if eager and streamed else planner)
     # Batch: one actor subgraph per Send. Eager: a runner starting each task's actor
     # the moment its dependencies complete (see aimegraph.nodes.executor).
     builder.add_node(
         "executor",
-        make_executor_node(actor, config, checkpointed=bool(checkpointer))
-        if config.scheduler == "eager"
-        else actor,
+        make_executor_node(actor, config, checkpointed=checkpointed) if eager else actor,
     )
     builder.add_node(
         "reporter",

@@ -97,6 +97,7 @@ def build_planner_graph(
         described += planner_prompts.AGENTS.format(
             agents="\n".join(f"- {name}: {text}" for name, text in units.items())
         )
+    checks = parts.plan_checks(units)
     builder.add_node(
         "draft",
         make_draft_node(
@@ -107,11 +108,11 @@ def build_planner_graph(
             skills=bool(parts.skill_names),
             prompt_source=parts.prompts,
             tools=planner_tools(registry),
+            checks=checks,
             wrap=call_wrapper(parts.middleware["planner"]),
         ),
         retry_policy=LLM_RETRY_POLICY,
     )
-    checks = parts.plan_checks(units)
     builder.add_node("validate", make_validate_node(config=config, checks=checks))
     builder.add_node(GIVEN, make_given_plan_node(config))
     builder.add_edge(GIVEN, "validate")

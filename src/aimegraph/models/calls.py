@@ -22,13 +22,13 @@ from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolCall
 from langchain_core.runnables import Runnable, RunnableLambda, RunnableSequence
 from langchain_core.tools import BaseTool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.runtime import Runtime
 from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
 from aimegraph.models.errors import is_transient, openai_errors
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
+from aimegraph.models.partial import PartialReader, streamed_call, tool_name
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.server_schema import ServerSchema, constrained
 from aimegraph.models.steps import CallWrapper, Steps, arun_steps, model_call, run_steps
@@ -216,6 +216,7 @@ def structured_steps(
     prices: Prices | None = None,
     server_schema: ServerSchema = "auto",
     beside: ToolsBeside[M] | None = None,
+    stream: Callable[[], PartialReader] | None = None,
     wrap: CallWrapper | None = None,
 ) -> Steps[StructuredReply[M]]:
     """Ask ``model`` for a ``schema`` object; send invalid replies back with the error.
@@ -226,7 +227,9 @@ def structured_steps(
     mode puts
     the JSON schema in the system prompt and parses the reply tolerantly, and asks an
     OpenAI-compatible server for the schema as ``server_schema`` says
-    (:mod:`aimegraph.models.server_schema`). Either
+    (:mod:`aimegraph.models.server_schema`). With ``stream``, each reply is
+    streamed and read as it comes by a reader from ``stream`` (one per call,
+    :func:`aimegraph.models.partial.streamed_call`). Either
     way at most ``retries`` re-asks follow a reply that does not parse, does not
     validate or is degenerate (empty, looping, cut off at the token limit).
 
@@ -253,6 +256,8 @@ def structured_steps(
             # (RetryPolicy): nothing is spent yet. A re-ask follows calls already made, so
             # it is retried in place with the same backoff, keeping their usage.
             call = _structured_stages(chat, schema, mode, server_schema, beside).call
+            if stream is not None:  # read as it streams in
+                call = streamed_call(call, tool_name(schema), stream)
             return call if first else retrying_in_place(call)
 
         try:
@@ -402,7 +407,7 @@ def _structured_stages(
 def _value_of_calls(schema: type[M], beside: ToolsBeside[M], reply: AIMessage) -> M:
     """The value of a reply to a schema bound beside tools: the schema's call (its
     first), merged with the calls of the other tools."""
-    name = convert_to_openai_tool(schema)["function"]["name"]
+    name = tool_name(schema)
     own = [call for call in reply.tool_calls if call["name"] == name]
     others = [call for call in reply.tool_calls if call["name"] != name]
     if not own and not others:

@@ -11,8 +11,10 @@ chunk, since blocks without an ``index`` are appended, not merged, when chunks a
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
+import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -22,7 +24,7 @@ from langchain_core.messages import AIMessage, AIMessageChunk, BaseMessage
 from langchain_core.messages.tool import tool_call_chunk
 from langchain_core.outputs import ChatGenerationChunk, ChatResult
 
-__all__ = ["WholeReplyStreaming", "reply_chunks"]
+__all__ = ["STREAMING", "WholeReplyStreaming", "chunk_count", "reply_chunks"]
 
 # Split before each word that follows whitespace: every character stays in one piece.
 _WORD_START = re.compile(r"(?<=\s)(?=\S)")
@@ -72,11 +74,27 @@ def _chunk(reply: AIMessage, **fields: object) -> ChatGenerationChunk:
     return ChatGenerationChunk(message=AIMessageChunk(id=reply.id, **fields))  # type: ignore[arg-type]
 
 
+STREAMING = "_aimegraph_streaming"
+"""The keyword ``_stream`` calls a paced model's ``_generate`` with (see
+:meth:`WholeReplyStreaming.chunk_delay_s`)."""
+
+
+def chunk_count(reply: AIMessage) -> int:
+    """How many chunks :func:`reply_chunks` sends ``reply`` in."""
+    return sum(1 for _ in reply_chunks(reply))
+
+
 class WholeReplyStreaming(BaseChatModel):
     """Mixin: stream the reply ``_generate`` (``_agenerate`` when async) decides, as
     :func:`reply_chunks`. A stream is then the same call as an ``invoke``: the same
     reply, the same errors (raised before the first chunk), the same side effects, and
     a subclass that overrides ``_generate`` streams what it returns."""
+
+    def chunk_delay_s(self) -> float:
+        """Seconds before each chunk (none here): a slow model's pace. A subclass
+        that paces its replies takes as long over a reply it is not asked to stream,
+        unless its ``_generate`` gets :data:`STREAMING` (then the chunks are paced)."""
+        return 0.0
 
     def _stream(
         self,
@@ -85,7 +103,13 @@ class WholeReplyStreaming(BaseChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> Iterator[ChatGenerationChunk]:
-        yield from reply_chunks(_reply_of(self._generate(messages, stop=stop, **kwargs)))
+        delay = self.chunk_delay_s()
+        paced: dict[str, Any] = {STREAMING: True} if delay else {}
+        result = self._generate(messages, stop=stop, **kwargs, **paced)
+        for chunk in reply_chunks(_reply_of(result)):
+            if delay:
+                time.sleep(delay)
+            yield chunk
 
     async def _astream(
         self,
@@ -94,8 +118,12 @@ class WholeReplyStreaming(BaseChatModel):
         run_manager: AsyncCallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> AsyncIterator[ChatGenerationChunk]:
-        result = await self._agenerate(messages, stop=stop, **kwargs)
+        delay = self.chunk_delay_s()
+        paced: dict[str, Any] = {STREAMING: True} if delay else {}
+        result = await self._agenerate(messages, stop=stop, **kwargs, **paced)
         for chunk in reply_chunks(_reply_of(result)):
+            if delay:
+                await asyncio.sleep(delay)
             yield chunk
 
 

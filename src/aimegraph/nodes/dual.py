@@ -28,6 +28,7 @@ from pydantic import BaseModel
 
 from aimegraph.config import AimeConfig
 from aimegraph.models.calls import StructuredReply, ToolsBeside, resolve_mode, structured_steps
+from aimegraph.models.partial import PartialReader
 from aimegraph.models.steps import CallWrapper, ModelCall, Steps, arun_steps, run_steps
 from aimegraph.state import Span
 
@@ -123,6 +124,7 @@ def ask_structured(
     config: AimeConfig,
     runtime: Runtime[Any],
     beside: ToolsBeside[M] | None = None,
+    stream: Callable[[], PartialReader] | None = None,
     wrap: CallWrapper | None = None,
 ) -> Steps[StructuredReply[M]]:
     """A node's structured call (:func:`aimegraph.models.calls.structured_steps`) under
@@ -130,7 +132,8 @@ def ask_structured(
     in JSON mode), ``max_output_retries``
     re-asks, and its prices; counted under ``role`` in the run's usage. With
     ``beside``, a native reply may call those tools too; with ``wrap``, each call runs
-    inside the role's ``wrap_model_call`` middleware."""
+    inside the role's ``wrap_model_call`` middleware; with ``stream``, each reply is read
+    as it streams in."""
     return (
         yield from structured_steps(
             model,
@@ -143,6 +146,7 @@ def ask_structured(
             prices=config.prices,
             server_schema=config.server_schema,
             beside=beside,
+            stream=stream,
             wrap=wrap,
         )
     )

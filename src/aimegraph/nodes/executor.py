@@ -44,7 +44,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import Any, cast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, cast
 
 from langchain_core.runnables import Runnable
 from langgraph.errors import GraphDrained, GraphInterrupt
@@ -57,11 +59,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.lazy import moved
 from aimegraph.nodes.dual import dual_node
 from aimegraph.nodes.scheduler import Schedule
-from aimegraph.state import (
-    ActorInput,
-    ActorOutput,
-    AimeState,
-)
+from aimegraph.state import ActorInput, ActorOutput, AimeState, Usage
 
 # The actor's ReAct nodes were in this module's place (now aimegraph.nodes.actor);
 # their old import path is kept for a release.
@@ -83,6 +81,30 @@ __getattr__ = moved(
 )
 
 
+def actor_tasks(
+    actor_graph: Pregel[Any, Any, Any, Any], config: AimeConfig, *, checkpointed: bool
+) -> tuple[Callable[[ActorInput], Any], Callable[[ActorInput], Any]]:
+    """``actor_graph`` as a ``@task`` named ``actor``, for ``invoke`` and for ``ainvoke``
+    (a call returns a future at once); with ``checkpointed`` and
+    ``actor_durability="exit"``, each actor runs with LangGraph's ``durability="exit"``."""
+
+    def durability() -> dict[str, Any]:
+        cfg = config.for_run(get_runtime())
+        # Without a checkpointer LangGraph warns that durability has no effect.
+        return {"durability": "exit"} if checkpointed and cfg.actor_durability == "exit" else {}
+
+    # The functions' names name the @tasks (and their checkpoint namespaces).
+    @task
+    def actor(inp: ActorInput) -> ActorOutput:
+        return actor_graph.invoke(inp, **durability())
+
+    async def _aactor(inp: ActorInput) -> ActorOutput:
+        return await actor_graph.ainvoke(inp, **durability())
+
+    _aactor.__name__ = "actor"
+    return actor, task(_aactor)
+
+
 def make_executor_node(
     actor_graph: Pregel[Any, Any, Any, Any], config: AimeConfig, *, checkpointed: bool = False
 ) -> Runnable[AimeState, dict[str, Any]]:
@@ -97,29 +119,19 @@ def make_executor_node(
     ``durability="exit"``: no checkpoint per ReAct step, one when it pauses.
     """
 
-    def durability() -> dict[str, Any]:
-        cfg = config.for_run(get_runtime())
-        # Without a checkpointer LangGraph warns that durability has no effect.
-        return {"durability": "exit"} if checkpointed and cfg.actor_durability == "exit" else {}
+    actor, aactor = actor_tasks(actor_graph, config, checkpointed=checkpointed)
 
     # The functions' names name the @tasks (and their checkpoint namespaces).
-    @task
-    def actor(inp: ActorInput) -> ActorOutput:
-        return actor_graph.invoke(inp, **durability())
-
     @task
     def round(finished: list[str]) -> list[str]:  # noqa: A001 - the task's name
         # Live, the ids of the tasks that finished this round; replayed, the saved ones.
         return finished
 
-    async def _aactor(inp: ActorInput) -> ActorOutput:
-        return await actor_graph.ainvoke(inp, **durability())
-
     async def _around(finished: list[str]) -> list[str]:
         return finished
 
-    _aactor.__name__, _around.__name__ = "actor", "round"
-    aactor, around = task(_aactor), task(_around)
+    _around.__name__ = "round"
+    around = task(_around)
 
     def executor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
         # Naming the actor graph here makes it this node's subgraph to LangGraph (it
@@ -133,7 +145,7 @@ def make_executor_node(
                 running[inp["task"].id] = actor(inp)
 
         launch(schedule.first_batch())
-        stopped = _Stop(runtime)
+        stopped = Stop(runtime)
         while running and not stopped:
             concurrent.futures.wait(
                 running.values(), return_when=concurrent.futures.FIRST_COMPLETED
@@ -165,7 +177,7 @@ def make_executor_node(
                 running[inp["task"].id] = cast(asyncio.Future[ActorOutput], aactor(inp))
 
         launch(schedule.first_batch())
-        stopped = _Stop(runtime)
+        stopped = Stop(runtime)
         while running and not stopped:
             await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
             finished = (
@@ -190,7 +202,29 @@ def make_executor_node(
     return dual_node(executor, aexecutor, name="executor")
 
 
-class _Stop:
+class Finisher(Protocol):
+    """What takes a finished ``@task``'s output (:meth:`Stop.collect`)."""
+
+    halted: bool
+
+    def finish(self, task_id: str, output: Any) -> None: ...
+
+
+@dataclass
+class Discarded:
+    """Where the outputs of actors whose tasks were dropped while they ran go: only
+    their usage is kept (the calls were made)."""
+
+    running: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    halted: bool = False
+
+    def finish(self, task_id: str, output: ActorOutput) -> None:
+        self.running.remove(task_id)
+        self.usage = self.usage + (output.get("usage") or Usage())
+
+
+class Stop:
     """Interrupts, drains and errors of finished actors; truthy once there is one,
     or once the run is asked to drain."""
 
@@ -206,9 +240,9 @@ class _Stop:
 
     def collect(
         self,
-        schedule: Schedule,
+        schedule: Finisher,
         task_id: str,
-        fut: concurrent.futures.Future[ActorOutput] | asyncio.Future[ActorOutput],
+        fut: concurrent.futures.Future[Any] | asyncio.Future[Any],
     ) -> None:
         """Merge a finished actor's result into ``schedule``, or keep why it stopped."""
         try:

@@ -19,6 +19,7 @@ from aimegraph.models.calls import ToolsBeside
 from aimegraph.models.steps import CallWrapper
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
 from aimegraph.nodes.notes import run_notes
+from aimegraph.nodes.plan_feed import PLAN_FEED
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import planner as prompts
 from aimegraph.prompts.source import PromptSource, prompt_text
@@ -98,6 +99,7 @@ def make_draft_node(
     skills: bool = False,
     prompt_source: PromptSource | None = None,
     tools: Sequence[BaseTool] = (),
+    checks: PlanChecks | None = None,
     wrap: CallWrapper | None = None,
 ) -> Runnable[PlannerState, dict[str, Any]]:
     """The node that asks the planner model for a PlanUpdate (the model calls are
@@ -108,7 +110,10 @@ def make_draft_node(
     ``prompt_source`` (the built-in one without a source). With native tool calling
     the model is also bound ``tools``: each call of one in its reply is a tool step
     (a task of its own, no dependencies, so they run in parallel). With ``wrap``,
-    each call runs inside the planner's ``wrap_model_call`` middleware."""
+    each call runs inside the planner's ``wrap_model_call`` middleware. Run by the
+    streaming planner node (``stream_plans``), it streams the reply and hands each task
+    that passes ``checks`` to that node's runner as it completes
+    (:mod:`aimegraph.nodes.plan_feed`)."""
 
     reading_notes: Runnable[PlannerState, list[str]] = blocking_call(_run_notes, name="notes")
     beside = ToolsBeside(list(tools), _with_tool_steps)
@@ -166,6 +171,8 @@ def make_draft_node(
                     else prompts.RETRY.format(error=error)
                 )
             )
+        feed = PLAN_FEED.get() if checks is not None else None
+        tasks_now = state.get("tasks") or {}
         reply = yield from ask_structured(
             model,
             plan_update_schema(
@@ -176,6 +183,7 @@ def make_draft_node(
             config=cfg,
             runtime=runtime,
             beside=beside if cfg.planner_tools else None,
+            stream=feed.reader(tasks_now, checks, cfg.max_tasks) if feed and checks else None,
             wrap=wrap,
         )
         update: dict[str, Any] = {

@@ -11,7 +11,7 @@ orchestrator uses the same helpers for the first batch and for the batch schedul
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -98,6 +98,12 @@ class Schedule:
     steps: int = 0
     launched: list[str] = field(default_factory=list)
     halted: bool = False
+    sharing_at_least: int = 0
+    """How many actors at least split the LLM calls left: while a plan still streams in,
+    more tasks may start beside those in flight."""
+    beside: Usage = field(default_factory=Usage)
+    """Usage the run made beside this schedule's actors, not yet in the state (the
+    streaming planner's calls): counted in the budgets, not in the update."""
 
     @classmethod
     def begin(cls, state: AimeState, cfg: AimeConfig, writer: Callable[[Any], None]) -> Schedule:
@@ -118,13 +124,18 @@ class Schedule:
         ]
         return self._launch(batch)
 
-    def next_batch(self) -> list[ActorInput]:
-        """Ready tasks to start now, within ``max_parallel`` and the budgets."""
+    def next_batch(self, among: Container[str] | None = None) -> list[ActorInput]:
+        """Ready tasks (of ``among`` only, when given) to start now, within
+        ``max_parallel`` and the budgets."""
         if self.halted or self.cfg.replan == "every_step":
             return []
-        usage = (self.state.get("usage") or Usage()) + self.usage
+        usage = (self.state.get("usage") or Usage()) + self.beside + self.usage
         free = in_flight_at_most(self.cfg, usage.llm_calls) - len(self.running)
-        ready = [t for t in ready_tasks(self.tasks) if t.id not in self.running][: max(0, free)]
+        ready = [
+            t
+            for t in ready_tasks(self.tasks)
+            if t.id not in self.running and (among is None or t.id in among)
+        ][: max(0, free)]
         if not ready:
             return []
         started_at = self.state.get("run_started_at")
@@ -141,7 +152,7 @@ class Schedule:
     def _launch(self, batch: list[Task]) -> list[ActorInput]:
         self.running += [t.id for t in batch]
         self.launched += [t.id for t in batch if t.id not in self.launched]
-        usage = (self.state.get("usage") or Usage()) + self.usage
+        usage = (self.state.get("usage") or Usage()) + self.beside + self.usage
         return actor_inputs(
             batch,
             self.tasks,
@@ -149,7 +160,7 @@ class Schedule:
             facts=merge_facts(self.state.get("facts") or {}, self.facts),
             used_calls=usage.llm_calls,
             cfg=self.cfg,
-            sharing=len(self.running),
+            sharing=max(len(self.running), self.sharing_at_least),
             prompt_version=self.state.get("prompt_version"),
             conversation=self.state.get("recent_turns", ""),
             run_started_at=self.state.get("run_started_at"),

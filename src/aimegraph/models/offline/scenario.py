@@ -148,6 +148,9 @@ class Scenario(Turn):
     """Answer prompts that are not the engine's from the prompt (see the module docstring)."""
     any_goal: bool = False
     """Play the first turn for any goal, not only for ``goal``."""
+    stream_delay_s: float = Field(0.0, ge=0)
+    """Seconds before each chunk of a streamed reply (a word, or 16 characters of a tool
+    call's arguments): a model's pace, for benches and crash tests of streamed plans."""
     follow_ups: list[Turn] = Field(default_factory=list)
     """The later turns of a thread, each played when its goal follows the turn before."""
 

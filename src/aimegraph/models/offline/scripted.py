@@ -63,6 +63,7 @@ Scenario format (YAML or JSON; see ``scenarios/demo.yaml``)::
     team_merges: { t1: [ {summary, answer, agreeing}, ... ] }
     team_speakers: { t1: [ {member}, ... ] }
     follow_ups: [ {goal, planner, actors, verifier, reporter, ...}, ... ]
+    stream_delay_s: 0.0   # seconds before each chunk of a streamed reply
 
 A step is ``{tool: name, args: {...}}``, ``{calls: [{tool, args}, ...]}`` (parallel
 calls), ``{text: "..."}`` (a plain reply), ``{raw: "..."}`` (sent verbatim, to
@@ -103,6 +104,7 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -117,7 +119,7 @@ from langchain_core.tools import BaseTool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import PrivateAttr
 
-from aimegraph.models.chunks import WholeReplyStreaming
+from aimegraph.models.chunks import STREAMING, WholeReplyStreaming, chunk_count
 from aimegraph.models.json_modes import JsonModes
 from aimegraph.models.offline.echo import echo_reply
 from aimegraph.models.offline.scenario import (
@@ -203,6 +205,9 @@ class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
     def _llm_type(self) -> str:
         return "aimegraph-scripted"
 
+    def chunk_delay_s(self) -> float:
+        return self.scenario.stream_delay_s
+
     def reset(self) -> None:
         """Start the planner, verifier and reporter lists from the top again."""
         with self._lock:
@@ -236,6 +241,7 @@ class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
+        streaming = kwargs.pop(STREAMING, False)
         tools = kwargs.get("tools") or []
         message = self._echo(messages, kwargs) if self.scenario.echo else None
         if message is None:
@@ -249,6 +255,8 @@ class ScriptedChatModel(JsonModes, WholeReplyStreaming, ToolSchemaChatModel):
             "total_tokens": prompt_chars // 4 + reply_chars // 4 + 2,
         }
         message.response_metadata = {"model_name": self.model_name}
+        if self.scenario.stream_delay_s and not streaming:  # as long as its stream takes
+            time.sleep(self.scenario.stream_delay_s * chunk_count(message))
         return ChatResult(generations=[ChatGeneration(message=message)])
 
     def _echo(self, messages: list[BaseMessage], call: dict[str, Any]) -> AIMessage | None:
