@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from langchain_core.caches import InMemoryCache
 from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatGenerationChunk
@@ -25,6 +26,8 @@ from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import build_aime_graph
 from aimegraph.models import ScriptedChatModel
+from aimegraph.models.fallbacks import FallbackChatModel
+from aimegraph.models.partial import streams
 from aimegraph.nodes.plan_feed import PlanFeed
 from aimegraph.state import PlanChecks, Task, ToolCallSpec
 
@@ -323,3 +326,12 @@ def test_a_crash_in_the_planners_step_resumes_without_running_a_finished_task_tw
     assert Counter(MARKS) == {t: 2 if t == crash_in else 1 for t in "abcd"}
     assert all(t.status == "completed" and t.attempts == 1 for t in out["tasks"].values())
     assert model.prompts("planner") == []  # the plan came back from the checkpoint
+
+
+def test_plans_are_not_streamed_from_a_fallback_chain_or_a_cached_model() -> None:
+    # A chain's members prepare structured output each their own way and a stream cannot
+    # fall through once begun; LangChain replays cached replies to invoke, not to stream.
+    model = HeldPlanner.from_dict({})
+    assert streams(model)
+    assert not streams(FallbackChatModel(models=[model, HeldPlanner.from_dict({})]))
+    assert not streams(HeldPlanner.from_dict({}).model_copy(update={"cache": InMemoryCache()}))

@@ -36,10 +36,13 @@ ENDED = ("succeeded", "failed", "budget_exhausted", "rejected", "paused")
 
 def test_the_bundled_model_finishes_trivial_goals(tmp_path: Path) -> None:
     model = resolve_model("local")
-    outcomes = [run_goal(model, goal, number, tmp_path) for goal, number in GOALS]
+    # Three goals: each run may take its whole budget of 12 calls of up to 512 tokens (a
+    # small model looping inside a string), minutes on two cores; the bench runs all six.
+    goals = GOALS[:3]
+    outcomes = [run_goal(model, goal, number, tmp_path) for goal, number in goals]
     right = sum(o.correct for o in outcomes)
     print(
-        f"Gemma 3 270M: {right} of {len(GOALS)} right; statuses "
+        f"Gemma 3 270M: {right} of {len(goals)} right; statuses "
         f"{[o.status for o in outcomes]}; calculator called in "
         f"{sum(o.calculated for o in outcomes)}; a task planned in "
         f"{sum(o.planned for o in outcomes)}; replies looping to the token limit "

@@ -21,6 +21,8 @@ from langchain_core.runnables import Runnable, RunnableConfig, RunnableLambda
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel
 
+from aimegraph.models.fallbacks import FallbackChatModel
+
 __all__ = ["PartialReader", "reply_json", "streamed_call", "streams", "tool_name"]
 
 _THINK_END = "</think>"
@@ -54,8 +56,13 @@ def tool_name(schema: type[BaseModel]) -> str:
 
 
 def streams(model: BaseChatModel) -> bool:
-    """Whether ``model`` streams its replies (its class implements streaming), rather
-    than sending each as one chunk at its end."""
+    """Whether a plan from ``model`` can be read as it streams: its class implements
+    streaming (rather than sending each reply as one chunk at its end), it is not a
+    fallback chain (its members prepare structured output each their own way, and a
+    stream cannot fall through once it has begun), and it has no reply cache (LangChain
+    replays cached replies to ``invoke``, not to ``stream``)."""
+    if isinstance(model, FallbackChatModel) or model.cache not in (None, False):
+        return False
     cls, base = type(model), BaseChatModel
     return (
         cls._stream is not base._stream
