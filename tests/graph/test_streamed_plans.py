@@ -103,7 +103,7 @@ def _clear_marks() -> None:
 
 
 def build(workspace: Path, model: ScriptedChatModel, **config: Any) -> Any:
-    cfg = AimeConfig(workspace=workspace, verify="off", **config)
+    cfg = AimeConfig(workspace=workspace, verify="off", **{"stream_plans": True, **config})
     return build_aime_graph(model, tools=[mark], config=cfg)
 
 
@@ -250,7 +250,7 @@ def test_approve_plan_turns_streaming_off(workspace: Path) -> None:
     model = HeldPlanner.from_dict({"planner": [{"rationale": "r", "tasks": [step("t1")]}]})
     model.until = lambda marks, _: bool(marks)  # would hold 10 s if anything waited on it
     saver = InMemorySaver(serde=make_serializer())
-    cfg = AimeConfig(workspace=workspace, verify="off")
+    cfg = AimeConfig(workspace=workspace, verify="off", stream_plans=True)
     graph = build_aime_graph(model, tools=[mark], config=cfg, checkpointer=saver)
     thread = {"configurable": {"thread_id": "approve"}}
     paused = graph.invoke({"goal": "g"}, thread, context={"approve_plan": True})
@@ -299,7 +299,7 @@ def test_a_crash_in_the_planners_step_resumes_without_running_a_finished_task_tw
     CRASH_IN.add(crash_in)
     saver = InMemorySaver(serde=make_serializer())
     thread = {"configurable": {"thread_id": f"crash-{crash_in}-{driver}"}}
-    cfg = AimeConfig(workspace=workspace, verify="off")
+    cfg = AimeConfig(workspace=workspace, verify="off", stream_plans=True)
 
     def graph() -> tuple[Any, HeldPlanner]:
         model = HeldPlanner.from_dict({"planner": [reply]})

@@ -89,8 +89,7 @@ def test_a_whole_run_over_the_anthropic_messages_api(
         if block["type"] == "tool_result"
     ]
     assert any("42" in str(block["content"]) for block in results)
-    # --json: whole replies, but for the plan, read as it streams (stream_plans).
-    assert [r["tool_choice"].get("name") for r in requests if r.get("stream")] == ["PlanUpdate"]
+    assert not any(r.get("stream") for r in requests)  # --json: whole replies
 
 
 def test_a_streamed_run_over_the_anthropic_messages_api(

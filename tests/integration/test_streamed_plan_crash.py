@@ -31,7 +31,7 @@ def test_sigkill_while_the_plan_streams_then_resume_runs_no_completed_task_twice
     run = aimegraph(
         "--checkpoints", url, "run", "Run five logged steps.",
         "--model", f"scripted:{SCENARIOS / 'streamed_crash.yaml'}", "--thread", "killed",
-        "--workspace", str(workspace), "--config", '{"sandbox": "none"}',
+        "--workspace", str(workspace), "--config", '{"sandbox": "none", "stream_plans": true}',
         "--durability", "sync", "--json",
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip

@@ -127,12 +127,14 @@ class PlanningSettings(RunSettings):
     task_retries: int = Field(1, ge=0, description="Re-runs of a failed task before a replan.")
     replan: ReplanPolicy = "on_failure"
     stream_plans: bool = Field(
-        True,
+        False,
         description="Eager scheduler only: start each task while the planner's reply is still "
         "streaming in, once its spec is complete and checked and its dependencies came before "
         "it; the whole plan is checked when the reply ends. Applies where the planner model "
         "streams (when the graph is built with it on); a run may turn it off; approve_plan "
-        "and replan='every_step' turn it off.",
+        "and replan='every_step' turn it off. Off by default: the planner node then runs the "
+        "tasks it started, so the top-level checkpoints (get_state, the A2A and MCP servers' "
+        "progress) show the plan's tasks only when that node returns.",
     )
     actor_durability: ActorDurability = Field(
         "inherit",
