@@ -29,6 +29,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return code, out, err
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 def test_eval_with_oracle_replies_writes_every_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -53,6 +54,7 @@ def test_eval_with_oracle_replies_writes_every_report(
     assert "0 rollout(s) run, 12 already recorded" in stdout
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 def test_a_recorded_rerun_counts_the_recorded_passes_and_no_price_is_no_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

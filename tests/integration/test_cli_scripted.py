@@ -53,7 +53,8 @@ def test_the_demos_follow_up_is_played_by_a_second_process_on_the_thread(tmp_pat
     workspace.mkdir()
     shutil.copy(SALES_CSV, workspace / "sales.csv")
     scenario = load_scenario("demo")
-    common = ("--model", "scripted:demo", "--thread", "t", "--workspace", str(workspace))
+    common = ("--model", "scripted:demo", "--thread", "t", "--workspace", str(workspace),
+              "--config", '{"sandbox": "none"}')  # fmt: skip
 
     code, first = run_process(tmp_path, scenario.goal.strip(), *common)
     assert code == 0 and first["status"] == "succeeded"
