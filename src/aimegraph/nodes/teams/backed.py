@@ -49,13 +49,10 @@ class A2AUnitState(ActorState, total=False):
 def make_a2a_node(url: str) -> Any:
     def a2a(state: A2AUnitState, config: RunnableConfig) -> dict[str, Any]:
         answer, known = state.get("answer"), state.get("a2a") or {}
+        waiting = A2AState(**known) if answer is not None and known.get("task_id") else None
         try:
             found = exchange(
-                url,
-                attempt_key(config, state),
-                task_message(state).text,
-                answer,
-                known.get("task_id") if answer is not None else None,
+                url, attempt_key(config, state), task_message(state).text, answer, waiting
             )
         except Exception as exc:  # an agent unreachable or refusing: the task fails
             return {"a2a": {"state": "unreachable", "text": str(exc)}, "answer": None}
