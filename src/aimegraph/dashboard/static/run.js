@@ -150,7 +150,21 @@ function interruptForm(item) {
         text, el("button", { type: "submit" }, "Answer")),
     );
   }
-  return el("div", { class: "interrupt" }, el("pre", {}, JSON.stringify(item, null, 2)));
+  return unitForm(item);
+}
+
+// Any other interrupt: an agent unit's own `interrupt()` (its value shown as is) or a
+// kind this page does not know. Its answer is text, which the unit's interrupt gets back.
+function unitForm(item) {
+  const { id, ...fields } = item;
+  const shown = "value" in fields && Object.keys(fields).length === 1 ? fields.value : fields;
+  const text = el("input", { class: "answer-input", placeholder: "your answer" });
+  return el("div", { class: "interrupt", "data-kind": item.kind ?? "unit" },
+    el("h3", {}, item.unit ? `Agent unit ${item.unit} asks:` : "The run asks:"),
+    el("pre", { class: "question" }, typeof shown === "string" ? shown : JSON.stringify(shown, null, 2)),
+    el("form", { class: "row", onsubmit: (event) => { event.preventDefault(); answer(id, { answer: text.value }); } },
+      text, el("button", { type: "submit" }, "Answer")),
+  );
 }
 
 function escalationForm(item) {
