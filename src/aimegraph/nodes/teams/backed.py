@@ -19,6 +19,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel.protocol import PregelProtocol
 from langgraph.pregel.remote import RemoteGraph
@@ -155,7 +156,11 @@ def _run(
         )
         return run_remote(agent, thread_id, task_message(state))
     # The node's config makes the agent a subgraph of the run: it checkpoints with
-    # it, and a resumed run continues it rather than starting it again.
+    # it, and a resumed run continues it rather than starting it again. Its runtime
+    # context is its own, not aimegraph's (a subgraph would inherit the run's
+    # AimeConfig, which its tools' ToolRuntime and context_schema do not expect).
+    own = runtime.override(context=None)
+    config = {**config, "configurable": {**config.get("configurable", {}), CONFIG_KEY_RUNTIME: own}}
     out = agent.invoke({"messages": [task_message(state)]}, config)
     return list((out or {}).get("messages") or [])
 
