@@ -1,6 +1,7 @@
 """An agent unit's own ``interrupt()`` (a value with no aimegraph ``kind``) is answered
 on the dashboard: the API hands the answer's text back to it, and the run page shows
-its value with a text box (a real browser)."""
+its value with a text box (a real browser); the unit's usage, which its agent does not
+report, shows as unknown."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ def test_a_units_interrupt_is_answered_with_text_through_the_api(
     assert run["status"] == "succeeded", (run["reason"], runs.errors)
     (t1,) = run["tasks"]
     assert t1["result"]["summary"] == "Region chosen: EU"
+    assert run["usage"]["unknown_tasks"] == ["t1"]
 
 
 def test_a_units_interrupt_is_answered_on_the_run_page(
@@ -65,3 +67,8 @@ def test_a_units_interrupt_is_answered_on_the_run_page(
     form.get_by_role("button", name="Answer").click()
     expect(page.locator("body")).to_have_attribute("data-status", "succeeded", timeout=30_000)
     expect(page.locator("#final-answer")).to_contain_text("Region chosen: the EU")
+    # The unit's agent reports no usage: its task's row says unknown, not 0.
+    unknown = page.locator("#usage tr.usage-unknown")
+    expect(unknown.first).to_have_text("t1unknown (its agent reports no usage)")
+    expect(page.locator("#usage tfoot tr")).to_contain_text("total (+ unknown)")
+    page.locator("#usage").screenshot(path=screenshots / "run-unit-usage.png")

@@ -132,6 +132,7 @@ def test_input_required_is_answered_from_python(a2a_url: str, workspace: Path) -
     assert out["tasks"]["t1"].result.artifacts["a2a_task"]
     assert out["tasks"]["t2"].result.summary == "sum 7" and len(sibling) == 1
     assert any(u.status == "usage_unknown" and u.task_id == "t1" for u in out["updates"])
+    assert out["usage"].unknown_tasks == ["t1"]  # an A2A agent reports no usage
 
 
 def test_input_required_is_answered_from_the_cli(

@@ -309,6 +309,8 @@ def test_an_agent_reporting_no_usage_is_said_to(workspace: Path) -> None:
     assert "Go" in seen[0] and "Say the figure" in seen[0]
     assert out["usage"].by_task["t1"].llm_calls == 0
     assert any(u.status == "usage_unknown" and u.task_id == "t1" for u in out["updates"])
+    # The usage records it: the task's share is unknown, not zero.
+    assert out["usage"].unknown_tasks == ["t1"] and out["usage"].unknown_members == []
 
 
 def test_an_interrupt_inside_a_unit_waits_for_a_human_and_the_sibling_runs_once(
@@ -357,6 +359,32 @@ def test_a_backed_unit_is_a_team_member(workspace: Path) -> None:
     assert task.members[0].summary == "The Q3 total is 48213."
     assert "The Q3 total is 48213." in model.prompts("actor")[0]
     assert out["usage"].by_member["counter"].input_tokens == 250
+    assert out["usage"].unknown_tasks == []  # create_agent's replies report usage
+
+
+def test_a_team_task_with_a_member_reporting_no_usage_prints_what_was_counted_and_more(
+    workspace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rich.console import Console
+
+    from aimegraph.cli.report import print_summary, summary
+
+    units = [
+        AgentUnit(name="counter", description="Counts sales.", agent=counter_agent()),
+        AgentUnit(name="echo", description="Echoes.", agent=noting_graph([], "echoed")),
+    ]
+    team = {"mode": "sequential", "members": ["counter", "echo"], "max_rounds": 1}
+    scenario = {"planner": [plan(spec("t1", team=team))], "reporter": [{"text": "{all_results}"}]}
+    out = aime(ScriptedChatModel.from_dict(scenario), units, workspace).invoke({"goal": "Go"})
+    assert (out["usage"].unknown_tasks, out["usage"].unknown_members) == (["t1"], ["echo"])
+    print_summary(summary(out, "team", "succeeded"), Console(width=200))
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "    t1: 2 LLM calls, 250 in / 30 out tokens, 1 tool calls, "
+        "more unknown (an agent reports no usage)"
+    ) in lines
+    assert "    counter: 2 LLM calls, 250 in / 30 out tokens, 1 tool calls" in lines
+    assert "    echo: unknown (its agent reports no usage)" in lines
 
 
 def test_a_backed_unit_takes_no_model_or_tools() -> None:
@@ -386,6 +414,13 @@ def test_an_interrupt_inside_a_unit_is_answered_from_the_cli(cli: Cli, tmp_path:
     assert summary["tasks"]["t1"]["result"]["summary"] == "Region chosen: EU"
     assert summary["tasks"]["t2"]["result"]["summary"] == "sum 7"
     assert len(CLI_SIBLING_RUNS) == 1  # the sibling's work was not repeated
+    # Neither agent reports usage: their tasks' shares print as unknown, not as 0.
+    code, text = cli("show", "unit-asks")
+    lines = text.splitlines()
+    assert "    t1: unknown (its agent reports no usage)" in lines
+    assert "    t2: unknown (its agent reports no usage)" in lines
+    (total,) = [line for line in lines if line.startswith("usage: ")]
+    assert total.endswith(", more unknown (t1, t2)") or total.endswith(", more unknown (t2, t1)")
 
 
 def test_an_interrupt_inside_a_team_member_resumes_without_redoing_the_turns_before(

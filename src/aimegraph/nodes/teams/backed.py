@@ -128,7 +128,7 @@ def _settle(
     """The task settled with ``result``, with the agent's ``usage`` (said to be
     unknown unless ``known``)."""
     task = state["task"]
-    usage = usage.for_task(task.id, state.get("member"))
+    usage = usage.for_task(task.id, state.get("member"), known=known)
     update = settled({**state, "usage": usage}, result, runtime.stream_writer)
     if not known:
         update["updates"].append(
