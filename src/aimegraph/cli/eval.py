@@ -22,6 +22,7 @@ from aimegraph.cli.support import (
     application_tools,
     skill_folders,
 )
+from aimegraph.console import print_unwrapped
 from aimegraph.eval.harness import DEFAULT_EVALS, RESULTS, evaluate
 from aimegraph.eval.public import PublicSuite, is_public_suite, load_public_suite
 from aimegraph.eval.public.agentdojo import attack_figures
@@ -298,7 +299,7 @@ def _print_public(public: PublicSuite, records: list[dict[str, Any]], console: C
             f"{figures['utility']:.1%}",
             f"{figures['attack_success']:.1%}",
         )
-    console.print(table)
+    print_unwrapped(console, table)
 
 
 def _print_summary(summary: dict[str, Any], console: Console) -> None:
@@ -315,7 +316,7 @@ def _print_summary(summary: dict[str, Any], console: Console) -> None:
             fmt_number(s["tokens_per_solved"]),
             fmt_cost(s["cost_per_solved"]),
         )
-    console.print(table)
+    print_unwrapped(console, table)
     for name, reason in summary["skipped"].items():
         console.print(f"{escape(name)} skipped: {escape(reason)}", soft_wrap=True)
 
