@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -22,7 +20,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.types import Command
-from tests.conftest import Cli
+from tests.conftest import Cli, cli_process
 from tests.human_scenarios import REPORTED, scenario_spec
 from tests.scripted import call, plan, spec, submit
 from tests.teams.test_backed_units import noting_graph
@@ -260,18 +258,7 @@ def test_a_sigkill_while_the_a2a_unit_works_then_resume_follows_the_same_task(
     slow_a2a: SlowRemote, tmp_path: Path
 ) -> None:
     (tmp_path / "slow_a2a_units.py").write_text(SLOW_UNITS_MODULE)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), str(tmp_path)]),
-        "A2A_URL": slow_a2a.url,
-    }
-    base = [
-        sys.executable,
-        "-m",
-        "aimegraph.cli",
-        "--checkpoints",
-        f"sqlite:///{tmp_path / 'cp.db'}",
-    ]
+    base, env = cli_process(tmp_path, A2A_URL=slow_a2a.url)
     scenario = {"planner": [plan(spec("t1", agent="remote"))], **REPORTED}
     run = subprocess.Popen(
         [*base, "run", "Count Q3", "--model", scenario_spec(tmp_path, scenario),

@@ -272,13 +272,11 @@ def test_a_deep_agent_unit_plans_delegates_and_keeps_files(workspace: Path) -> N
     assert (t1.llm_calls, t1.input_tokens, t1.output_tokens) == (4, 460, 46)
 
 
-def test_a_deep_agent_unit_is_a_team_member(workspace: Path) -> None:
-    read: list[str] = []
-    units = [
-        AgentUnit(name="deep", description="Researches.", agent=deep_agent(read, [])),
-        AgentUnit(name="writer", description="Writes reports."),
-    ]
-    team = {"mode": "sequential", "members": ["deep", "writer"], "max_rounds": 1}
+def first_of_a_team(unit: AgentUnit, workspace: Path) -> tuple[Any, ScriptedChatModel]:
+    """A sequential team of ``unit`` then an aimegraph writer on one task: the run's
+    output and the scripted model (whose writer's prompt shows what ``unit`` handed on)."""
+    units = [unit, AgentUnit(name="writer", description="Writes reports.")]
+    team = {"mode": "sequential", "members": [unit.name, "writer"], "max_rounds": 1}
     scenario = {
         "planner": [plan(spec("t1", team=team))],
         "actors": {"t1/writer": [submit("Report: 48213")]},
@@ -286,8 +284,15 @@ def test_a_deep_agent_unit_is_a_team_member(workspace: Path) -> None:
     }
     model = ScriptedChatModel.from_dict(scenario)
     out = aime(model, units, workspace).invoke({"goal": "Report the Q3 total"})
+    assert [m.member for m in out["tasks"]["t1"].members] == [unit.name, "writer"]
+    return out, model
+
+
+def test_a_deep_agent_unit_is_a_team_member(workspace: Path) -> None:
+    read: list[str] = []
+    unit = AgentUnit(name="deep", description="Researches.", agent=deep_agent(read, []))
+    out, model = first_of_a_team(unit, workspace)
     task = out["tasks"]["t1"]
-    assert [m.member for m in task.members] == ["deep", "writer"]
     assert task.members[0].summary == "The Q3 total is EU: 48213." and read == ["EU: 48213"]
     assert "The Q3 total is EU: 48213." in model.prompts("actor")[0]
     assert task.result.summary == "Report: 48213"
@@ -342,20 +347,9 @@ def test_an_interrupt_inside_a_unit_waits_for_a_human_and_the_sibling_runs_once(
 
 
 def test_a_backed_unit_is_a_team_member(workspace: Path) -> None:
-    units = [
-        AgentUnit(name="counter", description="Counts sales.", agent=counter_agent()),
-        AgentUnit(name="writer", description="Writes reports."),
-    ]
-    team = {"mode": "sequential", "members": ["counter", "writer"], "max_rounds": 1}
-    scenario = {
-        "planner": [plan(spec("t1", team=team))],
-        "actors": {"t1/writer": [submit("Report: 48213")]},
-        "reporter": [{"text": "{all_results}"}],
-    }
-    model = ScriptedChatModel.from_dict(scenario)
-    out = aime(model, units, workspace).invoke({"goal": "Report the Q3 total"})
+    unit = AgentUnit(name="counter", description="Counts sales.", agent=counter_agent())
+    out, model = first_of_a_team(unit, workspace)
     task = out["tasks"]["t1"]
-    assert [m.member for m in task.members] == ["counter", "writer"]
     assert task.members[0].summary == "The Q3 total is 48213."
     assert "The Q3 total is 48213." in model.prompts("actor")[0]
     assert out["usage"].by_member["counter"].input_tokens == 250
