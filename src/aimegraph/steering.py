@@ -31,7 +31,7 @@ from langgraph.types import Command, StateSnapshot, StateUpdate
 
 from aimegraph.answers import resume_command
 from aimegraph.checkpoints import RunSettings, ThreadNotFoundError, latest_settings, run_config
-from aimegraph.checkpoints.delta import finished_outputs, finished_tasks
+from aimegraph.checkpoints.delta import finished_tasks, step_usage
 from aimegraph.checkpoints.lease import (
     ThreadBusyError,
     ThreadLease,
@@ -359,9 +359,11 @@ def end_cancelled(graph: ThreadGraph, thread_id: str, reason: str | None = None)
         # request on the thread is then the last human message, not this run's.
         "messages": [AIMessage(CANCELLED_REPLY.format(reason=why))],
     }
-    spent = [o["usage"] for o in finished_outputs(item) if isinstance(o.get("usage"), Usage)]
-    if spent:
-        values["usage"] = sum(spent, Usage())
+    # The step's finished actors and those still at work (one paused for a human):
+    # their calls were made, though the step never returned.
+    spent = step_usage(saver, graph.get_state(config))
+    if spent != Usage():
+        values["usage"] = spent
     # First clear the step left to run (its finished tasks' writes are applied),
     # then write the outcome as the intake node, which has no edge of its own to
     # follow: nothing is left to run, and a new goal starts a new run.

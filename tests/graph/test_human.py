@@ -499,3 +499,23 @@ def test_durability_is_passed_through_to_the_checkpointer(
         assert len(history) == 2 and history[1].metadata["step"] == -2
     else:
         assert len(history) > 5  # one per super-step: resumable from any of them
+
+
+def test_cancelling_a_paused_run_keeps_the_usage_of_the_actor_that_waits(
+    scripted_graph: GraphFactory, saver: InMemorySaver
+) -> None:
+    from aimegraph.steering import cancel_run
+
+    scenario = {
+        "planner": [plan(spec("a"), spec("b"))],
+        "actors": {"a": [submit("a ok")], "b": [ask("Which region?"), submit("b ok")]},
+    }
+    graph, _ = scripted_graph(scenario, checkpointer=saver)
+    out = graph.invoke({"goal": "ask once"}, CONFIG)
+    assert [i.value["question"] for i in out["__interrupt__"]] == ["Which region?"]
+    assert cancel_run(graph, CONFIG["configurable"]["thread_id"]) == "cancelled"
+    final = graph.get_state(CONFIG).values
+    assert final["status"] == "cancelled"
+    # The planner's call, a's and b's (the one that asked, before the pause).
+    assert final["usage"].llm_calls == 3
+    assert final["usage"].by_task["b"].llm_calls == 1

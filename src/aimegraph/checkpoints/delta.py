@@ -95,6 +95,23 @@ def _tasks_of(outputs: Sequence[dict[str, Any]]) -> dict[str, Task]:
     return finished
 
 
+def step_usage(saver: BaseCheckpointSaver[Any], snapshot: StateSnapshot) -> Usage:
+    """What the step ``snapshot`` stopped in has used that its state does not count
+    yet: the outputs of the actors it had finished and the usage of those still at
+    work (:func:`working_usage`); nothing when no step is left to run."""
+    if not snapshot.next:
+        return Usage()
+    item = saver.get_tuple(snapshot.config)
+    done = sum((o.get("usage") or Usage() for o in finished_outputs(item)), Usage())
+    return done + working_usage(saver, snapshot, _returned(item))
+
+
+def _returned(item: CheckpointTuple | None) -> list[str]:
+    """The ids of the step's calls that returned (their outputs are pending writes)."""
+    writes = (item.pending_writes or []) if item is not None else []
+    return [task_id for task_id, channel, _ in writes if channel == RETURN]
+
+
 def working_usage(
     saver: BaseCheckpointSaver[Any], snapshot: StateSnapshot, returned: Collection[str] = ()
 ) -> Usage:
@@ -173,9 +190,7 @@ def with_finished_tasks(snapshot: StateSnapshot, saver: BaseCheckpointSaver[Any]
         return snapshot
     item = saver.get_tuple(snapshot.config)
     outputs = finished_outputs(item)
-    writes = (item.pending_writes or []) if item is not None else []
-    returned = [task_id for task_id, channel, _ in writes if channel == RETURN]
-    actors = _working_actors(saver, snapshot, returned)
+    actors = _working_actors(saver, snapshot, _returned(item))
     working = sum((_usage_of(state) for state in actors.values()), Usage())
     usage = sum((o.get("usage") or Usage() for o in outputs), working)
     values = dict(snapshot.values)
