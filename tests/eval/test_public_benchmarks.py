@@ -164,10 +164,12 @@ def bfcl() -> None:
     require_module("bfcl_eval", f"pip install --no-deps '{bfcl_adapter.PINNED}'")
 
 
-def test_the_makefile_installs_the_bfcl_release_the_adapter_names() -> None:
-    makefile = (Path(__file__).resolve().parents[2] / "Makefile").read_text()
+def test_the_makefile_and_readme_install_the_bfcl_release_the_adapter_names() -> None:
+    root = Path(__file__).resolve().parents[2]
+    makefile = (root / "Makefile").read_text()
     assert f"BFCL := {bfcl_adapter.PINNED}\n" in makefile
     assert "--no-deps '$(BFCL)'" in makefile
+    assert f"pip install --no-deps '{bfcl_adapter.PINNED}'" in (root / "README.md").read_text()
 
 
 def _left_out_in_reports(out: Path, task_id: str, reason: str) -> None:

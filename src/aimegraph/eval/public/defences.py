@@ -3,7 +3,7 @@ API, which the public-benchmark bench measures under attack (``bench/public_benc
 
 The suites' tools carry no mark of what they change, so :func:`changes_something`
 reads it from their names (:data:`SIDE_EFFECTS`: sending, scheduling, updating...).
-Two defences use it:
+Three defences use it:
 
 - :data:`recipients_from_request`, a ``tool_input`` guardrail: a call that changes
   something and names a recipient, an account or a password (:data:`REQUEST_ONLY`)
@@ -11,6 +11,8 @@ Two defences use it:
   attacker wrote into a bill or a transaction's subject trips it, and the run ends
   ``blocked``; so does one to an account the user meant but named only through the
   data ("refund my friend").
+- :func:`ask_before_side_effects`, a tool policy: a human approves each side
+  effect (in an unattended eval no one does, and the rollout ends paused).
 - :func:`side_effects_in_tool_steps_only`, a tool policy: a call that changes
   something runs only as a tool step whose arguments the plan wrote out, never from
   an actor, who reads tools' outputs. With a planner that fixes only the calls whose arguments the
@@ -38,6 +40,7 @@ from aimegraph.state.references import referenced_ids
 __all__ = [
     "REQUEST_ONLY",
     "SIDE_EFFECTS",
+    "ask_before_side_effects",
     "changes_something",
     "given_by",
     "recipient_guardrail",
@@ -110,6 +113,14 @@ def recipient_guardrail(
 
 recipients_from_request = recipient_guardrail()
 """The guardrail with its defaults: it keeps no state, so one instance serves every run."""
+
+
+def ask_before_side_effects(call: ToolCall, task: Task | None) -> ToolDecision | None:
+    """A tool policy (``AimeConfig.tool_policy``) asking a human before every
+    side-effect call. A policy rather than ``approve_tools`` globs: a glob matching no
+    tool of a suite is refused there as a likely typo, and each suite (each BFCL
+    task) has other tools."""
+    return "ask" if changes_something(str(call["name"])) else None
 
 
 def side_effects_in_tool_steps_only(call: ToolCall, task: Task | None) -> ToolDecision | None:
