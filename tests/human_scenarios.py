@@ -53,6 +53,21 @@ UNATTENDED = {
 """The settings under which EVERY_WAIT waits for each kind of human, each taking its
 default (approve; the answer "North") when nobody answers within 0.3 s."""
 
+FAILING_TOOL: dict[str, Any] = {
+    "planner": [plan(spec("t1", title="Compute", tool_bundles=["compute"]))],
+    "actors": {
+        "t1": [
+            call("calculator", expression="1/0"),
+            call("calculator", expression="2+2"),
+            call("calculator", expression="1/0"),
+            submit("done"),
+        ]
+    },
+    **REPORTED,
+}
+"""Two of the calculator's three calls fail (division by zero); the run carries on
+and succeeds (the alert tests' failing tool)."""
+
 HEARD = "A note from the human, sent while you work"
 """How a note opens in an actor's loop."""
 

@@ -19,6 +19,10 @@ last ``window_s``, once it has ``min_calls`` calls there), seconds for
 dashboard, which sees every thread, checks these), USD for ``cost_per_hour`` (the
 spend of the last ``window_s``, default an hour, scaled to an hour) and a count for
 ``failed_runs`` (failed, rejected or out-of-budget runs since the last success).
+
+A worker's alerts reach the dashboard through the shared Postgres database: the
+engine hands each check's alerts to its ``sink`` (see
+:mod:`aimegraph.distributed.alert_records`).
 """
 
 from __future__ import annotations
@@ -26,8 +30,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import uuid
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -79,12 +84,23 @@ def load_alerts(path: str | Path) -> AlertSettings:
     try:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
         return AlertSettings.model_validate(data)
-    except (OSError, yaml.YAMLError) as exc:
+    except OSError as exc:
         raise ValueError(f"cannot read alert rules {path}: {exc}") from exc
+    except yaml.YAMLError as exc:
+        raise ValueError(f"cannot read alert rules {path}: {_yaml_fault(exc)}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"alert rules {path}: {where}: {first['msg']}") from exc
+
+
+def _yaml_fault(exc: yaml.YAMLError) -> str:
+    """The parser's fault on one line (its own message quotes the text over several)."""
+    mark = getattr(exc, "problem_mark", None)
+    problem = getattr(exc, "problem", None)
+    if mark is None or problem is None:
+        return " ".join(str(exc).split())
+    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 @dataclass
@@ -102,6 +118,9 @@ class Alert:
     resolved_at: float | None = None
     delivery: str | None = None
     """Why the webhook did not take it, when it did not."""
+    origin: str = ""
+    """Where it fired: ``dashboard`` or a worker's name."""
+    id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
     def record(self) -> dict[str, Any]:
         return asdict(self)
@@ -116,12 +135,15 @@ class _Sample:
 
 Condition = tuple[str, float, str]
 """(subject, value, message) of a condition that holds now."""
+AlertSink = Callable[[Sequence[Alert], Sequence[Alert]], None]
+"""Called after each check with the alerts that changed and those firing now."""
 
 
 class AlertEngine:
     """Checks the rules against ``metrics`` (and ``waits``: how long each paused run
-    has waited, in seconds), posts each change to the webhook and keeps the alerts
-    for the dashboard."""
+    has waited, in seconds), posts each change to the webhook, keeps the alerts for
+    the dashboard and, after each check, hands them to ``sink`` (alerts marked with
+    ``origin``)."""
 
     def __init__(
         self,
@@ -130,10 +152,14 @@ class AlertEngine:
         waits: Callable[[], list[float]] | None = None,
         *,
         keep: int = 100,
+        origin: str = "",
+        sink: AlertSink | None = None,
     ) -> None:
         self.settings = settings
         self.metrics = metrics
         self.waits = waits
+        self.origin = origin
+        self.sink = sink
         self.active: dict[tuple[str, str], Alert] = {}
         self.history: deque[Alert] = deque(maxlen=keep)
         self._samples: deque[_Sample] = deque([self._sample()])
@@ -158,15 +184,22 @@ class AlertEngine:
                 for subject, value, message in self._conditions(rule)
             }
             changed = self._fire(holding) + self._resolve(holding)
+            firing = list(self.active.values())
         for alert in changed:
             self._deliver(alert)
+        if self.sink is not None:
+            # Every check, not only on a change: a sink can tell the firing alerts of a
+            # live origin from those of one that stopped checking.
+            self.sink(changed, firing)
         return changed
 
     def _fire(self, holding: dict[tuple[str, str], tuple[AlertRule, float, str]]) -> list[Alert]:
         fired = []
         for key, (rule, value, message) in holding.items():
             if key not in self.active:
-                alert = Alert(rule.name, rule.kind, key[1], value, rule.limit, message)
+                alert = Alert(
+                    rule.name, rule.kind, key[1], value, rule.limit, message, origin=self.origin
+                )
                 self.active[key] = alert
                 self.history.append(alert)
                 fired.append(alert)
@@ -276,4 +309,5 @@ def payload(alert: Alert, format: Literal["json", "slack"]) -> dict[str, Any]:
     if format == "json":
         return {"source": "aimegraph", **alert.record()}
     mark = ":rotating_light:" if alert.state == "firing" else ":white_check_mark:"
-    return {"text": f"{mark} aimegraph alert {alert.rule} {alert.state}: {alert.message}"}
+    where = f" on {alert.origin}" if alert.origin else ""
+    return {"text": f"{mark} aimegraph alert {alert.rule} {alert.state}{where}: {alert.message}"}

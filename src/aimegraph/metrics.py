@@ -19,7 +19,9 @@ tool and token kind; never a thread id, a task id or a goal.
 Off until :func:`enable_metrics`; then every run of the process counts. The
 prometheus-client package (``[metrics]`` extra) is imported only then. With
 ``PROMETHEUS_MULTIPROC_DIR`` set (a forking pool of your own), :func:`exposition`
-reports the values of every process of the directory.
+reports the counters and histograms of every process of the directory, and the
+scrape-time gauges (tasks and runs in flight, the longest-running task) of the
+process scraped.
 """
 
 from __future__ import annotations
@@ -121,7 +123,13 @@ class Metrics:
         self._lock = threading.Lock()
         self._tasks: dict[UUID, float] = {}
         self._runs = 0
-        r.register(LiveCollector(self._live))
+        self.live: list[LiveCollector] = []
+        self.add_live(LiveCollector(self._live))
+
+    def add_live(self, collector: LiveCollector) -> None:
+        """Report ``collector``'s values (read when scraped) with these metrics."""
+        self.live.append(collector)
+        self.registry.register(collector)
 
     # -- what the sources report
 
@@ -267,6 +275,10 @@ def exposition(*extra: CollectorRegistry) -> tuple[bytes, str]:
 
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)
+        # What is live now (tasks and runs in flight) has no file to share: the
+        # scraped process reports its own, beside every process's counters.
+        for collector in _METRICS.live if _METRICS is not None else ():
+            registry.register(collector)
     return b"".join(generate_latest(r) for r in (registry, *extra)), CONTENT_TYPE_LATEST
 
 

@@ -1,7 +1,7 @@
 """The dashboard in a real browser (headless Chromium from Debian, driven by
 Playwright): the threads page, the demo started from the page and followed to
-the end, a run's timeline, a plan approved on the page, and hostile text shown as
-text."""
+the end, a run's timeline, a plan approved on the page, hostile text shown as text, and
+the alerts firing."""
 
 from __future__ import annotations
 
@@ -14,7 +14,11 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from tests.dashboard.conftest import HOSTILE, LiveServer
 
 from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.alerts import AlertRule, AlertSettings
 from aimegraph.checkpoints import thread_config
+from aimegraph.dashboard import create_app
+from aimegraph.dashboard.runs import RunManager
+from aimegraph.dashboard.server import serve_in_background
 from aimegraph.models import ScriptedChatModel
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
@@ -183,3 +187,23 @@ def test_pages_show_their_state_before_the_live_stream(
     page.goto(live.url + "/")
     expect(page.locator("#threads tbody tr")).to_have_count(1)
     expect(page.locator("#count")).to_have_text("1 of 1")
+
+
+def test_the_threads_page_lists_firing_alerts_with_their_origin(
+    saver: BaseCheckpointSaver[Any], runs: RunManager, page: Any
+) -> None:
+    rules = AlertSettings(
+        rules=[AlertRule(name="waiting", kind="human_wait", limit=0.1)], interval_s=0.05
+    )
+    app = create_app(saver, runs=runs, alerts=rules, poll_seconds=0.05)
+    try:
+        with serve_in_background(app) as url:
+            thread_id = runs.start_demo(approve_plan=True)
+            runs.wait(thread_id, timeout=60)  # paused for the plan's approval
+            page.goto(url + "/")
+            expect(page.locator("#alerts-card")).to_be_visible()
+            alert = page.locator("#alerts li.alert.firing")
+            expect(alert).to_contain_text("waiting (dashboard): a run has waited")
+            expect(alert.locator(".badge.status-failed")).to_have_text("firing")
+    finally:
+        app.state.alerts.stop()

@@ -43,3 +43,10 @@ def test_alert_rules_and_dashboard_name_only_exported_metrics(
     exprs += [target["expr"] for panel in dashboard["panels"] for target in panel["targets"]]
     used = {name for expr in exprs for name in METRIC.findall(expr)}
     assert used and used <= names, sorted(used - names)
+
+
+def test_the_dashboards_panels_have_distinct_titles_and_ids() -> None:
+    panels = json.loads((DEPLOY / "grafana-dashboard.json").read_text())["panels"]
+    titles = [panel["title"] for panel in panels]
+    assert len(titles) == len(set(titles)), sorted(t for t in titles if titles.count(t) > 1)
+    assert len({panel["id"] for panel in panels}) == len(panels)

@@ -1,24 +1,29 @@
 """The dashboard's ``/metrics`` scraped while a run waits for a human and after it
-ends: the counters move by exactly the run's own usage; and its alerts, fired to a
-real webhook receiver on loopback, listed at ``/api/alerts`` and on the threads page."""
+ends: the counters move by exactly the run's own usage (its tokens and its cost);
+and its alerts, fired to a real webhook receiver on loopback, listed at
+``/api/alerts`` and on the threads page: a run waiting too long, a tool failing."""
 
 from __future__ import annotations
 
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
+from tests.human_scenarios import FAILING_TOOL, scenario_spec
 from tests.local_http import LocalSite, serve
+from tests.webhook_receiver import Receiver
 
 from aimegraph.alerts import AlertRule, AlertSettings, Webhook
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.state import Usage
+from aimegraph.steering import prepare_demo
 
 LOCAL = "http://127.0.0.1"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
@@ -59,11 +64,34 @@ def client(saver: BaseCheckpointSaver[Any], runs: RunManager) -> TestClient:
     return TestClient(create_app(saver, runs=runs), base_url=LOCAL)
 
 
+def start_run(client: TestClient, runs: RunManager, **body: Any) -> str:
+    response = client.post("/api/runs", json=body)
+    assert response.status_code == 202, response.text
+    thread_id: str = response.json()["thread_id"]
+    runs.wait(thread_id, timeout=60)
+    return thread_id
+
+
+PRICES = {"scripted:demo": [1000.0, 2000.0]}  # USD per million input, output tokens
+
+
 def test_metrics_during_and_after_a_run_match_its_usage(
     client: TestClient, runs: RunManager
 ) -> None:
     before = scrape(client)
-    thread_id = start_demo(client, runs, approve_plan=True)
+    # The demo, with prices: its cost counts, by role and by model.
+    settings, goal = prepare_demo("priced")
+    thread_id = start_run(
+        client,
+        runs,
+        goal=goal,
+        model="scripted:demo",
+        config={
+            "workspace": str(settings.config.workspace),
+            "approve_plan": True,
+            "prices": PRICES,
+        },
+    )
 
     waiting = scrape(client)  # during: the run waits for its plan's approval
     assert added(before, waiting, "aimegraph_runs_total", status="paused") == 1
@@ -85,18 +113,27 @@ def test_metrics_during_and_after_a_run_match_its_usage(
     assert added(before, after, "aimegraph_runs_total", status="succeeded") == 1
     assert added(before, after, "aimegraph_human_wait_seconds_count") == 1
     assert value(after, "aimegraph_runs_waiting_for_human") == 0
+    assert usage.cost_usd > 0
     for role, counts in usage.by_role.items():
         for kind in ("input", "output"):
             assert added(before, after, "aimegraph_tokens_total", role=role, kind=kind) == (
                 getattr(counts, f"{kind}_tokens")
             ), (role, kind)
+        assert counts.cost_usd > 0, role
         assert added(before, after, "aimegraph_cost_usd_total", role=role) == pytest.approx(
             counts.cost_usd
         )
+    assert set(usage.by_model) == set(PRICES)
     for model, counts in usage.by_model.items():
         assert added(before, after, "aimegraph_model_tokens_total", model=model, kind="output") == (
             counts.output_tokens
         )
+        assert added(before, after, "aimegraph_model_cost_usd_total", model=model) == (
+            pytest.approx(counts.cost_usd)
+        )
+    assert sum(
+        added(before, after, "aimegraph_cost_usd_total", role=role) for role in usage.by_role
+    ) == pytest.approx(usage.cost_usd)
     # The model calls the callbacks timed are the calls the run counted.
     calls = sum(
         added(before, after, name, **dict(labels))
@@ -153,3 +190,47 @@ def test_a_run_waiting_too_long_fires_an_alert_on_the_dashboard_and_the_webhook(
         assert [json.loads(body)["state"] for body in site.posted] == ["firing", "resolved"]
     finally:
         app.state.alerts.stop()
+
+
+def test_a_failing_tool_is_counted_and_fires_its_alert_on_the_dashboard(
+    saver: BaseCheckpointSaver[Any], runs: RunManager, tmp_path: Path
+) -> None:
+    receiver = Receiver()
+    rules = AlertSettings(
+        rules=[
+            AlertRule(name="tools-failing", kind="tool_failure_rate", limit=0.5, min_calls=3),
+            # The same calls under a higher limit: quiet.
+            AlertRule(name="tools-broken", kind="tool_failure_rate", limit=0.7, min_calls=3),
+        ],
+        webhook=Webhook(url=receiver.url),
+        interval_s=0.05,
+    )
+    app = create_app(saver, runs=runs, alerts=rules)
+    client = TestClient(app, base_url=LOCAL)
+    try:
+        before = scrape(client)
+        thread_id = start_run(
+            client, runs, goal="Compute it.", model=scenario_spec(tmp_path, FAILING_TOOL)
+        )
+        after = scrape(client)
+        assert client.get(f"/api/threads/{thread_id}").json()["status"] == "succeeded"
+        calls = "aimegraph_tool_call_duration_seconds_count"
+        assert added(before, after, calls, tool="calculator", outcome="error") == 2
+        assert added(before, after, calls, tool="calculator", outcome="ok") == 1
+
+        deadline = time.monotonic() + 10
+        while not receiver.bodies and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # a few more checks: nothing else fires
+        assert [(b["rule"], b["subject"], b["state"]) for b in receiver.bodies] == [
+            ("tools-failing", "calculator", "firing")
+        ]
+        assert receiver.bodies[0]["value"] == pytest.approx(2 / 3)
+        listed = client.get("/api/alerts").json()["alerts"]
+        assert [(a["rule"], a["subject"], a["origin"]) for a in listed] == [
+            ("tools-failing", "calculator", "dashboard")
+        ]
+        assert client.get("/api/threads").json()["alerts"][0]["rule"] == "tools-failing"
+    finally:
+        app.state.alerts.stop()
+        receiver.close()

@@ -151,3 +151,31 @@ def test_a_tripwire_is_shown_as_it_happens_and_exits_10(
     out = capsys.readouterr().out
     assert "output: guardrail secrets tripped: found a secret (openai_key)" in out
     assert "sk-proj-" not in out
+
+
+BAD_ALERT_RULES = {
+    "missing": None,
+    "not YAML": "rules: [unclosed",
+    "unknown kind": "rules:\n  - {name: r, kind: tool_failures, limit: 0.2}\n",
+    "bad webhook": "webhook: {url: 'ftp://hooks.example.com'}\n",
+}
+
+
+@pytest.mark.parametrize("command", ["dashboard", "worker"])
+@pytest.mark.parametrize("fault", list(BAD_ALERT_RULES))
+def test_a_bad_alert_rules_file_is_one_line_and_exit_2(
+    command: str, fault: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--alerts FILE`` is read before the command serves anything (no port bound, no
+    broker or database reached): a fault is one line naming the file."""
+    rules = tmp_path / "alerts.yaml"
+    text = BAD_ALERT_RULES[fault]
+    if text is not None:
+        rules.write_text(text)
+    argv = ["--checkpoints", f"sqlite:///{tmp_path / 'cp.db'}", command, "--alerts", str(rules)]
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    err = captured.err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: "), captured.err
+    assert str(rules) in err[0]
+    assert "on http://" not in captured.out  # the dashboard never said it was serving

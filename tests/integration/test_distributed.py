@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from bench.common import LatencyChatModel
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
@@ -35,7 +36,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.config import get_config
 from langgraph.runtime import get_runtime
 from langgraph.store.base import BaseStore
-from tests.human_scenarios import ESCALATE, EVERY_WAIT, FAILING, UNATTENDED
+from tests.human_scenarios import ESCALATE, EVERY_WAIT, FAILING, FAILING_TOOL, UNATTENDED
 from tests.webhook_receiver import Receiver
 
 from aimegraph import AimeConfig, build_aime_graph, distributed
@@ -188,6 +189,14 @@ def build_waiting_graph(
 ) -> AimeGraph:
     """A run that waits for each kind of human in turn (plan, tool call, question)."""
     model = LatencyChatModel.from_dict(EVERY_WAIT, latency_s=0.0)
+    return build_aime_graph(model, config=settings.config, checkpointer=saver, store=store)
+
+
+def build_failing_tool_graph(
+    settings: RunSettings, saver: BaseCheckpointSaver[Any], store: BaseStore | None = None
+) -> AimeGraph:
+    """A run whose calculator fails on two of its three calls."""
+    model = LatencyChatModel.from_dict(FAILING_TOOL, latency_s=0.0)
     return build_aime_graph(model, config=settings.config, checkpointer=saver, store=store)
 
 
@@ -847,3 +856,97 @@ def records_settings(cluster: Cluster, thread_id: str) -> RunSettings:
         record = records.get(conn, thread_id)
     assert record is not None
     return record.settings
+
+
+def test_a_workers_alerts_reach_the_webhook_and_the_dashboard(
+    own_cluster: Cluster, webhook: Receiver
+) -> None:
+    """A worker with ``--alerts``: a run it paused waits too long (its human_wait rule,
+    over the runs it paused), then its calculator fails too often. Each alert is posted
+    to the webhook and recorded in the runs' database, where the dashboard lists it
+    with its own; once the worker stops checking, its firing alert is stale."""
+    pytest.importorskip("starlette", reason="the [dashboard] extra is not installed")
+    from starlette.testclient import TestClient
+
+    from aimegraph.dashboard import create_app
+    from aimegraph.dashboard.runs import DistributedQueue, RunManager
+
+    cluster = own_cluster
+    rules = cluster.tmp / "alerts.yaml"
+    rules.write_text(
+        yaml.safe_dump(
+            {
+                "webhook": {"url": webhook.url},
+                "interval_s": 0.2,
+                "rules": [
+                    {"name": "tools-failing", "kind": "tool_failure_rate", "limit": 0.5,
+                     "min_calls": 3},
+                    {"name": "human-waiting", "kind": "human_wait", "limit": 1},
+                    {"name": "failing-runs", "kind": "failed_runs", "limit": 1},  # quiet
+                ],
+            }
+        )
+    )  # fmt: skip
+    name = f"alerts-{cluster.queue}"  # the alerts table is shared: ours are this worker's
+    cluster.start_worker(name, graph="build_failing_tool_graph", extra=("--alerts", str(rules)))
+
+    def posted() -> list[tuple[str, str, str]]:
+        return [(b["rule"], b["subject"], b["state"]) for b in webhook.bodies]
+
+    def until(condition: Any, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while not condition():
+            assert cluster.workers[name].poll() is None, "the worker exited"
+            assert time.monotonic() < deadline, posted()
+            time.sleep(0.1)
+
+    thread_id = cluster.submit(approve_plan=True)
+    paused = wait_for_run(thread_id, checkpoints=cluster.checkpoints, timeout=60)
+    assert paused.state == "paused" and paused.worker is not None
+    worker = paused.worker  # the node name the worker's alerts carry
+    try:
+        until(lambda: ("human-waiting", "", "firing") in posted())
+        code, _ = cluster.cli(
+            "resume", thread_id, "--approve", "--broker", cluster.broker, "--queue", cluster.queue
+        )
+        assert code == 0
+        ended = wait_for_run(thread_id, checkpoints=cluster.checkpoints, timeout=60)
+        assert ended.outcome == "succeeded"
+        until(lambda: len(posted()) == 3)
+        assert sorted(posted()) == [
+            ("human-waiting", "", "firing"),
+            ("human-waiting", "", "resolved"),
+            ("tools-failing", "calculator", "firing"),
+        ]
+        assert {b["origin"] for b in webhook.bodies} == {worker}
+
+        with open_checkpointer(cluster.checkpoints) as saver:
+            queue = DistributedQueue(cluster.checkpoints, cluster.broker, cluster.queue)
+            runs = RunManager(saver, distributed=queue)
+            client = TestClient(create_app(saver, runs=runs), base_url="http://127.0.0.1")
+
+            def listed(path: str = "/api/alerts") -> list[tuple[str, str, str]]:
+                alerts = client.get(path).json()["alerts"]
+                return [
+                    (a["rule"], a["subject"], a["state"]) for a in alerts if a["origin"] == worker
+                ]
+
+            assert listed() == [
+                ("tools-failing", "calculator", "firing"),
+                ("human-waiting", "", "resolved"),
+            ]
+            assert listed("/api/threads")[0] == ("tools-failing", "calculator", "firing")
+            # The worker stops, and with it its checks: its firing alert goes stale.
+            cluster.workers[name].send_signal(signal.SIGTERM)
+            assert cluster.workers[name].wait(timeout=30) == 0
+            with records.connect(cluster.checkpoints) as conn:
+                conn.execute(
+                    "UPDATE aimegraph_alerts SET checked_at = now() - interval '1 hour' "
+                    "WHERE origin = %s",
+                    (worker,),
+                )
+            time.sleep(1.1)  # the dashboard rereads the table at most once a second
+            assert listed()[0] == ("tools-failing", "calculator", "stale")
+    finally:
+        with records.connect(cluster.checkpoints) as conn:
+            conn.execute("DELETE FROM aimegraph_alerts WHERE origin = %s", (worker,))

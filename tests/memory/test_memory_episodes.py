@@ -66,6 +66,7 @@ def _run(
     user: str | None = None,
     context: dict[str, Any] | None = None,
     saver: Any = None,
+    goal: str = GOAL,
 ) -> tuple[dict[str, Any], ScriptedChatModel, list[Any]]:
     model = ScriptedChatModel.from_dict(copy.deepcopy(scenario))
     graph = build_aime_graph(
@@ -78,7 +79,7 @@ def _run(
     events = []
     out: dict[str, Any] = {}
     for namespace_, mode, payload in graph.stream(
-        {"goal": GOAL}, config, context=context, stream_mode=["custom", "values"], subgraphs=True
+        {"goal": goal}, config, context=context, stream_mode=["custom", "values"], subgraphs=True
     ):
         if mode == "custom":
             events.append(payload)

@@ -21,6 +21,8 @@ from aimegraph.memory.feedback import FEEDBACK, rated_runs
 from aimegraph.steering import feedback
 
 CORRECTION = "The total must exclude the cancelled invoices (status=void)."
+SIMILAR_GOAL = "Total the amounts in the April invoices export."
+assert SIMILAR_GOAL != GOAL
 
 
 def _lessons(store: InMemoryStore) -> dict[str, dict[str, object]]:
@@ -38,8 +40,11 @@ def test_a_rated_down_run_teaches_the_next_similar_goals_planner_first(tmp_path:
         assert rated.note == CORRECTION and rated.answer == first["final_answer"]
         user_lessons = [v for v in _lessons(store).values() if v.get("source") == "user"]
         assert len(user_lessons) == 1 and user_lessons[0]["rating"] == 1
-        _, model, _ = _run(store, tmp_path, "second", saver=saver)
-    section = model.prompts("planner")[0].split("From memory", 1)[1]
+        # A similar goal, not the same one: the lesson is found by similarity.
+        _, model, _ = _run(store, tmp_path, "second", saver=saver, goal=SIMILAR_GOAL)
+    prompt = model.prompts("planner")[0]
+    assert SIMILAR_GOAL in prompt
+    section = prompt.split("From memory", 1)[1]
     items = [line for line in section.splitlines() if line.startswith("- ")]
     # The user's verdict comes first, ahead of the engine's own lesson and episode.
     assert items[0].startswith("- USER FEEDBACK") and CORRECTION in items[0]
@@ -71,8 +76,10 @@ def test_feedback_refuses_an_unknown_thread_and_a_bad_rating(tmp_path: Path) -> 
     assert not store.search(namespace("default", FEEDBACK))
 
 
-def _item(key: str, text: str, source: str | None = None) -> Item:
-    value = {"text": text} | ({"source": source} if source else {})
+def _item(key: str, text: str, source: str | None = None, goal: str | None = None) -> Item:
+    value = (
+        {"text": text} | ({"source": source} if source else {}) | ({"goal": goal} if goal else {})
+    )
     return Item(value=value, key=key, namespace=namespace("default", LESSONS),
                 created_at="2026-01-01T00:00:00+00:00", updated_at="2026-01-01T00:00:00+00:00")  # fmt: skip
 
@@ -84,6 +91,21 @@ def test_ranking_puts_a_users_lesson_first_among_the_nearest() -> None:
     unrelated = _item("other", "Translate a poem into French", "user")
     ranked = rank_items(store, [[engine, unrelated], [user]], "Total the March invoices", 2)
     assert [i.key for i in ranked] == ["user", "engine"]  # the unrelated one is not near
+
+
+def test_a_users_lesson_on_a_recalled_goal_takes_the_weakest_engine_items_place() -> None:
+    store = InMemoryStore()
+    march, april = "Total the March invoices", "Total the April invoices"
+    engine = [
+        _item("e1", "Total the April invoices export amounts", goal=march),
+        _item("e2", "Total the April invoices export amounts again", goal=march),
+    ]
+    # Scores below both engine items against the query, but it is the user's verdict
+    # on the goal they were recalled for.
+    user = _item("user", "A rated run", "user", goal=march)
+    elsewhere = _item("poem", "A rated poem", "user", goal="Translate a poem")
+    ranked = rank_items(store, [engine, [user, elsewhere]], april, 2)
+    assert [i.key for i in ranked] == ["user", "e1"]
 
 
 def test_feedback_from_the_cli(cli: Cli, tmp_path: Path) -> None:

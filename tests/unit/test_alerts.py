@@ -165,3 +165,29 @@ def test_a_rules_file_loads_and_a_bad_one_says_where(tmp_path: Path) -> None:
     bad.write_text("rules:\n  - {name: x, kind: tool_failures, limit: 1}\n")
     with pytest.raises(ValueError, match=r"bad.yaml: rules.0.kind"):
         load_alerts(bad)
+
+
+def test_the_sink_gets_every_check_and_alerts_carry_their_origin(
+    site: LocalSite, metrics: Metrics
+) -> None:
+    checks: list[tuple[list[tuple[str, str]], list[str]]] = []
+
+    def sink(changed: Any, firing: Any) -> None:
+        checks.append(([(a.state, a.origin) for a in changed], [a.id for a in firing]))
+
+    rule = AlertRule(name="failing", kind="failed_runs", limit=1)
+    alerts = engine(site, metrics, rule, origin="w1@host", sink=sink)
+    alerts.check()  # nothing yet: the sink hears of it all the same
+    metrics.run_ended("failed", 1.0)
+    (fired,) = alerts.check()
+    alerts.check()
+    metrics.run_ended("succeeded", 1.0)
+    alerts.check()
+    assert checks == [
+        ([], []),
+        ([("firing", "w1@host")], [fired.id]),
+        ([], [fired.id]),  # still firing: the sink can tell its origin is alive
+        ([("resolved", "w1@host")], []),
+    ]
+    assert [p["origin"] for p in posted(site)] == ["w1@host", "w1@host"]
+    assert {p["source"] for p in posted(site)} == {"aimegraph"}

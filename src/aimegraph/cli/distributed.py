@@ -113,8 +113,9 @@ def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     alerts = load_alert_rules(args.alerts)
     with _cli_errors():
         app = _worker_app(args, console)
+    hostname = args.name or f"aimegraph-{os.getpid()}@%h"
     if args.metrics_port is not None or alerts is not None:
-        _serve_metrics(app, args, alerts)
+        _serve_metrics(app, args, alerts, hostname)
     # Threads, not processes: a run mostly waits on its models and Postgres, and one
     # process shares its imports; use more worker processes for CPU-bound models.
     app.worker_main(
@@ -123,7 +124,7 @@ def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
             "--pool=threads",
             f"--concurrency={args.concurrency}",
             f"--queues={args.queue}",
-            f"--hostname={args.name or f'aimegraph-{os.getpid()}@%h'}",
+            f"--hostname={hostname}",
             f"--loglevel={args.log_level}",
             "--without-gossip",
             "--without-mingle",
@@ -132,16 +133,30 @@ def cmd_worker(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
     return 0
 
 
-def _serve_metrics(app: Celery, args: argparse.Namespace, alerts: AlertSettings | None) -> None:
-    """``--metrics-port`` and ``--alerts``: the metrics served, the rules checked."""
+def _serve_metrics(
+    app: Celery, args: argparse.Namespace, alerts: AlertSettings | None, hostname: str
+) -> None:
+    """``--metrics-port`` and ``--alerts``: the metrics served, the rules checked (the
+    alerts recorded in the runs database under the worker's node name, as Celery
+    expands ``hostname``, the name its runs record)."""
     try:
+        from celery.utils.nodenames import default_nodename, host_format
+
         from aimegraph.distributed.monitoring import serve_worker_metrics
     except ImportError as exc:
         raise CliError(
             f"metrics need: pip install 'aimegraph[metrics]' ({exc})", EXIT_USAGE
         ) from exc
     try:
-        serve_worker_metrics(app, args.queue, args.metrics_port, args.metrics_host, alerts)
+        serve_worker_metrics(
+            app,
+            args.queue,
+            args.metrics_port,
+            args.metrics_host,
+            alerts,
+            worker=host_format(default_nodename(hostname)),
+            checkpoints=_postgres_url(args),
+        )
     except OSError as exc:  # the port is taken, the address is not ours
         raise CliError(
             f"cannot serve metrics on port {args.metrics_port}: {exc}", EXIT_USAGE

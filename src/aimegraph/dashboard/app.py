@@ -97,13 +97,16 @@ def create_app(
     ``allowed_hosts`` are the host names requests may be addressed to (``("*",)`` to
     accept any, which needs a ``token``). ``/metrics`` serves the process's Prometheus
     metrics; the ``alerts`` rules are checked in the background and their alerts
-    listed at ``/api/alerts`` and on the threads page."""
+    listed at ``/api/alerts`` and on the threads page, with those the workers of
+    ``runs``' distributed queue recorded."""
     if "*" in allowed_hosts and not token:
         raise ValueError("serving every host name needs a token")
     reader = ThreadReader(saver)
     runs = runs or RunManager(saver, store=store, prompts=prompts)
     closing = threading.Event()
-    operations = Operations(reader, alerts)
+    operations = Operations(
+        reader, alerts, runs.distributed.checkpoints if runs.distributed is not None else None
+    )
     api = _Api(reader, runs, poll_seconds, closing, operations)
     memory = MemoryPane(store if store is not None else runs.store)
     prompt_pane = PromptsPane(prompts)
@@ -235,7 +238,7 @@ class _Api:
         return {
             "threads": rows,
             "active": sorted(self.runs.active()),
-            "alerts": self.operations.listed(),
+            "alerts": await run_in_threadpool(self.operations.listed),
         }
 
     async def run(self, request: Request) -> Response:

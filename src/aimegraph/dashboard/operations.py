@@ -1,9 +1,12 @@
 """The dashboard's operations endpoints: ``/metrics`` (Prometheus text: the runs of
 this process, and the runs waiting for a human among every thread it shows) and
-``/api/alerts`` (the alerts of the rules it was given, see :mod:`aimegraph.alerts`)."""
+``/api/alerts`` (the alerts of the rules it was given, see :mod:`aimegraph.alerts`,
+and those the workers recorded in the distributed runs' database)."""
 
 from __future__ import annotations
 
+import logging
+import threading
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -15,19 +18,37 @@ from starlette.responses import JSONResponse, Response
 
 from aimegraph.alerts import AlertEngine, AlertSettings
 from aimegraph.dashboard.views import ThreadReader
+from aimegraph.distributed.alert_records import shared_alerts, sort_alerts
 from aimegraph.metrics import LiveCollector, Metrics, enable_metrics, exposition
 
 if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
     from prometheus_client.metrics_core import Metric
 
+log = logging.getLogger(__name__)
+
+SHARED_TTL_S = 1.0
+"""How long the workers' alerts read from the database are reused: every open
+threads page asks for the alerts several times a second."""
+
 
 class Operations:
-    def __init__(self, reader: ThreadReader, rules: AlertSettings | None = None) -> None:
+    def __init__(
+        self,
+        reader: ThreadReader,
+        rules: AlertSettings | None = None,
+        shared: str | None = None,
+    ) -> None:
+        """``shared``: the distributed runs' Postgres database, where the workers
+        record their alerts (None: no workers)."""
         self.reader = reader
+        self.shared = shared
         self.metrics: Metrics | None = None
         self.waiting: CollectorRegistry | None = None
         self.alerts: AlertEngine | None = None
+        self._read_at = -SHARED_TTL_S
+        self._workers: list[dict[str, Any]] = []
+        self._reading = threading.Lock()
         try:
             self.metrics = enable_metrics()
         except ImportError:  # no prometheus-client: /metrics says so, runs go uncounted
@@ -37,7 +58,7 @@ class Operations:
         self.waiting = CollectorRegistry()
         self.waiting.register(LiveCollector(self._waiting))
         if rules is not None:
-            self.alerts = AlertEngine(rules, self.metrics, self.waits)
+            self.alerts = AlertEngine(rules, self.metrics, self.waits, origin="dashboard")
 
     def waits(self) -> list[float]:
         """How long each paused run (of any process) has been waiting, in seconds."""
@@ -69,7 +90,22 @@ class Operations:
         return Response(body, media_type=content_type)
 
     async def alert_list(self, request: Request) -> Response:
-        return JSONResponse({"alerts": self.listed()})
+        return JSONResponse({"alerts": await run_in_threadpool(self.listed)})
 
     def listed(self) -> list[dict[str, Any]]:
-        return self.alerts.alerts() if self.alerts is not None else []
+        """This process's alerts and the workers': firing first, newest first."""
+        own = self.alerts.alerts() if self.alerts is not None else []
+        workers = self._worker_alerts()
+        return sort_alerts([*own, *workers]) if workers else own
+
+    def _worker_alerts(self) -> list[dict[str, Any]]:
+        if self.shared is None:
+            return []
+        with self._reading:
+            if time.monotonic() - self._read_at >= SHARED_TTL_S:
+                try:
+                    self._workers = shared_alerts(self.shared)
+                except Exception as exc:  # noqa: BLE001 - the page shows what it has
+                    log.warning("cannot read the workers' alerts: %s", exc)
+                self._read_at = time.monotonic()
+            return self._workers

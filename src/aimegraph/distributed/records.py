@@ -50,7 +50,7 @@ CHANNEL = "aimegraph_runs"
 _CONNECT_TIMEOUT_S = 10
 # Serialises CREATE TABLE IF NOT EXISTS across processes (it is not atomic: two
 # first-time creators can both fail on the catalog's unique index).
-_SCHEMA_LOCK_ID = 0x61696D65_72756E73  # "aimeruns"
+SCHEMA_LOCK_ID = 0x61696D65_72756E73  # "aimeruns"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS aimegraph_runs (
@@ -145,7 +145,7 @@ def connect(url: str) -> Iterator[Connection[Any]]:
         ) from exc
     with conn:
         with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_SCHEMA_LOCK_ID,))
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (SCHEMA_LOCK_ID,))
             conn.execute(_SCHEMA)
         yield conn
 
@@ -239,6 +239,18 @@ def wait_until_ended(conn: Connection[Any], thread_id: str, timeout: float | Non
         for notice in conn.notifies(timeout=left):
             if notice.payload == thread_id:
                 break
+
+
+def paused_waits(conn: Connection[Any], worker: str) -> list[float]:
+    """How long each run ``worker`` paused has been waiting for a human, in seconds
+    (a worker's ``human_wait`` alerts: each paused run counts on the worker that
+    paused it, so no two workers alert on the same wait)."""
+    rows = conn.execute(
+        "SELECT extract(epoch FROM now() - updated_at) FROM aimegraph_runs "
+        "WHERE state = 'paused' AND worker = %s",
+        (worker,),
+    ).fetchall()
+    return [float(seconds) for (seconds,) in rows]
 
 
 def find_run(url: str | None, thread_id: str) -> RunRecord | None:

@@ -193,22 +193,35 @@ def rank_items(
     store: BaseStore, results: Sequence[Sequence[SearchItem]], query: str, k: int
 ) -> list[SearchItem]:
     """The ``k`` best items across searches: by the store's scores when it has an
-    index, else by cosine similarity of ``text`` computed here. Among them a user's
-    lessons (``source="user"``) come first: a user's verdict on a similar goal
-    outranks the engine's own."""
+    index, else by cosine similarity of ``text`` computed here. A user's lessons
+    (``source="user"``) outrank the engine's items: those among the best come
+    first, and so does one on the goal of an engine item among the best, in place
+    of the weakest engine item (a user's verdict on a goal outranks the engine's own
+    on it, however the two texts score against a similar goal)."""
     items = [item for found in results for item in found]
     if not items:
         return []
     if has_index(store):
-        best = sorted(items, key=lambda i: i.score or 0.0, reverse=True)[:k]
+        ranked = sorted(items, key=lambda i: i.score or 0.0, reverse=True)
     else:
         embeddings: Embeddings = getattr(store, "embeddings", None) or HashingEmbeddings()
         vectors = np.asarray(embeddings.embed_documents([_text(i) for i in items]))
         query_vector = np.asarray(embeddings.embed_query(query))
         norms = np.linalg.norm(vectors, axis=1) * (np.linalg.norm(query_vector) or 1.0)
         scores = vectors @ query_vector / np.where(norms > 0, norms, 1.0)
-        best = [items[i] for i in np.argsort(-scores, kind="stable")[:k]]
-    return sorted(best, key=lambda i: i.value.get("source") != "user")  # stable
+        ranked = [items[i] for i in np.argsort(-scores, kind="stable")]
+    best = ranked[:k]
+    goals = {item.value.get("goal") for item in best} - {None, ""}
+    users = [
+        item
+        for item in ranked
+        if _by_user(item) and (item in best or item.value.get("goal") in goals)
+    ]
+    return [*users, *(item for item in best if not _by_user(item))][:k]
+
+
+def _by_user(item: Item) -> bool:
+    return item.value.get("source") == "user"
 
 
 def _text(item: Item) -> str:

@@ -34,14 +34,17 @@ function render() {
   count.textContent = `${shown.length} of ${rows.length}`;
 }
 
-// Alerts of the dashboard's rules (aimegraph dashboard --alerts): firing ones first.
+// Alerts of the dashboard's rules (aimegraph dashboard --alerts) and of the workers'
+// (stale: a firing alert whose worker stopped checking): firing ones first.
+const ALERT_BADGES = { firing: "failed", stale: "paused", resolved: "succeeded" };
+
 function renderAlerts(alerts) {
   const list = document.getElementById("alerts");
   list.replaceChildren(
     ...(alerts || []).map((alert) =>
       el("li", { class: `alert ${alert.state}` },
-        el("span", { class: `badge status-${alert.state === "firing" ? "failed" : "succeeded"}` }, alert.state),
-        ` ${alert.rule}: ${alert.message}`,
+        el("span", { class: `badge status-${ALERT_BADGES[alert.state] || "succeeded"}` }, alert.state),
+        ` ${alert.rule}${alert.origin ? ` (${alert.origin})` : ""}: ${alert.message}`,
         el("span", { class: "when" }, ` since ${when(new Date(alert.fired_at * 1000).toISOString())}`),
         alert.delivery ? el("span", { class: "error" }, ` (webhook: ${alert.delivery})`) : "",
       ),
