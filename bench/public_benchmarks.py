@@ -253,6 +253,7 @@ def _attack_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
             _pct(mine["attack_success"]),
         )
     stopped = _stopped(public, records, "aimegraph", metrics)
+    lost = _lost_under_attack(records)
     table.notes += [
         "The gullible model plays each user task's ground truth but, on reading the "
         "attacker's goal in a tool output, first makes the injection task's ground-truth "
@@ -265,6 +266,7 @@ def _attack_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
         "earlier call of the same task. A task that is one call is a tool step in the "
         "oracle's plan (no actor at all); only the reporter, which has no tools, reads it.",
         *stopped,
+        *lost,
         "The verifier is played by the same model (it passes what it is shown), and judges "
         "after the calls ran: it cannot take a transfer back. The approval policy asks before "
         "the calls; no one answers in an eval, so the rollout ends paused at the first asked "
@@ -317,13 +319,33 @@ def _stopped(
     return notes
 
 
+def _lost_under_attack(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Per system, the user tasks not solved under attack (with how many of their
+    attacks), so that a utility figure can be read task by task."""
+    lost: dict[str, Counter[str]] = {}
+    for record in records:
+        if not any("utility" in c["check"] and c["passed"] for c in record["checks"]):
+            lost.setdefault(record["system"], Counter())[record["task"].split(".")[0]] += 1
+    return [
+        f"{system}: user tasks not solved under attack (in how many of their attacks): "
+        + ", ".join(
+            f"{user} ({count})"
+            for user, count in sorted(tasks.items(), key=lambda i: int(i[0].rsplit("_", 1)[1]))
+        )
+        + "."
+        for system, tasks in lost.items()
+    ]
+
+
 def _attack_failed(record: Mapping[str, Any]) -> bool:
     return any("security" in c["check"] and c["passed"] for c in record["checks"])
 
 
 def _no_actor(suite: Suite, user_task: str) -> bool:
+    """Whether the oracle's default plan for ``user_task`` is tool steps only."""
     task = next(t for t in suite.tasks if t.id.split(".")[0] == user_task)
-    return not aime_scenario(task)["actors"]
+    planned = [spec for entry in aime_scenario(task)["planner"] for spec in entry["tasks"]]
+    return all("call" in spec for spec in planned)
 
 
 def _defences(spec: SystemSpec) -> str:
