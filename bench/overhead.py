@@ -227,6 +227,7 @@ def run(quick: bool) -> SectionResult:
                 f"{key}.raw_tokens": raw_tokens,
             }
         plain, plain_metrics = plain_table(ws, model, tasks, repeat, rounds)
+        sizes, size_metrics = size_table(ws, (1, 4) if quick else (1, 5, 20), repeat * 3)
         control, control_metrics = run_control_table(ws, model, steps, 3 if quick else 25)
         parts = component_costs(ws, model, repeat=20 if quick else 200)
     metrics |= {"steps": steps, "supersteps": top, "nested_supersteps": nested, "llm_calls": calls}
@@ -244,9 +245,10 @@ def run(quick: bool) -> SectionResult:
         "super-step at both levels (top + in subgraphs), the raw loop one per top-level step.",
     ]
     metrics |= {f"part.{k}": v for k, v in parts.items()} | plain_metrics | control_metrics
+    metrics |= size_metrics
     return SectionResult(
         "overhead",
-        [table, plain, control, component_table(parts)],
+        [table, plain, sizes, control, component_table(parts)],
         metrics,
         headlines=headlines(metrics, n_tasks, calls, tool_calls, rounds),
     )
@@ -414,6 +416,50 @@ def plain_table(
         "and its stream events, usage accounting, the run-start and record nodes; and longer "
         "prompts (the tokens column), which an instant model does not charge for.",
     ]
+    return table, metrics
+
+
+def size_table(ws: Path, sizes: tuple[int, ...], repeat: int) -> tuple[Table, dict[str, float]]:
+    """The engine (eager, no checkpointer) against the plain graph on chains of each size,
+    each run interleaved with the other's: where the difference lies, once per run or
+    once per task (a least-squares line through the differences)."""
+    table = Table(
+        "1e. Once per run or once per task: the engine against the plain graph on chains of "
+        f"{', '.join(map(str, sizes))} tasks (eager, no checkpointer; median of {repeat} "
+        "interleaved runs)",
+        ["tasks", "aime ms", "plain ms", "difference ms", "ratio"],
+    )
+    metrics: dict[str, float] = {}
+    differences = []
+    for n in sizes:
+        model = BenchChatModel.from_dict(scenario(chain(n), actor_steps=[TOOL_STEP]))
+        graph = build_aime_graph(model, config=config(ws, max_steps=10_000), checkpointer=None)
+        sides = (
+            partial(_invoke, graph, GOAL),
+            partial(_invoke, build_plain_graph(model, None), GOAL),
+        )
+        times: tuple[list[float], list[float]] = ([], [])
+        for _ in range(repeat):
+            for run_side, samples in zip(sides, times, strict=True):
+                samples += time_samples(run_side, repeat=1, setup=model.reset)
+        aime_s, plain_s = (statistics.median(samples) for samples in times)
+        differences.append(aime_s - plain_s)
+        table.add(
+            n,
+            fmt_ms(aime_s, 1),
+            fmt_ms(plain_s, 1),
+            fmt_ms(aime_s - plain_s),
+            fmt_x(aime_s / plain_s),
+        )
+        metrics[f"sizes.{n}.ratio"] = aime_s / plain_s
+    per_task, per_run = statistics.linear_regression(sizes, differences)
+    metrics |= {"sizes.per_run_s": per_run, "sizes.per_task_s": per_task}
+    table.notes.append(
+        f"difference = {per_run * 1e3:.2f} ms per run + {per_task * 1e3:.3f} ms per task "
+        "(least squares over the sizes): the part per run is the planner's and verifier's "
+        "subgraphs and the intake, orchestrator, reporter and record steps; the part per "
+        "task, what each actor costs beyond the plain graph's ReAct subgraph."
+    )
     return table, metrics
 
 

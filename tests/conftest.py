@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -145,6 +146,22 @@ class Cli:
             *before, "run", "Multiply six by seven", "--model", model, "--thread", thread,
             "--workspace", str(self.workspace), *options,
         )  # fmt: skip
+
+
+def cli_process(tmp_path: Path, **env: str) -> tuple[list[str], dict[str, str]]:
+    """The command line of an ``aimegraph`` process of its own on ``tmp_path/cp.db`` (one a
+    test can kill and resume), and its environment: this checkout and ``tmp_path`` (where
+    a test writes the modules it names) importable, with ``env`` added."""
+    repo = Path(__file__).resolve().parents[1]
+    path = os.pathsep.join([str(repo / "src"), str(repo), str(tmp_path)])
+    command = [
+        sys.executable,
+        "-m",
+        "aimegraph.cli",
+        "--checkpoints",
+        f"sqlite:///{tmp_path / 'cp.db'}",
+    ]
+    return command, {**os.environ, "PYTHONPATH": path, **env}
 
 
 @pytest.fixture

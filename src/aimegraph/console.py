@@ -11,14 +11,19 @@ from collections.abc import Iterator
 from types import TracebackType
 from typing import Any
 
-from rich.console import Console, Group
+from rich.console import Console, Group, RenderableType
 from rich.live import Live
+from rich.measure import Measurement
 from rich.panel import Panel
+from rich.segment import Segments
 from rich.text import Text
 
 from aimegraph.streaming import answer_piece
 
 StreamChunk = tuple[tuple[str, ...], str, Any]
+
+_UNBOUNDED = 100_000
+"""Columns to measure in off a terminal: wider than any table a command prints."""
 
 
 def cli_console(*, stderr: bool = False) -> Console:
@@ -29,6 +34,22 @@ def cli_console(*, stderr: bool = False) -> Console:
     console = Console(stderr=stderr, highlight=False)
     console.soft_wrap = not console.is_terminal
     return console
+
+
+def print_unwrapped(console: Console, renderable: RenderableType) -> None:
+    """Print a table (or any renderable) on a console of :func:`cli_console`'s: on a
+    terminal at most its width; anywhere else at the width its content needs. Rich lays a
+    table out in the console's width (80 columns off a terminal), which soft wrapping
+    does not change, and a cell split over two lines no longer reads as one row."""
+    if not console.soft_wrap:
+        console.print(renderable)
+        return
+    unbounded = console.options.update_width(_UNBOUNDED)
+    width = Measurement.get(console, unbounded, renderable).maximum
+    lines = console.render_lines(
+        renderable, console.options.update_width(width), pad=False, new_lines=True
+    )
+    console.print(Segments(segment for line in lines for segment in line), soft_wrap=True)
 
 
 _MARK_STYLES = {

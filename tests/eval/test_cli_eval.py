@@ -29,6 +29,7 @@ def _run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str,
     return code, out, err
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 def test_eval_with_oracle_replies_writes_every_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -53,6 +54,7 @@ def test_eval_with_oracle_replies_writes_every_report(
     assert "0 rollout(s) run, 12 already recorded" in stdout
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 def test_a_recorded_rerun_counts_the_recorded_passes_and_no_price_is_no_cost(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -84,6 +86,25 @@ def test_a_recorded_rerun_counts_the_recorded_passes_and_no_price_is_no_cost(
         == 0
     )
     assert "$0." in (priced / REPORT_MD).read_text()
+
+
+def test_the_results_table_off_a_terminal_keeps_each_row_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 38, point 7: piped, the table was laid out in the console's guessed width
+    (80 columns; 60 here), splitting cells such as ``1.00 [0.21, 1.00]`` in two."""
+    monkeypatch.setenv("COLUMNS", "60")
+    suite = write_suite(tmp_path / "s", THREE_TASKS)
+    argv = ["eval", str(suite), "--model", "oracle", "--tasks", "three", "--out", str(tmp_path)]
+    code, stdout, _ = _run(argv, capsys)
+    assert code == 0
+    lines = stdout.splitlines()
+    (header,) = [line for line in lines if "system" in line]
+    assert "│ tokens / solved │ cost / solved │" in header.replace("┃", "│")
+    for system in ("aimegraph", "create_agent"):
+        (row,) = [line for line in lines if line.startswith(f"│ {system} ")]
+        assert "│ 1.00 [0.21, 1.00] │" in row and row.endswith("│")
+    assert max(map(len, lines)) > 60
 
 
 def test_compare_two_systems(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -275,6 +275,7 @@ def _readme_oracle_example(folder: Path) -> Path:
     return path
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 def test_the_readme_oracle_example_loads_and_its_oracle_solves_it(tmp_path: Path) -> None:
     pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
     from aimegraph.eval import evaluate

@@ -41,6 +41,7 @@ class Recording(OracleModels):
         return model
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 def test_a_systems_file_configures_aimegraph(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "suite", THREE_TASKS)
     store = PromptStore(tmp_path / "systems" / "prompts.jsonl")
@@ -166,6 +167,7 @@ def test_system_names_are_unique_and_known() -> None:
 FIXED = UsageMetadata(input_tokens=100, output_tokens=10, total_tokens=110)
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 @pytest.mark.parametrize(
     ("budget", "reason"),
     [
@@ -190,6 +192,7 @@ def test_token_and_time_budgets_stop_the_react_loop(
     assert record["usage"]["llm_calls"] < 3 and not record["passed"]
 
 
+@pytest.mark.usefixtures("bubblewrap")  # an eval runs the oracle's python calls there
 def test_a_changed_system_runs_again(tmp_path: Path) -> None:
     suite = write_suite(tmp_path / "suite", THREE_TASKS)
     out = tmp_path / "out"

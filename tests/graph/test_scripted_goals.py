@@ -120,7 +120,8 @@ def test_a_scripted_pass_does_not_stand_over_tool_errors(workspace: Path, verify
 
 def test_the_demo_goal_without_its_data_is_not_a_success(workspace: Path) -> None:
     """The issue's run: the demo's python fails on the missing sales.csv."""
-    config = AimeConfig(workspace=workspace, max_replans=0)
+    # Unconfined: what is checked is the verdict on the error, not the sandbox.
+    config = AimeConfig(workspace=workspace, max_replans=0, sandbox="none")
     out = build_aime_graph("scripted:demo", config=config).invoke({"goal": DEMO_GOAL})
     assert "FileNotFoundError" in out["final_answer"]
     assert out["status"] == "rejected" and not out["verdict"].passed

@@ -8,13 +8,13 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import cli_process
 from tests.human_scenarios import scenario_spec
 from tests.integration.test_langgraph_server import (
     DROPPED_ENV,
@@ -35,7 +35,6 @@ langgraph_sdk = pytest.importorskip("langgraph_sdk")
 
 pytestmark = pytest.mark.slow
 
-REPO = Path(__file__).resolve().parents[2]
 SLOW_S = 6.0
 
 # The remote agent: notes each start in REMOTE_LOG, works SLOW_S seconds, answers.
@@ -145,18 +144,7 @@ def test_a_sigkill_while_the_remote_unit_works_then_resume_joins_the_same_run(
     remote: Remote, tmp_path: Path
 ) -> None:
     (tmp_path / "remote_units.py").write_text(UNITS_MODULE)
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(REPO / "src"), str(REPO), str(tmp_path)]),
-        "REMOTE_URL": remote.url,
-    }
-    base = [
-        sys.executable,
-        "-m",
-        "aimegraph.cli",
-        "--checkpoints",
-        f"sqlite:///{tmp_path / 'cp.db'}",
-    ]
+    base, env = cli_process(tmp_path, REMOTE_URL=remote.url)
     run = subprocess.Popen(
         [*base, "run", "Count Q3", "--model", scenario_spec(tmp_path, SCENARIO),
          "--agents", "remote_units:UNITS", "--thread", "k", "--workspace",

@@ -16,7 +16,9 @@ from pydantic import PrivateAttr
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models.offline.scripted import ScriptedChatModel
-from aimegraph.tools.outputs import keep_whole
+from aimegraph.sandbox import open_sandbox
+from aimegraph.tools import make_python_tool
+from aimegraph.tools.outputs import CUT_AT, keep_whole
 from tests.scripted import plan
 
 TEXT = "".join(f"{n:05d} " + "abcdefghij" * 4 + "\n" for n in range(2_500))[:100_000]
@@ -126,3 +128,30 @@ def test_an_unwritable_workspace_falls_back_to_cutting(tmp_path: Path) -> None:
     message = ToolMessage(content="z" * 3000, tool_call_id="c", name="t")
     shown = keep_whole(message, limit=1000, workspace=blocker, can_read=True)
     assert shown.text == "z" * 1000 + "\n[... output truncated: showing 1000 of 3000 characters]"
+
+
+def test_an_output_cut_at_the_code_tools_cap_is_saved_as_cut(tmp_path: Path) -> None:
+    """Issue 38, point 2: past the code tool's cap the output is cut before it is kept,
+    so the note must not say the whole output is saved (the sandbox is not the point:
+    unconfined)."""
+    python = make_python_tool(tmp_path, sandbox=open_sandbox("none"), max_output_chars=3_000)
+    call = {
+        "name": "python",
+        "args": {"code": "print('w' * 10_000)"},
+        "id": "c",
+        "type": "tool_call",
+    }
+    result = python.invoke(call)
+    assert isinstance(result, ToolMessage) and result.artifact == {CUT_AT: 3_000}
+    shown = keep_whole(result, limit=1000, workspace=tmp_path, can_read=True)
+    assert "The output as cut at the cap of 3,000 characters (its beginning and end)" in shown.text
+    assert "whole output" not in shown.text
+    saved = (tmp_path / ".tool_outputs" / "c.txt").read_text()
+    assert saved == result.text and "[... output cut here: " in saved
+
+    # Under the cap nothing was cut: the tool's result has no artifact, the note says whole.
+    call["args"] = {"code": "print('w' * 2_000)"}
+    uncut = python.invoke(call)
+    assert uncut.artifact is None
+    shown = keep_whole(uncut, limit=1000, workspace=tmp_path, can_read=True)
+    assert "The whole output is saved as '.tool_outputs/c-2.txt'" in shown.text

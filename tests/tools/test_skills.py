@@ -15,14 +15,14 @@ from langgraph.types import Command
 from aimegraph.checkpoints import make_serializer, thread_config
 from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.nodes.actor_factory import DefaultActorFactory
-from aimegraph.sandbox import BubblewrapSandbox, Job, Workspace
+from aimegraph.sandbox import BubblewrapSandbox, DockerSandbox, Job, Workspace
 from aimegraph.state import Task
 from aimegraph.state.models import plan_update_schema
 from aimegraph.tools.registry import default_registry
 from aimegraph.tools.skills import SkillError, load_skills
 from tests.conftest import GraphFactory
 from tests.eval.helpers import THREE_TASKS, write_suite
-from tests.scripted import plan, spec, submit
+from tests.scripted import call, plan, spec, submit
 
 BODY = "Run scripts/probe.py and report what it prints. SECRET-BODY-MARKER"
 
@@ -91,6 +91,46 @@ def test_skill_files_read_only_and_script_confined(
     assert "net: " in out and "net: open" not in out
     assert "Read-only file system" in out
     assert (folder / "SKILL.md").read_text().endswith(f"{BODY}\n")
+
+
+def test_an_actor_loads_a_skill_then_runs_its_script_confined(
+    scripted_graph: GraphFactory, tmp_path: Path, bubblewrap: BubblewrapSandbox
+) -> None:
+    """The whole graph: the task names the skill, its actor calls load_skill (the body
+    reaches the model only then) and runs the skill's script from /skills in the
+    bubblewrap sandbox, which keeps it from the host's files and the network."""
+    folder = make_skill(tmp_path / "skills")
+    scenario = {
+        "planner": [plan(spec("t1", tool_bundles=["compute"], skills=["csv-stats"]))],
+        "actors": {
+            "t1": [
+                {"tool": "load_skill", "args": {"name": "csv-stats"}},
+                call("python", code="import runpy\nrunpy.run_path('/skills/csv-stats/scripts/probe.py')"),
+                submit("{last_tool_output}"),
+            ]
+        },
+        "reporter": [{"text": "{all_results}"}],
+    }  # fmt: skip
+    graph, model = scripted_graph(scenario, skills=(str(folder),), sandbox="bubblewrap")
+    out = graph.invoke({"goal": "Probe the machine with the csv-stats skill"})
+    assert out["status"] == "succeeded", out.get("reason")
+    ran = out["tasks"]["t1"].result.summary
+    assert "shadow: FileNotFoundError" in ran or "shadow: PermissionError" in ran
+    assert "net: " in ran and "net: open" not in ran
+    first, after_load, _ = model.prompts("actor")
+    assert "- csv-stats: Summarise CSV files." in first and "SECRET-BODY-MARKER" not in first
+    assert "SECRET-BODY-MARKER" in after_load and "/skills/csv-stats" in after_load
+
+
+def test_a_sandbox_that_cannot_mount_is_told_it_has_no_skill_files(tmp_path: Path) -> None:
+    """A confined sandbox that mounts nothing (docker; most of one's own) does not see
+    the skills' folders: load_skill says so rather than give a path it lacks."""
+    skills = load_skills([make_skill(tmp_path / "skills")])
+    registry = default_registry(tmp_path / "ws", skills=skills, sandbox=DockerSandbox())
+    loaded = registry.tools["load_skill"].invoke({"name": "csv-stats"})
+    assert BODY in loaded and "/skills/csv-stats" not in loaded
+    assert "not in the docker sandbox, which cannot mount them" in loaded
+    assert "scripts/probe.py" in loaded and str(tmp_path) not in loaded
 
 
 def test_bare_sandbox_has_no_skills(tmp_path: Path, bubblewrap: BubblewrapSandbox) -> None:

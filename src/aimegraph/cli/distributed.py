@@ -17,7 +17,13 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import CheckpointConnectionError, new_thread_id, run_config
-from aimegraph.cli.options import alerts_option, broker_options, load_alert_rules, run_options
+from aimegraph.cli.options import (
+    DEFAULT_MODEL,
+    alerts_option,
+    broker_options,
+    load_alert_rules,
+    run_options,
+)
 from aimegraph.cli.report import report_cancel
 from aimegraph.cli.support import (
     EXIT_NOT_FOUND,
@@ -216,7 +222,7 @@ def _submit(args: argparse.Namespace, thread_id: str) -> None:
         args.goal,
         broker=args.broker,
         checkpoints=_postgres_url(args),
-        model=args.model,
+        model=args.model or DEFAULT_MODEL,
         config=config,
         tools=args.tools,
         # stdout carries the thread id alone: say the prompt version on stderr

@@ -22,6 +22,7 @@ from aimegraph.cli.support import (
     application_tools,
     skill_folders,
 )
+from aimegraph.console import print_unwrapped
 from aimegraph.eval.harness import DEFAULT_EVALS, RESULTS, evaluate
 from aimegraph.eval.public import is_public_suite, load_public_suite
 from aimegraph.eval.public.gullible import GULLIBLE_MODEL_NAME, GullibleModels
@@ -285,7 +286,7 @@ def _print_public(summary: dict[str, Any], console: Console) -> None:
         table.add_column(column)
     for row in rows:
         table.add_row(*(escape(cell) for cell in row))
-    console.print(table)
+    print_unwrapped(console, table)
 
 
 def _print_summary(summary: dict[str, Any], console: Console) -> None:
@@ -302,7 +303,7 @@ def _print_summary(summary: dict[str, Any], console: Console) -> None:
             fmt_number(s["tokens_per_solved"]),
             fmt_cost(s["cost_per_solved"]),
         )
-    console.print(table)
+    print_unwrapped(console, table)
     for name, reason in summary["skipped"].items():
         console.print(f"{escape(name)} skipped: {escape(reason)}", soft_wrap=True)
 

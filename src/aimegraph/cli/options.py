@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from aimegraph.alerts import AlertSettings
 
 __all__ = [
+    "DEFAULT_MODEL",
     "alerts_option",
     "broker_options",
     "checkpoints_option",
@@ -29,6 +30,10 @@ __all__ = [
     "tools_option",
     "wait_option",
 ]
+
+DEFAULT_MODEL = "openai:gpt-4o-mini"
+"""The model of a new run given no ``--model`` (``run`` on a thread that stores its
+settings keeps that thread's model)."""
 
 DURABILITY_HELP = (
     "when checkpoints are written. sync: each step's checkpoint is saved before the next "
@@ -145,11 +150,11 @@ def run_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("goal", help="what the agents should achieve")
     parser.add_argument(
         "--model",
-        default="openai:gpt-4o-mini",
         help="openai:<model>, <provider>:<model> (anthropic:, ollama:, google_genai:, ... any "
         "provider LangChain's init_chat_model knows), local, scripted:<scenario>; several "
         "joined by commas are a fallback chain (the next answers when one is rate-limited "
-        "or failing)",
+        f"or failing). Default {DEFAULT_MODEL}; `run` on a thread that stores its settings "
+        "keeps them all, the model among them, unless flags override them",
     )
     parser.add_argument("--thread", help="thread id (default: a new one)")
     parser.add_argument(

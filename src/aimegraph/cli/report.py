@@ -30,6 +30,7 @@ __all__ = [
     "print_summary",
     "report",
     "report_cancel",
+    "share_line",
     "show_interrupts",
     "summary",
     "time_line",
@@ -138,18 +139,22 @@ def print_summary(
             f"[bold]verdict:[/bold] {'passed' if v['passed'] else 'rejected'}: "
             + escape(v["reasoning"])
         )
-    if data.get("usage"):
-        console.print(f"[bold]usage:[/bold] {usage_line(data['usage'])}")
+    if usage := data.get("usage"):
+        unknown = usage.get("unknown_tasks") or []
+        more = f", more unknown ({', '.join(unknown)})" if unknown else ""
+        console.print(f"[bold]usage:[/bold] {usage_line(usage)}{escape(more)}")
         # By model only when there were several (a fallback chain, per-role models).
-        for title, key, least in (
-            ("by task", "by_task", 1),
-            ("by team member", "by_member", 1),
-            ("by model", "by_model", 2),
+        for title, key, least, unknown_key in (
+            ("by task", "by_task", 1, "unknown_tasks"),
+            ("by team member", "by_member", 1, "unknown_members"),
+            ("by model", "by_model", 2, ""),
         ):
-            if len(shares := data["usage"].get(key) or {}) >= least:
+            if len(shares := usage.get(key) or {}) >= least:
                 console.print(f"  {title}:")
+                unknown = (usage.get(unknown_key) or []) if unknown_key else []
                 for name, share in _in_plan_order(shares, data["tasks"]):
-                    console.print(f"    {name}: {usage_line(share)}", markup=False)
+                    line = share_line(share, known=name not in unknown)
+                    console.print(f"    {name}: {line}", markup=False)
     if timing := time_line(data.get("timeline") or {}):
         console.print(f"[bold]time:[/bold] {timing}")
     for number, run in enumerate(data.get("runs") or [], start=1):
@@ -205,6 +210,16 @@ def usage_line(usage: dict[str, Any]) -> str:
         f"{usage.get('tool_calls', 0)} tool calls"
     )
     return line + (f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") else "")
+
+
+def share_line(share: dict[str, Any], *, known: bool = True) -> str:
+    """A task's or member's usage on one line; one whose agent reported none (an
+    agent unit) is unknown, or more than counted when some of it was."""
+    if known:
+        return usage_line(share)
+    if not share.get("llm_calls") and not share.get("input_tokens"):
+        return "unknown (its agent reports no usage)"
+    return f"{usage_line(share)}, more unknown (an agent reports no usage)"
 
 
 def _past_run(run: PastRun) -> dict[str, Any]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ from aimegraph.steering import (
 )
 from aimegraph.waits import overdue_answers
 
-__all__ = ["register"]
+__all__ = ["carried_settings", "register"]
 
 ANSWER_HINTS = {
     "answer": "answer it with --answer TEXT",
@@ -251,15 +251,42 @@ def _run_settings(
 ) -> RunSettings:
     """The settings to carry on a thread with: the stored ones (whichever entry point
     started it, Python included), with the flags given on the command line as
-    explicit overrides, printed as one line; ``--model`` is required only where no
-    model spec was stored."""
+    explicit overrides (:func:`carried_settings`)."""
     try:
         stored: RunSettings | None = latest_settings(saver, args.thread)
     except SettingsNotStoredError:
         stored = None
     except ThreadNotFoundError as exc:
         raise CliError(str(exc), EXIT_NOT_FOUND) from exc
-    model = args.model or (stored.model if stored is not None else None)
+    fields = config_json(args.config)
+    if args.workspace:
+        fields["workspace"] = args.workspace
+    if args.skills:
+        fields["skills"] = skill_folders(args.skills)
+    return carried_settings(
+        args.thread, stored, model=args.model, config=fields, tools=args.tools, mcp=args.mcp
+    )
+
+
+def carried_settings(
+    thread_id: str,
+    stored: RunSettings | None,
+    *,
+    model: str | None,
+    config: dict[str, Any],
+    tools: Sequence[str] = (),
+    mcp: str | None = None,
+    prompts: str | None = None,
+    agents: str | None = None,
+    knowledge: str | None = None,
+    response_format: str | None = None,
+) -> RunSettings:
+    """The settings a thread goes on with (``resume``, ``fork``, and ``run`` of a new
+    goal on it): the ``stored`` ones (None: the thread stores none) with each one given
+    over them (None or empty: the stored one kept) and ``config`` over the stored
+    config field by field; the changes are printed as one ``overrides:`` line. A model
+    spec is required only where none was stored."""
+    model = model or (stored.model if stored is not None else None)
     if model is None:
         why = (
             "stores no model spec (started from Python with a chat model object)"
@@ -268,24 +295,20 @@ def _run_settings(
             "aimegraph did not build)"
         )
         raise CliError(
-            f"thread {args.thread!r} {why}: give the settings it runs with: {RESUME_FLAGS}",
+            f"thread {thread_id!r} {why}: give the settings it runs with: {RESUME_FLAGS}",
             EXIT_USAGE,
         )
     fields = stored.config.model_dump() if stored is not None else {}
-    fields.update(config_json(args.config))
-    if args.workspace:
-        fields["workspace"] = args.workspace
-    if args.skills:
-        fields["skills"] = skill_folders(args.skills)
+    fields.update(config)
     settings = RunSettings(
         model=model,
         config=checked_config(fields),
-        tools=tuple(args.tools) if args.tools else (stored.tools if stored else ()),
-        prompts=stored.prompts if stored else None,
-        agents=stored.agents if stored else None,
-        knowledge=stored.knowledge if stored else None,
-        response_format=stored.response_format if stored else None,
-        mcp=args.mcp or (stored.mcp if stored else None),
+        tools=tuple(tools) if tools else (stored.tools if stored else ()),
+        prompts=prompts or (stored.prompts if stored else None),
+        agents=agents or (stored.agents if stored else None),
+        knowledge=knowledge or (stored.knowledge if stored else None),
+        response_format=response_format or (stored.response_format if stored else None),
+        mcp=mcp or (stored.mcp if stored else None),
     )
     if stored is not None and (changes := _overrides(stored, settings)):
         Console(stderr=True, highlight=False).print(
@@ -301,6 +324,9 @@ def _overrides(stored: RunSettings, given: RunSettings) -> list[str]:
         changes.append(f"model: {stored.model} -> {given.model}")
     if given.tools != stored.tools:
         changes.append(f"tools: {list(stored.tools)} -> {list(given.tools)}")
+    for name in ("prompts", "agents", "knowledge", "response_format", "mcp"):
+        if (new := getattr(given, name)) != (old := getattr(stored, name)):
+            changes.append(f"{name}: {old} -> {new}")
     before, after = stored.config.model_dump(mode="json"), given.config.model_dump(mode="json")
     changes += [
         f"{name}: {before[name]} -> {after[name]}" for name in after if after[name] != before[name]

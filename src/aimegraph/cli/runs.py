@@ -1,6 +1,6 @@
 """``aimegraph run | demo``: start a run on a new thread (or on one whose run has
-ended), following it live until it ends, pauses or is stopped. Carrying a thread on,
-ending it or sending it a note: :mod:`aimegraph.cli.resume`.
+ended, with the settings it stores), following it live until it ends, pauses or is
+stopped. Carrying a thread on, ending it or sending it a note: :mod:`aimegraph.cli.resume`.
 
 Every command that runs a thread holds the thread's lease
 (:mod:`aimegraph.checkpoints.lease`) from before it reads the state until the run
@@ -21,13 +21,16 @@ from rich.markup import escape
 
 from aimegraph.checkpoints import (
     RunSettings,
+    ThreadNotFoundError,
     has_ended,
+    latest_settings,
     new_thread_id,
     run_config,
 )
 from aimegraph.cli.knowledge import add_knowledge_option
 from aimegraph.cli.live import execute, hold
 from aimegraph.cli.options import (
+    DEFAULT_MODEL,
     durability_option,
     plan_option,
     run_options,
@@ -35,10 +38,12 @@ from aimegraph.cli.options import (
     wait_option,
 )
 
-# Kept importable from here for a release: they moved to aimegraph.cli.resume.
+# Beside carried_settings, the names that moved to aimegraph.cli.resume stay
+# importable from here for a release.
 from aimegraph.cli.resume import (  # noqa: F401
     ANSWER_HINTS,
     RESUME_FLAGS,
+    carried_settings,
     cmd_cancel,
     cmd_fork,
     cmd_note,
@@ -48,6 +53,7 @@ from aimegraph.cli.support import (
     EXIT_USAGE,
     AddCommand,
     CliError,
+    config_flags,
     config_from_args,
     run_prompts,
     unfinished_run,
@@ -91,19 +97,9 @@ def register(command: AddCommand) -> None:
 
 def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     thread_id = args.thread or new_thread_id()
-    config = config_from_args(args, thread_id)
+    settings = _new_run_settings(args, saver, thread_id, console)
     # A goal the run would refuse is refused before it is stored in a checkpoint.
-    resolve_goal({"goal": args.goal}, max_chars=config.max_goal_chars)
-    settings = RunSettings(
-        model=args.model,
-        config=config,
-        tools=tuple(args.tools),
-        prompts=run_prompts(args, console, online=config.optimize_online),
-        agents=args.agents,
-        knowledge=args.knowledge,
-        response_format=args.response_format,
-        mcp=args.mcp,
-    )
+    resolve_goal({"goal": args.goal}, max_chars=settings.config.max_goal_chars)
     try:
         graph = run_graph(settings, saver, args.memory_store(), plan=args.plan)
     except PlanError as exc:
@@ -113,6 +109,42 @@ def cmd_run(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: 
         # A scripted scenario's refusal of the goal, as one line (ValueError: exit 2).
         check_goal(settings.model, args.goal, earlier)
         return execute(graph, {"goal": args.goal}, lease, settings, args, console)
+
+
+def _new_run_settings(
+    args: argparse.Namespace, saver: BaseCheckpointSaver[Any], thread_id: str, console: Console
+) -> RunSettings:
+    """A new thread's settings come from the flags. A thread that stores settings (the
+    demo's, say, with its sandbox and workspace) keeps them for its next goal, as
+    ``resume`` does, the flags given overriding them."""
+    try:
+        stored = latest_settings(saver, thread_id) if args.thread else None
+    except ThreadNotFoundError:  # a new thread, or one started without stored settings
+        stored = None
+    if stored is not None:
+        return carried_settings(
+            thread_id,
+            stored,
+            model=args.model,
+            config=config_flags(args),
+            tools=args.tools,
+            mcp=args.mcp,
+            prompts=run_prompts(args, console) if args.prompts else None,
+            agents=args.agents,
+            knowledge=args.knowledge,
+            response_format=args.response_format,
+        )
+    config = config_from_args(args, thread_id)
+    return RunSettings(
+        model=args.model or DEFAULT_MODEL,
+        config=config,
+        tools=tuple(args.tools),
+        prompts=run_prompts(args, console, online=config.optimize_online),
+        agents=args.agents,
+        knowledge=args.knowledge,
+        response_format=args.response_format,
+        mcp=args.mcp,
+    )
 
 
 def cmd_demo(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:

@@ -31,6 +31,7 @@ __all__ = [
     "Handler",
     "application_tools",
     "checked_config",
+    "config_flags",
     "config_from_args",
     "config_json",
     "run_prompts",
@@ -89,6 +90,14 @@ def config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
     the workspace defaults to one per thread."""
     from aimegraph.steering import WORKSPACES
 
+    fields = config_flags(args)
+    fields.setdefault("workspace", str(WORKSPACES / thread_id))
+    return checked_config(fields)
+
+
+def config_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The ``AimeConfig`` fields a run's flags give (``--config`` JSON, then each
+    flag), and only those: on a thread with stored settings they are the overrides."""
     fields = config_json(args.config)
     for name in RUN_FLAGS:
         if (value := getattr(args, name)) is not None:
@@ -99,10 +108,9 @@ def config_from_args(args: argparse.Namespace, thread_id: str) -> AimeConfig:
         fields["skills"] = [*fields.get("skills", ()), *skill_folders(args.skills)]
     if args.approve_tools:
         fields["approve_tools"] = [t.strip() for t in args.approve_tools.split(",") if t.strip()]
-    fields.setdefault(
-        "workspace", str(Path(args.workspace) if args.workspace else WORKSPACES / thread_id)
-    )
-    return checked_config(fields)
+    if args.workspace:
+        fields.setdefault("workspace", str(Path(args.workspace)))
+    return fields
 
 
 def skill_folders(given: Sequence[str]) -> list[str]:

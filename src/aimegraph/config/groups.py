@@ -19,7 +19,7 @@ from aimegraph.config.settings import _Settings
 from aimegraph.models.server_schema import ServerSchema
 from aimegraph.policy import PolicySpec, ToolRule, policy_name, resolve_policy
 from aimegraph.sandbox.protocol import MAX_OUTPUT_CHARS
-from aimegraph.state import Price, Usage
+from aimegraph.state import Price, RoleUsage, Usage
 from aimegraph.waits import HumanWaitSettings
 
 if TYPE_CHECKING:
@@ -88,7 +88,7 @@ class BudgetSettings(RunSettings):
         return self
 
     def budget_spent(
-        self, usage: Usage, steps: int, *, started_at: float | None = None
+        self, usage: Usage | RoleUsage, steps: int, *, started_at: float | None = None
     ) -> str | None:
         """Which run budget is spent, if any (a sentence for the report).
 

@@ -1,5 +1,6 @@
 """The actor subgraph: [recall ->] react <-> tools (one task per call) [-> check]
-[-> record | hand_back]; a tool step (``Task.call``): call -> tools -> settle_call."""
+[-> record | hand_back]; a tool step (``Task.call``): react (the call, no model)
+-> tools -> react (settled) [-> hand_back]."""
 
 from __future__ import annotations
 
@@ -22,14 +23,7 @@ from aimegraph.nodes.actor import make_assemble_node, make_hand_back_node, make_
 from aimegraph.nodes.actor_factory import ALWAYS_BOUND, ActorFactory, DefaultActorFactory
 from aimegraph.nodes.memory import make_actor_recall_node, make_task_record_node
 from aimegraph.nodes.tool_approval import make_tool_approval
-from aimegraph.nodes.tool_step import (
-    CALL,
-    SETTLE_CALL,
-    make_call_node,
-    make_settle_call_node,
-    route_after_tools,
-    route_start,
-)
+from aimegraph.nodes.tool_step import make_tool_step, route_start
 from aimegraph.nodes.verifier import make_task_check_node
 from aimegraph.prompts.source import PromptsArg
 from aimegraph.state import ActorInput, ActorOutput, ActorState, MemberOutput
@@ -122,15 +116,24 @@ def build_actor_graph(
     last = "hand_back" if member else "record" if memory else END
     done = "check" if check else last
 
+    # A tool step (the plan gives its call) is played by react with no model call,
+    # through the same tools step; it needs no recall, check or record (no model to inform).
+    after_call = "hand_back" if member else END
     # The factory's assembly opens the first react step (no super-step of its own).
     assemble = make_assemble_node(factory, prompt_source=source)
     builder.add_node(
         "react",
         make_react_node(
-            chat, tools=tools, config=config, done=done, assemble=assemble, middleware=stack
+            chat,
+            tools=tools,
+            config=config,
+            done=done,
+            assemble=assemble,
+            middleware=stack,
+            tool_step=make_tool_step(after_call),
         ),
         retry_policy=LLM_RETRY_POLICY,
-        destinations=("tools", "react", done),
+        destinations=tuple(dict.fromkeys(("tools", "react", done, after_call))),
     )
     builder.add_node(
         "tools",
@@ -154,28 +157,21 @@ def build_actor_graph(
             guards=parts.guards,
         ),
     )
-    # A tool step (the plan gives its call) runs that call with no model call, through
-    # the same tools step; it needs no recall, check or record (no model to inform).
-    after_call = "hand_back" if member else END
-    builder.add_node(CALL, make_call_node(after_call), destinations=("tools", after_call))
-    builder.add_node(SETTLE_CALL, make_settle_call_node())
-    builder.add_edge(SETTLE_CALL, after_call)
     if memory:
         builder.add_node("recall", make_actor_recall_node(config))
-        builder.add_conditional_edges(START, route_start("recall"), [CALL, "recall"])
+        builder.add_conditional_edges(START, route_start("recall"), ["react", "recall"])
         builder.add_edge("recall", "react")
         builder.add_node("record", make_task_record_node(chat, config))
         builder.add_edge("record", END)
     else:
-        builder.add_conditional_edges(START, route_start("react"), [CALL, "react"])
+        builder.add_edge(START, "react")
     if member:
         builder.add_node("hand_back", make_hand_back_node())
         builder.add_edge("hand_back", END)
     # Every tools task (one per call) of an actor hands back to react, which ends the
     # loop when a call settled the task: a route by outcome could send one call's task
-    # to `done` and its sibling's to `react` in the same step. A tool step's one call
-    # goes to settle_call.
-    builder.add_conditional_edges("tools", route_after_tools, ["react", SETTLE_CALL])
+    # to `done` and its sibling's to `react` in the same step.
+    builder.add_edge("tools", "react")
     if check:
         checker = config.chat_model(verifier_model) if verifier_model is not None else chat
         builder.add_node(

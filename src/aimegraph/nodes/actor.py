@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, cast
 
@@ -135,6 +135,7 @@ def make_react_node(
     done: str = END,
     assemble: ActorNode | None = None,
     middleware: MiddlewareStack | None = None,
+    tool_step: Callable[[ActorState, Runtime[Any]], Command[str]] | None = None,
 ) -> Runnable[ActorState, Command[str]]:
     """One ReAct step: the model picks the next tool call (or answers). The model
     call is awaited under ``ainvoke`` (see :mod:`aimegraph.nodes.dual`).
@@ -150,7 +151,8 @@ def make_react_node(
     first model call, as in a hand-written ReAct loop. ``middleware`` (the actor's
     LangChain middleware) runs its ``before_model`` hooks, the model call inside its
     ``wrap_model_call`` hooks, then its ``after_model`` hooks (see
-    :mod:`aimegraph.nodes.actor_hooks`).
+    :mod:`aimegraph.nodes.actor_hooks`). ``tool_step`` plays a task whose call the
+    plan gives (:func:`aimegraph.nodes.tool_step.make_tool_step`) instead.
     """
     stack = middleware or MiddlewareStack()
     budgeted = within_budget(model, config, make_actor_call(model, tools, config, stack))
@@ -225,6 +227,8 @@ def make_react_node(
     reading_notes: Runnable[ActorState, dict[str, Any]] = blocking_call(_new_notes, name="notes")
 
     def step_or_settle(state: ActorState, runtime: Runtime[Any]) -> Steps[Command[str]]:
+        if tool_step is not None and state["task"].call is not None:
+            return tool_step(state, runtime)
         if state.get("result") is not None:  # settled by submit_result in a graph of your own
             return Command(goto=done)
         if (why := tripwire_in(state.get("messages", []))) is not None:  # a tool guardrail

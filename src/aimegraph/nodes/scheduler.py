@@ -22,6 +22,7 @@ from aimegraph.state import (
     ActorOutput,
     AimeState,
     ProgressUpdate,
+    RoleUsage,
     Task,
     Usage,
     dependency_results,
@@ -129,7 +130,7 @@ class Schedule:
         ``max_parallel`` and the budgets."""
         if self.halted or self.cfg.replan == "every_step":
             return []
-        usage = (self.state.get("usage") or Usage()) + self.beside + self.usage
+        usage = self._used()
         free = in_flight_at_most(self.cfg, usage.llm_calls) - len(self.running)
         ready = [
             t
@@ -152,7 +153,7 @@ class Schedule:
     def _launch(self, batch: list[Task]) -> list[ActorInput]:
         self.running += [t.id for t in batch]
         self.launched += [t.id for t in batch if t.id not in self.launched]
-        usage = (self.state.get("usage") or Usage()) + self.beside + self.usage
+        usage = self._used()
         return actor_inputs(
             batch,
             self.tasks,
@@ -165,6 +166,12 @@ class Schedule:
             conversation=self.state.get("recent_turns", ""),
             run_started_at=self.state.get("run_started_at"),
         )
+
+    def _used(self) -> RoleUsage:
+        """The run's counts so far: totals only (budgets read no breakdown), as adding
+        whole ``Usage`` records copies their breakdowns by task on every start."""
+        run = self.state.get("usage") or Usage()
+        return run.totals() + self.beside.totals() + self.usage.totals()
 
     def finish(self, task_id: str, output: ActorOutput) -> None:
         """Merge a finished actor's output. A failure with retries left goes back to

@@ -277,6 +277,10 @@ class Usage(_Counts):
     by_task: dict[str, RoleUsage] = Field(default_factory=dict)
     by_member: dict[str, RoleUsage] = Field(default_factory=dict)
     by_model: dict[str, RoleUsage] = Field(default_factory=dict)
+    unknown_tasks: list[str] = Field(default_factory=list)
+    """Tasks whose usage is (partly) unknown, as ``unknown_members`` team members: an
+    agent unit's agent reported none. Their counts, and the totals, are lower bounds."""
+    unknown_members: list[str] = Field(default_factory=list)
 
     @classmethod
     def of_call(
@@ -318,14 +322,17 @@ class Usage(_Counts):
         """The counts without the breakdowns."""
         return RoleUsage(**{name: getattr(self, name) for name in _Counts.model_fields})
 
-    def for_task(self, task_id: str, member: str | None = None) -> Usage:
+    def for_task(self, task_id: str, member: str | None = None, *, known: bool = True) -> Usage:
         """This usage attributed to ``task_id`` (and to the team ``member``): the
-        breakdowns by task and member become its totals."""
+        breakdowns by task and member become its totals; unless ``known``, the task's
+        (and member's) usage is said to be unknown."""
         counts = self.totals()
         return self.model_copy(
             update={
                 "by_task": {task_id: counts},
                 "by_member": {member: counts} if member else {},
+                "unknown_tasks": [] if known else [task_id],
+                "unknown_members": [member] if member and not known else [],
             }
         )
 
@@ -336,6 +343,8 @@ class Usage(_Counts):
             by_task=_merged(self.by_task, other.by_task),
             by_member=_merged(self.by_member, other.by_member),
             by_model=_merged(self.by_model, other.by_model),
+            unknown_tasks=list(dict.fromkeys([*self.unknown_tasks, *other.unknown_tasks])),
+            unknown_members=list(dict.fromkeys([*self.unknown_members, *other.unknown_members])),
         )
 
 

@@ -5,7 +5,8 @@ The unit's task is one A2A task in a context whose id is derived from the run's
 thread, the task, its attempt and the member's turn: a resumed run finds that task
 (``ListTasks`` by context) and follows it on, never sending the work twice. An
 ``input-required`` task waits for a human as ``ask_human`` does; the answer is the
-next message on the task.
+next message on the task, sent only while the task still waits on the question it
+answers (a resume after the answer went out follows the task instead).
 """
 
 from __future__ import annotations
@@ -35,27 +36,38 @@ class A2AState:
     state: str
     text: str
     data: tuple[Any, ...] = ()
+    asked: str = ""
+    """The status message the task waits on, when it waits for input: which
+    question an answer is for."""
 
 
 def exchange(
-    url: str, context_id: str, text: str, answer: str | None, task_id: str | None
+    url: str, context_id: str, text: str, answer: str | None, waiting: A2AState | None
 ) -> A2AState:
-    """Send ``answer`` on the task ``task_id``; or, without one, follow the task of
-    ``context_id``, sending ``text`` to start it when the context has none. Returns
-    once the task waits for input or has ended."""
-    return asyncio.run(_exchange(url, context_id, text, answer, task_id))
+    """Send ``answer`` on the task ``waiting`` asked it on; or, without one, follow
+    the task of ``context_id``, sending ``text`` to start it when the context has
+    none. Returns once the task waits for input or has ended."""
+    return asyncio.run(_exchange(url, context_id, text, answer, waiting))
 
 
 async def _exchange(
-    url: str, context_id: str, text: str, answer: str | None, task_id: str | None
+    url: str, context_id: str, text: str, answer: str | None, waiting: A2AState | None
 ) -> A2AState:
     from a2a.client import ClientConfig, create_client
-    from a2a.types import ListTasksRequest
+    from a2a.types import GetTaskRequest, ListTasksRequest
 
     client = await create_client(url, ClientConfig(streaming=False))
     async with client:
-        if answer is not None and task_id is not None:
-            return _state(await _send(client, answer, context_id, task_id))
+        if answer is not None and waiting is not None:
+            task = await client.get_task(GetTaskRequest(id=waiting.task_id))
+            # A resume after the answer went out (a crash before the run's checkpoint)
+            # finds the task gone on, or waiting on another question: it follows
+            # the task, and the answer is not sent twice.
+            now = _state(task)
+            # (A state checkpointed before questions were named has ``asked`` empty.)
+            if now.state == INPUT_REQUIRED and waiting.asked in ("", now.asked):
+                task = await _send(client, answer, context_id, waiting.task_id)
+            return _state(await _settled(client, task))
         found = (await client.list_tasks(ListTasksRequest(context_id=context_id))).tasks
         # The context is the unit's own: it holds this attempt's one task.
         task = found[0] if found else await _send(client, text, context_id, None)
@@ -94,12 +106,17 @@ def _state(task: Task) -> A2AState:
     text = get_message_text(message) if message.parts else ""
     if task.status.state == TaskState.TASK_STATE_COMPLETED and task.artifacts:
         text = "\n".join(get_artifact_text(artifact) for artifact in task.artifacts)
+    asked = ""
+    if task.status.state == TaskState.TASK_STATE_INPUT_REQUIRED:
+        # The message's id names the question; its timestamp stands in without one.
+        asked = message.message_id or task.status.timestamp.ToJsonString()
     return A2AState(
         task_id=task.id,
         context_id=task.context_id,
         state=TaskState.Name(task.status.state),
         text=text.strip(),
         data=tuple(get_data_parts(message.parts)),
+        asked=asked,
     )
 
 

@@ -21,6 +21,7 @@ from aimegraph.sandbox import (
     Workspace,
     open_sandbox,
 )
+from aimegraph.tools.outputs import CUT_AT
 
 __all__ = ["make_code_tool"]
 
@@ -60,7 +61,7 @@ def make_code_tool(
     # A sandbox says it has no network with ``network = False`` (see ``Sandbox``).
     offline = getattr(box, "network", None) is False
 
-    def run(**args: str) -> str:
+    def run(**args: str) -> tuple[str, dict[str, int] | None]:
         (source,) = args.values()
         try:
             outcome = box.run(Job(language, source, ws, limits))
@@ -68,13 +69,21 @@ def make_code_tool(
             raise ToolException(f"{name} cannot run: {exc}") from None
         except OSError as exc:
             raise ToolException(f"could not start {name}: {exc}") from exc
-        return _observation(outcome, limits, offline=offline)
+        # The artifact tells the observation's keeper (tools.outputs) that what it saves
+        # is the cut output, not the whole: the model is not told it can read the rest.
+        cut = {CUT_AT: limits.max_output_chars} if outcome.output_cut else None
+        return _observation(outcome, limits, offline=offline), cut
 
-    async def arun(**args: str) -> str:
+    async def arun(**args: str) -> tuple[str, dict[str, int] | None]:
         return await asyncio.to_thread(run, **args)
 
     return StructuredTool.from_function(
-        func=run, coroutine=arun, name=name, description=description, args_schema=args_schema
+        func=run,
+        coroutine=arun,
+        name=name,
+        description=description,
+        args_schema=args_schema,
+        response_format="content_and_artifact",
     )
 
 

@@ -22,7 +22,6 @@ import asyncio
 import contextvars
 import json
 import logging
-import threading
 import time
 from collections.abc import Awaitable, Callable, Collection, Coroutine, Mapping, Sequence
 from concurrent.futures import CancelledError, Future
@@ -53,6 +52,7 @@ from aimegraph.state import Span
 from aimegraph.tools.outputs import READER, fits, keep_whole
 from aimegraph.tools.policy import timeout_of
 from aimegraph.tools.screening import CallScreening
+from aimegraph.tools.workers import TOOL_WORKERS
 
 log = logging.getLogger(__name__)
 
@@ -393,9 +393,9 @@ def _on_engine_loop(coro: Coroutine[Any, Any, ToolOutcome]) -> Future[ToolOutcom
 
 
 def _in_daemon_thread(execute: Execute, request: ToolCallRequest) -> Future[ToolOutcome]:
-    """Run one call in a daemon thread, so that a hung tool can neither hang the run
-    nor keep the process alive; the run's context (config, stream writer) travels
-    with it via contextvars."""
+    """Run one call in a daemon thread (:mod:`aimegraph.tools.workers`), so that a hung
+    tool can neither hang the run nor keep the process alive; the run's context
+    (config, stream writer) travels with it via contextvars."""
     future: Future[ToolOutcome] = Future()
     context = contextvars.copy_context()
 
@@ -407,7 +407,7 @@ def _in_daemon_thread(execute: Execute, request: ToolCallRequest) -> Future[Tool
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             future.set_exception(exc)
 
-    threading.Thread(target=work, name="aimegraph-tool", daemon=True).start()
+    TOOL_WORKERS.submit(work)
     return future
 
 

@@ -5,7 +5,9 @@ Past ``max_observation_chars`` the whole output is written to
 with the file's path and how to read on (``read_file`` with ``offset`` and ``limit``),
 and its tail, within the same limit. Nothing is lost: the actor reads the rest in
 pieces when it needs it. Without a workspace, or when the file cannot be written, the
-output is cut to the limit as before, and the note says so.
+output is cut to the limit as before, and the note says so. An output its tool had
+already cut at a cap (a code tool's ``max_output_chars``: :data:`CUT_AT` in its
+artifact) is saved as it came, and the note says it is the cut output, up to that cap.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 
 from langchain_core.messages import ToolMessage
 
-__all__ = ["KEPT_FILE", "OUTPUTS_DIR", "fits", "keep_whole"]
+__all__ = ["CUT_AT", "KEPT_FILE", "OUTPUTS_DIR", "fits", "keep_whole"]
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +29,10 @@ OUTPUTS_DIR = ".tool_outputs"
 KEPT_FILE = "aimegraph_output_file"
 """The key of a kept output's ``response_metadata`` holding its file's path (relative
 to the workspace): a tool step hands it on as its result's ``output_file`` artifact."""
+
+CUT_AT = "aimegraph_output_cut_at"
+"""The key of a tool result's artifact (``content_and_artifact`` tools) holding the cap,
+in characters, its output was cut at before the tool returned it."""
 
 READER = "read_file"
 """The file tool the note tells the actor to read a kept output with."""
@@ -51,12 +57,12 @@ def keep_whole(
     if saved is None:
         note = f"\n[... output truncated: showing {limit} of {len(text)} characters]"
         return message.model_copy(update={"content": text[:limit] + note})
-    total = len(text)
+    total, cut_at = len(text), _cut_at(message)
     # The note's numbers are at most as long as the total: measure it with that.
-    room = max(limit - len(_note(saved, total, total, total, limit, can_read)), 0)
+    room = max(limit - len(_note(saved, total, total, total, limit, can_read, cut_at)), 0)
     head = room * 2 // 3
     tail = total - (room - head)
-    note = _note(saved, total, head, tail, limit, can_read)
+    note = _note(saved, total, head, tail, limit, can_read, cut_at)
     return message.model_copy(
         update={
             "content": f"{text[:head]}{note}{text[tail:]}",
@@ -74,6 +80,13 @@ def _text_of(message: ToolMessage) -> str | None:
     if all(isinstance(b, str) or (isinstance(b, dict) and b.get("type") == "text") for b in blocks):
         return "".join(b if isinstance(b, str) else str(b.get("text", "")) for b in blocks)
     return None
+
+
+def _cut_at(message: ToolMessage) -> int | None:
+    """The cap the tool cut the output at before returning it, when it did."""
+    artifact = message.artifact
+    cap = artifact.get(CUT_AT) if isinstance(artifact, dict) else None
+    return cap if isinstance(cap, int) else None
 
 
 def _save(text: str, call_id: str | None, workspace: Path) -> str | None:
@@ -96,9 +109,12 @@ def _save(text: str, call_id: str | None, workspace: Path) -> str | None:
     return None
 
 
-def _note(path: str, total: int, start: int, end: int, limit: int, can_read: bool) -> str:
-    """Between head and tail: what is left out, where the whole is, how to read it. A
-    piece of ``limit`` less room for ``read_file``'s own note fits in an observation."""
+def _note(
+    path: str, total: int, start: int, end: int, limit: int, can_read: bool, cut_at: int | None
+) -> str:
+    """Between head and tail: what is left out, where the whole is (or, for an output
+    its tool cut at ``cut_at``, what was kept of it), how to read it. A piece of
+    ``limit`` less room for ``read_file``'s own note fits in an observation."""
     piece = max(limit - 250, 100)
     how = (
         f"read on in pieces with {READER}(path='{path}', offset={start}, limit={piece}), "
@@ -106,8 +122,13 @@ def _note(path: str, total: int, start: int, end: int, limit: int, can_read: boo
         if can_read
         else "an actor with the files bundle can read it"
     )
+    saved = (
+        "The whole output is saved"
+        if cut_at is None
+        else f"The output as cut at the cap of {cut_at:,} characters (its beginning and end) "
+        "is saved, not more"
+    )
     return (
         f"\n\n[... the output has {total} characters, more than one observation holds: "
-        f"characters {start} to {end} are left out here. The whole output is saved as "
-        f"'{path}'; {how}.]\n\n"
+        f"characters {start} to {end} are left out here. {saved} as '{path}'; {how}.]\n\n"
     )

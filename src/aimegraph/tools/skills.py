@@ -6,7 +6,9 @@ An actor's prompt lists only each skill's name and description
 (:func:`skills_section`); ``load_skill`` returns a skill's instructions when the
 actor decides to follow it, and ``read_skill_file`` one of its files. The code tools
 see each skill's folder read-only at ``/skills/<name>`` (:func:`skill_sandbox`), so
-its scripts run in the sandbox like any other code, confined the same way.
+its scripts run in the sandbox like any other code, confined the same way. A sandbox
+that cannot mount folders read-only (``docker``, most of one's own) does not see them:
+``load_skill`` says so, and the files are read with ``read_skill_file`` only.
 """
 
 from __future__ import annotations
@@ -176,6 +178,9 @@ def make_skill_tools(skills: Sequence[Skill], *, sandbox: Sandbox) -> list[BaseT
     where the code tools find the files in ``sandbox``."""
     by_name = {skill.name: skill for skill in skills}
     mounted = mounts_read_only(sandbox)
+    # Unconfined code reaches the folders at their host paths; a confined sandbox
+    # that mounts nothing reaches them nowhere.
+    unconfined = sandbox.name == "none"
 
     def installed(name: str) -> Skill:
         if name not in by_name:
@@ -184,7 +189,6 @@ def make_skill_tools(skills: Sequence[Skill], *, sandbox: Sandbox) -> list[BaseT
 
     def load_skill(name: str) -> str:
         skill = installed(name)
-        where = _sandbox_path(skill) if mounted else str(skill.root)
         files = sorted(
             str(path.relative_to(skill.root))
             for path in skill.root.rglob("*")
@@ -193,9 +197,16 @@ def make_skill_tools(skills: Sequence[Skill], *, sandbox: Sandbox) -> list[BaseT
         listed = ", ".join(files[:_MAX_LISTED_FILES]) + (
             " ..." if len(files) > _MAX_LISTED_FILES else ""
         )
+        if mounted or unconfined:
+            where = _sandbox_path(skill) if mounted else str(skill.root)
+            return (
+                f"{skill.body}\n\n[skill {skill.name}: its files are at {where} (read-only; "
+                f"run its scripts from there with the python or shell tool): {listed or 'none'}]"
+            )
         return (
-            f"{skill.body}\n\n[skill {skill.name}: its files are at {where} (read-only; run "
-            f"its scripts from there with the python or shell tool): {listed or 'none'}]"
+            f"{skill.body}\n\n[skill {skill.name}: its files ({listed or 'none'}) are not in "
+            f"the {sandbox.name} sandbox, which cannot mount them: read them with "
+            "read_skill_file; its scripts cannot run here]"
         )
 
     def read_skill_file(name: str, path: str) -> str:

@@ -150,7 +150,21 @@ function interruptForm(item) {
         text, el("button", { type: "submit" }, "Answer")),
     );
   }
-  return el("div", { class: "interrupt" }, el("pre", {}, JSON.stringify(item, null, 2)));
+  return unitForm(item);
+}
+
+// Any other interrupt: an agent unit's own `interrupt()` (its value shown as is) or a
+// kind this page does not know. Its answer is text, which the unit's interrupt gets back.
+function unitForm(item) {
+  const { id, ...fields } = item;
+  const shown = "value" in fields && Object.keys(fields).length === 1 ? fields.value : fields;
+  const text = el("input", { class: "answer-input", placeholder: "your answer" });
+  return el("div", { class: "interrupt", "data-kind": item.kind ?? "unit" },
+    el("h3", {}, item.unit ? `Agent unit ${item.unit} asks:` : "The run asks:"),
+    el("pre", { class: "question" }, typeof shown === "string" ? shown : JSON.stringify(shown, null, 2)),
+    el("form", { class: "row", onsubmit: (event) => { event.preventDefault(); answer(id, { answer: text.value }); } },
+      text, el("button", { type: "submit" }, "Answer")),
+  );
 }
 
 function escalationForm(item) {
@@ -320,22 +334,33 @@ function renderVerdict(verdict) {
 }
 
 // The run's usage by role, then by task and by team member (each a share of the
-// same totals), with the cached-input and reasoning tokens inside "in" and "out".
+// same totals), with the cached-input and reasoning tokens inside "in" and "out". A
+// share an agent unit did not report is "unknown" (or "+ unknown" beside what was
+// counted), and so is the total then: it is a lower bound.
 function renderUsage(usage) {
   const columns = ["LLM calls", "tokens in", "cached in", "tokens out", "reasoning", "tool calls", "cost"];
-  const row = (name, u) => el("tr", {}, el("td", {}, name),
-    ...[u.llm_calls, u.input_tokens, u.cached_input_tokens ?? 0, u.output_tokens,
-      u.reasoning_tokens ?? 0, u.tool_calls ?? 0].map((n) => el("td", { class: "num" }, n)),
-    el("td", { class: "num" }, cost(u)));
-  const group = (title, shares) => Object.keys(shares ?? {}).length
+  const row = (name, u, unknown = false) => {
+    const counts = [u.llm_calls, u.input_tokens, u.cached_input_tokens ?? 0, u.output_tokens,
+      u.reasoning_tokens ?? 0, u.tool_calls ?? 0];
+    if (unknown && !u.llm_calls && !u.input_tokens) {
+      return el("tr", { class: "usage-unknown" }, el("td", {}, name),
+        el("td", { colspan: columns.length, class: "num" }, "unknown (its agent reports no usage)"));
+    }
+    return el("tr", unknown ? { class: "usage-unknown" } : {},
+      el("td", {}, name, unknown ? " (+ unknown)" : ""),
+      ...counts.map((n) => el("td", { class: "num" }, n)),
+      el("td", { class: "num" }, cost(u)));
+  };
+  const group = (title, shares, unknown = []) => Object.keys(shares ?? {}).length
     ? [el("tr", {}, el("th", { colspan: columns.length + 1 }, title)),
-      ...Object.entries(shares).map(([name, u]) => row(name, u))]
+      ...Object.entries(shares).map(([name, u]) => row(name, u, unknown.includes(name)))]
     : [];
   $("usage").replaceChildren(
     el("thead", {}, el("tr", {}, el("th", {}, ""), ...columns.map((c) => el("th", { class: "num" }, c)))),
-    el("tbody", {}, ...group("by role", usage.by_role), ...group("by task", usage.by_task),
-      ...group("by team member", usage.by_member)),
-    el("tfoot", {}, row("total", usage)),
+    el("tbody", {}, ...group("by role", usage.by_role),
+      ...group("by task", usage.by_task, usage.unknown_tasks ?? []),
+      ...group("by team member", usage.by_member, usage.unknown_members ?? [])),
+    el("tfoot", {}, row("total", usage, (usage.unknown_tasks ?? []).length > 0)),
   );
 }
 

@@ -19,6 +19,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
+from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel.protocol import PregelProtocol
 from langgraph.pregel.remote import RemoteGraph
@@ -49,13 +50,10 @@ class A2AUnitState(ActorState, total=False):
 def make_a2a_node(url: str) -> Any:
     def a2a(state: A2AUnitState, config: RunnableConfig) -> dict[str, Any]:
         answer, known = state.get("answer"), state.get("a2a") or {}
+        waiting = A2AState(**known) if answer is not None and known.get("task_id") else None
         try:
             found = exchange(
-                url,
-                attempt_key(config, state),
-                task_message(state).text,
-                answer,
-                known.get("task_id") if answer is not None else None,
+                url, attempt_key(config, state), task_message(state).text, answer, waiting
             )
         except Exception as exc:  # an agent unreachable or refusing: the task fails
             return {"a2a": {"state": "unreachable", "text": str(exc)}, "answer": None}
@@ -130,7 +128,7 @@ def _settle(
     """The task settled with ``result``, with the agent's ``usage`` (said to be
     unknown unless ``known``)."""
     task = state["task"]
-    usage = usage.for_task(task.id, state.get("member"))
+    usage = usage.for_task(task.id, state.get("member"), known=known)
     update = settled({**state, "usage": usage}, result, runtime.stream_writer)
     if not known:
         update["updates"].append(
@@ -158,7 +156,11 @@ def _run(
         )
         return run_remote(agent, thread_id, task_message(state))
     # The node's config makes the agent a subgraph of the run: it checkpoints with
-    # it, and a resumed run continues it rather than starting it again.
+    # it, and a resumed run continues it rather than starting it again. Its runtime
+    # context is its own, not aimegraph's (a subgraph would inherit the run's
+    # AimeConfig, which its tools' ToolRuntime and context_schema do not expect).
+    own = runtime.override(context=None)
+    config = {**config, "configurable": {**config.get("configurable", {}), CONFIG_KEY_RUNTIME: own}}
     out = agent.invoke({"messages": [task_message(state)]}, config)
     return list((out or {}).get("messages") or [])
 
