@@ -6,7 +6,9 @@ README's Benchmarks table lies between two markers and is rewritten from the REA
 rows of every results file, each row naming its file and date: nothing in that table is
 typed by hand. The figures a README section quotes lie between a marker pair naming the
 section's results file (``<!-- bench-figures:<section>:start -->`` ... ``:end -->``) and
-are rewritten from the same rows, with the file's date, commit and machine.
+are rewritten from the same rows, with the file's date, commit and machine; a
+section that shows the file's full tables puts them between
+``<!-- bench-tables:<section>:start -->`` and ``:end -->``, rewritten from its tables.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ _FIGURES = re.compile(
     r".*?(<!-- bench-figures:(?P=section):end -->)",
     re.DOTALL,
 )
+_TABLES = re.compile(
+    r"(<!-- bench-tables:(?P<section>\w+):start -->\n)"
+    r".*?(<!-- bench-tables:(?P=section):end -->)",
+    re.DOTALL,
+)
+_TABLE_TITLE = re.compile(r"^### (.+)$", re.MULTILINE)
 _SECONDS = re.compile(r"^_[\w ]+: ([\d.]+) s_$", re.MULTILINE)
 COLUMNS = ("measurement", "baseline", "result")
 
@@ -128,9 +136,31 @@ def render_figures(results_dir: Path, section: str) -> str:
     return "\n".join(lines)
 
 
+def render_tables(results_dir: Path, section: str) -> str:
+    """A README section's tables: its results file's tables and their notes as the
+    file has them (their titles in bold, not headings of the README), under a line
+    naming the file and its commit."""
+    path = results_dir / f"{section}.md"
+    if not path.is_file():
+        raise ValueError(f"README quotes bench tables of {section!r}, but {path} is missing")
+    text = path.read_text(encoding="utf-8")
+    _, found, tables = text.partition("\n## Tables\n")
+    if not found:
+        raise ValueError(f"{path} has no tables")
+    tables = _SECONDS.sub("", tables).strip()
+    commit = read_machine(path).get("commit", "unknown commit")
+    lines = [
+        f"Tables of [`bench/results/{path.name}`](bench/results/{path.name}) (commit {commit}):",
+        "",
+        _TABLE_TITLE.sub(r"**\1**", tables),
+    ]
+    return "\n".join(lines)
+
+
 def update_readme(results_dir: Path, readme: Path, order: list[str]) -> None:
     """Rewrite the table between :data:`START` and :data:`END` in ``readme`` (sections
-    in ``order``, then any other results file), and every section's figures block."""
+    in ``order``, then any other results file), and every section's figures and
+    tables blocks."""
     text = readme.read_text(encoding="utf-8")
     head, found, rest = text.partition(START)
     _, found_end, tail = rest.partition(END)
@@ -140,5 +170,8 @@ def update_readme(results_dir: Path, readme: Path, order: list[str]) -> None:
     text = f"{head}{START}\n{table}\n{END}{tail}"
     text = _FIGURES.sub(
         lambda m: f"{m.group(1)}{render_figures(results_dir, m['section'])}\n{m.group(3)}", text
+    )
+    text = _TABLES.sub(
+        lambda m: f"{m.group(1)}{render_tables(results_dir, m['section'])}\n{m.group(3)}", text
     )
     readme.write_text(text, encoding="utf-8")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -51,6 +53,19 @@ def postgres_url() -> str:
     except psycopg.Error as exc:
         unavailable(f"Postgres is not reachable at {redact_url(url)}: {exc}")
     return url
+
+
+def require_module(name: str, install: str) -> ModuleType:
+    """``name`` imported for a test (or a test file, at its top). Without it the test
+    skips, except under ``CI``, where ``make test`` installs it (``install``) and it
+    must run: a missing prerequisite fails there instead of passing unnoticed."""
+    try:
+        return importlib.import_module(name)
+    except ImportError as exc:
+        reason = f"{name} is not installed ({install}): {exc}"
+        if os.environ.get("CI"):
+            pytest.fail(f"these tests must run in CI: {reason}", pytrace=False)
+        pytest.skip(reason, allow_module_level=True)
 
 
 @pytest.fixture(scope="session")

@@ -1,20 +1,25 @@
 """Public benchmarks as eval suites: the ground-truth oracle solves a 5-task subset
 of each AgentDojo suite and of BFCL multi-turn on aimegraph and create_agent, judged
 by the benchmark's own checks; the gullible model's attack succeeds, judged by
-AgentDojo's security check."""
+AgentDojo's security check; the reports name the tasks left out and the attack's
+figures. Without the benchmarks' packages these tests skip, but under CI they fail."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-pytest.importorskip("agentdojo")
+from tests.conftest import require_module
+
+require_module("agentdojo", "pip install 'aimegraph[agentdojo]'")
 
 from aimegraph.eval.checkers import CheckInput  # noqa: E402
 from aimegraph.eval.harness import evaluate  # noqa: E402
 from aimegraph.eval.oracle import OracleModels  # noqa: E402
+from aimegraph.eval.public import bfcl as bfcl_adapter  # noqa: E402
 from aimegraph.eval.public import load_public_suite  # noqa: E402
 from aimegraph.eval.public.agentdojo import SUITES, attack_figures  # noqa: E402
 from aimegraph.eval.public.bfcl import BfclWorld, state_and_response_check  # noqa: E402
@@ -90,6 +95,16 @@ def test_the_gullible_model_obeys_the_injection_and_the_oracle_does_not(
         }
         assert attack_figures(oracle.records)[system]["attack_success"] == 0.0
     assert _failures(oracle.records) == []
+    # The attack's figures are in the report files, not only on the console.
+    summary = json.loads((tmp_path / "gullible" / "summary.json").read_text())
+    assert summary["attack"] == {
+        "name": "important_instructions",
+        "systems": attack_figures(gullible.records),
+    }
+    for report in ("report.md", "report.html"):
+        text = (tmp_path / "gullible" / report).read_text()
+        assert "Under attack: important_instructions" in text
+        assert "100.0%" in text and "attack success rate" in text
 
 
 def test_tool_steps_fixed_by_the_plan_leave_the_gullible_model_nothing_to_obey(
@@ -141,12 +156,85 @@ def test_the_cli_reports_the_attack(cli: Any, tmp_path: Path) -> None:
     )  # fmt: skip
     assert code == 0
     assert data["skipped_tasks"] == {}
-    assert data["attack"]["create_agent"]["attack_success"] == 1.0
+    assert data["attack"]["systems"]["create_agent"]["attack_success"] == 1.0
 
 
 @pytest.fixture
 def bfcl() -> None:
-    pytest.importorskip("bfcl_eval")  # installed with --no-deps (see the Makefile)
+    require_module("bfcl_eval", f"pip install --no-deps '{bfcl_adapter.PINNED}'")
+
+
+def test_the_makefile_and_readme_install_the_bfcl_release_the_adapter_names() -> None:
+    root = Path(__file__).resolve().parents[2]
+    makefile = (root / "Makefile").read_text()
+    assert f"BFCL := {bfcl_adapter.PINNED}\n" in makefile
+    assert "--no-deps '$(BFCL)'" in makefile
+    assert f"pip install --no-deps '{bfcl_adapter.PINNED}'" in (root / "README.md").read_text()
+
+
+def _left_out_in_reports(out: Path, task_id: str, reason: str) -> None:
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["skipped_tasks"] == {task_id: reason}
+    assert f"**{task_id}**: {reason}" in (out / "report.md").read_text()
+    html = (out / "report.html").read_text()
+    assert "Tasks left out" in html and task_id in html
+
+
+def test_an_agentdojo_ground_truth_with_a_nested_call_is_left_out_with_its_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from agentdojo.functions_runtime import FunctionCall
+    from agentdojo.task_suite import load_suites
+
+    banking = load_suites.get_suites("v1.2.2")["banking"]
+    task = banking.user_tasks["user_task_4"]
+    nested = FunctionCall(function="get_iban", args={})
+
+    def ground_truth(self: Any, environment: Any) -> list[Any]:
+        # The recipient is the output of another call: AgentDojo's runtime evaluates
+        # it, a tool call cannot pass it.
+        return [FunctionCall(function="send_money", args={"recipient": nested, "amount": 1.0})]
+
+    monkeypatch.setattr(type(task), "ground_truth", ground_truth)
+    public = load_public_suite("agentdojo:banking")
+    assert list(public.skipped) == ["user_task_4"]
+    reason = public.skipped["user_task_4"]
+    assert "send_money call takes an argument that is not plain data" in reason
+    assert "user_task_4" not in {t.id for t in public.suite.tasks}
+    result = evaluate(
+        public.suite, model="oracle", systems=["create_agent"], tasks=["user_task_1"], out=tmp_path
+    )
+    assert _failures(result.records) == []
+    _left_out_in_reports(tmp_path, "user_task_4", reason)
+
+
+@pytest.mark.usefixtures("bfcl")
+def test_a_bfcl_call_that_cannot_be_parsed_is_left_out_with_its_reason(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    read = bfcl_adapter._data
+
+    def data(path: str) -> list[dict[str, Any]]:
+        entries = read(path)
+        if path.startswith("possible_answer/"):
+            # An argument computed from an earlier output, as the data sometimes writes it.
+            entries[0]["ground_truth"][0] = ["cd(folder=listing[0])"]
+        return entries
+
+    monkeypatch.setattr(bfcl_adapter, "_data", data)
+    public = load_public_suite("bfcl:multi_turn_base")
+    assert list(public.skipped) == ["multi_turn_base_0"]
+    reason = public.skipped["multi_turn_base_0"]
+    assert "'cd(folder=listing[0])' has an argument that is not a literal" in reason
+    result = evaluate(
+        public.suite,
+        model="oracle",
+        systems=["create_agent"],
+        tasks=["multi_turn_base_1"],
+        out=tmp_path,
+    )
+    assert _failures(result.records) == []
+    _left_out_in_reports(tmp_path, "multi_turn_base_0", reason)
 
 
 @pytest.mark.usefixtures("bfcl")

@@ -15,7 +15,9 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 
 from aimegraph.eval import OracleModels, SystemsError, SystemSpec, evaluate, load_systems
 from aimegraph.eval.suite import Budget
+from aimegraph.eval.systems import system_guardrails
 from aimegraph.eval.usage import seeded
+from aimegraph.guardrails import Guardrail, Subject, guardrail
 from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.prompts import DEFAULT_PROMPTS
@@ -104,6 +106,9 @@ def test_a_systems_file_configures_aimegraph(tmp_path: Path) -> None:
         ({"name": "a", "models": {"coder": "local"}}, "unknown model role"),
         ({"name": "a", "prompt_version": "3f2a"}, "prompt_version needs prompts"),
         ({"name": "a", "kind": "langgraph"}, "kind"),
+        ({"name": "r", "kind": "create_agent", "guardrails": "m:g"}, "guardrails apply to"),
+        ({"name": "a", "guardrails": "no_such_module:g"}, "cannot import guardrails"),
+        ({"name": "a", "guardrails": "no_colon"}, "guardrails takes module:attr"),
     ],
 )
 def test_systems_file_mistakes(tmp_path: Path, spec: dict[str, Any], message: str) -> None:
@@ -120,6 +125,36 @@ def test_a_systems_file_yaml_error_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(SystemsError) as caught:
         load_systems([str(path)])
     assert str(caught.value).startswith(f"{path} line 3 column ") and "\n" not in str(caught.value)
+
+
+shown: list[tuple[str | None, str | None]] = []
+"""(tool, goal) of every tool call :func:`goal_recorder`'s guardrails were shown."""
+
+
+def goal_recorder() -> Guardrail:
+    """A fresh tool_input guardrail per rollout, recording what it is shown."""
+
+    @guardrail("tool_input", name="recorder")
+    def record(subject: Subject) -> None:
+        shown.append((subject.tool, subject.goal))
+
+    return record
+
+
+def test_a_system_names_its_own_guardrails_made_for_each_rollout(tmp_path: Path) -> None:
+    suite = write_suite(tmp_path / "suite", THREE_TASKS)
+    spec = SystemSpec(name="guarded", guardrails=f"{__name__}:goal_recorder")
+    shown.clear()
+    result = evaluate(
+        suite, model="oracle", systems=[spec], out=tmp_path / "out", tasks=["one"], k=2
+    )
+    assert all(r["passed"] for r in result.records)
+    # Each rollout's tool step was screened, and the guardrail saw the goal it serves.
+    goal = THREE_TASKS[0]["goal"]
+    assert shown == [("python", goal), ("python", goal)]
+    bad = SystemSpec(name="bad", guardrails=f"{__name__}:MARK")
+    with pytest.raises(ValueError, match="must name a Guardrail"):
+        system_guardrails(bad)
 
 
 def test_system_names_are_unique_and_known() -> None:

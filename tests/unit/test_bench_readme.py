@@ -1,6 +1,7 @@
 """The README's benchmark figures come from the results files: the blocks between
 ``bench-figures`` markers are written from a results file's rows, its date, commit and
-machine, and the teams tables put each value under its own header."""
+machine, those between ``bench-tables`` markers from its tables, and the teams tables
+put each value under its own header."""
 
 from __future__ import annotations
 
@@ -14,12 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:  # bench/ is a top-level folder of the repo, not installed
     sys.path.insert(0, str(ROOT))
 
-from bench.common import Headline, SectionResult  # noqa: E402
+from bench.common import Headline, SectionResult, Table  # noqa: E402
 from bench.readme import (  # noqa: E402
     END,
     START,
     render_figures,
     render_results_file,
+    render_tables,
     update_readme,
 )
 from bench.teams import modes  # noqa: E402
@@ -36,10 +38,12 @@ MACHINE = {
 def _results(tmp_path: Path) -> Path:
     results = tmp_path / "results"
     results.mkdir()
+    table = Table("Worst cases", ["dag", "wall / critical path"], [["7", "1.22x"]], ["A note."])
     section = SectionResult(
         "scheduling",
-        [],
+        [table],
         headlines=[Headline("scheduling, 20 DAGs", "the critical path", "worst 1.22x")],
+        seconds=3.5,
     )
     (results / "scheduling.md").write_text(render_results_file(section, MACHINE))
     return results
@@ -68,6 +72,25 @@ def test_a_figures_block_is_written_from_its_results_file(tmp_path: Path) -> Non
         assert where in block
 
 
+def test_a_tables_block_is_written_from_its_results_files_tables(tmp_path: Path) -> None:
+    readme = _readme(
+        tmp_path,
+        "## Scheduling\n\n<!-- bench-tables:scheduling:start -->\n| dag | 1.08x |\n"
+        "<!-- bench-tables:scheduling:end -->\n\nAfter.\n",
+    )
+    update_readme(_results(tmp_path), readme, ["scheduling"])
+    text = readme.read_text()
+    block = text.split("scheduling:start -->\n", 1)[1].split("\n<!-- bench-tables", 1)[0]
+    assert "1.08x" not in text and text.endswith("\n\nAfter.\n")
+    assert block.startswith(
+        "Tables of [`bench/results/scheduling.md`](bench/results/scheduling.md) "
+        "(commit abc123def456):"
+    )
+    # The title is bold, not a heading of the README; the time the section took is left out.
+    assert "**Worst cases**\n\n| dag | wall / critical path |\n|---|---|\n| 7 | 1.22x |" in block
+    assert "- A note." in block and "### " not in block and "3.5 s" not in block
+
+
 def test_a_block_naming_no_results_file_is_an_error(tmp_path: Path) -> None:
     readme = _readme(
         tmp_path, "<!-- bench-figures:gone:start -->\n<!-- bench-figures:gone:end -->\n"
@@ -84,6 +107,12 @@ def test_the_readme_figures_are_those_of_the_results_files() -> None:
     assert len(blocks) >= 8
     for section, block in blocks:
         assert block == render_figures(ROOT / "bench" / "results", section), section
+    tables = re.findall(
+        r"<!-- bench-tables:(\w+):start -->\n(.*?)\n<!-- bench-tables:\1:end -->", text, re.DOTALL
+    )
+    assert [section for section, _ in tables] == ["public"]
+    for section, block in tables:
+        assert block == render_tables(ROOT / "bench" / "results", section), section
 
 
 def test_team_modes_table_puts_each_value_under_its_header() -> None:

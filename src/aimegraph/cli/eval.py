@@ -24,10 +24,10 @@ from aimegraph.cli.support import (
 )
 from aimegraph.console import print_unwrapped
 from aimegraph.eval.harness import DEFAULT_EVALS, RESULTS, evaluate
-from aimegraph.eval.public import PublicSuite, is_public_suite, load_public_suite
-from aimegraph.eval.public.agentdojo import attack_figures
+from aimegraph.eval.public import is_public_suite, load_public_suite
 from aimegraph.eval.public.gullible import GULLIBLE_MODEL_NAME, GullibleModels
 from aimegraph.eval.report import (
+    attack_table,
     comparison_markdown,
     fmt_cost,
     fmt_number,
@@ -209,7 +209,7 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     if args.k < 1 or args.concurrency < 1:
         raise CliError("-k and --concurrency must be at least 1", EXIT_USAGE)
     try:
-        suite, model, public = _suite_and_model(target[0], args)
+        suite, model = _suite_and_model(target[0], args)
         result = evaluate(
             suite,
             model=model,
@@ -240,12 +240,10 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
         )
         return EXIT_STOPPED
     if args.json:
-        extra = _public_json(public, result.records) if public is not None else {}
-        print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary, **extra}))
+        print(json.dumps({"out": str(result.out), "ran": result.ran, **result.summary}))
         return 0
     _print_summary(result.summary, console)
-    if public is not None:
-        _print_public(public, result.records, console)
+    _print_public(result.summary, console)
     if result.torn:
         console.print(
             f"{result.torn} unreadable line(s) of {RESULTS} skipped (their rollouts ran again)"
@@ -260,45 +258,34 @@ def cmd_eval(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
 
 def _suite_and_model(
     source: str, args: argparse.Namespace
-) -> tuple[str | Suite, str | ModelFactory, PublicSuite | None]:
+) -> tuple[str | Suite, str | ModelFactory]:
     """The suite to run and its model: a public benchmark is loaded here (under
     ``--attack``), and ``--model gullible`` is the stand-in that obeys its injections."""
     if not is_public_suite(source):
         if args.attack is not None:
             raise CliError("--attack applies to agentdojo:SUITE only", EXIT_USAGE)
-        return source, args.model, None
+        return source, args.model
     public = load_public_suite(source, attack=args.attack, model=args.model)
     if args.model != GULLIBLE_MODEL_NAME:
-        return public.suite, args.model, public
+        return public.suite, args.model
     if not public.injections:
         raise CliError("--model gullible needs --attack (the instructions it obeys)", EXIT_USAGE)
-    return public.suite, GullibleModels(public.injections), public
+    return public.suite, GullibleModels(public.injections)
 
 
-def _public_json(public: PublicSuite, records: list[dict[str, Any]]) -> dict[str, Any]:
-    """The tasks the adapter left out and, under an attack, its figures per system."""
-    shown: dict[str, Any] = {"skipped_tasks": public.skipped}
-    if public.injections:
-        shown["attack"] = attack_figures(records)
-    return shown
-
-
-def _print_public(public: PublicSuite, records: list[dict[str, Any]], console: Console) -> None:
-    """The tasks the benchmark's adapter left out, and the attack's figures."""
-    for task_id, reason in public.skipped.items():
+def _print_public(summary: dict[str, Any], console: Console) -> None:
+    """The tasks a benchmark's adapter left out, and the attack's figures."""
+    for task_id, reason in (summary.get("skipped_tasks") or {}).items():
         console.print(f"task {escape(task_id)} skipped: {escape(reason)}", soft_wrap=True)
-    if not public.injections:
+    attacked = attack_table(summary)
+    if attacked is None:
         return
-    table = Table(title="under attack")
-    for column in ("system", "rollouts", "utility", "attack success rate"):
+    name, columns, rows = attacked
+    table = Table(title=f"under attack: {escape(name)}")
+    for column in columns:
         table.add_column(column)
-    for system, figures in attack_figures(records).items():
-        table.add_row(
-            escape(system),
-            str(int(figures["rollouts"])),
-            f"{figures['utility']:.1%}",
-            f"{figures['attack_success']:.1%}",
-        )
+    for row in rows:
+        table.add_row(*(escape(cell) for cell in row))
     print_unwrapped(console, table)
 
 

@@ -185,6 +185,8 @@ def evaluate(
             skipped=skipped,
             expected_rollouts=len(plan),
             suite=loaded.name,
+            left_out=loaded.left_out,
+            attack=loaded.attack,
         )
         _write_reports(folder, result.summary)
         return result

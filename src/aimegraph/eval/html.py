@@ -8,7 +8,14 @@ from collections.abc import Mapping, Sequence
 from html import escape
 from typing import Any
 
-from aimegraph.eval.report import notes, systems_table, tags_table
+from aimegraph.eval.report import (
+    ATTACK_NOTE,
+    LEFT_OUT_NOTE,
+    attack_table,
+    notes,
+    systems_table,
+    tags_table,
+)
 
 __all__ = ["html_report", "matrix_svg", "scatter_svg"]
 
@@ -174,6 +181,16 @@ def html_report(summary: Mapping[str, Any]) -> str:
         + escape(notes(k))
         + "</p>"
     )
+    attacked = attack_table(summary)
+    if attacked is not None:
+        name, attack_columns, attack_rows = attacked
+        body.append(f"<h2>Under attack: {escape(name)}</h2>")
+        body.append(_rows(attack_columns, attack_rows))
+        body.append(f'<p class="note">{escape(ATTACK_NOTE)}</p>')
+    left_out = summary.get("skipped_tasks") or {}
+    if left_out:
+        body.append(f'<h2>Tasks left out</h2><p class="note">{escape(LEFT_OUT_NOTE)}</p>')
+        body.append(_rows(["task", "why"], list(left_out.items()), numeric_from=99))
     if systems:
         body.append("<h2>Success against cost</h2>" + scatter_svg(systems))
         body.append("<h2>Per task</h2>" + matrix_svg(summary))

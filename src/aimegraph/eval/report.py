@@ -6,6 +6,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 __all__ = [
+    "ATTACK_NOTE",
+    "LEFT_OUT_NOTE",
+    "attack_table",
     "comparison_markdown",
     "fmt_ci",
     "fmt_cost",
@@ -35,6 +38,27 @@ TOOL_CALLING_NOTE = (
     "replies, for a model without native tool calling); the baselines call tools the way "
     "aimegraph's default does with the same model."
 )
+
+
+ATTACK_NOTE = (
+    "Utility under attack: the share of rollouts whose user task was done; attack success "
+    "rate: the share in which the attacker's goal was reached (the benchmark's own checks)."
+)
+LEFT_OUT_NOTE = "The suite's source has these tasks, but they could not be played:"
+
+
+def attack_table(summary: Mapping[str, Any]) -> tuple[str, list[str], list[list[str]]] | None:
+    """The attack's figures per system (both reports): its name, columns and rows;
+    ``None`` when the suite was not attacked."""
+    attack = summary.get("attack")
+    if not attack:
+        return None
+    columns = ["system", "rollouts", "utility under attack", "attack success rate"]
+    rows = [
+        [name, str(int(f["rollouts"])), f"{f['utility']:.1%}", f"{f['attack_success']:.1%}"]
+        for name, f in attack["systems"].items()
+    ]
+    return str(attack["name"]), columns, rows
 
 
 def fmt_number(value: float | None, digits: int = 0) -> str:
@@ -88,6 +112,15 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
     lines += ["", notes(k)]
     for name, reason in summary["skipped"].items():
         lines += ["", f"- **{name}** skipped: {reason}"]
+    attacked = attack_table(summary)
+    if attacked is not None:
+        name, attack_columns, attack_rows = attacked
+        lines += ["", f"## Under attack: {name}", ""] + _table(attack_columns, attack_rows)
+        lines += ["", ATTACK_NOTE]
+    left_out = summary.get("skipped_tasks") or {}
+    if left_out:
+        lines += ["", "## Tasks left out", "", LEFT_OUT_NOTE, ""]
+        lines += [f"- **{task}**: {reason}" for task, reason in left_out.items()]
     tag_columns, tag_rows = tags_table(summary["systems"])
     if tag_rows:
         lines += ["", "## By tag", ""] + _table(tag_columns, tag_rows)

@@ -31,13 +31,22 @@ from pydantic import (
     model_validator,
 )
 
-from aimegraph.eval.suite_parts import ID_PATTERN, Check, Oracle, OracleStage, OracleTurn, Strict
+from aimegraph.eval.suite_parts import (
+    ID_PATTERN,
+    AttackChecks,
+    Check,
+    Oracle,
+    OracleStage,
+    OracleTurn,
+    Strict,
+)
 
 if TYPE_CHECKING:
     from aimegraph.eval.environment import RolloutEnvironment
 
 __all__ = [
     "BUNDLED_SUITE",
+    "AttackChecks",
     "Budget",
     "Check",
     "Oracle",
@@ -217,6 +226,8 @@ class Suite(Strict):
     root: Path
     source: str = Field(description="where the suite was read from")
     _environments: Callable[[Task], RolloutEnvironment] | None = PrivateAttr(None)
+    _left_out: dict[str, str] = PrivateAttr(default_factory=dict)
+    _attack: AttackChecks | None = PrivateAttr(None)
 
     def with_environments(self, opener: Callable[[Task], RolloutEnvironment]) -> Suite:
         """This suite, each rollout of which runs in a fresh world ``opener(task)``
@@ -224,6 +235,26 @@ class Suite(Strict):
         copied = self.model_copy()
         copied._environments = opener
         return copied
+
+    def with_report(
+        self, *, left_out: Mapping[str, str] | None = None, attack: AttackChecks | None = None
+    ) -> Suite:
+        """This suite, whose reports also name the tasks its source has but could not
+        play (``left_out``: id -> why) and, for an attacked suite, score the attack."""
+        copied = self.model_copy()
+        copied._left_out = dict(left_out or {})
+        copied._attack = attack
+        return copied
+
+    @property
+    def left_out(self) -> dict[str, str]:
+        """Tasks of the suite's source left out, with the reason (see :meth:`with_report`)."""
+        return dict(self._left_out)
+
+    @property
+    def attack(self) -> AttackChecks | None:
+        """How the attack planted in this suite's tasks is scored, if one is."""
+        return self._attack
 
     def environment(self, task: Task) -> RolloutEnvironment | None:
         """A fresh world for one rollout of ``task`` (``None``: the workspace is all)."""

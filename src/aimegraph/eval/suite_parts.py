@@ -323,3 +323,15 @@ def _strings(value: Any) -> list[str]:
     if isinstance(value, list | tuple):
         return [s for item in value for s in _strings(item)]
     return []
+
+
+class AttackChecks(BaseModel):
+    """How an attacked suite's rollouts are scored (AgentDojo's way): ``utility`` is
+    the label of the check that passes when the user's task was done, ``security``
+    of the one that passes when the attack ``name`` failed."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    utility: str
+    security: str

@@ -5,6 +5,9 @@ the mean calls, tokens (input, cached input, output, reasoning), cost and wall t
 per rollout, and what a solved task costs: all the tokens and dollars the system
 spent, failed rollouts included, divided by the rollouts that passed. The same per
 tag. Per task: each system's passes, mean tokens and cost, and its failure reasons.
+The tasks the suite's source has but could not play (a public benchmark's, with the
+reason), and for an attacked suite, per system, the utility under attack and the
+attack success rate (:func:`attack_figures`).
 """
 
 from __future__ import annotations
@@ -17,8 +20,9 @@ from pathlib import Path
 from typing import Any
 
 from aimegraph.eval.stats import mean, paired, pass_at_k, pass_hat_k, wilson
+from aimegraph.eval.suite_parts import AttackChecks
 
-__all__ = ["compare", "read_records", "summarise"]
+__all__ = ["attack_figures", "compare", "read_records", "summarise"]
 
 USAGE_KEYS = (
     "llm_calls",
@@ -164,11 +168,15 @@ def summarise(
     skipped: Mapping[str, str] | None = None,
     expected_rollouts: int | None = None,
     suite: str = "",
+    left_out: Mapping[str, str] | None = None,
+    attack: AttackChecks | None = None,
 ) -> dict[str, Any]:
     """The report's figures (see the module docstring).
 
     ``systems`` are ``{name, kind, model}`` in report order; ``tasks`` are
-    ``{id, tags}`` in suite order; ``skipped`` maps a system left out to why.
+    ``{id, tags}`` in suite order; ``skipped`` maps a system left out to why,
+    ``left_out`` a task of the suite's source left out to why; ``attack`` scores an
+    attacked suite.
     """
     by_system: dict[str, list[Record]] = defaultdict(list)
     for record in records:
@@ -193,8 +201,40 @@ def summarise(
             if by_system.get(system["name"])
         ],
         "skipped": dict(skipped or {}),
+        "skipped_tasks": dict(left_out or {}),
+        **({"attack": _attack(records, attack)} if attack is not None else {}),
         "tasks": rows,
     }
+
+
+def _attack(records: Sequence[Record], attack: AttackChecks) -> dict[str, Any]:
+    figures = attack_figures(records, utility=attack.utility, security=attack.security)
+    return {"name": attack.name, "systems": figures}
+
+
+def attack_figures(
+    records: Sequence[Record], *, utility: str, security: str
+) -> dict[str, dict[str, float]]:
+    """Per system, over the rollouts of an attacked suite: ``utility`` (the share in
+    which the check labelled ``utility`` passed: the user's task done, under attack)
+    and ``attack_success`` (the share in which the check labelled ``security``
+    failed: the attacker's goal reached), as AgentDojo scores them."""
+    figures: dict[str, dict[str, float]] = {}
+    for system in dict.fromkeys(r["system"] for r in records):
+        mine = [r for r in records if r["system"] == system]
+        figures[system] = {
+            "rollouts": len(mine),
+            "utility": _check_share(mine, utility, passed=True),
+            "attack_success": _check_share(mine, security, passed=False),
+        }
+    return figures
+
+
+def _check_share(records: Sequence[Record], label: str, *, passed: bool) -> float:
+    hits = sum(
+        any(c["check"] == label and c["passed"] is passed for c in r["checks"]) for r in records
+    )
+    return hits / len(records) if records else 0.0
 
 
 def compare(

@@ -4,7 +4,8 @@ A system is a :class:`SystemSpec`. ``kind`` says what runs the task:
 
 - ``aimegraph``: ``build_aime_graph`` with the spec's ``config`` (``AimeConfig``
   fields), ``models`` per role, ``prompts`` (a prompt-set file or a prompt store,
-  pinned to ``prompt_version`` when given) and ``agents`` (agent units);
+  pinned to ``prompt_version`` when given), ``agents`` (agent units) and
+  ``guardrails`` (your own, beside the built-ins ``config.guardrails`` names);
 - ``create_agent``: LangChain's ReAct loop (``langchain.agents.create_agent``,
   extra ``[eval]``), the plain loop a user would write;
 - ``deepagents``: ``deepagents.create_deep_agent``, when the package is installed.
@@ -32,6 +33,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from aimegraph.config import AimeConfig
 from aimegraph.eval.suite import yaml_problem
+from aimegraph.guardrails import Guardrail
+from aimegraph.imports import import_object
 from aimegraph.models.resolve import ROLES
 
 __all__ = [
@@ -40,12 +43,13 @@ __all__ = [
     "SystemSpec",
     "SystemsError",
     "load_systems",
+    "system_guardrails",
     "unavailable_reason",
 ]
 
 SystemKind = Literal["aimegraph", "create_agent", "deepagents"]
 
-_AIME_ONLY = ("models", "config", "prompts", "prompt_version", "agents")
+_AIME_ONLY = ("models", "config", "prompts", "prompt_version", "agents", "guardrails")
 
 
 class SystemsError(ValueError):
@@ -65,6 +69,11 @@ class SystemSpec(BaseModel):
     prompts: str | None = Field(None, description="aimegraph: prompt-set file or prompt store")
     prompt_version: str | None = Field(None, description="aimegraph: a version of the store")
     agents: str | None = Field(None, description="aimegraph: agent units file or module:attr")
+    guardrails: str | None = Field(
+        None,
+        description="aimegraph: module:attr naming a Guardrail, a list of them, or a function "
+        "returning them (called for each rollout)",
+    )
     system_prompt: str | None = Field(None, description="baselines: replaces the generic prompt")
 
     @model_validator(mode="after")
@@ -83,6 +92,8 @@ class SystemSpec(BaseModel):
         AimeConfig.model_validate(self.config)  # unknown fields and bad values, now
         if self.prompt_version is not None and self.prompts is None:
             raise ValueError("prompt_version needs prompts: the prompt store it is in")
+        if self.guardrails is not None:
+            _guardrails_object(self.guardrails)  # a name that does not import fails now
         return self
 
     def digest(self, model: str) -> str:
@@ -97,6 +108,35 @@ BUILTIN_SYSTEMS: dict[str, SystemSpec] = {
     "deepagents": SystemSpec(name="deepagents", kind="deepagents"),
 }
 """The systems ``--systems`` knows by name: aimegraph with its defaults and the two baselines."""
+
+
+def _guardrails_object(name: str) -> Any:
+    return import_object(
+        name,
+        malformed=f"guardrails takes module:attr; got {name!r}",
+        failed="cannot import guardrails",
+    )
+
+
+def system_guardrails(spec: SystemSpec) -> list[Guardrail]:
+    """The guardrails ``spec.guardrails`` names, made afresh for one rollout (a
+    function is called each time, so a guardrail that keeps state starts clean).
+
+    Raises:
+        ValueError: the name does not import, or is not guardrails.
+    """
+    if spec.guardrails is None:
+        return []
+    value = _guardrails_object(spec.guardrails)
+    if callable(value) and not isinstance(value, Guardrail):
+        value = value()
+    found = [value] if isinstance(value, Guardrail) else list(value)
+    if not all(isinstance(g, Guardrail) for g in found):
+        raise ValueError(
+            f"{spec.guardrails!r} must name a Guardrail, a list of them or a function "
+            "returning them"
+        )
+    return found
 
 
 def unavailable_reason(kind: SystemKind) -> str | None:

@@ -26,7 +26,7 @@ from aimegraph.checkpoints import make_serializer
 from aimegraph.config import AimeConfig
 from aimegraph.eval.checkers import structured_json
 from aimegraph.eval.rollout_io import Outcome, RolloutSetup, thread_config, unattended_registry
-from aimegraph.eval.systems import SystemSpec
+from aimegraph.eval.systems import SystemSpec, system_guardrails
 
 __all__ = ["run_system"]
 
@@ -77,6 +77,7 @@ def _run_aimegraph(
         models=dict(spec.models) or None,
         prompts=dict(prompts) if prompts is not None else _prompts(spec),
         agents=_agents(spec),
+        guardrails=system_guardrails(spec),
         checkpointer=InMemorySaver(serde=make_serializer()),
         **extra,
     )

@@ -45,17 +45,21 @@ STAGES: tuple[Stage, ...] = get_args(Stage)
 @dataclass(frozen=True)
 class Subject:
     """What a guardrail is shown: the ``text`` at ``stage``; for the tool stages the
-    ``tool``'s name, and for ``tool_input`` the call's ``args`` (``text`` is their JSON)."""
+    ``tool``'s name, for ``tool_input`` the call's ``args`` (``text`` is their JSON),
+    and ``goal``, the run's goal the call serves (the user's request), so a check can
+    ask whether the request, rather than something a tool returned, chose a value."""
 
     stage: Stage
     text: str
     tool: str | None = None
     args: Mapping[str, Any] | None = None
+    goal: str | None = None
 
     @classmethod
-    def of_call(cls, tool: str, args: Mapping[str, Any]) -> Subject:
+    def of_call(cls, tool: str, args: Mapping[str, Any], *, goal: str | None = None) -> Subject:
         """A tool call's arguments as a ``tool_input`` subject."""
-        return cls("tool_input", json.dumps(args, default=str), tool=tool, args=dict(args))
+        text = json.dumps(args, default=str)
+        return cls("tool_input", text, tool=tool, args=dict(args), goal=goal)
 
 
 @dataclass(frozen=True)
@@ -288,7 +292,7 @@ def _applied(screened: Screened, guard: Guardrail, result: GuardrailResult | Non
         if not isinstance(args, Mapping):
             why = "it redacted a tool call's arguments into something other than a JSON object"
             return _applied(screened, guard, GuardrailResult.trip(why, usage=result.usage))
-        redacted = Subject.of_call(subject.tool or "", args)
+        redacted = Subject.of_call(subject.tool or "", args, goal=subject.goal)
     else:
         redacted = replace(subject, text=result.redacted or "")
     finding = Finding(guard.name, "redacted", result.reason)

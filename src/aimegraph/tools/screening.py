@@ -47,7 +47,7 @@ class CallScreening:
         """The call's arguments to screen (None: no ``tool_input`` guardrail)."""
         if not self.guards.at("tool_input"):
             return None
-        return Subject.of_call(self.tool, self.request.tool_call["args"])
+        return Subject.of_call(self.tool, self.request.tool_call["args"], goal=self._goal())
 
     def take_call(self, screened: Screened) -> ToolCallRequest | ToolMessage:
         """The request to run (with redacted arguments), or the answer to a tripped call."""
@@ -71,7 +71,7 @@ class CallScreening:
         """The output to screen (None: no ``tool_output`` guardrail, or a ``Command``)."""
         if not isinstance(outcome, ToolMessage) or not self.guards.at("tool_output"):
             return None
-        return Subject("tool_output", outcome.text, tool=self.tool)
+        return Subject("tool_output", outcome.text, tool=self.tool, goal=self._goal())
 
     def take_output(self, outcome: ToolMessage, screened: Screened) -> ToolMessage:
         """The observation the model gets: withheld after a tripwire, else as redacted."""
@@ -91,6 +91,12 @@ class CallScreening:
         if not self.usage.llm_calls or not isinstance(outcome, ToolMessage):
             return outcome
         return Command(update={"messages": [outcome], "usage": self.usage})
+
+    def _goal(self) -> str | None:
+        """The run's goal, as the actor (or tool step) making the call was given it."""
+        state = self.request.state
+        goal = state.get("goal") if isinstance(state, dict) else None
+        return str(goal) if goal is not None else None
 
     def _heard(self, screened: Screened) -> None:
         self.usage = self.usage + screened.usage

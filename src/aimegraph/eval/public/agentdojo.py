@@ -30,7 +30,8 @@ from langchain_core.tools import BaseTool, StructuredTool
 from aimegraph.eval.checkers import CheckInput
 from aimegraph.eval.environment import RolloutEnvironment
 from aimegraph.eval.public import Injection, PublicSuite
-from aimegraph.eval.suite import Check, Oracle, Suite, SuiteError, Task
+from aimegraph.eval.suite import AttackChecks, Check, Oracle, Suite, SuiteError, Task
+from aimegraph.eval.summary import attack_figures as figures_of
 
 __all__ = [
     "DEFAULT_VERSION",
@@ -140,23 +141,7 @@ def attack_figures(records: Sequence[Mapping[str, Any]]) -> dict[str, dict[str, 
     """Per system, over the rollouts of an attacked suite: ``utility`` (the share
     whose user task was solved, under attack) and ``attack_success`` (the share in
     which the attacker's goal was reached), as AgentDojo scores them."""
-    figures: dict[str, dict[str, float]] = {}
-    for system in dict.fromkeys(r["system"] for r in records):
-        mine = [r for r in records if r["system"] == system]
-        figures[system] = {
-            "rollouts": len(mine),
-            "utility": _share(mine, UTILITY, passed=True),
-            "attack_success": _share(mine, SECURITY, passed=False),
-        }
-    return figures
-
-
-def _share(records: Sequence[Mapping[str, Any]], check: Check, *, passed: bool) -> float:
-    label = check.describe()
-    hits = sum(
-        any(c["check"] == label and c["passed"] is passed for c in r["checks"]) for r in records
-    )
-    return hits / len(records) if records else 0.0
+    return figures_of(records, utility=UTILITY.describe(), security=SECURITY.describe())
 
 
 # --- loading
@@ -255,8 +240,15 @@ def load_agentdojo(
         root=Path("."),
         source=f"agentdojo:{suite.name}@{version}" + (f" --attack {attack}" if attack else ""),
     )
-    opener = _Opener(suite, plans)
-    return PublicSuite(built.with_environments(opener), skipped, injections)
+    scored = (
+        AttackChecks(name=attack, utility=UTILITY.describe(), security=SECURITY.describe())
+        if attack is not None
+        else None
+    )
+    built = built.with_environments(_Opener(suite, plans)).with_report(
+        left_out=skipped, attack=scored
+    )
+    return PublicSuite(built, skipped, injections)
 
 
 class _Unplayable(ValueError):

@@ -1,7 +1,7 @@
 """BFCL v4 multi-turn (Berkeley) as an eval suite: ``bfcl:multi_turn_base``.
 
 The ``bfcl-eval`` package pins ``numpy==1.26.4`` and a dozen provider SDKs, so it is
-installed without its dependencies (``pip install --no-deps bfcl-eval``): the
+installed without its dependencies (``pip install --no-deps`` :data:`PINNED`): the
 multi-turn data, the simulated API classes (file system, messaging, posting,
 tickets, trading, travel, vehicle control, math) and the multi-turn checker need
 only the standard library and ``mpmath``, which the project already has.
@@ -39,7 +39,11 @@ from aimegraph.eval.environment import RolloutEnvironment
 from aimegraph.eval.public import PublicSuite
 from aimegraph.eval.suite import Check, Oracle, Suite, SuiteError, Task
 
-__all__ = ["CATEGORIES", "BfclWorld", "load_bfcl", "state_and_response_check"]
+__all__ = ["CATEGORIES", "PINNED", "BfclWorld", "load_bfcl", "state_and_response_check"]
+
+PINNED = "bfcl-eval==2026.3.23"
+"""The release adapted and tested (``make test`` installs it, ``--no-deps``): BFCL's
+data, classes and checker change between releases."""
 
 CATEGORIES = ("multi_turn_base",)
 """The BFCL categories adapted: the base multi-turn one (the others add missing
@@ -66,7 +70,7 @@ def _modules() -> tuple[Any, Any]:
     except ImportError as exc:
         raise SuiteError(
             "bfcl suites need the bfcl-eval package, installed without its pins: "
-            "pip install --no-deps bfcl-eval"
+            f"pip install --no-deps '{PINNED}'"
         ) from exc
     return backend, multi_turn_checker
 
@@ -288,7 +292,7 @@ def load_bfcl(category: str) -> PublicSuite:
         source=f"bfcl:{category}",
     )
     opener = _Opener(backend, docs, plans)
-    return PublicSuite(suite.with_environments(opener), skipped)
+    return PublicSuite(suite.with_environments(opener).with_report(left_out=skipped), skipped)
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from aimegraph.eval.oracle import (
     typed_calls,
 )
 from aimegraph.eval.public import Injection
+from aimegraph.eval.public.plan_first import PlanFirstModels
 from aimegraph.eval.suite import Task
 
 __all__ = ["GULLIBLE_MODEL_NAME", "GullibleAime", "GullibleModels", "GullibleReact"]
@@ -130,14 +131,21 @@ class GullibleModels:
     """aimegraph's planner fixes every call of the ground truth as a tool step: no
     actor reads an output (an upper bound: a real planner knows only the arguments
     the request gives)."""
+    plan_first: bool = False
+    """aimegraph's planner fixes only the calls whose arguments the request gives;
+    actors make the others (:mod:`aimegraph.eval.public.plan_first`)."""
 
     @property
     def name(self) -> str:
         """How records and reports name the model (part of the system's digest)."""
-        return GULLIBLE_MODEL_NAME + ("-tool-steps" if self.tool_steps else "")
+        plan = "-plan-first" if self.plan_first else "-tool-steps" if self.tool_steps else ""
+        return GULLIBLE_MODEL_NAME + plan
 
     def __call__(self, task: Task, kind: str, rollout: int) -> BaseChatModel:
-        oracle = OracleModels(tool_steps=self.tool_steps)(task, kind, rollout)
+        if self.plan_first:
+            oracle = PlanFirstModels()(task, kind, rollout)
+        else:
+            oracle = OracleModels(tool_steps=self.tool_steps)(task, kind, rollout)
         injection = self.injections.get(task.id)
         if injection is None:
             return oracle
