@@ -194,3 +194,23 @@ def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's retry policy without its waits (same attempts, same classification)."""
+    import aimegraph.graphs.actor
+    import aimegraph.graphs.aime
+    import aimegraph.graphs.planner
+    import aimegraph.graphs.verifier
+    from aimegraph.models import calls
+
+    fast = calls.LLM_RETRY_POLICY._replace(initial_interval=0.001, max_interval=0.001, jitter=False)
+    for module in (
+        calls,
+        aimegraph.graphs.planner,
+        aimegraph.graphs.actor,
+        aimegraph.graphs.verifier,
+        aimegraph.graphs.aime,
+    ):
+        monkeypatch.setattr(module, "LLM_RETRY_POLICY", fast)

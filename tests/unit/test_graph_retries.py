@@ -23,11 +23,6 @@ from tests.canned_models import StatusError, openai_errors
 from tests.conftest import GraphFactory
 from tests.fake_openai import FakeOpenAI
 
-import aimegraph.graphs.actor
-import aimegraph.graphs.aime
-import aimegraph.graphs.planner
-import aimegraph.graphs.verifier
-import aimegraph.models.calls as calls
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel
 from aimegraph.models.calls import LLM_RETRY_POLICY
@@ -64,20 +59,6 @@ class Flaky(ScriptedChatModel):
                 self._failed[role] = self._failed.get(role, 0) + 1
                 raise self.error or ConnectionResetError(f"{role}: connection reset by peer")
         return super()._generate(messages, stop=stop, run_manager=run_manager, **kwargs)
-
-
-@pytest.fixture
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's retry policy without the waits (same attempts, same classification)."""
-    fast = LLM_RETRY_POLICY._replace(initial_interval=0.001, max_interval=0.001, jitter=False)
-    for module in (
-        calls,
-        aimegraph.graphs.planner,
-        aimegraph.graphs.actor,
-        aimegraph.graphs.verifier,
-        aimegraph.graphs.aime,
-    ):
-        monkeypatch.setattr(module, "LLM_RETRY_POLICY", fast)
 
 
 def flaky_graph(workspace: Any, failures: dict[str, int], error: Any = None, **config: Any) -> Any:
