@@ -1,5 +1,5 @@
-"""Shared pieces of the benchmarks: timing, tables, machine info, scenario builders,
-a fixed-latency chat model and SQLite checkpointer helpers.
+"""Shared pieces of the benchmarks: timing, tables, machine info, scenario builders
+and SQLite checkpointer helpers (the chat models are in :mod:`bench.chat_models`).
 
 Every section module (``overhead``, ``parallel``, ``economy``, ``scaling``,
 ``retrieval``) exposes ``run(quick: bool) -> SectionResult``; ``bench.__main__``
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib.metadata
-import json
 import math
 import os
 import platform
@@ -27,18 +26,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.messages import BaseMessage
-from langchain_core.outputs import ChatResult
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
-from pydantic import PrivateAttr
 
 from aimegraph import AimeConfig
 from aimegraph.checkpoints import make_serializer
-from aimegraph.models.offline.scripted import Scenario, ScriptedChatModel
 
 T = TypeVar("T")
 
@@ -384,77 +378,6 @@ def thread_config(**extra: Any) -> RunnableConfig:
         **extra,
     }
     return cast(RunnableConfig, config)
-
-
-# --------------------------------------------------------------------------- models
-
-
-class BenchChatModel(ScriptedChatModel):
-    """The scripted model, counting the prompt tokens it is sent as a provider counts
-    them: the messages' text and the schemas of the tools bound to the call (about 4
-    characters a token). Engine runs and baselines are charged alike, whatever the
-    engine's own usage accounting says."""
-
-    _sent_chars: list[int] = PrivateAttr(default_factory=list)
-
-    @property
-    def _llm_type(self) -> str:
-        return "bench-scripted"
-
-    def reset(self) -> None:
-        super().reset()
-        self._sent_chars.clear()
-
-    @property
-    def calls(self) -> int:
-        """Calls since the last ``reset()``."""
-        return len(self._sent_chars)
-
-    @property
-    def tokens_sent(self) -> int:
-        """Prompt tokens sent since the last ``reset()``."""
-        return sum(chars // 4 + 1 for chars in list(self._sent_chars))
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        tools = json.dumps(kwargs.get("tools") or [], separators=(",", ":"))
-        self._sent_chars.append(sum(len(m.text) for m in messages) + len(tools))
-        return super()._generate(messages, stop, run_manager, **kwargs)
-
-
-class LatencyChatModel(BenchChatModel):
-    """The counting scripted model, taking ``latency_s`` seconds per call like a remote
-    LLM: it sleeps (releasing the GIL, as a network wait does), then answers as the
-    scripted model does, tool binding and structured output included."""
-
-    latency_s: float = 0.05
-
-    @classmethod
-    def from_dict(cls, data: dict[str, Any], latency_s: float = 0.05) -> LatencyChatModel:
-        return cls(scenario=Scenario.model_validate(data), latency_s=latency_s)
-
-    @property
-    def _llm_type(self) -> str:
-        return "bench-latency"
-
-    def delay_s(self, messages: list[BaseMessage]) -> float:
-        """How long this call waits before it answers (``latency_s``; subclasses vary it)."""
-        return self.latency_s
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        time.sleep(self.delay_s(messages))
-        return super()._generate(messages, stop, run_manager, **kwargs)
 
 
 # --------------------------------------------------------------------------- checkpoints

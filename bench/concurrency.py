@@ -31,8 +31,8 @@ from langchain_core.tools import BaseTool, tool
 from langgraph.graph.state import CompiledStateGraph
 
 from aimegraph import build_aime_graph
+from bench.chat_models import BenchChatModel
 from bench.common import (
-    BenchChatModel,
     Headline,
     SectionResult,
     Table,

@@ -35,9 +35,9 @@ import httpx
 
 from aimegraph import build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
+from bench.chat_models import LatencyChatModel
 from bench.common import (
     Headline,
-    LatencyChatModel,
     SectionResult,
     Table,
     config,

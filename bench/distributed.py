@@ -39,17 +39,8 @@ from langgraph.store.base import BaseStore
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import RunSettings, open_checkpointer, run_config
 from aimegraph.graphs.aime import AimeGraph
-from bench.common import (
-    Headline,
-    LatencyChatModel,
-    SectionResult,
-    Table,
-    fmt_ms,
-    scenario,
-    skipped,
-    task,
-    workspace,
-)
+from bench.chat_models import LatencyChatModel
+from bench.common import Headline, SectionResult, Table, fmt_ms, scenario, skipped, task, workspace
 
 REPO = Path(__file__).resolve().parents[1]
 REDIS_URL = os.environ.get("AIMEGRAPH_BENCH_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -33,8 +33,8 @@ from aimegraph.guardrails import (
     prompt_injection_screen,
     secrets_screen,
 )
+from bench.chat_models import BenchChatModel
 from bench.common import (
-    BenchChatModel,
     Headline,
     SectionResult,
     Table,

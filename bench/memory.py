@@ -41,16 +41,8 @@ from aimegraph.checkpoints import thread_config
 from aimegraph.memory import Episode, namespace, open_store
 from aimegraph.memory.episodes import rank_items, search_ops
 from aimegraph.models import ScriptedChatModel
-from bench.common import (
-    BenchChatModel,
-    Headline,
-    SectionResult,
-    Table,
-    content_words,
-    fmt_bytes,
-    fmt_ms,
-    timed,
-)
+from bench.chat_models import BenchChatModel
+from bench.common import Headline, SectionResult, Table, content_words, fmt_bytes, fmt_ms, timed
 
 DATA = Path(__file__).parent / "data"
 

@@ -16,41 +16,31 @@ An instant model makes prompt size free, so every row also gives the prompt toke
 each side sends per run (message text plus bound tool schemas, counted by the model).
 The plain-graph comparison runs in interleaved rounds; its ratios are the median and
 the range over the rounds.
+
+This module holds the section's ``run`` and tables 1, 1c and 1e; the plain graph
+is in :mod:`bench.plain_graph`, the run-control table (1d) in :mod:`bench.run_control`
+and the pieces timed alone (1b) in :mod:`bench.engine_pieces`.
 """
 
 from __future__ import annotations
 
-import operator
 import statistics
 from collections import Counter
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any, TypedDict
+from typing import Any, TypedDict
 
-from langchain_core.messages import AIMessage, HumanMessage, SystemMessage
-from langchain_core.tools import tool
+from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.base import BaseCheckpointSaver
-from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
-from langgraph.prebuilt import ToolNode
-from langgraph.types import Command, Send
 
-from aimegraph import (
-    DefaultActorFactory,
-    PlanUpdate,
-    Task,
-    Verdict,
-    build_aime_graph,
-    default_registry,
-)
-from aimegraph.checkpoints import hold_thread
-from aimegraph.models.offline.scripted import ScriptedChatModel
+from aimegraph import build_aime_graph
 from aimegraph.tools.calculator import calculator
+from bench.chat_models import BenchChatModel
 from bench.common import (
-    BenchChatModel,
     Headline,
     SectionResult,
     Table,
@@ -65,9 +55,11 @@ from bench.common import (
     task,
     thread_config,
     time_samples,
-    timed,
     workspace,
 )
+from bench.engine_pieces import component_costs, component_table
+from bench.plain_graph import build_plain_graph
+from bench.run_control import run_control_table
 
 SaverFactory = Callable[[Path], AbstractContextManager[BaseCheckpointSaver[Any] | None]]
 
@@ -254,83 +246,6 @@ def run(quick: bool) -> SectionResult:
     )
 
 
-def run_control_table(
-    ws: Path, model: ScriptedChatModel, steps: int, repeat: int
-) -> tuple[Table, dict[str, float]]:
-    """The same SQLite-checkpointed run three ways, interleaved: the graph as
-    LangGraph compiles it (``CompiledStateGraph.invoke``, no run control), the
-    aime graph's ``invoke`` (the run's settings in the checkpoint metadata, Ctrl-C
-    as a drain), and that under the thread's lease (``hold_thread``)."""
-    goal = {"goal": "Assemble the report."}
-    samples: dict[str, list[float]] = {"bare": [], "invoke": [], "held": []}
-    with sqlite_saver(ws / "control.db") as saver:
-        graph = build_aime_graph(model, config=config(ws, max_steps=10_000), checkpointer=saver)
-        # The same compiled graph without the AimeGraph subclass (as Pregel.copy builds it).
-        attrs = {
-            k: v for k, v in graph.__dict__.items() if k not in ("__orig_class__", "run_settings")
-        }
-        bare = CompiledStateGraph(**attrs)
-
-        def held() -> object:
-            cfg = thread_config()
-            with hold_thread(saver, cfg["configurable"]["thread_id"]) as lease:
-                return graph.invoke(goal, cfg, control=lease.control)
-
-        runs: dict[str, Callable[[], object]] = {
-            "bare": lambda: bare.invoke(goal, thread_config()),
-            "invoke": lambda: graph.invoke(goal, thread_config()),
-            "held": held,
-        }
-        for i in range(repeat + 1):  # interleaved, so drift in the machine hits all three
-            for name, fn in runs.items():
-                model.reset()
-                _, seconds = timed(fn)
-                if i:  # the first round warms up
-                    samples[name].append(seconds)
-    medians = {name: statistics.median(times) for name, times in samples.items()}
-    fastest = {name: min(times) for name, times in samples.items()}
-    quartiles = {name: statistics.quantiles(times, n=4) for name, times in samples.items()}
-    table = Table(
-        f"1d. Run control: one SQLite-checkpointed run of {steps} orchestration steps, "
-        f"three ways, interleaved ({repeat} runs each)",
-        [
-            "run",
-            "fastest ms",
-            "median ms",
-            "middle half (ms)",
-            "fastest, against LangGraph's own",
-            "median, against LangGraph's own",
-        ],
-    )
-    labels = {
-        "bare": "the same graph as LangGraph compiles it (`CompiledStateGraph.invoke`)",
-        "invoke": "`graph.invoke` (run settings in each checkpoint, Ctrl-C drains)",
-        "held": "`graph.invoke` under `hold_thread` (the lease and its cancel watcher)",
-    }
-    for name, label in labels.items():
-        low, _, high = quartiles[name]
-        table.add(
-            label,
-            fmt_ms(fastest[name], 1),
-            fmt_ms(medians[name], 1),
-            f"{fmt_ms(low, 1)}-{fmt_ms(high, 1)}",
-            fmt_x(fastest[name] / fastest["bare"]),
-            fmt_x(medians[name] / medians["bare"]),
-        )
-    table.notes += [
-        "The drain checks are in all three (LangGraph checks its RunControl before every "
-        "super-step; the eager runner and the model nodes read it between tasks and calls); "
-        "the lease is taken once per run (an flock, or an advisory lock on Postgres) and "
-        "its watcher thread polls for a cancel 5 times a second, off the run's path.",
-        "The fastest run of each is the least disturbed by the rest of the machine; where "
-        "the middle halves overlap, a difference of medians is the machine's noise.",
-    ]
-    metrics = {f"control.{name}_s": value for name, value in medians.items()}
-    metrics |= {f"control.{name}.fastest_s": value for name, value in fastest.items()}
-    metrics |= {f"control.{n}.ratio": fastest[n] / fastest["bare"] for n in ("invoke", "held")}
-    return table, metrics
-
-
 VARIANTS = (("batch", "inherit"), ("eager", "inherit"), ("eager", "exit"))
 """(scheduler, actor_durability) of the aime runs compared with the plain graph."""
 
@@ -508,190 +423,3 @@ def headlines(
             "prompt tokens)",
         ),
     ]
-
-
-class _Empty(TypedDict, total=False):
-    x: int
-
-
-def _noop(state: _Empty) -> _Empty:
-    return {"x": state.get("x", 0) + 1}
-
-
-def component_costs(ws: Path, model: BenchChatModel, repeat: int) -> dict[str, float]:
-    """Micro-benchmarks of the pieces a task goes through, in seconds per call."""
-    registry = default_registry(ws)
-    tools = list(registry.tools.values())
-    factory = DefaultActorFactory(registry, workspace=ws)
-    sample = Task(id="t1", title="Work item t1", description="Produce the partial result t1.")
-    chain = StateGraph(_Empty)
-    for i in range(4):
-        chain.add_node(f"n{i}", _noop)
-        chain.add_edge(START if i == 0 else f"n{i - 1}", f"n{i}")
-    subgraph = chain.compile()
-
-    def pool_round_trip() -> None:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            pool.submit(int).result()
-
-    prompt = [HumanMessage("x" * 2000)]
-    pieces: dict[str, Callable[[], object]] = {
-        "scripted_call": lambda: model.invoke(prompt),
-        "bind_tools": lambda: model.bind_tools(tools),
-        "factory_build": lambda: factory.build(sample, "Assemble the report.", {}),
-        "thread_pool": pool_round_trip,
-        "subgraph_4_nodes": lambda: subgraph.invoke({"x": 0}),
-        "lease": lambda: hold_thread(f"sqlite:///{ws / 'lease.db'}", "t").release(),
-    }
-    return {name: median_time(fn, repeat=repeat, warmup=3) for name, fn in pieces.items()}
-
-
-def component_table(parts: dict[str, float]) -> Table:
-    table = Table(
-        "1b. Where a task's time goes: pieces of the engine timed alone (no checkpointer)",
-        ["piece", "per", "ms"],
-    )
-    rows = {
-        "scripted_call": ("one call of the instant scripted model (2,000-char prompt)", "LLM call"),
-        "bind_tools": (
-            "`bind_tools` over the default registry's tools (schema conversion)",
-            "actor LLM call",
-        ),
-        "factory_build": (
-            "`DefaultActorFactory.build` (persona, tool bundles by embedding search, environment)",
-            "task",
-        ),
-        "thread_pool": (
-            "create a 1-thread pool, run one call, join it",
-            "ToolNode call (not the actor's reports: they run in its react step) and timeout guard",
-        ),
-        "subgraph_4_nodes": ("invoke a compiled 4-node no-op StateGraph", "subgraph invocation"),
-        "lease": (
-            "take and release a thread's lease on an SQLite file (flock, cancel watcher "
-            "thread started and joined)",
-            "run",
-        ),
-    }
-    for key, (label, per) in rows.items():
-        table.add(label, per, fmt_ms(parts[key], 3))
-    table.notes.append(
-        "An executor runs as a subgraph for every task: react steps (the factory's assembly "
-        "opens the first; a reply that only reports, update_progress or submit_result, is run "
-        "in its react step) and a tools step for any other tool; a task that submits at once "
-        "is one super-step (the plain graph's ReAct subgraph: two). The planner and verifier "
-        "are subgraphs too."
-    )
-    return table
-
-
-# --------------------------------------------------------------------------- plain baseline
-
-
-class PlainState(TypedDict, total=False):
-    goal: str
-    deps: dict[str, list[str]]
-    results: Annotated[dict[str, str], operator.or_]
-    answer: str
-
-
-class PlainTaskState(MessagesState, total=False):
-    task_id: str
-
-
-@tool("submit_result")
-def plain_submit(status: str, summary: str, artifacts: dict[str, str] | None = None) -> str:
-    """Submit the task's result."""
-    return summary
-
-
-@tool("update_progress")
-def plain_progress(status: str, message: str) -> str:
-    """Record progress."""
-    return "Progress recorded."
-
-
-def build_plain_graph(
-    model: BenchChatModel,
-    checkpointer: BaseCheckpointSaver[Any] | None,
-    task_durability: str = "inherit",
-) -> CompiledStateGraph:
-    """What a LangGraph user would write by hand for the same workflow, making the
-    same model and tool calls: a planner call (structured output), then each ready
-    task as a ``Send`` to a ReAct subgraph (model with tools <-> ``ToolNode``, until
-    ``submit_result``), a reporter call and a verifier call (structured output).
-    ``task_durability="exit"`` runs the task subgraphs with that durability."""
-    planner = model.with_structured_output(PlanUpdate)
-    verifier = model.with_structured_output(Verdict)
-    tools = [calculator, plain_submit, plain_progress]
-    actor = model.bind_tools(tools)
-    durability: dict[str, Any] = (
-        {"durability": "exit"} if task_durability == "exit" and checkpointer else {}
-    )
-
-    def react(state: PlainTaskState) -> dict[str, Any]:
-        return {"messages": [actor.invoke(state["messages"])]}
-
-    def after_react(state: PlainTaskState) -> str:
-        last = state["messages"][-1]
-        return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
-
-    def after_tools(state: PlainTaskState) -> str:
-        called = state["messages"][-2]
-        submitted = isinstance(called, AIMessage) and any(
-            c["name"] == "submit_result" for c in called.tool_calls
-        )
-        return END if submitted else "react"
-
-    sub = StateGraph(PlainTaskState)
-    sub.add_node("react", react)
-    sub.add_node("tools", ToolNode(tools))
-    sub.add_edge(START, "react")
-    sub.add_conditional_edges("react", after_react, ["tools", END])
-    sub.add_conditional_edges("tools", after_tools, ["react", END])
-    react_graph = sub.compile()
-
-    def run_task(state: PlainTaskState) -> PlainState:
-        out = react_graph.invoke(state, **durability)
-        return {"results": {state["task_id"]: out["messages"][-1].text}}
-
-    def plan(state: PlainState) -> PlainState:
-        reply = planner.invoke([SystemMessage("# Role: planner"), HumanMessage(state["goal"])])
-        update = PlanUpdate.model_validate(reply)
-        return {"deps": {t.id: list(t.dependencies) for t in update.tasks}, "results": {}}
-
-    def dispatch(state: PlainState) -> Command[Any]:
-        done = state.get("results") or {}
-        ready = [t for t, deps in state["deps"].items() if t not in done and set(deps) <= set(done)]
-        if not ready:
-            return Command(goto="report")
-        return Command(
-            goto=[
-                Send(
-                    "task",
-                    {
-                        "task_id": t,
-                        "messages": [
-                            SystemMessage("# Role: actor"),
-                            HumanMessage(f'<task id="{t}">\nTitle: {t}'),
-                        ],
-                    },
-                )
-                for t in ready
-            ]
-        )
-
-    def report(state: PlainState) -> PlainState:
-        text = model.invoke([SystemMessage("# Role: reporter"), HumanMessage(state["goal"])]).text
-        verifier.invoke([SystemMessage("# Role: verifier"), HumanMessage(text)])
-        return {"answer": text}
-
-    builder = StateGraph(PlainState)
-    builder.add_node("plan", plan)
-    builder.add_node("dispatch", dispatch, destinations=("task", "report"))
-    builder.add_node("task", run_task)
-    builder.add_node("report", report)
-    builder.add_edge(START, "plan")
-    builder.add_edge("plan", "dispatch")
-    builder.add_edge("task", "dispatch")
-    builder.add_edge("report", END)
-    return builder.compile(checkpointer=checkpointer, name="plain")

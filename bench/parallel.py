@@ -35,10 +35,10 @@ from langgraph.graph.state import CompiledStateGraph
 
 from aimegraph import PlanUpdate, Verdict, build_aime_graph
 from aimegraph.tools.progress import submit_result, update_progress
+from bench.chat_models import LatencyChatModel
 from bench.common import (
     WORKING_STEP,
     Headline,
-    LatencyChatModel,
     SectionResult,
     Table,
     TaskDict,

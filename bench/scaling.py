@@ -14,8 +14,8 @@ from pathlib import Path
 
 from aimegraph import build_aime_graph
 from aimegraph.config import AimeConfig
+from bench.chat_models import BenchChatModel
 from bench.common import (
-    BenchChatModel,
     Headline,
     SectionResult,
     Table,

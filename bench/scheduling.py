@@ -24,9 +24,9 @@ from langchain_core.messages import BaseMessage
 
 from aimegraph import build_aime_graph
 from aimegraph.models.offline.scripted import Scenario
+from bench.chat_models import LatencyChatModel
 from bench.common import (
     Headline,
-    LatencyChatModel,
     SectionResult,
     Table,
     TaskDict,

@@ -27,15 +27,8 @@ from langchain_core.messages import BaseMessage
 from aimegraph import AgentUnit, Task, TeamSpec
 from aimegraph.graphs import build_team_executor, build_team_graph
 from aimegraph.models.offline.scripted import Step
-from bench.common import (
-    Headline,
-    LatencyChatModel,
-    SectionResult,
-    Table,
-    config,
-    fmt_x,
-    workspace,
-)
+from bench.chat_models import LatencyChatModel
+from bench.common import Headline, SectionResult, Table, config, fmt_x, workspace
 
 RIGHT, WRONG = "42", "41"
 MEMBER = re.compile(r'<member name="([^"]+)" turn="(\d+)"')  # the team's brief

@@ -21,15 +21,8 @@ from typing import Any
 
 from aimegraph import AimeConfig, build_aime_graph, build_verifier_graph
 from aimegraph.state import Usage
-from bench.common import (
-    Headline,
-    LatencyChatModel,
-    SectionResult,
-    Table,
-    fmt_x,
-    thread_config,
-    workspace,
-)
+from bench.chat_models import LatencyChatModel
+from bench.common import Headline, SectionResult, Table, fmt_x, thread_config, workspace
 
 SALES = "region,amount\nnorth,500\nsouth,750\n"
 REPORT = "# Sales report\nTotal: 1300\nNorth leads.\n"

@@ -1,5 +1,7 @@
-"""Dashboard fixtures: an SQLite checkpoint store, the app served by uvicorn on a
-free loopback port, and headless Chromium (Debian's) driven by Playwright."""
+"""Dashboard fixtures: an SQLite checkpoint store, the app in process behind a test
+client (with the helpers the API tests post and start demo runs with), the app
+served by uvicorn on a free loopback port, and headless Chromium (Debian's) driven
+by Playwright."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 pytest.importorskip("starlette", reason="the [dashboard] extra is not installed")
@@ -17,6 +20,7 @@ pytest.importorskip("starlette", reason="the [dashboard] extra is not installed"
 from bench.dashboard import HEADLESS_FLAGS  # noqa: E402
 from langgraph.checkpoint.base import BaseCheckpointSaver  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
+from starlette.testclient import TestClient  # noqa: E402
 
 from aimegraph.checkpoints import open_checkpointer  # noqa: E402
 from aimegraph.dashboard import create_app  # noqa: E402
@@ -60,6 +64,26 @@ def live(saver: BaseCheckpointSaver[Any], runs: RunManager) -> Iterator[LiveServ
     app = create_app(saver, runs=runs, poll_seconds=0.05)
     with serve_in_background(app) as url:
         yield LiveServer(url, app, runs)
+
+
+LOCAL = "http://127.0.0.1"
+
+
+@pytest.fixture
+def client(saver: BaseCheckpointSaver[Any], runs: RunManager) -> TestClient:
+    return TestClient(create_app(saver, runs=runs), base_url=LOCAL)
+
+
+def post(client: TestClient, path: str, body: dict[str, Any]) -> httpx.Response:
+    return client.post(path, json=body)
+
+
+def demo(client: TestClient, runs: RunManager, **body: Any) -> str:
+    response = post(client, "/api/demo", body)
+    assert response.status_code == 202, response.text
+    thread_id: str = response.json()["thread_id"]
+    runs.wait(thread_id, timeout=60)
+    return thread_id
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.store.memory import InMemoryStore
 from langgraph.types import Command
-from tests.graph.test_human import REJECTED_ONCE
+from tests.graph.test_human_actors import REJECTED_ONCE
 from tests.scripted import call, plan, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
@@ -122,7 +122,7 @@ def test_a_note_sent_while_an_actor_waits_for_a_human_reaches_it_on_resume(
     workspace: Path,
 ) -> None:
     # Sent to the inbox, a note never needs update_state, which would drop the waiting
-    # actor (see test_human.py): the actor resumes and reads it at its next step.
+    # actor (see test_human_actors.py): the actor resumes and reads it at its next step.
     store = InMemoryStore()
     scenario = {
         "planner": [plan(spec("a", tool_bundles=["human"]))],

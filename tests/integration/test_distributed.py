@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import yaml
-from bench.common import LatencyChatModel
+from bench.chat_models import LatencyChatModel
 from langchain_core.callbacks import CallbackManagerForLLMRun
 from langchain_core.messages import BaseMessage
 from langchain_core.outputs import ChatResult

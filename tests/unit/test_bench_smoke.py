@@ -19,10 +19,9 @@ if str(ROOT) not in sys.path:  # bench/ is a top-level folder of the repo, not i
     sys.path.insert(0, str(ROOT))
 
 from bench.__main__ import SECTIONS, Report, main, run_bench  # noqa: E402
+from bench.chat_models import BenchChatModel, LatencyChatModel  # noqa: E402
 from bench.common import (  # noqa: E402
-    BenchChatModel,
     Headline,
-    LatencyChatModel,
     SectionResult,
     Table,
     check_metrics,
