@@ -19,7 +19,7 @@ from langgraph.graph import END, START, StateGraph
 from tests.scripted import submit
 
 from aimegraph import AimeConfig, AimeState, Task, build_aime_graph
-from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.checkpoints import thread_config
 from aimegraph.models import ScriptedChatModel
 from aimegraph.state import thread_usage
 
@@ -38,11 +38,6 @@ def two_turns() -> ScriptedChatModel:
             "reporter": [{"text": "5 km is 3.11 miles."}, {"text": "2 m is 6.56 feet."}],
         }
     )
-
-
-@pytest.fixture
-def saver() -> InMemorySaver:
-    return InMemorySaver(serde=make_serializer())
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from langgraph.types import Command
 from tests.conftest import GraphFactory
 from tests.scripted import plan, spec, submit
 
-from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.checkpoints import thread_config
 from aimegraph.steering import await_overdue, overdue_answers
 
 CONFIG = thread_config("escalation")
@@ -29,11 +29,6 @@ FAILING = {
     "reporter": [{"text": "{all_results}"}],
 }
 EXHAUSTED = {"escalate": "exhausted", "max_replans": 0, "task_retries": 0}
-
-
-@pytest.fixture
-def saver() -> InMemorySaver:
-    return InMemorySaver(serde=make_serializer())
 
 
 def waiting(out: dict[str, Any]) -> Any:

@@ -16,16 +16,10 @@ from tests.human_scenarios import EVERY_WAIT, UNATTENDED
 from tests.webhook_receiver import Receiver
 
 from aimegraph import AimeConfig
-from aimegraph.checkpoints import make_serializer
 from aimegraph.steering import run_thread
 from aimegraph.waits import await_overdue, overdue_answers
 
 CONFIG: dict[str, Any] = {"configurable": {"thread_id": "w1"}}
-
-
-@pytest.fixture
-def saver() -> InMemorySaver:
-    return InMemorySaver(serde=make_serializer())
 
 
 class Clock:

@@ -18,7 +18,7 @@ from tests.conftest import GraphFactory
 from tests.scripted import call, plan, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.checkpoints import make_serializer, open_checkpointer, thread_config
+from aimegraph.checkpoints import open_checkpointer, thread_config
 from aimegraph.checkpoints.delta import with_finished_tasks
 from aimegraph.models import ScriptedChatModel
 from aimegraph.nodes.intake import PLAN_PENDING
@@ -28,11 +28,6 @@ TWO_TASKS = {
     "planner": [plan(spec("a"), spec("b", "a")), plan(spec("x"))],
     "actors": {"a": [submit("a ok")], "b": [submit("b ok")], "x": [submit("x ok")]},
 }
-
-
-@pytest.fixture
-def saver() -> InMemorySaver:
-    return InMemorySaver(serde=make_serializer())
 
 
 def waiting(out: dict[str, Any]) -> dict[str, Any]:

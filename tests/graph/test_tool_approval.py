@@ -19,7 +19,7 @@ from tests.conftest import GraphFactory
 from tests.scripted import call, plan, spec, submit
 
 from aimegraph import AimeConfig
-from aimegraph.checkpoints import make_serializer, thread_config
+from aimegraph.checkpoints import thread_config
 from aimegraph.state import Task
 
 CONFIG = thread_config("approval")
@@ -37,11 +37,6 @@ def send_money(to: str, amount: int) -> str:
 @pytest.fixture(autouse=True)
 def _no_money_sent() -> None:
     sent.clear()
-
-
-@pytest.fixture
-def saver() -> InMemorySaver:
-    return InMemorySaver(serde=make_serializer())
 
 
 PAY = {
