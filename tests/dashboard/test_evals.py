@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.testclient import TestClient
-from tests.dashboard.conftest import HOSTILE
+from tests.dashboard.conftest import HOSTILE, LOCAL
 from tests.eval.helpers import THREE_TASKS, write_suite
 
 from aimegraph.dashboard import create_app
@@ -19,8 +19,6 @@ from aimegraph.eval import OracleModels, evaluate
 from aimegraph.eval.listing import eval_report
 
 pytest.importorskip("langchain.agents", reason="create_agent needs the [eval] extra")
-
-LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture

@@ -8,21 +8,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.memory import InMemoryStore
 from starlette.testclient import TestClient
+from tests.dashboard.conftest import LOCAL
 from tests.human_scenarios import ASKING, ESCALATE, FAILING, reading, scenario_spec
 
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
-
-LOCAL = "http://127.0.0.1"
-
-
-@pytest.fixture
-def client(saver: BaseCheckpointSaver[Any], runs: RunManager) -> TestClient:
-    return TestClient(create_app(saver, runs=runs), base_url=LOCAL)
 
 
 def view(client: TestClient, thread_id: str) -> dict[str, Any]:

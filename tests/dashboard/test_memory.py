@@ -16,7 +16,7 @@ from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from starlette.testclient import TestClient
 from tests.conftest import TWO_TASKS
-from tests.dashboard.conftest import HOSTILE
+from tests.dashboard.conftest import HOSTILE, LOCAL
 
 from aimegraph.checkpoints import RunSettings
 from aimegraph.cli import main
@@ -28,8 +28,6 @@ from aimegraph.memory import EPISODES, LESSONS, Episode, open_store
 from aimegraph.memory.browse import list_memories
 from aimegraph.memory.episodes import episode_ops
 from aimegraph.memory.store import default_store_url
-
-LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from prometheus_client.parser import text_string_to_metric_families
 from starlette.testclient import TestClient
+from tests.dashboard.conftest import LOCAL
 from tests.human_scenarios import FAILING_TOOL, scenario_spec
 from tests.local_http import LocalSite, serve
 from tests.webhook_receiver import Receiver
@@ -25,7 +26,6 @@ from aimegraph.dashboard.runs import RunManager
 from aimegraph.state import Usage
 from aimegraph.steering import prepare_demo
 
-LOCAL = "http://127.0.0.1"
 Samples = dict[tuple[str, tuple[tuple[str, str], ...]], float]
 
 
@@ -57,11 +57,6 @@ def start_demo(client: TestClient, runs: RunManager, **body: Any) -> str:
 
 def usage_of(client: TestClient, thread_id: str) -> Usage:
     return Usage.model_validate(client.get(f"/api/threads/{thread_id}").json()["usage"])
-
-
-@pytest.fixture
-def client(saver: BaseCheckpointSaver[Any], runs: RunManager) -> TestClient:
-    return TestClient(create_app(saver, runs=runs), base_url=LOCAL)
 
 
 def start_run(client: TestClient, runs: RunManager, **body: Any) -> str:

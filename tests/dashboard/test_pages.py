@@ -10,14 +10,12 @@ from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.testclient import TestClient
-from tests.dashboard.conftest import HOSTILE
+from tests.dashboard.conftest import HOSTILE, LOCAL
 
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.app import STATIC
 from aimegraph.dashboard.pages import run_page
 from aimegraph.dashboard.runs import RunManager
-
-LOCAL = "http://127.0.0.1"
 
 
 def client_for(saver: BaseCheckpointSaver[Any], runs: RunManager) -> TestClient:

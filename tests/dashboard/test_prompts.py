@@ -10,15 +10,13 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from starlette.testclient import TestClient
-from tests.dashboard.conftest import HOSTILE
+from tests.dashboard.conftest import HOSTILE, LOCAL
 
 from aimegraph.dashboard import create_app
 from aimegraph.dashboard.runs import RunManager
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.prompts import DEFAULT_PROMPTS
 from aimegraph.prompts.source import DEFAULT_VERSION
-
-LOCAL = "http://127.0.0.1"
 
 
 @pytest.fixture
