@@ -6,6 +6,7 @@ import importlib
 import json
 import os
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,6 +19,7 @@ from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import redact_url
 from aimegraph.models import ScriptedChatModel
 from aimegraph.sandbox import BubblewrapSandbox, SandboxUnavailable
+from tests.fake_openai import FakeOpenAI
 from tests.webhook_receiver import Receiver
 
 
@@ -176,3 +178,39 @@ def webhook() -> Iterator[Receiver]:
     receiver = Receiver()
     yield receiver
     receiver.close()
+
+
+@pytest.fixture
+def fake_openai(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeOpenAI]:
+    """A loopback OpenAI-compatible server that ``openai:<model>`` specs resolve to."""
+    server = FakeOpenAI()
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    monkeypatch.setenv("OPENAI_BASE_URL", server.url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=5)
+
+
+@pytest.fixture
+def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The engine's retry policy without its waits (same attempts, same classification)."""
+    import aimegraph.graphs.actor
+    import aimegraph.graphs.aime
+    import aimegraph.graphs.planner
+    import aimegraph.graphs.verifier
+    from aimegraph.models import calls
+
+    fast = calls.LLM_RETRY_POLICY._replace(initial_interval=0.001, max_interval=0.001, jitter=False)
+    for module in (
+        calls,
+        aimegraph.graphs.planner,
+        aimegraph.graphs.actor,
+        aimegraph.graphs.verifier,
+        aimegraph.graphs.aime,
+    ):
+        monkeypatch.setattr(module, "LLM_RETRY_POLICY", fast)

@@ -17,30 +17,15 @@ from typing import Any
 
 import pytest
 
-import aimegraph.graphs.actor
-import aimegraph.graphs.aime
-import aimegraph.graphs.planner
-import aimegraph.graphs.verifier
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models import ScriptedChatModel, calls, load_scenario
+from aimegraph.models import ScriptedChatModel, load_scenario
 from aimegraph.models.offline.fuzz import FuzzChatModel, FuzzRates
 
 SEEDS = range(12)
 OUTPUT_FILES = ("revenue.json", "trend.json", "growth.txt", "report.md")
 
 
-@pytest.fixture(autouse=True)
-def fast_retries(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The engine's retry policy without its waits (same attempts, same classification)."""
-    fast = calls.LLM_RETRY_POLICY._replace(initial_interval=0.001, max_interval=0.001, jitter=False)
-    for module in (
-        calls,
-        aimegraph.graphs.planner,
-        aimegraph.graphs.actor,
-        aimegraph.graphs.verifier,
-        aimegraph.graphs.aime,
-    ):
-        monkeypatch.setattr(module, "LLM_RETRY_POLICY", fast)
+pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
 def demo_scenario() -> dict[str, Any]:

@@ -13,12 +13,13 @@ from tests.graph.test_fuzz_replies import (
     OUTPUT_FILES,
     demo_scenario,
     demo_workspace,
-    fast_retries,  # noqa: F401 - autouse fixture
 )
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.models import ScriptedChatModel, load_scenario
 from aimegraph.models.offline.fuzz import FuzzChatModel
+
+pytestmark = pytest.mark.usefixtures("fast_retries")
 
 
 def run(model: Any, workspace: Path, *, streamed: bool, **config: Any) -> tuple[dict, list]:

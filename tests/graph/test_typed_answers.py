@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from tests.fake_openai import FakeOpenAI
 from tests.typed_answers import CITY_SCHEMA, PARIS, CityFacts, city_scenario
-from tests.unit.test_model_calls import _FakeOpenAI, fake_openai  # noqa: F401 - a fixture
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import make_serializer, thread_config
@@ -117,7 +117,7 @@ def test_formats_that_no_reporter_could_fill_are_refused_when_built(tmp_path: Pa
 @pytest.mark.parametrize("response_format", [CityFacts, CITY_SCHEMA], ids=["pydantic", "schema"])
 def test_an_openai_compatible_reporter_fills_the_format_through_its_own_client(
     workspace: Path,
-    fake_openai: _FakeOpenAI,  # noqa: F811 - the fixture imported above
+    fake_openai: FakeOpenAI,
     response_format: Any,
 ) -> None:
     # A real BaseChatModel (ChatOpenAI over a loopback server): its first reply does

@@ -14,7 +14,7 @@ import ormsgpack
 import pytest
 from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.serde.jsonplus import EXT_CONSTRUCTOR_SINGLE_ARG
-from tests.unit.test_checkpoints import build_graph, expected_values
+from tests.checkpoint_records import build_graph, expected_values
 
 from aimegraph.checkpoints import (
     aopen_checkpointer,
