@@ -4,7 +4,7 @@
 as a separate ``aimegraph`` invocation would); exit codes are the contract:
 0 succeeded, 1 failed, 2 usage, 3 rejected, 4 budget exhausted, 5 paused,
 6 unknown thread or nothing to resume (the run-control codes, 8, 9, 130 and 143, are
-tested in ``test_run_control.py``).
+tested in ``test_run_control_*.py``).
 """
 
 from __future__ import annotations
