@@ -41,6 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aimegraph.metrics import Metrics
+from aimegraph.yaml_faults import yaml_problem
 
 __all__ = ["Alert", "AlertEngine", "AlertRule", "AlertSettings", "Webhook", "load_alerts"]
 
@@ -87,20 +88,11 @@ def load_alerts(path: str | Path) -> AlertSettings:
     except OSError as exc:
         raise ValueError(f"cannot read alert rules {path}: {exc}") from exc
     except yaml.YAMLError as exc:
-        raise ValueError(f"cannot read alert rules {path}: {_yaml_fault(exc)}") from exc
+        raise ValueError(f"alert rules {path}{yaml_problem(exc)}") from exc
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
         raise ValueError(f"alert rules {path}: {where}: {first['msg']}") from exc
-
-
-def _yaml_fault(exc: yaml.YAMLError) -> str:
-    """The parser's fault on one line (its own message quotes the text over several)."""
-    mark = getattr(exc, "problem_mark", None)
-    problem = getattr(exc, "problem", None)
-    if mark is None or problem is None:
-        return " ".join(str(exc).split())
-    return f"line {mark.line + 1}, column {mark.column + 1}: {problem}"
 
 
 @dataclass

@@ -40,6 +40,7 @@ from aimegraph.eval.suite_parts import (
     OracleTurn,
     Strict,
 )
+from aimegraph.yaml_faults import yaml_problem
 
 if TYPE_CHECKING:
     from aimegraph.eval.environment import RolloutEnvironment
@@ -395,20 +396,6 @@ def _parse(path: Path, text: str) -> dict[str, Any]:
         raise SuiteError(f"{path}: a suite is a list of tasks or a mapping with 'tasks'")
     data.setdefault("name", path.stem)
     return data
-
-
-def yaml_problem(exc: yaml.YAMLError) -> str:
-    """A YAML syntax error as the tail of one line after the file name: where
-    (``line L column C``) and what, without PyYAML's multi-line excerpt."""
-    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
-        return f" is not valid YAML: {' '.join(str(exc).split())}"
-    mark = exc.problem_mark
-    said = f" line {mark.line + 1} column {mark.column + 1}: not valid YAML: {exc.problem}"
-    if exc.context and exc.context_mark is not None and exc.context_mark.line != mark.line:
-        said += f" ({exc.context} started at line {exc.context_mark.line + 1})"
-    elif exc.context:
-        said += f" ({exc.context})"
-    return said
 
 
 def _validated(data: dict[str, Any], path: Path, shown: str) -> Suite:

@@ -32,10 +32,10 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from aimegraph.config import AimeConfig
-from aimegraph.eval.suite import yaml_problem
 from aimegraph.guardrails import Guardrail
 from aimegraph.imports import import_object
 from aimegraph.models.resolve import ROLES
+from aimegraph.yaml_faults import yaml_problem
 
 __all__ = [
     "BUILTIN_SYSTEMS",
