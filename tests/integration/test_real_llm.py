@@ -79,7 +79,14 @@ def call_slack(cfg: AimeConfig) -> int:
 
 
 def assert_well_formed(out: dict[str, Any], cfg: AimeConfig) -> None:
+    """A run ends with a final status and its reason; or, as test_local_runs allows, it
+    waits because an actor asked a human (an unattended invoke stops there by design:
+    the real model may call ``ask_human``), its usage counted either way."""
     status, reason = out.get("status"), out.get("reason")
+    if waits := [i.value for i in out.get("__interrupt__") or []]:
+        assert status == "running" and all(w.get("kind") == "ask_human" for w in waits), waits
+        assert_usage(out, cfg)
+        return
     assert status in FINAL_STATUSES, f"run ended {status!r}: {reason}"
     if status != "succeeded":
         assert reason, f"status {status!r} without a reason"
@@ -94,7 +101,11 @@ def assert_well_formed(out: dict[str, Any], cfg: AimeConfig) -> None:
 
     answer = out.get("final_answer")
     assert isinstance(answer, str) and answer.strip()
+    assert_usage(out, cfg)
 
+
+def assert_usage(out: dict[str, Any], cfg: AimeConfig) -> None:
+    """The run's usage is counted, within its budget, and adds up by role."""
     usage = out["usage"]
     assert usage.llm_calls > 0 and usage.input_tokens > 0 and usage.output_tokens > 0
     assert cfg.max_llm_calls is not None
@@ -117,6 +128,7 @@ def summary(out: dict[str, Any], seconds: float) -> str:
     return (
         f"status={out['status']} in {seconds:.0f}s, calls={calls}, tokens="
         f"{usage.input_tokens}+{usage.output_tokens}, tasks={tasks}, reason={out.get('reason')!r}"
+        f", waits on={[i.value for i in out.get('__interrupt__') or []]}"
     )
 
 
