@@ -233,6 +233,36 @@ def test_a_plan_invalid_at_its_end_keeps_the_started_tasks_the_repair_keeps(
     assert out["usage"].by_role["planner"].llm_calls == 2  # the reply and its repair
 
 
+@tool
+def mark_after_repair(name: str) -> str:
+    """Record that a step ran; return only once b's repaired step has run (or 10 s)."""
+    MARKS.append(name)
+    deadline = time.monotonic() + 10
+    while "b-repaired" not in MARKS and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return f"{name} marked"
+
+
+@pytest.mark.parametrize("driver", ["invoke", "ainvoke"])
+def test_a_discarded_task_still_running_does_not_take_the_result_of_its_rerun(
+    workspace: Path, driver: str
+) -> None:
+    """b's first run is still at work when the repaired plan changes b: the new b (same
+    id) starts beside it and its result is b's; the old one's output is dropped when it
+    ends. (Once both ran under one key, the rerun's result was the one dropped.)"""
+    first_b = {**step("b"), "call": {"tool": "mark_after_repair", "args": {"name": "b-first"}}}
+    first = {"rationale": "r", "tasks": [first_b, step("z", None, "nope")]}
+    repaired = {"rationale": "r", "tasks": [step("b", "b-repaired")]}
+    model = HeldPlanner.from_dict({"planner": [first, repaired]})
+    model.until = lambda marks, n: n > 1 or "b-first" in marks
+    cfg = AimeConfig(workspace=workspace, verify="off", stream_plans=True)
+    graph = build_aime_graph(model, tools=[mark, mark_after_repair], config=cfg)
+    out = run(graph, driver, {"goal": "g"})
+    assert out["status"] == "succeeded"
+    assert MARKS == ["b-first", "b-repaired"]
+    assert out["tasks"]["b"].result.summary == "b-repaired marked"
+
+
 @pytest.mark.parametrize("driver", ["invoke", "ainvoke"])
 def test_when_the_planner_gives_up_the_streamed_results_are_discarded(
     workspace: Path, driver: str

@@ -85,6 +85,10 @@ class StreamedRun:
     """The progress list the planner started from."""
     streamed: dict[str, Task] = field(default_factory=dict)
     discarded: Discarded = field(default_factory=Discarded)
+    set_aside: dict[str, str] = field(default_factory=dict)
+    """Running actors just discarded: task id -> the key their future moves to, so a
+    changed task's new actor (same id) neither replaces nor is taken for the old one."""
+    discards: int = 0
     planner: dict[str, Any] | None = None
     halted: bool = False  # the Finisher protocol: the planner stopped (Stop.collect)
 
@@ -159,7 +163,10 @@ class StreamedRun:
             schedule.launched = [i for i in schedule.launched if i != task_id]
             if task_id in schedule.running:
                 schedule.running.remove(task_id)
-                self.discarded.running.append(task_id)
+                self.discards += 1
+                key = f"{task_id} (discarded {self.discards})"
+                self.set_aside[task_id] = key
+                self.discarded.running.append(key)
         schedule.tasks = {**plan, **kept}
         schedule.halted = schedule.halted or not accepted
 
@@ -231,6 +238,9 @@ def make_streaming_planner_node(
         run.arrive(seen["arrived"])
         if seen["planned"]:
             stopped.collect(run, "plan", planning)
+            for task_id, key in run.set_aside.items():
+                running[key] = running.pop(task_id)
+            run.set_aside.clear()
         run.count(seen["planner_calls"])
 
     def wind_up(
