@@ -295,28 +295,28 @@ def render_checklist(tasks: Tasks, *, with_results: bool = False, cancelled: boo
         children.setdefault(parent, []).append(task)
 
     lines: list[str] = []
-
-    def walk(parent: str | None, depth: int) -> None:
-        for task in children.get(parent, []):
-            indent = "  " * depth
-            unfinished = task.status in ("pending", "in_progress")
-            mark = CANCELLED_MARK if cancelled and unfinished else _CHECKBOX[task.status]
-            line = f"{indent}- {mark} {task.id}: {task.title}"
-            if task.dependencies:
-                line += f" (after {', '.join(task.dependencies)})"
-            if task.call is not None:
-                line += f" [calls {task.call.tool}]"
-            elif task.agent and task.team is None:
-                line += f" [agent {task.agent}]"
-            lines.append(line)
-            if task.team is not None:
-                lines.append(f"{indent}  - team ({task.team.mode}): {_team_members(task)}")
-            if with_results and task.result is not None:
-                summary = " ".join(task.result.summary.split())
-                lines.append(f"{indent}  - result ({task.result.status}): {summary}")
-            walk(task.id, depth + 1)
-
-    walk(None, 0)
+    # Depth first, each parent before its children (a stack, not a recursive closure:
+    # that would be a reference cycle left for the garbage collector on every call).
+    stack = [(task, 0) for task in reversed(children.get(None, []))]
+    while stack:
+        task, depth = stack.pop()
+        indent = "  " * depth
+        unfinished = task.status in ("pending", "in_progress")
+        mark = CANCELLED_MARK if cancelled and unfinished else _CHECKBOX[task.status]
+        line = f"{indent}- {mark} {task.id}: {task.title}"
+        if task.dependencies:
+            line += f" (after {', '.join(task.dependencies)})"
+        if task.call is not None:
+            line += f" [calls {task.call.tool}]"
+        elif task.agent and task.team is None:
+            line += f" [agent {task.agent}]"
+        lines.append(line)
+        if task.team is not None:
+            lines.append(f"{indent}  - team ({task.team.mode}): {_team_members(task)}")
+        if with_results and task.result is not None:
+            summary = " ".join(task.result.summary.split())
+            lines.append(f"{indent}  - result ({task.result.status}): {summary}")
+        stack += [(child, depth + 1) for child in reversed(children.get(task.id, []))]
     return "\n".join(lines)
 
 
