@@ -60,6 +60,22 @@ def test_usage_adds_up_including_roles() -> None:
     assert add_usage(None, one) == one
 
 
+def test_adding_an_empty_usage_changes_nothing_and_anything_counted_is_not_empty() -> None:
+    call = Usage.of_call("actor", input_tokens=10, model="m")
+    assert Usage() + call is call and call + Usage() is call  # records are immutable
+    assert Usage().counts_nothing()
+    for counted in (
+        Usage(tool_calls=1),
+        Usage(cost_usd=0.5),
+        Usage(by_task={"t1": RoleUsage()}),
+        Usage(unknown_tasks=["t1"]),
+        Usage(unknown_members=["m"]),
+    ):
+        assert not counted.counts_nothing()
+        assert Usage() + counted == counted == counted + Usage()
+    assert (Usage(tool_calls=1) + Usage(tool_calls=2)).tool_calls == 3
+
+
 def test_usage_by_model_counts_each_call_under_the_model_that_answered() -> None:
     a = Usage.of_call("actor", input_tokens=10, output_tokens=2, model="claude-x")
     b = Usage.of_call("actor", input_tokens=5, output_tokens=1, model="llama3.2")

@@ -25,10 +25,13 @@ from aimegraph.prompts import actor as prompts
 from aimegraph.state import ActorState, Task, TaskResult
 from aimegraph.teams.units import AgentRegistry, UnitMatcher
 from aimegraph.tools.progress import submit_result, update_progress
+from aimegraph.tools.hints import resolve_annotations
 from aimegraph.tools.registry import ToolRegistry
 from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, skills_section
 
-ALWAYS_BOUND: tuple[BaseTool, ...] = (update_progress, submit_result)
+ALWAYS_BOUND: tuple[BaseTool, ...] = tuple(
+    resolve_annotations(report) for report in (update_progress, submit_result)
+)
 """Tools every actor has, whatever its bundles: its reports to the engine. A reply
 calling only these is run in the react step itself (no tools step)."""
 

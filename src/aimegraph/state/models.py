@@ -336,7 +336,21 @@ class Usage(_Counts):
             }
         )
 
+    def counts_nothing(self) -> bool:
+        """Whether this record is empty: adding it to another changes nothing."""
+        if self.by_role or self.by_task or self.by_member or self.by_model:
+            return False
+        if self.unknown_tasks or self.unknown_members:
+            return False
+        return not any(getattr(self, name) for name in _Counts.model_fields)
+
     def __add__(self, other: Usage) -> Usage:
+        # Records are immutable, and most additions (the reducer's, a step's) meet an
+        # empty one: it is returned as it is rather than copied.
+        if other.counts_nothing():
+            return self
+        if self.counts_nothing():
+            return other
         return Usage(
             **self._summed(other),
             by_role=_merged(self.by_role, other.by_role),

@@ -18,6 +18,7 @@ from langchain_core.tools import BaseTool, StructuredTool
 
 from aimegraph.config import OptInBundle
 from aimegraph.imports import import_object
+from aimegraph.tools.hints import resolve_annotations
 from aimegraph.tools.shell import SHELL_BUNDLE, SHELL_BUNDLE_DESCRIPTION, make_shell_tool
 
 if TYPE_CHECKING:
@@ -75,6 +76,7 @@ class ToolRegistry:
                 f"(known: {', '.join(self._bundles) or 'none'})"
             )
         base = tool if isinstance(tool, BaseTool) else StructuredTool.from_function(tool)
+        resolve_annotations(base)
         if base.name in self._tools:
             raise ToolRegistryError(f"a tool named {base.name!r} is already registered")
         self._tools[base.name] = base
