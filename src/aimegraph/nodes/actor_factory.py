@@ -24,8 +24,8 @@ from aimegraph.memory.sections import facts_section
 from aimegraph.prompts import actor as prompts
 from aimegraph.state import ActorState, Task, TaskResult
 from aimegraph.teams.units import AgentRegistry, UnitMatcher
-from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.hints import resolve_annotations
+from aimegraph.tools.progress import submit_result, update_progress
 from aimegraph.tools.registry import ToolRegistry
 from aimegraph.tools.skills import SKILLS_BUNDLE, Skill, skills_section
 
