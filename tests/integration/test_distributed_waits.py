@@ -20,6 +20,7 @@ from tests.integration.distributed_env import TASKS, Cluster, _side_effects
 from tests.webhook_receiver import Receiver
 
 from aimegraph.checkpoints import open_checkpointer
+from aimegraph.distributed.records import RunRecord
 from aimegraph.distributed.submit import wait_for_run
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
@@ -91,10 +92,7 @@ def test_an_unanswered_escalation_takes_its_default_on_the_worker(own_cluster: C
     thread_id = cluster.submit(**ESCALATE, escalation_timeout_s=3)
     paused = wait_for_run(thread_id, checkpoints=cluster.checkpoints, timeout=60)
     assert paused.state == "paused"
-    deadline = time.monotonic() + 60
-    while (record := wait_for_run(thread_id, checkpoints=cluster.checkpoints)).state != "finished":
-        assert time.monotonic() < deadline, f"still {record.state} a minute after the pause"
-        time.sleep(0.2)
+    record = _finished(cluster, thread_id, within_s=60)
     assert record.outcome == "budget_exhausted"
     _, shown = cluster.cli("show", thread_id)
     assert shown["status"] == "budget_exhausted" and "no answer within 3 s" in shown["reason"]
@@ -112,10 +110,7 @@ def test_each_kind_of_wait_takes_its_default_on_the_worker(
     _wait_for_text(log, " ready.")
     timeouts = {"approval_timeout_s": 1, "ask_human_timeout_s": 1}
     thread_id = cluster.submit(**UNATTENDED | timeouts, notify_webhook=webhook.url)
-    deadline = time.monotonic() + 90
-    while (record := wait_for_run(thread_id, checkpoints=cluster.checkpoints)).state != "finished":
-        assert time.monotonic() < deadline, f"still {record.state} after 90 s"
-        time.sleep(0.2)
+    record = _finished(cluster, thread_id, within_s=90)
     assert record.outcome == "succeeded"
     _, shown = cluster.cli("show", thread_id)
     assert shown["tasks"]["t1"]["result"]["summary"] == "North"
@@ -131,3 +126,12 @@ def _wait_for_text(path: Path, text: str, timeout: float = 60) -> None:
     while not (path.exists() and text in path.read_text(errors="replace")):
         assert time.monotonic() < deadline, f"{text!r} not in {path} after {timeout} s"
         time.sleep(0.1)
+
+
+def _finished(cluster: Cluster, thread_id: str, *, within_s: float) -> RunRecord:
+    """The run's record once it has finished (pausing on the way), within ``within_s``."""
+    deadline = time.monotonic() + within_s
+    while (record := wait_for_run(thread_id, checkpoints=cluster.checkpoints)).state != "finished":
+        assert time.monotonic() < deadline, f"still {record.state} after {within_s} s"
+        time.sleep(0.2)
+    return record

@@ -76,9 +76,9 @@ class ToolRegistry:
                 f"(known: {', '.join(self._bundles) or 'none'})"
             )
         base = tool if isinstance(tool, BaseTool) else StructuredTool.from_function(tool)
-        resolve_annotations(base)
         if base.name in self._tools:
             raise ToolRegistryError(f"a tool named {base.name!r} is already registered")
+        resolve_annotations(base)
         self._tools[base.name] = base
         old = self._bundles[bundle]
         self._bundles[bundle] = ToolBundle(old.name, old.description, (*old.tools, base.name))
