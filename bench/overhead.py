@@ -368,7 +368,8 @@ def size_table(ws: Path, sizes: tuple[int, ...], repeat: int) -> tuple[Table, di
         )
         metrics[f"sizes.{n}.ratio"] = aime_s / plain_s
     per_task, per_run = statistics.linear_regression(sizes, differences)
-    metrics |= {"sizes.per_run_s": per_run, "sizes.per_task_s": per_task}
+    # Fitted to differences, so either may come out negative on a noisy machine.
+    metrics |= {"sizes.per_run_delta_s": per_run, "sizes.per_task_delta_s": per_task}
     table.notes.append(
         f"difference = {per_run * 1e3:.2f} ms per run + {per_task * 1e3:.3f} ms per task "
         "(least squares over the sizes): the part per run is the planner's and verifier's "
