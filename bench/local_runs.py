@@ -26,6 +26,9 @@ from typing import Any
 
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage, HumanMessage
+from langchain_core.runnables import RunnableConfig
+from langgraph.types import StreamMode
 
 from aimegraph import AimeConfig, build_aime_graph
 from bench.common import Headline, SectionResult, Table, fmt_s, skipped, workspace
@@ -73,57 +76,96 @@ def holds_number(answer: str, number: str) -> bool:
     return re.search(rf"(?<![\d.]){re.escape(number)}(?:\.0+)?(?![\d])", answer) is not None
 
 
-LOOPED = r"the reply repeats itself|the reply was cut off at the token limit"
-UNUSABLE = re.compile(
-    rf"could not be used: (?!{LOOPED})|no JSON|not valid JSON|could not parse", re.IGNORECASE
+LOOPING = re.compile(
+    r"the reply repeats itself|the reply was cut off at the token limit", re.IGNORECASE
 )
-"""How the engine says a model's reply did not parse (what the grammar rules out)."""
-LOOPING = re.compile(LOOPED, re.IGNORECASE)
-"""How it says a reply looped until the token limit: a grammar fixes the syntax of a
-reply, not its length, so a small model repeating itself inside a string is cut off."""
+"""How the engine says a reply looped until the token limit: a grammar fixes the syntax
+of a reply, not its length, so a small model repeating itself inside a string is cut off."""
+
+RE_ASKED = re.compile(r"\AYour (?:last )?reply could not be used: (?P<problem>.*)")
+"""The engine's re-ask (actor, planner, JSON mode): the reply before it was unusable."""
+GAVE_UP = re.compile(
+    r"\AStopped after \d+ steps \(.*?; the model's last reply could not be used: "
+    r"(?P<problem>.*?)\) without submitting|"
+    r"\Athe planner produced no valid plan .*? Last problem: no valid \w+ in \d+ replies "
+    r"\(.*?\): (?P<planner>.*)",
+    re.DOTALL,
+)
+"""The engine's word for a last unusable reply, which no re-ask followed (the actor's
+step cap, the planner's repairs used up)."""
 
 
 @dataclass
 class Outcome:
     """One run of one goal. ``status`` is the run's, or ``paused`` when it stopped on an
-    interrupt (the actor asked a human: an unattended run cannot go on)."""
+    interrupt (the actor asked a human: an unattended run cannot go on). ``unusable`` and
+    ``looped`` hold the engine's own words for each reply it could not use."""
 
     status: str
     correct: bool
     planned: bool
     calculated: bool
-    unusable_replies: int
-    looped_replies: int
+    unusable: list[str]
+    looped: list[str]
     seconds: float
     calls: int
 
 
-class ToolsRun(BaseCallbackHandler):
-    """The names of the tools a run ran (LangChain's tool-start callback)."""
+class RunWatch(BaseCallbackHandler):
+    """What a run did, from LangChain's callbacks: the tools it ran and the problems of
+    the replies the engine asked again (each re-ask ends the prompt of the next call)."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
+        self.tools: list[str] = []
+        self.re_asked: list[str] = []
 
     def on_tool_start(self, serialized: dict[str, Any], input_str: str, **kwargs: Any) -> None:
-        self.names.append(str((serialized or {}).get("name") or kwargs.get("name")))
+        self.tools.append(str((serialized or {}).get("name") or kwargs.get("name")))
+
+    def on_chat_model_start(
+        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
+    ) -> None:
+        for prompt in messages:
+            last = prompt[-1] if prompt else None
+            if isinstance(last, HumanMessage) and (found := RE_ASKED.match(last.text)):
+                self.re_asked.append(found["problem"])
 
 
 def run_goal(model: BaseChatModel, goal: str, number: str, workspace: Path) -> Outcome:
     graph = build_aime_graph(model, config=run_config(workspace))
-    tools = ToolsRun()
+    watch = RunWatch()
     start = time.perf_counter()
-    out: dict[str, Any] = graph.invoke({"goal": goal}, {"callbacks": [tools]})
+    out: dict[str, Any] = {}
+    paused = False
+    # Each actor attempt's end as the engine streamed it: a rerun's result replaces it.
+    ended: list[str] = []
+    with_watch: RunnableConfig = {"callbacks": [watch]}
+    modes: list[StreamMode] = ["values", "updates", "custom"]
+    for namespace, mode, chunk in graph.stream(
+        {"goal": goal}, with_watch, stream_mode=modes, subgraphs=True
+    ):
+        if mode == "values" and not namespace:  # the run's state (a subgraph's has a namespace)
+            out = chunk
+        elif mode == "updates" and not namespace:
+            paused = paused or "__interrupt__" in chunk
+        elif mode == "custom" and chunk.get("type") == "actor" and chunk.get("event") == "failed":
+            ended.append(str(chunk.get("summary")))
     seconds = time.perf_counter() - start
-    status = "paused" if out.get("__interrupt__") else str(out.get("status"))
-    tasks = (out.get("tasks") or {}).values()
-    said = [out.get("reason") or "", *(t.result.summary for t in tasks if t.result)]
+    status = "paused" if paused else str(out.get("status"))
+    # Only the engine's own words count: a summary the model wrote may say anything.
+    last_words = [
+        m["problem"] or m["planner"]
+        for text in [out.get("reason") or "", *ended]
+        if (m := GAVE_UP.match(text))
+    ]
+    problems = watch.re_asked + last_words
     return Outcome(
         status=status,
         correct=status == "succeeded" and holds_number(out.get("final_answer") or "", number),
         planned=bool(out.get("tasks")),
-        calculated="calculator" in tools.names,
-        unusable_replies=sum(len(UNUSABLE.findall(text)) for text in said),
-        looped_replies=sum(len(LOOPING.findall(text)) for text in said),
+        calculated="calculator" in watch.tools,
+        unusable=[p for p in problems if not LOOPING.search(p)],
+        looped=[p for p in problems if LOOPING.search(p)],
         seconds=seconds,
         calls=out["usage"].llm_calls,
     )
@@ -173,8 +215,8 @@ def run(quick: bool) -> SectionResult:
                 f"{statuses['succeeded']} of {len(goals)}",
                 f"{sum(o.planned for o in outcomes)} of {len(goals)}",
                 f"{sum(o.calculated for o in outcomes)} of {len(goals)}",
-                sum(o.unusable_replies for o in outcomes),
-                sum(o.looped_replies for o in outcomes),
+                sum(len(o.unusable) for o in outcomes),
+                sum(len(o.looped) for o in outcomes),
                 ", ".join(f"{k} {v}" for k, v in sorted(statuses.items())),
                 fmt_s(statistics.median(o.seconds for o in outcomes)),
                 sum(o.calls for o in outcomes),
@@ -186,8 +228,8 @@ def run(quick: bool) -> SectionResult:
                 f"{key}.succeeded": statuses["succeeded"],
                 f"{key}.planned": sum(o.planned for o in outcomes),
                 f"{key}.calculated": sum(o.calculated for o in outcomes),
-                f"{key}.unusable_replies": sum(o.unusable_replies for o in outcomes),
-                f"{key}.looped_replies": sum(o.looped_replies for o in outcomes),
+                f"{key}.unusable_replies": sum(len(o.unusable) for o in outcomes),
+                f"{key}.looped_replies": sum(len(o.looped) for o in outcomes),
                 f"{key}.median_s": statistics.median(o.seconds for o in outcomes),
             }
     table.notes += [
@@ -199,10 +241,11 @@ def run(quick: bool) -> SectionResult:
         "and 4 times smaller (Q4_1). Both run in-process on the CPU.",
         "paused: the actor called ask_human (the factory gives a task the bundles its words "
         "match when the plan names none), so the unattended run waits for an answer. "
-        "unusable replies reported: failure reasons saying a reply did not parse (the grammar "
-        "is there to rule them out). Replies looping to the token limit: the grammar fixes a "
-        "reply's syntax, not its length, so a model repeating itself inside a string is cut "
-        "off before the JSON closes; the engine says so and asks again.",
+        "unusable replies reported: replies the engine asked again, or gave up on, for a "
+        "reason other than looping (the grammar is there to rule them out). Replies looping to "
+        "the token limit: the grammar fixes a reply's syntax, not its length, so a model "
+        "repeating itself inside a string is cut off before the JSON closes; the engine says "
+        "so and asks again.",
     ]
     headline = Headline(
         f"real local models finishing real runs: {len(goals)} trivial goals, each one "

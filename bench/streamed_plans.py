@@ -32,7 +32,7 @@ from langchain_core.outputs import LLMResult
 from langchain_core.tools import tool
 
 from aimegraph import build_aime_graph
-from aimegraph.models.scripted import ScriptedChatModel
+from aimegraph.models.offline.scripted import ScriptedChatModel
 from aimegraph.streaming import ROLE
 from bench.common import Headline, SectionResult, Table, config, fmt_s, fmt_x, workspace
 

@@ -46,7 +46,7 @@ def test_the_bundled_model_finishes_trivial_goals(tmp_path: Path) -> None:
         f"{[o.status for o in outcomes]}; calculator called in "
         f"{sum(o.calculated for o in outcomes)}; a task planned in "
         f"{sum(o.planned for o in outcomes)}; replies looping to the token limit "
-        f"{sum(o.looped_replies for o in outcomes)}"
+        f"{[p for o in outcomes for p in o.looped]}"
     )
     budget = run_config(tmp_path).max_llm_calls
     assert budget is not None
@@ -54,4 +54,4 @@ def test_the_bundled_model_finishes_trivial_goals(tmp_path: Path) -> None:
         assert outcome.status in ENDED
         assert outcome.calls <= budget + 1  # the reporter may make the one past the budget
         # Plans and actor steps are decoded under a grammar: no reply that ends fails to parse.
-        assert outcome.unusable_replies == 0
+        assert outcome.unusable == []
