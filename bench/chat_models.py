@@ -24,7 +24,9 @@ class BenchChatModel(ScriptedChatModel):
     characters a token). Engine runs and baselines are charged alike, whatever the
     engine's own usage accounting says."""
 
-    _sent_chars: list[int] = PrivateAttr(default_factory=list)
+    _sent: list[tuple[list[BaseMessage], Any]] = PrivateAttr(default_factory=list)
+    """Each call's messages and bound tools, counted only when asked: counting while
+    timed would charge the side that sends more with the instrument's own work."""
 
     @property
     def _llm_type(self) -> str:
@@ -32,17 +34,17 @@ class BenchChatModel(ScriptedChatModel):
 
     def reset(self) -> None:
         super().reset()
-        self._sent_chars.clear()
+        self._sent.clear()
 
     @property
     def calls(self) -> int:
         """Calls since the last ``reset()``."""
-        return len(self._sent_chars)
+        return len(self._sent)
 
     @property
     def tokens_sent(self) -> int:
         """Prompt tokens sent since the last ``reset()``."""
-        return sum(chars // 4 + 1 for chars in list(self._sent_chars))
+        return sum(_chars(messages, tools) // 4 + 1 for messages, tools in list(self._sent))
 
     def _generate(
         self,
@@ -51,9 +53,15 @@ class BenchChatModel(ScriptedChatModel):
         run_manager: CallbackManagerForLLMRun | None = None,
         **kwargs: Any,
     ) -> ChatResult:
-        tools = json.dumps(kwargs.get("tools") or [], separators=(",", ":"))
-        self._sent_chars.append(sum(len(m.text) for m in messages) + len(tools))
+        self._sent.append((list(messages), kwargs.get("tools")))
         return super()._generate(messages, stop, run_manager, **kwargs)
+
+
+def _chars(messages: list[BaseMessage], tools: Any) -> int:
+    """The characters of a call's message text and bound tool schemas."""
+    return sum(len(m.text) for m in messages) + len(
+        json.dumps(tools or [], separators=(",", ":"))
+    )
 
 
 class LatencyChatModel(BenchChatModel):

@@ -82,7 +82,11 @@ LOOPING = re.compile(
 """How the engine says a reply looped until the token limit: a grammar fixes the syntax
 of a reply, not its length, so a small model repeating itself inside a string is cut off."""
 
-RE_ASKED = re.compile(r"\AYour (?:last )?reply could not be used: (?P<problem>.*)")
+RE_ASKED = re.compile(
+    r"\AYour (?:last )?reply could not be used: (?P<problem>.*?)"
+    r"(?:\n(?:Reply again|Continue the task|Send the plan update again)|\Z)",
+    re.DOTALL,
+)
 """The engine's re-ask (actor, planner, JSON mode): the reply before it was unusable."""
 GAVE_UP = re.compile(
     r"\AStopped after \d+ steps \(.*?; the model's last reply could not be used: "

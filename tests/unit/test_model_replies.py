@@ -1,15 +1,20 @@
-"""Reading model replies: reasoning left out, tool calls written as text found."""
+"""Reading model replies: reasoning left out, tool calls written as text found, and
+why a reply whose tool-call arguments do not parse could not be used."""
 
 from __future__ import annotations
 
 import json
 
 import pytest
-from langchain_core.messages import AIMessage
+from langchain_core.exceptions import OutputParserException
+from langchain_core.messages import AIMessage, HumanMessage
 
+from aimegraph import PlanUpdate
 from aimegraph.models.json_tools import parse_tool_calls, tool_calls_in_text
 from aimegraph.models.jsonparse import JsonReplyError
 from aimegraph.models.reasoning import strip_reasoning, visible_text, without_think_text
+from aimegraph.models.reply_reading import read_reply
+from aimegraph.nodes.replies import RE_ASK, reply_messages
 
 BOUND = ("calculator", "submit_result")
 
@@ -102,3 +107,52 @@ def test_parse_tool_calls_prefers_the_call_of_a_bound_tool() -> None:
     assert parse_tool_calls(reply)[0]["name"] == "<tool name>"
     with pytest.raises(JsonReplyError, match='no "tool" name'):
         parse_tool_calls('{"args": {}}', BOUND)
+
+
+LOOPING_ARGS = '{"tasks": [{"id": "a", "title": "' + "the same words again " * 40
+CUT_OFF_ARGS = '{"tasks": [{"id": "a", "title": "Multiply 17 by'
+
+
+def _invalid_call(args: str, name: str, **metadata: str) -> AIMessage:
+    bad = {"name": name, "args": args, "id": "c1", "error": "not JSON"}
+    return AIMessage(
+        content="",
+        invalid_tool_calls=[{**bad, "type": "invalid_tool_call"}],
+        response_metadata=metadata,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "metadata", "said"),
+    [
+        (LOOPING_ARGS, {}, "the reply repeats itself"),
+        (CUT_OFF_ARGS, {"finish_reason": "length"}, "the reply was cut off at the token limit"),
+        (CUT_OFF_ARGS, {}, "Function PlanUpdate arguments"),
+    ],
+)
+def test_a_structured_reply_whose_arguments_do_not_parse_says_why(
+    args: str, metadata: dict[str, str], said: str
+) -> None:
+    # A small model looping inside a string until the token limit leaves arguments that
+    # do not parse: the re-ask says it looped (asking for a short reply), not only that
+    # the JSON is broken.
+    raw = _invalid_call(args, "PlanUpdate", **metadata)
+    error = OutputParserException(f"Function PlanUpdate arguments:\n\n{args}\n\nare not valid JSON")
+    reply = {"raw": raw, "parsed": None, "parsing_error": error}
+    value, _, problem, _ = read_reply(reply, PlanUpdate, "native")
+    assert value is None and problem is not None and problem.startswith(said)
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (LOOPING_ARGS, "the reply repeats itself"),
+        (CUT_OFF_ARGS, "the arguments of your calculator call were not valid JSON"),
+    ],
+)
+def test_an_actor_call_whose_arguments_do_not_parse_is_asked_again_saying_why(
+    args: str, said: str
+) -> None:
+    *_, re_ask = reply_messages(_invalid_call(args, "calculator"), list(BOUND), "native")
+    assert isinstance(re_ask, HumanMessage)
+    assert re_ask.response_metadata[RE_ASK].startswith(said)

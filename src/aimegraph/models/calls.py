@@ -27,8 +27,8 @@ from langgraph.types import RetryPolicy
 from pydantic import BaseModel, ValidationError
 
 from aimegraph.models.errors import is_transient, openai_errors
-from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, parse_json_reply
 from aimegraph.models.partial import PartialReader, streamed_call, tool_name
+from aimegraph.models.reply_reading import describe_error, read_reply, reply_in_error
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.server_schema import ServerSchema, constrained
 from aimegraph.models.steps import CallWrapper, Steps, arun_steps, model_call, run_steps
@@ -224,14 +224,13 @@ def structured_steps(
     Native mode uses ``with_structured_output`` (the raw reply kept, as with
     ``include_raw=True``), or with ``beside`` tools and a model that calls tools, binds
     the schema as the first tool and those after it (see :class:`ToolsBeside`); JSON
-    mode puts
-    the JSON schema in the system prompt and parses the reply tolerantly, and asks an
-    OpenAI-compatible server for the schema as ``server_schema`` says
-    (:mod:`aimegraph.models.server_schema`). With ``stream``, each reply is
-    streamed and read as it comes by a reader from ``stream`` (one per call,
-    :func:`aimegraph.models.partial.streamed_call`). Either
-    way at most ``retries`` re-asks follow a reply that does not parse, does not
-    validate or is degenerate (empty, looping, cut off at the token limit).
+    mode puts the JSON schema in the system prompt and parses the reply tolerantly, and
+    asks an OpenAI-compatible server for the schema as ``server_schema`` says
+    (:mod:`aimegraph.models.server_schema`). With ``stream``, each reply is streamed and
+    read as it comes by a reader from ``stream`` (one per call,
+    :func:`aimegraph.models.partial.streamed_call`). Either way at most ``retries``
+    re-asks follow a reply that does not parse, does not validate or is degenerate
+    (empty, looping, cut off at the token limit), a native one's arguments included.
 
     With ``wrap`` (a role's middleware) each call runs inside its ``wrap_model_call``
     hooks, and the reply is read as the model that gave it reads its own.
@@ -275,7 +274,7 @@ def structured_steps(
             # json_schema method, through the OpenAI SDK): a reply that does not fit
             # fails the call. The model did answer: a bad reply, to be re-asked.
             usage = usage + _usage_of_completion(None, role)
-            value, raw_text, error_or_none = None, _reply_in(exc), _describe(exc)
+            value, raw_text, error_or_none = None, reply_in_error(exc), describe_error(exc)
         except Exception as exc:  # noqa: BLE001 - every model failure becomes data
             if usage.llm_calls == 0:  # a node retry would not count calls already made
                 reraise_if_retryable(exc, runtime)
@@ -283,7 +282,7 @@ def structured_steps(
                 None, f"model call failed: {type(exc).__name__}: {exc}", usage, model_failed=True
             )
         else:
-            value, raw_text, error_or_none, raw = _read_reply(stages.read(reply), schema, mode)
+            value, raw_text, error_or_none, raw = read_reply(stages.read(reply), schema, mode)
             usage = usage + usage_of(raw, role, prices)
         if value is not None:
             return StructuredReply(value, None, usage, message=raw)
@@ -368,9 +367,9 @@ class _Stages:
 
     call: Runnable[Any, Any]
     parse: Runnable[Any, Any] | None = None
-    """None in JSON mode (parsed by :func:`_read_reply`), and when the library's
-    runnable is not a call-then-parse sequence: then ``call`` is its
-    ``include_raw=True`` form, which returns the raw reply and the parse together."""
+    """None in JSON mode (parsed by :func:`aimegraph.models.reply_reading.read_reply`),
+    and when the library's runnable is not a call-then-parse sequence: then ``call`` is
+    its ``include_raw=True`` form, which returns the raw reply and the parse together."""
 
     def read(self, reply: Any) -> Any:
         """The call's reply, parsed as ``include_raw=True`` reports it (native mode)."""
@@ -452,45 +451,3 @@ def _json_schema(schema: type[BaseModel]) -> dict[str, Any]:
 @functools.lru_cache(maxsize=64)
 def _schema_text(schema: type[BaseModel]) -> str:
     return json.dumps(_json_schema(schema), indent=1)
-
-
-def _read_reply(
-    reply: Any, schema: type[M], mode: Mode
-) -> tuple[M | None, str, str | None, AIMessage]:
-    """One attempt's reply as (value or None, the reply as text, error or None, raw reply)."""
-    if mode == "native":
-        out = cast(dict[str, Any], reply)
-        raw: AIMessage = out["raw"]
-        text = raw.text or json.dumps([c["args"] for c in raw.tool_calls])
-        if out.get("parsed") is not None:
-            return out["parsed"], text, None, raw
-        parsing_error = out.get("parsing_error")
-        return None, text, _describe(parsing_error) if parsing_error else None, raw
-    raw = cast(AIMessage, reply)
-    text = raw.text
-    try:
-        return schema.model_validate(parse_json_reply(text)), text, None, raw
-    except (JsonReplyError, ValidationError) as exc:
-        # A good object followed by rambling still counts; degeneracy (looping,
-        # cut off) only explains why nothing usable came back.
-        finish = raw.response_metadata.get("finish_reason")
-        return None, text, check_degenerate(text, finish_reason=finish) or _describe(exc), raw
-
-
-def _reply_in(exc: ValidationError | OutputParserException) -> str:
-    """The reply text a parse error carries, when it does: a parser's output, or the
-    text pydantic found to be no JSON at all."""
-    if isinstance(exc, OutputParserException):
-        return str(exc.llm_output or "")
-    found = exc.errors()[0].get("input") if exc.error_count() else None
-    return found if isinstance(found, str) else ""
-
-
-def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ValidationError):
-        problems = [
-            f"{'.'.join(str(p) for p in err['loc']) or 'reply'}: {err['msg']}"
-            for err in exc.errors()[:8]
-        ]
-        return "the reply does not match the schema: " + "; ".join(problems)
-    return str(exc)

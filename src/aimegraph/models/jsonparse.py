@@ -31,13 +31,22 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import json_repair
 
 from aimegraph.models.reasoning import strip_reasoning
 
-__all__ = ["JsonReplyError", "check_degenerate", "json_values", "parse_json_reply"]
+if TYPE_CHECKING:
+    from langchain_core.messages import AIMessage
+
+__all__ = [
+    "JsonReplyError",
+    "check_degenerate",
+    "json_values",
+    "parse_json_reply",
+    "why_unusable_call",
+]
 
 
 class JsonReplyError(ValueError):
@@ -238,6 +247,16 @@ def check_degenerate(text: str, *, finish_reason: str | None = None) -> str | No
     if not strip_reasoning(text):
         return "empty reply: only reasoning, no answer"
     return None
+
+
+def why_unusable_call(reply: AIMessage) -> str | None:
+    """Why a reply whose tool-call arguments do not parse is degenerate, read from its
+    text and those arguments: looping (a small model repeating itself inside a string
+    until the token limit) or cut off there; ``None`` when it is neither."""
+    said = " ".join([reply.text, *(str(c.get("args") or "") for c in reply.invalid_tool_calls)])
+    if not said.strip():
+        return None
+    return check_degenerate(said, finish_reason=reply.response_metadata.get("finish_reason"))
 
 
 def _find_loop(items: list[str], max_period: int, min_items: int, sep: str) -> str | None:

@@ -8,7 +8,7 @@ from langchain_core.messages import AIMessage, AnyMessage, HumanMessage
 
 from aimegraph.models.calls import Mode
 from aimegraph.models.json_tools import parse_tool_calls, tool_calls_in_text
-from aimegraph.models.jsonparse import JsonReplyError, check_degenerate
+from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, why_unusable_call
 from aimegraph.models.reasoning import visible_text, without_think_text
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
@@ -60,7 +60,10 @@ def _why_unusable(reply: AIMessage) -> str | None:
     valid JSON, or an empty, looping or cut-off reply."""
     if reply.invalid_tool_calls:
         bad = reply.invalid_tool_calls[0]
-        return f"the arguments of your {bad.get('name') or 'tool'} call were not valid JSON"
+        return (
+            why_unusable_call(reply)
+            or f"the arguments of your {bad.get('name') or 'tool'} call were not valid JSON"
+        )
     finish = reply.response_metadata.get("finish_reason")
     return check_degenerate(reply.text, finish_reason=finish)
 

@@ -248,7 +248,10 @@ class _Counts(_Record):
         return self.input_tokens + self.output_tokens
 
     def _summed(self, other: _Counts) -> dict[str, Any]:
-        return {name: getattr(self, name) + getattr(other, name) for name in _Counts.model_fields}
+        return {name: getattr(self, name) + getattr(other, name) for name in _COUNTS}
+
+
+_COUNTS = tuple(_Counts.model_fields)
 
 
 class RoleUsage(_Counts):
@@ -320,7 +323,7 @@ class Usage(_Counts):
 
     def totals(self) -> RoleUsage:
         """The counts without the breakdowns."""
-        return RoleUsage(**{name: getattr(self, name) for name in _Counts.model_fields})
+        return RoleUsage(**{name: getattr(self, name) for name in _COUNTS})
 
     def for_task(self, task_id: str, member: str | None = None, *, known: bool = True) -> Usage:
         """This usage attributed to ``task_id`` (and to the team ``member``): the
@@ -342,7 +345,7 @@ class Usage(_Counts):
             return False
         if self.unknown_tasks or self.unknown_members:
             return False
-        return not any(getattr(self, name) for name in _Counts.model_fields)
+        return not any(getattr(self, name) for name in _COUNTS)
 
     def __add__(self, other: Usage) -> Usage:
         # Records are immutable, and most additions (the reducer's, a step's) meet an
