@@ -136,3 +136,23 @@ def merged(chunks: list[AIMessageChunk]) -> AIMessageChunk:
     for chunk in chunks[1:]:
         total = total + chunk
     return total
+
+
+class Essay(BaseModel):
+    essay: str
+
+
+@pytest.mark.parametrize("streamed", [False, True], ids=["invoke", "stream"])
+def test_a_tool_call_cut_off_at_the_token_limit_says_length(
+    model: BaseChatModel, streamed: bool
+) -> None:
+    # llama.cpp reports a grammar-constrained call cut off at max_tokens as "tool_calls":
+    # the reply says "length", so the engine sees the cut (and asks for a short reply).
+    forced = model.bind_tools([Essay], tool_choice="any")
+    prompt = "Write a long essay about the history of Rome."
+    if streamed:
+        reply: AIMessage = merged(list(forced.stream(prompt, max_tokens=6)))
+    else:
+        reply = forced.invoke(prompt, max_tokens=6)
+    assert reply.usage_metadata is not None and reply.usage_metadata["output_tokens"] >= 6
+    assert reply.response_metadata["finish_reason"] == "length"

@@ -341,7 +341,19 @@ class LocalChatLlamaCpp(JsonModes, ChatLlamaCpp):  # type: ignore[misc]
             response = self.client.create_chat_completion(
                 messages=self._create_message_dicts(messages), **params
             )
-        return self._create_chat_result(response)
+        result = self._create_chat_result(response)
+        spent = int((response.get("usage") or {}).get("completion_tokens", 0))
+        if self._cut_off(spent, params):
+            for generation in result.generations:
+                generation.message.response_metadata["finish_reason"] = "length"
+        return result
+
+    def _cut_off(self, output_tokens: int, call: dict[str, Any]) -> bool:
+        """Whether a reply of ``output_tokens`` used up the call's token limit. llama.cpp
+        reports a tool call (grammar-constrained) cut off there as ``tool_calls``: its
+        finish reason is set to ``length``, as for text, so the cut is seen as such."""
+        limit = call.get("max_tokens") or self.max_tokens
+        return bool(limit) and output_tokens >= limit
 
     def _create_chat_result(self, response: dict[str, Any]) -> ChatResult:
         result = super()._create_chat_result(response)
@@ -390,6 +402,7 @@ class LocalChatLlamaCpp(JsonModes, ChatLlamaCpp):  # type: ignore[misc]
         parts: list[str] = []
         named: set[int] = set()
         started = False
+        finish: str | None = None
         # run_manager=None: LangChain's stream() reports each chunk to the callbacks itself.
         for chunk in super()._stream(messages, stop=stop, run_manager=None, **call):
             parts.append(chunk.text)
@@ -398,16 +411,23 @@ class LocalChatLlamaCpp(JsonModes, ChatLlamaCpp):  # type: ignore[misc]
             if not started and isinstance(text, str):
                 text = text.lstrip()
                 started = bool(text)
+            # The finish reason goes in the last chunk alone: chunks add their strings up.
+            info = dict(chunk.generation_info or {})
+            finish = info.pop("finish_reason", finish)
             yield ChatGenerationChunk(
-                message=_named_once(message, text, named), generation_info=chunk.generation_info
+                message=_named_once(message, text, named), generation_info=info or None
             )
+        usage = self._stream_usage(messages, parts)
+        if self._cut_off(usage["output_tokens"], call):
+            finish = "length"
         yield ChatGenerationChunk(
             message=AIMessageChunk(
                 content="",
-                usage_metadata=self._stream_usage(messages, parts),
+                usage_metadata=usage,
                 response_metadata={"model_name": self.model_name},
                 chunk_position="last",
-            )
+            ),
+            generation_info={"finish_reason": finish} if finish else None,
         )
 
     def _stream_usage(self, messages: list[BaseMessage], parts: list[str]) -> UsageMetadata:
