@@ -154,6 +154,7 @@ class _ProcessHeld:
 # Shared with the distributed runs (aimegraph.distributed.runner): one key space.
 THREAD_LOCK_KEY = "hashtextextended('aimegraph-thread:' || %s, 0)"
 _TRY_LOCK_SQL = f"SELECT pg_try_advisory_lock({THREAD_LOCK_KEY})"
+_UNLOCK_SQL = f"SELECT pg_advisory_unlock({THREAD_LOCK_KEY})"
 _HOLDERS_SQL = f"""
 SELECT t.thread_id, a.application_name
 FROM unnest(%s::text[]) AS t(thread_id)
@@ -188,7 +189,16 @@ class _PostgresHeld:
         return row is not None
 
     def release(self) -> None:
-        self.conn.close()  # the session's advisory lock goes with it
+        import psycopg
+
+        # Unlocked before the close: the server ends a closed session after the client has
+        # gone, so its lock would still show, and refuse another holder, for a moment.
+        try:
+            self.conn.execute(_UNLOCK_SQL, (self.thread_id,))
+        except psycopg.Error:
+            pass  # a dead session: its lock went with it
+        finally:
+            self.conn.close()
 
 
 class _PostgresLeases:
