@@ -5,6 +5,7 @@ engine's own words, and never what a model wrote in a summary of its own."""
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,12 @@ from bench.local_runs import GAVE_UP, Outcome, run_goal  # noqa: E402
 SAYS_IT_FAILED = "I could not parse the numbers: not valid JSON, no JSON at all."
 
 
-def run(tmp_path: Path, actor_replies: list[dict[str, Any]]) -> Outcome:
+def run(
+    tmp_path: Path, actor_replies: list[dict[str, Any]], planner_first: Sequence[Any] = ()
+) -> Outcome:
     model = ScriptedChatModel.from_dict(
         {
-            "planner": [plan(spec("a"))],
+            "planner": [*planner_first, plan(spec("a"))],
             "actors": {"a": actor_replies},
             "reporter": [{"text": "The answer is 391."}],
         }
@@ -39,6 +42,12 @@ def test_each_reply_asked_again_or_given_up_on_counts_once(tmp_path: Path) -> No
     assert outcome.status != "succeeded"
     assert outcome.unusable == ["empty reply"] * 6  # two attempts (a replan)
     assert outcome.looped == []
+
+
+def test_a_plan_asked_again_counts(tmp_path: Path) -> None:
+    outcome = run(tmp_path, [submit("391")], planner_first=[{"text": "Sure, I will plan."}])
+    assert outcome.status == "succeeded"
+    assert len(outcome.unusable) == 1 and outcome.looped == []
 
 
 def test_a_summary_the_model_wrote_does_not_count(tmp_path: Path) -> None:
