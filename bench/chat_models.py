@@ -59,9 +59,7 @@ class BenchChatModel(ScriptedChatModel):
 
 def _chars(messages: list[BaseMessage], tools: Any) -> int:
     """The characters of a call's message text and bound tool schemas."""
-    return sum(len(m.text) for m in messages) + len(
-        json.dumps(tools or [], separators=(",", ":"))
-    )
+    return sum(len(m.text) for m in messages) + len(json.dumps(tools or [], separators=(",", ":")))
 
 
 class LatencyChatModel(BenchChatModel):
