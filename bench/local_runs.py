@@ -31,6 +31,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.types import StreamMode
 
 from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.models.reply_reading import RE_ASK
 from bench.common import Headline, SectionResult, Table, fmt_s, skipped, workspace
 
 GOALS: tuple[tuple[str, str], ...] = (
@@ -82,12 +83,6 @@ LOOPING = re.compile(
 """How the engine says a reply looped until the token limit: a grammar fixes the syntax
 of a reply, not its length, so a small model repeating itself inside a string is cut off."""
 
-RE_ASKED = re.compile(
-    r"\AYour (?:last )?reply could not be used: (?P<problem>.*?)"
-    r"(?:\n(?:Reply again|Continue the task|Send the plan update again)|\Z)",
-    re.DOTALL,
-)
-"""The engine's re-ask (actor, planner, JSON mode): the reply before it was unusable."""
 GAVE_UP = re.compile(
     r"\AStopped after \d+ steps \(.*?; the model's last reply could not be used: "
     r"(?P<problem>.*?)\) without submitting|"
@@ -131,8 +126,8 @@ class RunWatch(BaseCallbackHandler):
     ) -> None:
         for prompt in messages:
             last = prompt[-1] if prompt else None
-            if isinstance(last, HumanMessage) and (found := RE_ASKED.match(last.text)):
-                self.re_asked.append(found["problem"])
+            if isinstance(last, HumanMessage) and (problem := last.response_metadata.get(RE_ASK)):
+                self.re_asked.append(str(problem))
 
 
 def run_goal(model: BaseChatModel, goal: str, number: str, workspace: Path) -> Outcome:

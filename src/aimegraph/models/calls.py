@@ -28,7 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from aimegraph.models.errors import is_transient, openai_errors
 from aimegraph.models.partial import PartialReader, streamed_call, tool_name
-from aimegraph.models.reply_reading import describe_error, read_reply, reply_in_error
+from aimegraph.models.reply_reading import RE_ASK, describe_error, read_reply, reply_in_error
 from aimegraph.models.resolve import supports_structured_output, supports_tool_calling
 from aimegraph.models.server_schema import ServerSchema, constrained
 from aimegraph.models.steps import CallWrapper, Steps, arun_steps, model_call, run_steps
@@ -293,7 +293,8 @@ def structured_steps(
             *base,
             HumanMessage(
                 content=json_mode.PARSE_ERROR.format(error=error)
-                + (f"\nYour reply was:\n{raw_text[:2000]}" if raw_text else "")
+                + (f"\nYour reply was:\n{raw_text[:2000]}" if raw_text else ""),
+                response_metadata={RE_ASK: error},
             ),
         ]
     return StructuredReply(

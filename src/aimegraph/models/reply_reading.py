@@ -18,7 +18,12 @@ from aimegraph.models.jsonparse import (
     why_unusable_call,
 )
 
-__all__ = ["describe_error", "read_reply", "reply_in_error"]
+__all__ = ["RE_ASK", "describe_error", "read_reply", "reply_in_error"]
+
+RE_ASK = "re_ask"
+"""Key in the ``response_metadata`` of every turn that asks a model again because its
+reply could not be used (never sent to the model): the problem, in the words the turn
+gives it."""
 
 M = TypeVar("M", bound=BaseModel)
 

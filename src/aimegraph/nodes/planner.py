@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 from aimegraph.config import AimeConfig
 from aimegraph.memory.sections import facts_section, past_runs_section
 from aimegraph.models.calls import ToolsBeside
+from aimegraph.models.reply_reading import RE_ASK
 from aimegraph.models.steps import CallWrapper
 from aimegraph.nodes.dual import Steps, ask_structured, blocking_call, model_node
 from aimegraph.nodes.notes import run_notes
@@ -164,13 +165,12 @@ def make_draft_node(
         ]
         if error := state.get("plan_error"):
             draft = state.get("draft")
-            messages.append(
-                HumanMessage(
-                    prompts.REPAIR.format(error=error, draft=json.dumps(draft, indent=1))
-                    if draft is not None
-                    else prompts.RETRY.format(error=error)
-                )
-            )
+            if draft is not None:  # a plan that could not be accepted: repaired
+                repair = prompts.REPAIR.format(error=error, draft=json.dumps(draft, indent=1))
+                messages.append(HumanMessage(repair))
+            else:  # a reply that could not be used: asked again
+                retry = prompts.RETRY.format(error=error)
+                messages.append(HumanMessage(retry, response_metadata={RE_ASK: error}))
         feed = PLAN_FEED.get() if checks is not None else None
         tasks_now = state.get("tasks") or {}
         reply = yield from ask_structured(

@@ -10,13 +10,11 @@ from aimegraph.models.calls import Mode
 from aimegraph.models.json_tools import parse_tool_calls, tool_calls_in_text
 from aimegraph.models.jsonparse import JsonReplyError, check_degenerate, why_unusable_call
 from aimegraph.models.reasoning import visible_text, without_think_text
+from aimegraph.models.reply_reading import RE_ASK
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import json_mode
 
 __all__ = ["RE_ASK", "reply_messages"]
-
-RE_ASK = "re_ask"
-"""Key in a re-ask's ``response_metadata`` (never sent to the model) holding the problem."""
 
 
 def reply_messages(reply: AIMessage, tool_names: list[str], mode: Mode) -> list[AnyMessage]:
