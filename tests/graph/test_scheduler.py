@@ -13,6 +13,7 @@ from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.errors import GraphDrained
+from langgraph.graph import START, StateGraph
 from langgraph.runtime import get_runtime
 from langgraph.types import Command
 from tests.conftest import GraphFactory, steps_of
@@ -23,6 +24,7 @@ from aimegraph.checkpoints.delta import checkpoint_values, with_finished_tasks
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.aime import build_aime_graph
 from aimegraph.models import ScriptedChatModel
+from aimegraph.state import AimeState
 
 
 def independent_plan(n: int) -> dict[str, Any]:
@@ -319,6 +321,58 @@ def test_eager_replay_hands_each_saved_result_to_its_own_task(
         t: f"{t} done" for t in "xyzw"
     }
     assert all(t.attempts == 1 for t in out["tasks"].values())
+
+
+@pytest.mark.parametrize("app", ["checkpointed", "unsaved"])
+def test_eager_saves_finished_actors_only_where_the_run_checkpoints(
+    scripted_graph: GraphFactory, app: str
+) -> None:
+    """Built without a checkpointer and embedded in an app compiled with one, the
+    graph still saves each finished actor (a crash in w loses neither x nor y);
+    in a run that saves nothing, the actors are called without LangGraph ``@task``s
+    (nothing to replay: no ``actor`` task in the stream)."""
+    calls: list[str] = []
+
+    @tool
+    def work(task: str) -> str:
+        """Do the task's work."""
+        calls.append(task)
+        if task == "w" and calls.count("w") == 1:
+            raise Crash("w")
+        return f"{task} done"
+
+    scenario = {
+        "planner": [{"rationale": "r", "tasks": [custom("x"), custom("y"), custom("w", "x")]}],
+        "actors": {
+            t: [{"tool": "work", "args": {"task": t}}, submit("{last_tool_output}")] for t in "xyw"
+        },
+    }
+    aime, _ = scripted_graph(scenario, tools=[work], scheduler="eager", stream_plans=False)
+    saver = InMemorySaver(serde=make_serializer()) if app == "checkpointed" else None
+    builder: StateGraph[Any] = StateGraph(AimeState)
+    builder.add_node("aime", aime)
+    builder.add_edge(START, "aime")
+    graph = builder.compile(checkpointer=saver)
+    config = {"configurable": {"thread_id": "embedded"}}
+    with pytest.raises(Crash):
+        graph.invoke({"goal": "g"}, config, **({"durability": "sync"} if saver else {}))
+    assert sorted(calls) == ["w", "x", "y"]
+
+    chunks = list(
+        graph.stream(
+            None if saver else {"goal": "g"},
+            config,
+            stream_mode=["tasks", "values"],
+            subgraphs=True,
+        )
+    )
+    actor_calls = [d for _, mode, d in chunks if mode == "tasks" and d["name"] == "actor"]
+    out = next(d for ns, mode, d in reversed(chunks) if mode == "values" and not ns)
+    assert out["status"] == "succeeded"
+    if saver:  # only w, in flight at the crash, ran again
+        assert Counter(calls) == {"x": 1, "y": 1, "w": 2} and actor_calls
+    else:  # nothing was saved: the run starts over
+        assert Counter(calls) == {"x": 2, "y": 2, "w": 2} and not actor_calls
 
 
 @pytest.mark.parametrize("actor_durability", ["inherit", "exit"])

@@ -24,6 +24,13 @@ in flight has only one outcome and is not recorded). Once an interrupt or
 an error stops the run, the runner makes no more calls (it only waits for the
 tasks in flight), because a resumed task may end differently the next time.
 
+A run that saves no checkpoints (no checkpointer, compiled in or inherited) has
+nothing to replay, and a ``@task`` call costs about 0.45 ms of LangGraph's
+scheduling: there the runner calls the actor subgraph itself, in the node's thread
+when it is the only actor to run (a chain of tasks), else in a thread pool of the
+run's ``max_concurrency`` (an asyncio task each under ``ainvoke``), and records no
+rounds.
+
 Stopping. Once the run is asked to drain (LangGraph's ``RunControl.request_drain()``:
 Ctrl-C, SIGTERM, a cancel), the runner starts nothing more either: the actors in
 flight stop at their own next step (they share the run's control), and when all
@@ -49,6 +56,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
 from langchain_core.runnables import Runnable
+from langchain_core.runnables.config import get_executor_for_config
 from langgraph.errors import GraphDrained, GraphInterrupt
 from langgraph.func import task
 from langgraph.pregel import Pregel
@@ -59,6 +67,7 @@ from aimegraph.config import AimeConfig
 from aimegraph.lazy import moved
 from aimegraph.nodes.dual import dual_node
 from aimegraph.nodes.scheduler import Schedule
+from aimegraph.running.scope import saves_checkpoints
 from aimegraph.state import ActorInput, ActorOutput, AimeState, Usage
 
 # The actor's ReAct nodes were in this module's place (now aimegraph.nodes.actor);
@@ -133,35 +142,47 @@ def make_executor_node(
     _around.__name__ = "round"
     around = task(_around)
 
+    # Where the run saves nothing, the actors are called without @task.
+    def call(inp: ActorInput) -> ActorOutput:
+        return cast(ActorOutput, actor_graph.invoke(inp))
+
+    async def acall(inp: ActorInput) -> ActorOutput:
+        return cast(ActorOutput, await actor_graph.ainvoke(inp))
+
     def executor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
         # Naming the actor graph here makes it this node's subgraph to LangGraph (it
         # reads a node function's nonlocals), so get_graph(xray=...) draws the actors.
         _ = actor_graph
         schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
         running: dict[str, concurrent.futures.Future[ActorOutput]] = {}
+        saved = saves_checkpoints()
+        with get_executor_for_config(None) as pool:
 
-        def launch(batch: list[ActorInput]) -> None:
-            for inp in batch:
-                running[inp["task"].id] = actor(inp)
+            def launch(batch: list[ActorInput]) -> None:
+                for inp in batch:
+                    if saved:
+                        running[inp["task"].id] = actor(inp)
+                    elif running or len(batch) > 1:
+                        running[inp["task"].id] = pool.submit(call, inp)
+                    else:  # the only actor to run: no thread to hand it to
+                        running[inp["task"].id] = _called(call, inp)
 
-        launch(schedule.first_batch())
-        stopped = Stop(runtime)
-        while running and not stopped:
-            concurrent.futures.wait(
-                running.values(), return_when=concurrent.futures.FIRST_COMPLETED
-            )
-            finished = (
-                round([i for i, f in running.items() if f.done()]).result()
-                if len(running) > 1
-                else list(running)  # one in flight: the round's outcome is certain
-            )
-            for task_id in finished:
-                stopped.collect(schedule, task_id, running.pop(task_id))
-            if not stopped:
-                launch(schedule.next_batch())
-            schedule.publish()
-        # Stopped by an interrupt, an error or a drain: no more @task calls, only the wait.
-        concurrent.futures.wait(running.values())
+            launch(schedule.first_batch())
+            stopped = Stop(runtime)
+            while running and not stopped:
+                concurrent.futures.wait(
+                    running.values(), return_when=concurrent.futures.FIRST_COMPLETED
+                )
+                finished = [i for i, f in running.items() if f.done()]
+                if saved and len(running) > 1:  # else the round's outcome is certain
+                    finished = round(finished).result()
+                for task_id in finished:
+                    stopped.collect(schedule, task_id, running.pop(task_id))
+                if not stopped:
+                    launch(schedule.next_batch())
+                schedule.publish()
+            # Stopped by an interrupt, an error or a drain: no more calls, only the wait.
+            concurrent.futures.wait(running.values())
         for task_id in list(running):
             stopped.collect(schedule, task_id, running.pop(task_id))
         stopped.raise_if_any()
@@ -170,21 +191,24 @@ def make_executor_node(
     async def aexecutor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
         schedule = Schedule.begin(state, config.for_run(runtime), runtime.stream_writer)
         running: dict[str, asyncio.Future[ActorOutput]] = {}
+        saved = saves_checkpoints()
 
         def launch(batch: list[ActorInput]) -> None:
             for inp in batch:
                 # Under ainvoke a @task call returns an asyncio future.
-                running[inp["task"].id] = cast(asyncio.Future[ActorOutput], aactor(inp))
+                running[inp["task"].id] = (
+                    cast(asyncio.Future[ActorOutput], aactor(inp))
+                    if saved
+                    else asyncio.ensure_future(acall(inp))
+                )
 
         launch(schedule.first_batch())
         stopped = Stop(runtime)
         while running and not stopped:
             await asyncio.wait(running.values(), return_when=asyncio.FIRST_COMPLETED)
-            finished = (
-                await around([i for i, f in running.items() if f.done()])
-                if len(running) > 1
-                else list(running)
-            )
+            finished = [i for i, f in running.items() if f.done()]
+            if saved and len(running) > 1:
+                finished = await around(finished)
             for task_id in finished:
                 fut = running.pop(task_id)
                 await asyncio.wait([fut])
@@ -200,6 +224,18 @@ def make_executor_node(
         return schedule.update()
 
     return dual_node(executor, aexecutor, name="executor")
+
+
+def _called(
+    call: Callable[[ActorInput], ActorOutput], inp: ActorInput
+) -> concurrent.futures.Future[ActorOutput]:
+    """``call(inp)`` made now, its outcome as a done future (as a pool's would be)."""
+    fut: concurrent.futures.Future[ActorOutput] = concurrent.futures.Future()
+    try:
+        fut.set_result(call(inp))
+    except Exception as exc:  # noqa: BLE001 - the runner collects it as any actor's
+        fut.set_exception(exc)
+    return fut
 
 
 class Finisher(Protocol):

@@ -33,14 +33,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
-from langgraph.config import get_config
-from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.runtime import Runtime
 from langgraph.types import interrupt
 
 from aimegraph.config import AimeConfig
 from aimegraph.nodes.planner import commit_plan
 from aimegraph.nodes.types import Node
+from aimegraph.running.scope import saves_checkpoints
 from aimegraph.state import (
     PlanChecks,
     PlanError,
@@ -69,7 +68,7 @@ def require_checkpointer(setting: str) -> None:
     Raises:
         ValueError: naming the setting and what to pass.
     """
-    if get_config().get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is None:
+    if not saves_checkpoints():
         raise ValueError(
             f"{setting} needs a checkpointer: the run pauses for a human and is resumed "
             "from its checkpoint. Pass checkpointer=... to build_aime_graph (e.g. "

@@ -22,10 +22,11 @@ from typing import Any, TypeVar
 
 from langchain_core.runnables import RunnableConfig
 from langchain_core.runnables.config import var_child_runnable_config
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 
 from aimegraph.running.loop import EngineLoop, engine_loop
 
-__all__ = ["SCOPE_KEY", "RunScope", "RunScopeClosedError", "current_scope"]
+__all__ = ["SCOPE_KEY", "RunScope", "RunScopeClosedError", "current_scope", "saves_checkpoints"]
 
 log = logging.getLogger(__name__)
 
@@ -193,3 +194,11 @@ def current_scope(config: RunnableConfig | None = None) -> RunScope | None:
     config = config if config is not None else var_child_runnable_config.get()
     scope = (config or {}).get("configurable", {}).get(SCOPE_KEY)
     return scope if isinstance(scope, RunScope) else None
+
+
+def saves_checkpoints(config: RunnableConfig | None = None) -> bool:
+    """Whether the run ``config`` (default: the calling runnable's) belongs to saves
+    checkpoints: its graph was compiled with a checkpointer, or inherits one from the
+    app that embeds it (which a graph cannot know when it is built)."""
+    config = config if config is not None else var_child_runnable_config.get()
+    return (config or {}).get("configurable", {}).get(CONFIG_KEY_CHECKPOINTER) is not None
