@@ -239,7 +239,7 @@ def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
     before = _records(out)  # every line whole: a record is written in one flushed line
     assert 2 <= len(before) < 8
     if stop == signal.SIGINT:
-        assert proc.returncode == 130
+        assert proc.returncode == 130, stderr[-3000:]
         assert "stopped: the finished rollouts are recorded" in stderr
         assert "Incomplete" in (out / REPORT_MD).read_text()
     else:

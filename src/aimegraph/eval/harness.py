@@ -23,6 +23,7 @@ import json
 import os
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -343,6 +344,8 @@ def _progress_bar(progress: Console | bool, total: int, done: int, passed: int) 
 
 
 _DONE = object()
+_DRAIN_WAIT_S = 10.0
+"""How long a stopped eval waits for its drained rollouts before it exits anyway."""
 
 
 def _run_all(
@@ -353,9 +356,10 @@ def _run_all(
     bar: _Bar | None,
 ) -> None:
     """Run ``pending`` in daemon worker threads; the calling thread writes each
-    record as it arrives (the only writer), so Ctrl-C there stops at once and
-    leaves every written line whole. On Ctrl-C every rollout in flight is drained
-    (its graph stops at its next step) and not recorded: it runs again on resume."""
+    record as it arrives (the only writer), so Ctrl-C there stops the recording at
+    once and leaves every written line whole. On Ctrl-C every rollout in flight is
+    drained (its graph stops at its next step; the eval waits up to 10 s for that)
+    and not recorded: it runs again on resume."""
     todo: queue.SimpleQueue[Rollout] = queue.SimpleQueue()
     for rollout in pending:
         todo.put(rollout)
@@ -408,3 +412,9 @@ def _run_all(
         with lock:
             for control in in_flight:
                 control.request_drain("the eval was stopped")
+        # The drained rollouts stop at their next step: wait for them (a little), so no
+        # worker is still running while the interpreter shuts down, where a daemon
+        # thread writing to stderr aborts the process.
+        deadline = time.monotonic() + _DRAIN_WAIT_S
+        for thread in workers:
+            thread.join(max(0.0, deadline - time.monotonic()))
