@@ -2,23 +2,26 @@
 
 Micro-benchmarks of the pieces of the engine a task passes through (a model call,
 tool binding, the actor factory, a thread pool round trip, a subgraph invocation,
-a thread's lease), each timed alone with no checkpointer.
+a LangGraph ``@task`` call, a thread's lease), each timed alone.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, TypedDict
 
 from langchain_core.messages import HumanMessage
+from langgraph.func import task
 from langgraph.graph import START, StateGraph
+from langgraph.graph.state import CompiledStateGraph
 
 from aimegraph import DefaultActorFactory, Task, default_registry
 from aimegraph.checkpoints import hold_thread
 from bench.chat_models import BenchChatModel
-from bench.common import Table, fmt_ms, median_time
+from bench.common import Table, fmt_ms, median_time, memory_saver, thread_config
 
 
 class _Empty(TypedDict, total=False):
@@ -27,6 +30,38 @@ class _Empty(TypedDict, total=False):
 
 def _noop(state: _Empty) -> _Empty:
     return {"x": state.get("x", 0) + 1}
+
+
+_TASK_CALLS = 20
+
+
+@task
+def _echo(x: int) -> int:
+    return x
+
+
+def _call_tasks(state: _Empty) -> _Empty:
+    for i in range(_TASK_CALLS):
+        _echo(i).result()
+    return {"x": 1}
+
+
+def _invoke_fresh(graph: CompiledStateGraph[Any, Any, Any, Any]) -> None:
+    graph.invoke({"x": 0}, thread_config())
+
+
+def task_call_cost(repeat: int) -> float:
+    """What one LangGraph ``@task`` call costs (seconds): a node making 20 trivial calls
+    against a node making none, with an InMemorySaver (the eager runner starts each
+    actor as a ``@task`` only where the run saves checkpoints)."""
+    times = []
+    for node in (_call_tasks, _noop):
+        one = StateGraph(_Empty)
+        one.add_node("n", node)
+        one.add_edge(START, "n")
+        graph = one.compile(checkpointer=memory_saver())
+        times.append(median_time(partial(_invoke_fresh, graph), repeat=repeat))
+    return (times[0] - times[1]) / _TASK_CALLS
 
 
 def component_costs(ws: Path, model: BenchChatModel, repeat: int) -> dict[str, float]:
@@ -54,7 +89,9 @@ def component_costs(ws: Path, model: BenchChatModel, repeat: int) -> dict[str, f
         "subgraph_4_nodes": lambda: subgraph.invoke({"x": 0}),
         "lease": lambda: hold_thread(f"sqlite:///{ws / 'lease.db'}", "t").release(),
     }
-    return {name: median_time(fn, repeat=repeat, warmup=3) for name, fn in pieces.items()}
+    costs = {name: median_time(fn, repeat=repeat, warmup=3) for name, fn in pieces.items()}
+    # A difference of two timings: on a busy machine it may come out below zero.
+    return costs | {"task_call_delta": task_call_cost(max(5, repeat // 10))}
 
 
 def component_table(parts: dict[str, float]) -> Table:
@@ -77,6 +114,11 @@ def component_table(parts: dict[str, float]) -> Table:
             "ToolNode call (not the actor's reports: they run in its react step) and timeout guard",
         ),
         "subgraph_4_nodes": ("invoke a compiled 4-node no-op StateGraph", "subgraph invocation"),
+        "task_call_delta": (
+            "one LangGraph `@task` call of a trivial function, with an InMemorySaver (a node "
+            "making 20 against one making none)",
+            "actor under the eager scheduler, where the run saves checkpoints",
+        ),
         "lease": (
             "take and release a thread's lease on an SQLite file (flock, cancel watcher "
             "thread started and joined)",

@@ -327,8 +327,8 @@ def plain_table(
         "task's result is still saved the moment it completes); the plain graph's task "
         "subgraphs then run with durability='exit' too.",
         "eager: with a checkpointer the runner starts each actor as a LangGraph `@task` "
-        "(its result saved the moment it finishes; about 0.45 ms of LangGraph's scheduling "
-        "a call); without one it calls the actor subgraph itself (nothing to replay).",
+        "(its result saved the moment it finishes; what a `@task` call costs is in table 1b); "
+        "without one it calls the actor subgraph itself (nothing to replay).",
         "ratio = aime / plain. What the engine adds per task: the actor factory (persona, "
         "bundles by embedding search, environment), budgets and retries, the progress list "
         "and its stream events, usage accounting, the run-start and record nodes; and longer "
