@@ -25,7 +25,7 @@ an error stops the run, the runner makes no more calls (it only waits for the
 tasks in flight), because a resumed task may end differently the next time.
 
 A run that saves no checkpoints (no checkpointer, compiled in or inherited) has
-nothing to replay, and a ``@task`` call costs about 0.45 ms of LangGraph's
+nothing to replay, and a ``@task`` call costs about half a millisecond of LangGraph's
 scheduling: there the runner calls the actor subgraph itself, in the node's thread
 when it is the only actor to run (a chain of tasks), else in a thread pool of the
 run's ``max_concurrency`` (an asyncio task each under ``ainvoke``), and records no
