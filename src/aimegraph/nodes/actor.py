@@ -43,6 +43,7 @@ from aimegraph.middleware import MiddlewareStack
 from aimegraph.middleware.calls import HookFailed, run_hooks
 from aimegraph.models.calls import reraise_if_retryable
 from aimegraph.models.reasoning import visible_text
+from aimegraph.models.reply_reading import RE_ASK
 from aimegraph.nodes.actor_call import make_actor_call
 from aimegraph.nodes.actor_factory import (  # noqa: F401 - the factory's names lived here: kept a release
     ALWAYS_BOUND,
@@ -65,7 +66,6 @@ from aimegraph.nodes.actor_hooks import (
 from aimegraph.nodes.context import within_budget
 from aimegraph.nodes.dual import Steps, blocking_call, model_node
 from aimegraph.nodes.notes import unseen_notes
-from aimegraph.nodes.replies import RE_ASK
 from aimegraph.nodes.types import Node
 from aimegraph.prompts import actor as prompts
 from aimegraph.prompts import guardrails as guardrail_prompts

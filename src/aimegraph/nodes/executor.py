@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, cast
 
@@ -90,28 +90,35 @@ __getattr__ = moved(
 )
 
 
-def actor_tasks(
+def actor_calls(
     actor_graph: Pregel[Any, Any, Any, Any], config: AimeConfig, *, checkpointed: bool
-) -> tuple[Callable[[ActorInput], Any], Callable[[ActorInput], Any]]:
-    """``actor_graph`` as a ``@task`` named ``actor``, for ``invoke`` and for ``ainvoke``
-    (a call returns a future at once); with ``checkpointed`` and
-    ``actor_durability="exit"``, each actor runs with LangGraph's ``durability="exit"``."""
+) -> tuple[Callable[[ActorInput], ActorOutput], Callable[[ActorInput], Awaitable[ActorOutput]]]:
+    """``actor_graph`` run on one task, for ``invoke`` and for ``ainvoke``, both named
+    ``actor``; with ``checkpointed`` and ``actor_durability="exit"``, each actor runs
+    with LangGraph's ``durability="exit"``."""
 
     def durability() -> dict[str, Any]:
         cfg = config.for_run(get_runtime())
         # Without a checkpointer LangGraph warns that durability has no effect.
         return {"durability": "exit"} if checkpointed and cfg.actor_durability == "exit" else {}
 
-    # The functions' names name the @tasks (and their checkpoint namespaces).
-    @task
+    # The functions' names name the @tasks made of them (and their checkpoint namespaces).
     def actor(inp: ActorInput) -> ActorOutput:
-        return actor_graph.invoke(inp, **durability())
+        return cast(ActorOutput, actor_graph.invoke(inp, **durability()))
 
-    async def _aactor(inp: ActorInput) -> ActorOutput:
-        return await actor_graph.ainvoke(inp, **durability())
+    async def aactor(inp: ActorInput) -> ActorOutput:
+        return cast(ActorOutput, await actor_graph.ainvoke(inp, **durability()))
 
-    _aactor.__name__ = "actor"
-    return actor, task(_aactor)
+    aactor.__name__ = "actor"
+    return actor, aactor
+
+
+def actor_tasks(
+    actor_graph: Pregel[Any, Any, Any, Any], config: AimeConfig, *, checkpointed: bool
+) -> tuple[Callable[[ActorInput], Any], Callable[[ActorInput], Any]]:
+    """:func:`actor_calls` as ``@task``s named ``actor`` (a call returns a future at once)."""
+    call, acall = actor_calls(actor_graph, config, checkpointed=checkpointed)
+    return task(call), task(acall)
 
 
 def make_executor_node(
@@ -128,7 +135,9 @@ def make_executor_node(
     ``durability="exit"``: no checkpoint per ReAct step, one when it pauses.
     """
 
-    actor, aactor = actor_tasks(actor_graph, config, checkpointed=checkpointed)
+    # Where the run saves nothing, the actors are called without @task.
+    call, acall = actor_calls(actor_graph, config, checkpointed=checkpointed)
+    actor, aactor = task(call), task(acall)
 
     # The functions' names name the @tasks (and their checkpoint namespaces).
     @task
@@ -141,13 +150,6 @@ def make_executor_node(
 
     _around.__name__ = "round"
     around = task(_around)
-
-    # Where the run saves nothing, the actors are called without @task.
-    def call(inp: ActorInput) -> ActorOutput:
-        return cast(ActorOutput, actor_graph.invoke(inp))
-
-    async def acall(inp: ActorInput) -> ActorOutput:
-        return cast(ActorOutput, await actor_graph.ainvoke(inp))
 
     def executor(state: AimeState, runtime: Runtime[Any]) -> dict[str, Any]:
         # Naming the actor graph here makes it this node's subgraph to LangGraph (it
