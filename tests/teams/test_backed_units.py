@@ -266,10 +266,12 @@ def test_a_deep_agent_unit_plans_delegates_and_keeps_files(workspace: Path) -> N
     assert read == ["EU: 48213"]
     assert out["tasks"]["t1"].result.summary == "The Q3 total is EU: 48213."
     assert "The Q3 total is EU: 48213." in model.prompts("actor")[0]
-    # Usage is what the agent's messages report: the parent's four calls. The
-    # sub-agent's calls stay inside its ``task`` tool and are not counted.
+    # Usage counts every call made inside the agent: the parent's four (in its
+    # messages) and the sub-agent's three inside its ``task`` tool (which never reach
+    # the parent's messages), each once.
     t1 = out["usage"].by_task["t1"]
-    assert (t1.llm_calls, t1.input_tokens, t1.output_tokens) == (4, 460, 46)
+    assert (t1.llm_calls, t1.input_tokens, t1.output_tokens) == (4 + 3, 460 + 150, 46 + 15)
+    assert t1.tool_calls == 3 + 2
 
 
 def first_of_a_team(unit: AgentUnit, workspace: Path) -> tuple[Any, ScriptedChatModel]:
@@ -296,7 +298,7 @@ def test_a_deep_agent_unit_is_a_team_member(workspace: Path) -> None:
     assert task.members[0].summary == "The Q3 total is EU: 48213." and read == ["EU: 48213"]
     assert "The Q3 total is EU: 48213." in model.prompts("actor")[0]
     assert task.result.summary == "Report: 48213"
-    assert out["usage"].by_member["deep"].llm_calls == 4
+    assert out["usage"].by_member["deep"].llm_calls == 4 + 3  # the sub-agent's calls too
 
 
 def test_an_agent_reporting_no_usage_is_said_to(workspace: Path) -> None:
@@ -344,6 +346,39 @@ def test_an_interrupt_inside_a_unit_waits_for_a_human_and_the_sibling_runs_once(
     # The sibling's actor ran once; the agent was handed its task once.
     assert len(model.prompts("actor")) == 1 and len(seen) == 2  # the node re-ran to resume
     assert seen[0] == seen[1]
+
+
+@tool
+def ask_region() -> str:
+    """Ask a human which region to report."""
+    return str(interrupt("Which region?"))
+
+
+def test_a_unit_resumed_after_an_interrupt_counts_each_of_its_calls_once(
+    workspace: Path,
+) -> None:
+    """The agent's first call (before it paused for a human) is in its messages
+    only, its second in its messages and seen by the callback: two calls."""
+    model = ToolingFakeModel(
+        messages=replies(
+            AIMessage("", tool_calls=[call_of("ask_region", "a1")], usage_metadata=used(30, 3)),  # type: ignore[arg-type]
+            AIMessage("Region: EU", usage_metadata=used(40, 4)),  # type: ignore[arg-type]
+        )
+    )  # fmt: skip
+    units = [AgentUnit(name="asker", description="Asks.", agent=create_agent(model, [ask_region]))]
+    scenario = {"planner": [plan(spec("t1", agent="asker"))], "reporter": [{"text": "done"}]}
+    graph = aime(
+        ScriptedChatModel.from_dict(scenario),
+        units,
+        workspace,
+        checkpointer=InMemorySaver(serde=make_serializer()),
+    )
+    config = thread_config("asks-usage")
+    graph.invoke({"goal": "Pick a region"}, config)
+    out = graph.invoke(Command(resume="EU"), config)
+    assert out["tasks"]["t1"].result.summary == "Region: EU"
+    t1 = out["usage"].by_task["t1"]
+    assert (t1.llm_calls, t1.input_tokens, t1.output_tokens) == (2, 70, 7)
 
 
 def test_a_backed_unit_is_a_team_member(workspace: Path) -> None:

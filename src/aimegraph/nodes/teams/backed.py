@@ -8,17 +8,24 @@ team member's brief) as one human message, and its last message is the result.
 A local graph runs inside the unit's node on the run's checkpointer (a subgraph):
 an ``interrupt()`` in it pauses the run for a human like aimegraph's own, and
 ``Command(resume=...)`` continues the agent where it stopped. Its usage is what its
-replies report (``usage_metadata``); an agent that reports none is said to.
+replies report (``usage_metadata``): those in its messages and those a callback sees
+from every chat model called inside it, so that a sub-agent's calls (a deepagents
+``task`` tool's) count too; an agent that reports none is said to. A sub-agent's calls
+made before an interrupt are not seen again when the run resumes.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any
 
+from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.outputs import ChatGeneration, LLMResult
 from langchain_core.runnables import RunnableConfig
+from langchain_core.runnables.config import merge_configs
 from langgraph._internal._constants import CONFIG_KEY_RUNTIME
 from langgraph.errors import GraphBubbleUp
 from langgraph.pregel.protocol import PregelProtocol
@@ -99,8 +106,9 @@ def make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> An
         runtime.stream_writer(
             {"type": "actor", "event": "started", "task_id": task.id, "unit": unit, "tools": []}
         )
+        seen = _RepliesSeen()
         try:
-            messages = _run(agent, state, config, runtime, where.get("remote_thread"))
+            messages = _run(agent, state, config, runtime, where.get("remote_thread"), seen)
         except GraphBubbleUp:  # an interrupt() inside: the run waits for a human
             raise
         except Exception as exc:  # the agent's failure is the task's, as data
@@ -108,7 +116,7 @@ def make_agent_node(unit: str, agent: PregelProtocol, *, base: AimeConfig) -> An
             result = TaskResult(status="failed", summary=why, artifacts=where)
             return {"steps": 0} | settled(state, result, runtime.stream_writer)
         replies = [m for m in messages if isinstance(m, AIMessage)]
-        usage, known = _usage(replies, cfg)
+        usage, known = _usage(seen.beside(replies), cfg)
         result = _result(unit, messages, where)
         update = _settle(unit, state, result, usage, known=known, runtime=runtime)
         return update | {"messages": messages, "steps": len(replies)}
@@ -147,9 +155,10 @@ def _run(
     config: RunnableConfig,
     runtime: Runtime[Any],
     thread_id: str | None,
+    seen: _RepliesSeen,
 ) -> list[BaseMessage]:
     """The agent's messages once it has done the task (on the remote ``thread_id``
-    for a ``RemoteGraph``)."""
+    for a ``RemoteGraph``); ``seen`` gets every reply of a local agent's models."""
     if isinstance(agent, RemoteGraph) and thread_id is not None:
         runtime.stream_writer(
             {"type": "actor", "event": "remote", "task_id": state["task"].id, "thread": thread_id}
@@ -160,9 +169,38 @@ def _run(
     # context is its own, not aimegraph's (a subgraph would inherit the run's
     # AimeConfig, which its tools' ToolRuntime and context_schema do not expect).
     own = runtime.override(context=None)
+    config = merge_configs(config, {"callbacks": [seen]})
     config = {**config, "configurable": {**config.get("configurable", {}), CONFIG_KEY_RUNTIME: own}}
     out = agent.invoke({"messages": [task_message(state)]}, config)
     return list((out or {}).get("messages") or [])
+
+
+class _RepliesSeen(BaseCallbackHandler):
+    """Every reply of a chat model called inside an agent, its sub-agents' included
+    (a callback, as the replies of a sub-agent inside a tool never reach the agent's
+    messages)."""
+
+    def __init__(self) -> None:
+        self._replies: list[AIMessage] = []
+        self._lock = threading.Lock()  # an agent may call its models from several threads
+
+    def on_llm_end(self, response: LLMResult, **kwargs: Any) -> None:
+        found = [
+            g.message
+            for generations in response.generations
+            for g in generations
+            if isinstance(g, ChatGeneration) and isinstance(g.message, AIMessage)
+        ]
+        with self._lock:
+            self._replies += found
+
+    def beside(self, replies: Sequence[AIMessage]) -> list[AIMessage]:
+        """``replies`` (the agent's messages: after a resume, its calls before the
+        interrupt too) and every other reply seen, each reply once (by its id)."""
+        known = {r.id for r in replies if r.id}
+        with self._lock:
+            others = [r for r in self._replies if not (r.id and r.id in known)]
+        return [*replies, *others]
 
 
 def _usage(replies: Sequence[AIMessage], cfg: AimeConfig) -> tuple[Usage, bool]:
