@@ -120,7 +120,18 @@ def run_graph(
     ``store``: a thread started with one must be resumed with one, the graph has its
     memory nodes only then), with the run's prompts, agent units, knowledge base,
     typed answer and MCP servers (``settings``); a new run's predefined ``plan`` (its
-    first plan, checked here: ``PlanError``; a resumed run has it in its state)."""
+    first plan, checked here: ``PlanError``; a resumed run has it in its state).
+
+    A run built with LangChain middleware is refused (ValueError): the middleware are
+    objects of the process that built it, and carrying the run on without them would
+    drop what they enforce."""
+    if settings.middleware:
+        raise ValueError(
+            f"the run was built with LangChain middleware ({', '.join(settings.middleware)}), "
+            "which cannot be rebuilt from its stored settings: carry it on from Python with a "
+            "graph built with the same middleware (a worker: aimegraph worker --graph with a "
+            "builder that adds them)"
+        )
     if settings.model is None:
         raise ValueError(
             "the run's settings name no model (it was started from Python with a chat "

@@ -232,6 +232,28 @@ def test_a_run_paused_in_the_cli_is_answered_on_the_dashboard_and_back(
     assert view(client, paused_here)["status"] == "succeeded"
 
 
+def test_a_run_built_with_middleware_is_not_carried_on_by_the_dashboard(
+    client: TestClient, saver: BaseCheckpointSaver[Any], tmp_path: Path
+) -> None:
+    """The dashboard rebuilds a run from its stored settings, which cannot hold the
+    middleware objects: it refuses, rather than carrying the run on without them."""
+    from langchain.agents.middleware import PIIMiddleware
+
+    from aimegraph import AimeConfig, build_aime_graph
+
+    config = AimeConfig(workspace=tmp_path / "ws", approve_plan=True)
+    graph = build_aime_graph(
+        TWO_TASKS, config=config, checkpointer=saver, middleware=[PIIMiddleware("email")]
+    )
+    assert graph.invoke({"goal": "Multiply six by seven"}, run_config("mw"))["__interrupt__"]
+    refused = post(client, "/api/threads/mw/resume", {"action": "approve"})
+    assert refused.status_code == 400
+    assert (
+        "built with LangChain middleware (actor: PIIMiddleware[email])" in refused.json()["error"]
+    )
+    assert view(client, "mw")["interrupts"][0]["kind"] == "approve_plan"  # still waiting
+
+
 def _stopped_demo(saver: BaseCheckpointSaver[Any], thread_id: str) -> None:
     """A demo run stopped after its planner (as a crash or a Ctrl-C leaves one)."""
     settings, goal = prepare_demo(thread_id)

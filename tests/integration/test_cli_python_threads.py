@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 from langchain_core.tools import tool
+from langgraph.types import Command
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
@@ -146,6 +147,57 @@ def test_a_python_thread_whose_tools_cannot_be_imported_needs_tools(
     assert (workspace / "price.txt").read_text() == "4.20"
     # The flag changed a stored setting: said in one line.
     assert err.count("\n") == 1 and err.startswith("overrides: tools: [] -> ")
+
+
+def test_a_python_thread_built_with_middleware_is_not_carried_on_without_it(
+    app: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The middleware are the Python process's objects: the CLI cannot rebuild them, so
+    it refuses to carry the run on (rather than dropping what they enforce); the
+    graph built with them again carries it on."""
+    from langchain.agents.middleware import HumanInTheLoopMiddleware, PIIMiddleware
+
+    from aimegraph.checkpoints.runs import latest_settings
+
+    workspace = tmp_path / "ws"
+    middleware = [
+        PIIMiddleware("email"),
+        HumanInTheLoopMiddleware(interrupt_on={"write_file": True}),
+    ]
+    config = AimeConfig(workspace=workspace, approve_plan=True)
+    with open_checkpointer(app["url"]) as saver:
+        graph = build_aime_graph(
+            app["model"], config=config, checkpointer=saver, middleware=middleware,
+            tools=[__import__("shop_tools_for_cli").lookup_price],
+        )  # fmt: skip
+        assert graph.invoke({"goal": "price a widget"}, thread_config("mw"))["__interrupt__"]
+        stored = latest_settings(saver, "mw")
+    assert stored.middleware == (
+        "actor: PIIMiddleware[email]",
+        "actor: HumanInTheLoopMiddleware",
+    )
+
+    code, _, err = _cli(capsys, "--checkpoints", app["url"], "resume", "mw", "--approve")
+    assert code == 2 and err.count("\n") == 1
+    assert "built with LangChain middleware (actor: PIIMiddleware[email]" in err
+    assert "from Python with a graph built with the same middleware" in err
+    code, _, err = _cli(capsys, "--checkpoints", app["url"], "run", "again", "--thread", "mw")
+    assert code == 2 and "built with LangChain middleware" in err
+    assert not (workspace / "price.txt").exists()
+
+    with open_checkpointer(app["url"]) as saver:
+        graph = build_aime_graph(
+            app["model"], config=config, checkpointer=saver, middleware=middleware,
+            tools=[__import__("shop_tools_for_cli").lookup_price],
+        )  # fmt: skip
+        paused = graph.invoke(Command(resume={"action": "approve"}), thread_config("mw"))
+        # HumanInTheLoopMiddleware asks before the file is written, as it did at the start.
+        assert paused["__interrupt__"][0].value["tool"] == "write_file"
+        out = graph.invoke(
+            Command(resume={"decisions": [{"type": "approve"}]}), thread_config("mw")
+        )
+    assert out["status"] == "succeeded"
+    assert (workspace / "price.txt").read_text() == "4.20"
 
 
 def test_run_with_tools_resumes_from_another_directory(

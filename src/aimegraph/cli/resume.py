@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import json
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -132,14 +133,17 @@ def register(command: AddCommand) -> None:
 
 def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:
     settings = _run_settings(saver, args, console)
-    graph = run_graph(settings, saver, args.memory_store())
     from aimegraph.distributed.records import find_run
 
     if (record := find_run(args.checkpoints, args.thread)) is not None:  # workers carry on
         from aimegraph.cli.distributed import resume_distributed
 
-        snapshot = graph.get_state(run_config(args.thread))
+        # Read here only: the workers carry the run on with their own graph builder,
+        # which may be what added the middleware.
+        reader = run_graph(replace(settings, middleware=()), saver, args.memory_store())
+        snapshot = reader.get_state(run_config(args.thread))
         return resume_distributed(args, record, _inputs(snapshot, args, console), console)
+    graph = run_graph(settings, saver, args.memory_store())
     with hold(saver, args.thread, args) as lease:
         if settle_pending_cancel(graph, args.thread):
             raise CliError(f"thread {args.thread!r} was cancelled: nothing to resume", 6)
@@ -309,6 +313,7 @@ def carried_settings(
         knowledge=knowledge or (stored.knowledge if stored else None),
         response_format=response_format or (stored.response_format if stored else None),
         mcp=mcp or (stored.mcp if stored else None),
+        middleware=stored.middleware if stored else (),
     )
     if stored is not None and (changes := _overrides(stored, settings)):
         Console(stderr=True, highlight=False).print(

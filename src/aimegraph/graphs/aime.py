@@ -327,6 +327,7 @@ def build_aime_graph(
         config=config,
         tools=_tool_specs(tools),
         prompts=str(prompts) if isinstance(prompts, str | Path) else None,
+        middleware=parts.middleware.names(),
     )
     graph = AimeGraph.of(
         builder.compile(

@@ -263,6 +263,14 @@ class RoleMiddleware:
     def __bool__(self) -> bool:
         return any(self.stacks.values())
 
+    def names(self) -> tuple[str, ...]:
+        """``role: name`` of each middleware, in order (what a thread stores of them)."""
+        return tuple(
+            f"{role}: {m.name}"
+            for role in ROLES
+            for m in self.stacks.get(role, MiddlewareStack()).items
+        )
+
     @classmethod
     def of(cls, given: MiddlewareArg | RoleMiddleware) -> RoleMiddleware:
         """``build_aime_graph``'s ``middleware``: a list for the actors, or a mapping of
