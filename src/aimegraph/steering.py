@@ -122,14 +122,14 @@ def run_graph(
     typed answer and MCP servers (``settings``); a new run's predefined ``plan`` (its
     first plan, checked here: ``PlanError``; a resumed run has it in its state).
 
-    A run built with LangChain middleware is refused (ValueError): the middleware are
-    objects of the process that built it, and carrying the run on without them would
-    drop what they enforce."""
-    if settings.middleware:
+    A run built with LangChain middleware or guardrail objects is refused
+    (ValueError): they are objects of the process that built it, and carrying the run
+    on without them would drop what they enforce."""
+    if settings.unstored:
         raise ValueError(
-            f"the run was built with LangChain middleware ({', '.join(settings.middleware)}), "
-            "which cannot be rebuilt from its stored settings: carry it on from Python with a "
-            "graph built with the same middleware (a worker: aimegraph worker --graph with a "
+            f"the run was built with {', '.join(settings.unstored)}, which its stored "
+            "settings cannot rebuild: carry it on from Python with a graph built with the "
+            "same middleware= and guardrails= (a worker: aimegraph worker --graph with a "
             "builder that adds them)"
         )
     if settings.model is None:

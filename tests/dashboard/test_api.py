@@ -240,16 +240,27 @@ def test_a_run_built_with_middleware_is_not_carried_on_by_the_dashboard(
     from langchain.agents.middleware import PIIMiddleware
 
     from aimegraph import AimeConfig, build_aime_graph
+    from aimegraph.guardrails import guardrail
 
-    config = AimeConfig(workspace=tmp_path / "ws", approve_plan=True)
+    @guardrail("output")
+    def no_shouting(subject: Any) -> None:
+        return None
+
+    # Built-in guardrails go by name in the config, which is stored: only objects count.
+    config = AimeConfig(workspace=tmp_path / "ws", approve_plan=True, guardrails=("secrets",))
     graph = build_aime_graph(
-        TWO_TASKS, config=config, checkpointer=saver, middleware=[PIIMiddleware("email")]
+        TWO_TASKS,
+        config=config,
+        checkpointer=saver,
+        middleware=[PIIMiddleware("email")],
+        guardrails=[no_shouting],
     )
     assert graph.invoke({"goal": "Multiply six by seven"}, run_config("mw"))["__interrupt__"]
     refused = post(client, "/api/threads/mw/resume", {"action": "approve"})
     assert refused.status_code == 400
-    assert (
-        "built with LangChain middleware (actor: PIIMiddleware[email])" in refused.json()["error"]
+    assert refused.json()["error"].startswith(
+        "the run was built with middleware actor: PIIMiddleware[email], guardrail no_shouting, "
+        "which its stored settings cannot rebuild"
     )
     assert view(client, "mw")["interrupts"][0]["kind"] == "approve_plan"  # still waiting
 

@@ -172,17 +172,17 @@ def test_a_python_thread_built_with_middleware_is_not_carried_on_without_it(
         )  # fmt: skip
         assert graph.invoke({"goal": "price a widget"}, thread_config("mw"))["__interrupt__"]
         stored = latest_settings(saver, "mw")
-    assert stored.middleware == (
-        "actor: PIIMiddleware[email]",
-        "actor: HumanInTheLoopMiddleware",
+    assert stored.unstored == (
+        "middleware actor: PIIMiddleware[email]",
+        "middleware actor: HumanInTheLoopMiddleware",
     )
 
     code, _, err = _cli(capsys, "--checkpoints", app["url"], "resume", "mw", "--approve")
     assert code == 2 and err.count("\n") == 1
-    assert "built with LangChain middleware (actor: PIIMiddleware[email]" in err
-    assert "from Python with a graph built with the same middleware" in err
+    assert "built with middleware actor: PIIMiddleware[email], middleware actor: Human" in err
+    assert "from Python with a graph built with the same middleware= and guardrails=" in err
     code, _, err = _cli(capsys, "--checkpoints", app["url"], "run", "again", "--thread", "mw")
-    assert code == 2 and "built with LangChain middleware" in err
+    assert code == 2 and "built with middleware actor: PIIMiddleware" in err
     assert not (workspace / "price.txt").exists()
 
     with open_checkpointer(app["url"]) as saver:

@@ -54,10 +54,11 @@ class RunSettings:
     ``mcp`` an MCP servers file (``build_aime_graph(mcp_servers=...)``; read again
     when the graph is rebuilt, so its secrets stay in the file). The workspace and
     the file paths are made absolute, so that a resume from another directory finds
-    them. ``middleware`` names the LangChain middleware the graph was built with
-    (``role: name``): objects no other process can rebuild, so a thread that has any
-    is carried on only by a graph built with them again (see
-    :func:`aimegraph.steering.run_graph`, which refuses it).
+    them. ``unstored`` names what the graph was built with that no other process can
+    rebuild from settings: its LangChain middleware (``middleware actor:
+    PIIMiddleware[email]``) and the guardrails given as objects (``guardrail
+    no_profanity``); a thread that has any is carried on only by a graph built with
+    them again (:func:`aimegraph.steering.run_graph` refuses it).
     """
 
     model: str | None
@@ -68,7 +69,7 @@ class RunSettings:
     knowledge: str | None = None
     response_format: str | None = None
     mcp: str | None = None
-    middleware: tuple[str, ...] = ()
+    unstored: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         workspace = self.config.workspace.expanduser().absolute()
@@ -101,8 +102,8 @@ class RunSettings:
             settings["response_format"] = self.response_format
         if self.mcp is not None:
             settings["mcp"] = self.mcp
-        if self.middleware:
-            settings["middleware"] = list(self.middleware)
+        if self.unstored:
+            settings["unstored"] = list(self.unstored)
         return {SETTINGS_KEY: json.dumps(settings, sort_keys=True)}
 
     @classmethod
@@ -127,7 +128,7 @@ class RunSettings:
                 str(stored["response_format"]) if stored.get("response_format") else None
             ),
             mcp=str(stored["mcp"]) if stored.get("mcp") else None,
-            middleware=tuple(str(name) for name in stored.get("middleware", ())),
+            unstored=tuple(str(name) for name in stored.get("unstored", ())),
         )
 
 

@@ -139,8 +139,8 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         from aimegraph.cli.distributed import resume_distributed
 
         # Read here only: the workers carry the run on with their own graph builder,
-        # which may be what added the middleware.
-        reader = run_graph(replace(settings, middleware=()), saver, args.memory_store())
+        # which may be what added the middleware and guardrails.
+        reader = run_graph(replace(settings, unstored=()), saver, args.memory_store())
         snapshot = reader.get_state(run_config(args.thread))
         return resume_distributed(args, record, _inputs(snapshot, args, console), console)
     graph = run_graph(settings, saver, args.memory_store())
@@ -313,7 +313,7 @@ def carried_settings(
         knowledge=knowledge or (stored.knowledge if stored else None),
         response_format=response_format or (stored.response_format if stored else None),
         mcp=mcp or (stored.mcp if stored else None),
-        middleware=stored.middleware if stored else (),
+        unstored=stored.unstored if stored else (),
     )
     if stored is not None and (changes := _overrides(stored, settings)):
         Console(stderr=True, highlight=False).print(

@@ -327,7 +327,10 @@ def build_aime_graph(
         config=config,
         tools=_tool_specs(tools),
         prompts=str(prompts) if isinstance(prompts, str | Path) else None,
-        middleware=parts.middleware.names(),
+        unstored=(
+            *(f"middleware {name}" for name in parts.middleware.names()),
+            *(f"guardrail {g.name}" for g in as_guards(guardrails or ()).guardrails),
+        ),
     )
     graph = AimeGraph.of(
         builder.compile(
