@@ -23,8 +23,10 @@ import pytest
 from langchain.agents import AgentState, create_agent
 from langchain.agents.middleware import AgentMiddleware, TodoListMiddleware
 from langchain.tools import ToolRuntime
+from langchain_core.language_models import BaseChatModel
 from langchain_core.language_models.fake_chat_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.graph import START, MessagesState, StateGraph
@@ -379,6 +381,39 @@ def test_a_unit_resumed_after_an_interrupt_counts_each_of_its_calls_once(
     assert out["tasks"]["t1"].result.summary == "Region: EU"
     t1 = out["usage"].by_task["t1"]
     assert (t1.llm_calls, t1.input_tokens, t1.output_tokens) == (2, 70, 7)
+
+
+class WrappingModel(BaseChatModel):
+    """A chat model that hands on an inner model's reply as its own (a router, a
+    cache): one call, seen by callbacks twice with one id."""
+
+    inner: BaseChatModel
+
+    @property
+    def _llm_type(self) -> str:
+        return "wrapping"
+
+    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+        return ChatResult(generations=[ChatGeneration(message=self.inner.invoke(messages))])
+
+
+def test_a_reply_handed_on_by_a_wrapping_model_counts_once(workspace: Path) -> None:
+    inner = ToolingFakeModel(messages=replies(AIMessage("EU", usage_metadata=used(30, 3))))  # type: ignore[arg-type]
+    wrapping = WrappingModel(inner=inner)
+
+    def answer(state: MessagesState) -> dict[str, Any]:
+        # Its own answer, made from the model's (as a sub-agent's inside a tool).
+        return {"messages": [AIMessage(f"Region: {wrapping.invoke(state['messages']).text}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("answer", answer)
+    builder.add_edge(START, "answer")
+    units = [AgentUnit(name="router", description="Routes.", agent=builder.compile())]
+    scenario = {"planner": [plan(spec("t1", agent="router"))], "reporter": [{"text": "done"}]}
+    out = aime(ScriptedChatModel.from_dict(scenario), units, workspace).invoke({"goal": "Pick"})
+    t1 = out["usage"].by_task["t1"]
+    assert (t1.llm_calls, t1.input_tokens) == (1, 30)
+    assert out["tasks"]["t1"].result.summary == "Region: EU"
 
 
 def test_a_backed_unit_is_a_team_member(workspace: Path) -> None:

@@ -196,10 +196,17 @@ class _RepliesSeen(BaseCallbackHandler):
 
     def beside(self, replies: Sequence[AIMessage]) -> list[AIMessage]:
         """``replies`` (the agent's messages: after a resume, its calls before the
-        interrupt too) and every other reply seen, each reply once (by its id)."""
+        interrupt too) and every other reply seen, each reply once (by its id: a model
+        wrapping another may hand on the inner one's reply)."""
         known = {r.id for r in replies if r.id}
+        others = []
         with self._lock:
-            others = [r for r in self._replies if not (r.id and r.id in known)]
+            for reply in self._replies:
+                if reply.id in known:
+                    continue
+                if reply.id:
+                    known.add(reply.id)
+                others.append(reply)
         return [*replies, *others]
 
 
