@@ -122,15 +122,16 @@ def run_graph(
     typed answer and MCP servers (``settings``); a new run's predefined ``plan`` (its
     first plan, checked here: ``PlanError``; a resumed run has it in its state).
 
-    A run built with LangChain middleware or guardrail objects is refused
-    (ValueError): they are objects of the process that built it, and carrying the run
-    on without them would drop what they enforce."""
+    A run built with Python objects its settings cannot rebuild (``unstored``:
+    middleware, guardrails, per-role models, agent units, ...) is refused
+    (ValueError): carrying it on without them would drop what they do."""
     if settings.unstored:
         raise ValueError(
-            f"the run was built with {', '.join(settings.unstored)}, which its stored "
-            "settings cannot rebuild: carry it on from Python with a graph built with the "
-            "same middleware= and guardrails= (a worker: aimegraph worker --graph with a "
-            "builder that adds them)"
+            f"the run was built with {', '.join(settings.unstored)} given to "
+            "build_aime_graph as Python objects, which its stored settings cannot rebuild: "
+            "carry it on from Python with a graph built with the same arguments (the CLI: "
+            "--model, --agents, --knowledge, --response-format, --prompts and --mcp give "
+            "those again; a worker: aimegraph worker --graph with a builder that adds them)"
         )
     if settings.model is None:
         raise ValueError(

@@ -259,8 +259,8 @@ def test_a_run_built_with_middleware_is_not_carried_on_by_the_dashboard(
     refused = post(client, "/api/threads/mw/resume", {"action": "approve"})
     assert refused.status_code == 400
     assert refused.json()["error"].startswith(
-        "the run was built with middleware actor: PIIMiddleware[email], guardrail no_shouting, "
-        "which its stored settings cannot rebuild"
+        "the run was built with middleware actor: PIIMiddleware[email], guardrail no_shouting "
+        "given to build_aime_graph as Python objects, which its stored settings cannot rebuild"
     )
     assert view(client, "mw")["interrupts"][0]["kind"] == "approve_plan"  # still waiting
 

@@ -180,7 +180,7 @@ def test_a_python_thread_built_with_middleware_is_not_carried_on_without_it(
     code, _, err = _cli(capsys, "--checkpoints", app["url"], "resume", "mw", "--approve")
     assert code == 2 and err.count("\n") == 1
     assert "built with middleware actor: PIIMiddleware[email], middleware actor: Human" in err
-    assert "from Python with a graph built with the same middleware= and guardrails=" in err
+    assert "carry it on from Python with a graph built with the same arguments" in err
     code, _, err = _cli(capsys, "--checkpoints", app["url"], "run", "again", "--thread", "mw")
     assert code == 2 and "built with middleware actor: PIIMiddleware" in err
     assert not (workspace / "price.txt").exists()
@@ -197,6 +197,48 @@ def test_a_python_thread_built_with_middleware_is_not_carried_on_without_it(
             Command(resume={"decisions": [{"type": "approve"}]}), thread_config("mw")
         )
     assert out["status"] == "succeeded"
+    assert (workspace / "price.txt").read_text() == "4.20"
+
+
+AGENTS_MODULE = """
+from aimegraph import AgentUnit
+
+UNITS = [AgentUnit(name="pricer", description="Prices items.", persona="a careful pricer")]
+"""
+
+
+def test_a_python_thread_built_with_objects_is_carried_on_only_with_them_given_again(
+    app: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Per-role models and agent units given as objects are not stored: a resume is
+    refused until flags give them again (said on the overrides line), rather than
+    going on with one model and no units."""
+    from aimegraph import AgentUnit
+    from aimegraph.checkpoints.runs import latest_settings
+
+    (tmp_path / "shop_units_for_cli.py").write_text(AGENTS_MODULE)
+    workspace = tmp_path / "ws"
+    config = AimeConfig(workspace=workspace, approve_plan=True)
+    with open_checkpointer(app["url"]) as saver:
+        graph = build_aime_graph(
+            app["model"], models={"planner": app["model"]}, config=config, checkpointer=saver,
+            agents=[AgentUnit(name="pricer", description="Prices items.")],
+            tools=[__import__("shop_tools_for_cli").lookup_price],
+        )  # fmt: skip
+        assert graph.invoke({"goal": "price a widget"}, thread_config("objs"))["__interrupt__"]
+        assert latest_settings(saver, "objs").unstored == ("models planner", "agents")
+
+    base = ("--checkpoints", app["url"], "resume", "objs", "--approve")
+    code, _, err = _cli(capsys, *base)
+    assert code == 2 and "built with models planner, agents given to build_aime_graph" in err
+    code, _, err = _cli(capsys, *base, "--agents", "shop_units_for_cli:UNITS")
+    assert code == 2 and "built with models planner given" in err
+    code, out, err = _cli(
+        capsys, *base, "--agents", "shop_units_for_cli:UNITS", "--model", app["model"], "--json"
+    )
+    assert code == 0 and json.loads(out)["status"] == "succeeded", err
+    assert "models planner: the thread's object -> given here" in err
+    assert "agents: None -> shop_units_for_cli:UNITS" in err
     assert (workspace / "price.txt").read_text() == "4.20"
 
 

@@ -133,6 +133,21 @@ def rebuild_options(parser: argparse.ArgumentParser) -> None:
     tools_option(parser)
     mcp_option(parser)
     skills_option(parser, "Replaces the run's stored skills folders")
+    # What a thread started from Python was given as objects (its settings name them).
+    parser.add_argument(
+        "--agents", metavar="FILE_OR_MODULE:ATTR", help="agent units (as `run --agents`)"
+    )
+    parser.add_argument(
+        "--knowledge", metavar="DIR", help="a knowledge base directory (as `run --knowledge`)"
+    )
+    parser.add_argument(
+        "--response-format",
+        metavar="SCHEMA_JSON_OR_MODULE:ATTR",
+        help="the typed final answer's format (as `run --response-format`)",
+    )
+    parser.add_argument(
+        "--prompts", metavar="FILE_OR_STORE", help="role prompts (as `run --prompts`)"
+    )
 
 
 def wait_option(parser: argparse.ArgumentParser) -> None:

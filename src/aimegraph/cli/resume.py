@@ -268,7 +268,16 @@ def _run_settings(
     if args.skills:
         fields["skills"] = skill_folders(args.skills)
     return carried_settings(
-        args.thread, stored, model=args.model, config=fields, tools=args.tools, mcp=args.mcp
+        args.thread,
+        stored,
+        model=args.model,
+        config=fields,
+        tools=args.tools,
+        mcp=args.mcp,
+        prompts=args.prompts,
+        agents=args.agents,
+        knowledge=args.knowledge,
+        response_format=args.response_format,
     )
 
 
@@ -289,7 +298,17 @@ def carried_settings(
     goal on it): the ``stored`` ones (None: the thread stores none) with each one given
     over them (None or empty: the stored one kept) and ``config`` over the stored
     config field by field; the changes are printed as one ``overrides:`` line. A model
-    spec is required only where none was stored."""
+    spec is required only where none was stored. What the thread was built with as
+    objects (``RunSettings.unstored``) stays unstored, and refused by
+    :func:`aimegraph.steering.run_graph`, unless a flag gives it again."""
+    given = {
+        "model": model,
+        "agents": agents,
+        "knowledge": knowledge,
+        "response_format": response_format,
+        "prompts": prompts,
+        "mcp": mcp,
+    }
     model = model or (stored.model if stored is not None else None)
     if model is None:
         why = (
@@ -313,13 +332,33 @@ def carried_settings(
         knowledge=knowledge or (stored.knowledge if stored else None),
         response_format=response_format or (stored.response_format if stored else None),
         mcp=mcp or (stored.mcp if stored else None),
-        unstored=stored.unstored if stored else (),
+        unstored=_still_unstored(stored, given) if stored else (),
     )
     if stored is not None and (changes := _overrides(stored, settings)):
         Console(stderr=True, highlight=False).print(
             f"overrides: {'; '.join(changes)}", markup=False, soft_wrap=True
         )
     return settings
+
+
+_GIVEN_BY = {
+    "models": "model",
+    "agents": "agents",
+    "knowledge": "knowledge",
+    "response_format": "response_format",
+    "prompts": "prompts",
+    "mcp_servers": "mcp",
+}
+"""What a thread built in Python was given as objects (``RunSettings.unstored``: its
+first word), and the flag (``carried_settings``' argument) that gives it again."""
+
+
+def _still_unstored(stored: RunSettings, given: dict[str, Any]) -> tuple[str, ...]:
+    """The ``stored`` thread's unstored objects the flags ``given`` do not give again
+    (middleware and guardrail objects: none can)."""
+    return tuple(
+        name for name in stored.unstored if not given.get(_GIVEN_BY.get(name.split()[0], ""))
+    )
 
 
 def _overrides(stored: RunSettings, given: RunSettings) -> list[str]:
@@ -332,6 +371,11 @@ def _overrides(stored: RunSettings, given: RunSettings) -> list[str]:
     for name in ("prompts", "agents", "knowledge", "response_format", "mcp"):
         if (new := getattr(given, name)) != (old := getattr(stored, name)):
             changes.append(f"{name}: {old} -> {new}")
+    changes += [
+        f"{name}: the thread's object -> given here"
+        for name in stored.unstored
+        if name not in given.unstored
+    ]
     before, after = stored.config.model_dump(mode="json"), given.config.model_dump(mode="json")
     changes += [
         f"{name}: {before[name]} -> {after[name]}" for name in after if after[name] != before[name]

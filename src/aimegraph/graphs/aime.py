@@ -7,19 +7,18 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langchain_core.language_models import BaseChatModel
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
-from aimegraph.checkpoints.runs import RunSettings
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.compiled import AimeGraph
 from aimegraph.graphs.parts import GraphParts
 from aimegraph.graphs.planner import build_planner_graph
+from aimegraph.graphs.run_settings import built_settings
 from aimegraph.graphs.screening import INPUT_GUARDRAILS, SCREEN, add_input_screen
 from aimegraph.graphs.sources import open_prompt_source
 from aimegraph.graphs.verifier import build_verifier_graph
@@ -53,7 +52,7 @@ from aimegraph.state import (
     Usage,
     load_plan,
 )
-from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for, tool_spec
+from aimegraph.tools.registry import ToolLike, ToolRegistry, registry_for
 
 if TYPE_CHECKING:
     from aimegraph.teams import AgentUnit
@@ -322,15 +321,21 @@ def build_aime_graph(
         route_after_verifier(config),
         {"planner": "planner", "orchestrator": "orchestrator", "escalate": "escalate", END: end},
     )
-    settings = RunSettings(
-        model=_spec_text(model),
-        config=config,
-        tools=_tool_specs(tools),
-        prompts=str(prompts) if isinstance(prompts, str | Path) else None,
-        unstored=(
-            *(f"middleware {name}" for name in parts.middleware.names()),
-            *(f"guardrail {g.name}" for g in as_guards(guardrails or ()).guardrails),
-        ),
+    settings = built_settings(
+        model,
+        config,
+        tools=tools,
+        prompts=prompts,
+        mcp_servers=mcp_servers,
+        middleware=parts.middleware,
+        guardrails=guardrails,
+        objects={
+            "models": models,
+            "agents": agents,
+            "knowledge": knowledge,
+            "response_format": response_format,
+            "factory": factory,
+        },
     )
     graph = AimeGraph.of(
         builder.compile(
@@ -407,24 +412,6 @@ def _graph_parts(
         middleware=middleware,
         guards=as_guards(guardrails, config.guardrails),
     )
-
-
-def _spec_text(model: ModelSpec) -> str | None:
-    """The model as a spec string to store with the run (a fallback chain of specs
-    joined by commas), or None when a chat model object is part of it."""
-    if isinstance(model, str):
-        return model
-    if isinstance(model, BaseChatModel) or not all(isinstance(m, str) for m in model):
-        return None
-    return ",".join(str(m).strip() for m in model)
-
-
-def _tool_specs(tools: ToolRegistry | Iterable[ToolLike] | None) -> tuple[str, ...]:
-    """The ``module:attr`` of each application tool another process can import (a
-    whole registry, or a tool defined in ``__main__``, must be given again there)."""
-    if tools is None or isinstance(tools, ToolRegistry):
-        return ()
-    return tuple(spec for spec in map(tool_spec, tools) if spec is not None)
 
 
 def route_after_planner(state: AimeState) -> str:
