@@ -232,6 +232,35 @@ def test_a_run_paused_in_the_cli_is_answered_on_the_dashboard_and_back(
     assert view(client, paused_here)["status"] == "succeeded"
 
 
+def test_a_new_goal_on_a_thread_keeps_its_stored_settings(
+    client: TestClient, runs: RunManager, store_url: str
+) -> None:
+    """As ``aimegraph run --thread``: the thread's model and safety settings (here plan
+    approval) hold for its next goal started on the page, the form's over them."""
+    code = main(["--checkpoints", store_url, "run", "Multiply six by seven", "--model", TWO_TASKS,
+                 "--approve-plan", "--thread", "kept", "--json"])  # fmt: skip
+    assert code == 5
+    post(client, "/api/threads/kept/resume", {"action": "reject", "reason": "not this one"})
+    runs.wait("kept", timeout=60)
+    started = post(client, "/api/runs", {"goal": "Multiply six by seven", "thread_id": "kept"})
+    assert started.status_code == 202, started.text
+    runs.wait("kept", timeout=60)
+    run = view(client, "kept")
+    assert run["interrupts"][0]["kind"] == "approve_plan"  # the stored approve_plan
+    assert run["settings"]["model"] == TWO_TASKS  # not the form's default
+    # The form's config goes over the stored one.
+    post(client, "/api/threads/kept/resume", {"action": "reject", "reason": "again"})
+    runs.wait("kept", timeout=60)
+    started = post(
+        client,
+        "/api/runs",
+        {"goal": "Multiply six by seven", "thread_id": "kept", "config": {"approve_plan": False}},
+    )
+    assert started.status_code == 202, started.text
+    runs.wait("kept", timeout=60)
+    assert view(client, "kept")["status"] == "succeeded"
+
+
 def test_a_run_built_with_middleware_is_not_carried_on_by_the_dashboard(
     client: TestClient, saver: BaseCheckpointSaver[Any], tmp_path: Path
 ) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -130,6 +130,78 @@ class RunSettings:
             mcp=str(stored["mcp"]) if stored.get("mcp") else None,
             unstored=tuple(str(name) for name in stored.get("unstored", ())),
         )
+
+    def carried_on(
+        self,
+        config: AimeConfig,
+        *,
+        model: str | None = None,
+        tools: Sequence[str] = (),
+        mcp: str | None = None,
+        prompts: str | None = None,
+        agents: str | None = None,
+        knowledge: str | None = None,
+        response_format: str | None = None,
+    ) -> RunSettings:
+        """These settings as a thread goes on with them (a resume, a fork, its next
+        goal): ``config`` (the stored one with the changes asked for) and each setting
+        given over the stored one (None or empty: the stored one kept). What the thread
+        was built with as objects stays ``unstored`` unless given again."""
+        given = {
+            "model": model,
+            "agents": agents,
+            "knowledge": knowledge,
+            "response_format": response_format,
+            "prompts": prompts,
+            "mcp": mcp,
+        }
+        return RunSettings(
+            model=model or self.model,
+            config=config,
+            tools=tuple(tools) or self.tools,
+            prompts=prompts or self.prompts,
+            agents=agents or self.agents,
+            knowledge=knowledge or self.knowledge,
+            response_format=response_format or self.response_format,
+            mcp=mcp or self.mcp,
+            unstored=tuple(
+                name for name in self.unstored if not given.get(_GIVEN_BY.get(name.split()[0], ""))
+            ),
+        )
+
+    def changes_to(self, other: RunSettings) -> list[str]:
+        """``name: mine -> other's`` for each setting ``other`` changes."""
+        changes = []
+        if self.model is not None and other.model != self.model:  # None: given, not changed
+            changes.append(f"model: {self.model} -> {other.model}")
+        if other.tools != self.tools:
+            changes.append(f"tools: {list(self.tools)} -> {list(other.tools)}")
+        for name in ("prompts", "agents", "knowledge", "response_format", "mcp"):
+            if (new := getattr(other, name)) != (old := getattr(self, name)):
+                changes.append(f"{name}: {old} -> {new}")
+        changes += [
+            f"{name}: the thread's object -> given here"
+            for name in self.unstored
+            if name not in other.unstored
+        ]
+        before, after = self.config.model_dump(mode="json"), other.config.model_dump(mode="json")
+        return changes + [
+            f"{name}: {before[name]} -> {after[name]}"
+            for name in after
+            if after[name] != before[name]
+        ]
+
+
+_GIVEN_BY = {
+    "models": "model",
+    "agents": "agents",
+    "knowledge": "knowledge",
+    "response_format": "response_format",
+    "prompts": "prompts",
+    "mcp_servers": "mcp",
+}
+"""What a thread built in Python was given as objects (an ``unstored`` name's first
+word), and the setting of :meth:`RunSettings.carried_on` that gives it again."""
 
 
 def run_config(

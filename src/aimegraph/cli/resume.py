@@ -300,17 +300,9 @@ def carried_settings(
     config field by field; the changes are printed as one ``overrides:`` line. A model
     spec is required only where none was stored. What the thread was built with as
     objects (``RunSettings.unstored``) stays unstored, and refused by
-    :func:`aimegraph.steering.run_graph`, unless a flag gives it again."""
-    given = {
-        "model": model,
-        "agents": agents,
-        "knowledge": knowledge,
-        "response_format": response_format,
-        "prompts": prompts,
-        "mcp": mcp,
-    }
-    model = model or (stored.model if stored is not None else None)
-    if model is None:
+    :func:`aimegraph.steering.run_graph`, unless a flag gives it again
+    (:meth:`RunSettings.carried_on`)."""
+    if model is None and (stored is None or stored.model is None):
         why = (
             "stores no model spec (started from Python with a chat model object)"
             if stored is not None
@@ -322,65 +314,24 @@ def carried_settings(
             EXIT_USAGE,
         )
     fields = stored.config.model_dump() if stored is not None else {}
-    fields.update(config)
-    settings = RunSettings(
+    checked = checked_config({**fields, **config})
+    settings = (stored or RunSettings(model=None, config=checked)).carried_on(
+        checked,
         model=model,
-        config=checked_config(fields),
-        tools=tuple(tools) if tools else (stored.tools if stored else ()),
-        prompts=prompts or (stored.prompts if stored else None),
-        agents=agents or (stored.agents if stored else None),
-        knowledge=knowledge or (stored.knowledge if stored else None),
-        response_format=response_format or (stored.response_format if stored else None),
-        mcp=mcp or (stored.mcp if stored else None),
-        unstored=_still_unstored(stored, given) if stored else (),
+        tools=tools,
+        mcp=mcp,
+        prompts=prompts,
+        agents=agents,
+        knowledge=knowledge,
+        response_format=response_format,
     )
-    if stored is not None and (changes := _overrides(stored, settings)):
+    if stored is None:
+        return settings
+    if changes := stored.changes_to(settings):
         Console(stderr=True, highlight=False).print(
             f"overrides: {'; '.join(changes)}", markup=False, soft_wrap=True
         )
     return settings
-
-
-_GIVEN_BY = {
-    "models": "model",
-    "agents": "agents",
-    "knowledge": "knowledge",
-    "response_format": "response_format",
-    "prompts": "prompts",
-    "mcp_servers": "mcp",
-}
-"""What a thread built in Python was given as objects (``RunSettings.unstored``: its
-first word), and the flag (``carried_settings``' argument) that gives it again."""
-
-
-def _still_unstored(stored: RunSettings, given: dict[str, Any]) -> tuple[str, ...]:
-    """The ``stored`` thread's unstored objects the flags ``given`` do not give again
-    (middleware and guardrail objects: none can)."""
-    return tuple(
-        name for name in stored.unstored if not given.get(_GIVEN_BY.get(name.split()[0], ""))
-    )
-
-
-def _overrides(stored: RunSettings, given: RunSettings) -> list[str]:
-    """``name: stored -> given`` for each setting the flags change."""
-    changes = []
-    if stored.model is not None and given.model != stored.model:  # None: given, not changed
-        changes.append(f"model: {stored.model} -> {given.model}")
-    if given.tools != stored.tools:
-        changes.append(f"tools: {list(stored.tools)} -> {list(given.tools)}")
-    for name in ("prompts", "agents", "knowledge", "response_format", "mcp"):
-        if (new := getattr(given, name)) != (old := getattr(stored, name)):
-            changes.append(f"{name}: {old} -> {new}")
-    changes += [
-        f"{name}: the thread's object -> given here"
-        for name in stored.unstored
-        if name not in given.unstored
-    ]
-    before, after = stored.config.model_dump(mode="json"), given.config.model_dump(mode="json")
-    changes += [
-        f"{name}: {before[name]} -> {after[name]}" for name in after if after[name] != before[name]
-    ]
-    return changes
 
 
 def _check_tools(snapshot: StateSnapshot, settings: RunSettings) -> None:

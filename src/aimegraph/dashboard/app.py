@@ -332,7 +332,7 @@ class _Api:
         return await self._launch(
             self.runs.start,
             goal=str(body.get("goal") or ""),
-            model=str(body.get("model") or "").strip() or "scripted:demo",
+            model=str(body.get("model") or "").strip() or None,
             config=config,
             thread_id=str(body.get("thread_id") or "").strip() or None,
             response_format=str(body.get("response_format") or "").strip() or None,

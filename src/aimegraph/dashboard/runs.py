@@ -46,6 +46,7 @@ from aimegraph.memory.feedback import Feedback
 from aimegraph.notify import announce_waits
 from aimegraph.optimizer.store import PromptStore, starting_prompts
 from aimegraph.steering import (
+    DEMO_SCENARIO,
     WORKSPACES,
     AnswerNeededError,
     NothingToResumeError,
@@ -120,31 +121,56 @@ class RunManager:
     def start(
         self,
         goal: str,
-        model: str,
+        model: str | None,
         config: Mapping[str, Any] | None = None,
         thread_id: str | None = None,
         response_format: str | None = None,
     ) -> str:
         """Start a new run (as ``aimegraph run``; ``response_format`` as its
-        ``--response-format``); returns its thread id."""
+        ``--response-format``); returns its thread id. A thread that stores settings
+        keeps them for its next goal, those given here over them (as ``run --thread``):
+        its safety settings, its model (unless ``model`` is given; else the demo's)."""
         if not goal.strip():
             raise ValueError("a run needs a goal")
+        stored = None
+        if thread_id is not None:
+            with contextlib.suppress(ThreadNotFoundError):  # a new thread, or no settings
+                stored = latest_settings(self.saver, thread_id)
         thread_id = thread_id or new_thread_id()
-        fields = dict(config or {})
-        fields.setdefault("workspace", str(WORKSPACES / thread_id))
-        checked = AimeConfig.model_validate(fields)
-        # As `aimegraph run`: the prompt store's active version, if it has one.
+        settings = (
+            self._new_settings(thread_id, model, config or {}, response_format)
+            if stored is None
+            else stored.carried_on(
+                AimeConfig.model_validate({**stored.config.model_dump(), **(config or {})}),
+                model=model,
+                response_format=response_format,
+            )
+        )
+        Path(settings.config.workspace).mkdir(parents=True, exist_ok=True)
+        self._start(thread_id, settings, goal)
+        return thread_id
+
+    def _new_settings(
+        self,
+        thread_id: str,
+        model: str | None,
+        config: Mapping[str, Any],
+        response_format: str | None,
+    ) -> RunSettings:
+        """A new thread's settings: ``config`` (its workspace by default under
+        ``WORKSPACES``), and as ``aimegraph run`` the prompt store's active version."""
+        checked = AimeConfig.model_validate({"workspace": str(WORKSPACES / thread_id), **config})
         prompts = (
             starting_prompts(self.prompts.path, online=checked.optimize_online)
             if self.prompts is not None
             else None
         )
-        settings = RunSettings(
-            model=model, config=checked, prompts=prompts, response_format=response_format
+        return RunSettings(
+            model=model or DEMO_SCENARIO,
+            config=checked,
+            prompts=prompts,
+            response_format=response_format,
         )
-        Path(settings.config.workspace).mkdir(parents=True, exist_ok=True)
-        self._start(thread_id, settings, goal)
-        return thread_id
 
     def start_demo(self, *, approve_plan: bool = False, thread_id: str | None = None) -> str:
         """Start the bundled demo (as ``aimegraph demo``), optionally pausing for
