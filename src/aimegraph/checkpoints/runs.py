@@ -8,9 +8,10 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from langgraph.checkpoint.sqlite import SqliteSaver
+from typing_extensions import Unpack
 
 from aimegraph.checkpoints.factory import thread_config
 from aimegraph.checkpoints.lease import live_threads
@@ -36,6 +37,18 @@ class SettingsNotStoredError(ThreadNotFoundError):
     """The thread exists but stores no run settings (an older version, or a graph
     aimegraph did not build, started it).
     A ThreadNotFoundError, so that callers that need the settings treat it alike."""
+
+
+class GivenSettings(TypedDict, total=False):
+    """Settings given to carry a thread on with (the CLI's flags), over its stored ones."""
+
+    model: str | None
+    tools: Sequence[str]
+    mcp: str | None
+    prompts: str | None
+    agents: str | None
+    knowledge: str | None
+    response_format: str | None
 
 
 @dataclass(frozen=True)
@@ -131,39 +144,20 @@ class RunSettings:
             unstored=tuple(str(name) for name in stored.get("unstored", ())),
         )
 
-    def carried_on(
-        self,
-        config: AimeConfig,
-        *,
-        model: str | None = None,
-        tools: Sequence[str] = (),
-        mcp: str | None = None,
-        prompts: str | None = None,
-        agents: str | None = None,
-        knowledge: str | None = None,
-        response_format: str | None = None,
-    ) -> RunSettings:
+    def carried_on(self, config: AimeConfig, **given: Unpack[GivenSettings]) -> RunSettings:
         """These settings as a thread goes on with them (a resume, a fork, its next
         goal): ``config`` (the stored one with the changes asked for) and each setting
-        given over the stored one (None or empty: the stored one kept). What the thread
-        was built with as objects stays ``unstored`` unless given again."""
-        given = {
-            "model": model,
-            "agents": agents,
-            "knowledge": knowledge,
-            "response_format": response_format,
-            "prompts": prompts,
-            "mcp": mcp,
-        }
+        ``given`` over the stored one (None or empty: the stored one kept). What the
+        thread was built with as objects stays ``unstored`` unless given again."""
         return RunSettings(
-            model=model or self.model,
+            model=given.get("model") or self.model,
             config=config,
-            tools=tuple(tools) or self.tools,
-            prompts=prompts or self.prompts,
-            agents=agents or self.agents,
-            knowledge=knowledge or self.knowledge,
-            response_format=response_format or self.response_format,
-            mcp=mcp or self.mcp,
+            tools=tuple(given.get("tools") or ()) or self.tools,
+            prompts=given.get("prompts") or self.prompts,
+            agents=given.get("agents") or self.agents,
+            knowledge=given.get("knowledge") or self.knowledge,
+            response_format=given.get("response_format") or self.response_format,
+            mcp=given.get("mcp") or self.mcp,
             unstored=tuple(
                 name for name in self.unstored if not given.get(_GIVEN_BY.get(name.split()[0], ""))
             ),

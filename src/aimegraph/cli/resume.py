@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -14,6 +14,7 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.types import Command, StateSnapshot
 from rich.console import Console
+from typing_extensions import Unpack
 
 from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import (
@@ -24,6 +25,7 @@ from aimegraph.checkpoints import (
     run_config,
     run_state,
 )
+from aimegraph.checkpoints.runs import GivenSettings
 from aimegraph.cli.live import execute, hold
 from aimegraph.cli.options import (
     broker_options,
@@ -285,14 +287,8 @@ def carried_settings(
     thread_id: str,
     stored: RunSettings | None,
     *,
-    model: str | None,
     config: dict[str, Any],
-    tools: Sequence[str] = (),
-    mcp: str | None = None,
-    prompts: str | None = None,
-    agents: str | None = None,
-    knowledge: str | None = None,
-    response_format: str | None = None,
+    **given: Unpack[GivenSettings],
 ) -> RunSettings:
     """The settings a thread goes on with (``resume``, ``fork``, and ``run`` of a new
     goal on it): the ``stored`` ones (None: the thread stores none) with each one given
@@ -302,7 +298,7 @@ def carried_settings(
     objects (``RunSettings.unstored``) stays unstored, and refused by
     :func:`aimegraph.steering.run_graph`, unless a flag gives it again
     (:meth:`RunSettings.carried_on`)."""
-    if model is None and (stored is None or stored.model is None):
+    if given.get("model") is None and (stored is None or stored.model is None):
         why = (
             "stores no model spec (started from Python with a chat model object)"
             if stored is not None
@@ -315,16 +311,7 @@ def carried_settings(
         )
     fields = stored.config.model_dump() if stored is not None else {}
     checked = checked_config({**fields, **config})
-    settings = (stored or RunSettings(model=None, config=checked)).carried_on(
-        checked,
-        model=model,
-        tools=tools,
-        mcp=mcp,
-        prompts=prompts,
-        agents=agents,
-        knowledge=knowledge,
-        response_format=response_format,
-    )
+    settings = (stored or RunSettings(model=None, config=checked)).carried_on(checked, **given)
     if stored is None:
         return settings
     if changes := stored.changes_to(settings):
