@@ -242,6 +242,24 @@ def test_a_python_thread_built_with_objects_is_carried_on_only_with_them_given_a
     assert (workspace / "price.txt").read_text() == "4.20"
 
 
+def test_a_prompt_store_given_from_python_is_stored_by_its_file_prompt_texts_are_named(
+    app: dict[str, Any], tmp_path: Path
+) -> None:
+    from aimegraph.checkpoints.runs import latest_settings
+    from aimegraph.optimizer import PromptStore
+
+    store = PromptStore(tmp_path / "prompts.jsonl")
+    config = AimeConfig(workspace=tmp_path / "ws", approve_plan=True)
+    with open_checkpointer(app["url"]) as saver:
+        for thread, prompts in (("store", store), ("texts", {"reporter": "# Role: reporter"})):
+            graph = build_aime_graph(app["model"], config=config, checkpointer=saver,
+                                     prompts=prompts)  # fmt: skip
+            assert graph.invoke({"goal": "price a widget"}, thread_config(thread))
+        stored, texts = latest_settings(saver, "store"), latest_settings(saver, "texts")
+    assert stored.prompts == str(tmp_path / "prompts.jsonl") and stored.unstored == ()
+    assert texts.prompts is None and texts.unstored == ("prompts",)
+
+
 def test_run_with_tools_resumes_from_another_directory(
     app: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,

@@ -38,23 +38,32 @@ def built_settings(
     as objects, prompts given as texts rather than a file or store, and MCP servers
     given as content rather than a file."""
     mcp_file = isinstance(mcp_servers, str | Path) and Path(mcp_servers).expanduser().is_file()
-    prompts_file = isinstance(prompts, str | Path)
+    prompts_file = _prompts_file(prompts)
     unstored = (
         *(f"middleware {name}" for name in middleware.names()),
         *(f"guardrail {g.name}" for g in as_guards(guardrails or ()).guardrails),
         *(f"models {role}" for role in objects.get("models") or {}),
         *(name for name, given in objects.items() if name != "models" and given is not None),
-        *(["prompts"] if prompts is not None and not prompts_file else []),
+        *(["prompts"] if prompts is not None and prompts_file is None else []),
         *(["mcp_servers"] if mcp_servers is not None and not mcp_file else []),
     )
     return RunSettings(
         model=_spec_text(model),
         config=config,
         tools=_tool_specs(tools),
-        prompts=str(prompts) if prompts_file else None,
+        prompts=prompts_file,
         mcp=str(mcp_servers) if mcp_file else None,
         unstored=unstored,
     )
+
+
+def _prompts_file(prompts: Any) -> str | None:
+    """The prompt-set file or prompt store (``.jsonl``) the prompts come from, which
+    another process opens again; None for texts given in Python."""
+    if isinstance(prompts, str | Path):
+        return str(prompts)
+    path = getattr(prompts, "path", None)  # a PromptStore: reopened from its file
+    return str(path) if isinstance(path, str | Path) and str(path).endswith(".jsonl") else None
 
 
 def _spec_text(model: ModelSpec) -> str | None:
