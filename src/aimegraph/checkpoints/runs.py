@@ -67,11 +67,13 @@ class RunSettings:
     ``mcp`` an MCP servers file (``build_aime_graph(mcp_servers=...)``; read again
     when the graph is rebuilt, so its secrets stay in the file). The workspace and
     the file paths are made absolute, so that a resume from another directory finds
-    them. ``unstored`` names what the graph was built with that no other process can
-    rebuild from settings: its LangChain middleware (``middleware actor:
-    PIIMiddleware[email]``) and the guardrails given as objects (``guardrail
-    no_profanity``); a thread that has any is carried on only by a graph built with
-    them again (:func:`aimegraph.steering.run_graph` refuses it).
+    them. ``unstored`` names what the graph was given as Python objects, which no other
+    process can rebuild from settings: its LangChain middleware (``middleware actor:
+    PIIMiddleware[email]``), guardrails (``guardrail no_profanity``), per-role models
+    (``models planner``), ``agents``, ``knowledge``, ``response_format``, prompt texts
+    (``prompts``), MCP servers given as content (``mcp_servers``), a ``factory``. A
+    thread that has any is carried on only with them given again (:meth:`carried_on`;
+    :func:`aimegraph.steering.run_graph` refuses it otherwise).
     """
 
     model: str | None

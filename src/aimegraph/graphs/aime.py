@@ -329,8 +329,8 @@ def build_aime_graph(
         mcp_servers=mcp_servers,
         middleware=parts.middleware,
         guardrails=guardrails,
+        models=models,
         objects={
-            "models": models,
             "agents": agents,
             "knowledge": knowledge,
             "response_format": response_format,

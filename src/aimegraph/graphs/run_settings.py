@@ -28,22 +28,23 @@ def built_settings(
     mcp_servers: McpServersArg,
     middleware: RoleMiddleware,
     guardrails: GuardrailsArg,
+    models: Mapping[str, ModelSpec] | None,
     objects: Mapping[str, Any],
 ) -> RunSettings:
     """The settings of a graph ``build_aime_graph`` made from these arguments.
 
-    ``objects`` are the other arguments given as Python objects (``models``, ``agents``,
-    ``knowledge``, ``response_format``, ``factory``), by name, None when not given: each
-    given one is named in ``unstored``, as are the middleware and the guardrails given
-    as objects, prompts given as texts rather than a file or store, and MCP servers
-    given as content rather than a file."""
+    ``objects`` are the other arguments only Python can give (``agents``, ``knowledge``,
+    ``response_format``, ``factory``), by name, None when not given: each given one is
+    named in ``unstored``, as are the middleware and the guardrails given as objects,
+    each per-role model, prompts given as texts rather than a file or store, and MCP
+    servers given as content rather than a file."""
     mcp_file = isinstance(mcp_servers, str | Path) and Path(mcp_servers).expanduser().is_file()
     prompts_file = _prompts_file(prompts)
     unstored = (
         *(f"middleware {name}" for name in middleware.names()),
         *(f"guardrail {g.name}" for g in as_guards(guardrails or ()).guardrails),
-        *(f"models {role}" for role in objects.get("models") or {}),
-        *(name for name, given in objects.items() if name != "models" and given is not None),
+        *(f"models {role}" for role in models or {}),
+        *(name for name, given in objects.items() if given is not None),
         *(["prompts"] if prompts is not None and prompts_file is None else []),
         *(["mcp_servers"] if mcp_servers is not None and not mcp_file else []),
     )
