@@ -117,6 +117,32 @@ def test_ask_human_with_an_empty_answer(scripted_graph: GraphFactory, saver: InM
     assert out["tasks"]["a"].result.summary == "the human said: (the human gave no answer)"
 
 
+@pytest.mark.parametrize("tool_calling", ["native", "json"])
+@pytest.mark.parametrize(
+    ("question", "why"),
+    [
+        # What the bundled Gemma sends: the argument's own description.
+        ("A short, specific question for the human user.", "only restates"),
+        ("Ask the human user a question", "only restates"),
+        ("  ", "is empty"),
+    ],
+)
+def test_a_question_with_nothing_to_answer_is_refused_without_pausing(
+    scripted_graph: GraphFactory, saver: InMemorySaver, tool_calling: str, question: str, why: str
+) -> None:
+    scenario = {
+        "planner": [plan(spec("a", tool_bundles=["human"]))],
+        "actors": {"a": [ask(question), submit("carried on: {last_tool_output}")]},
+    }
+    graph, _ = scripted_graph(scenario, checkpointer=saver, tool_calling=tool_calling, verify="off")
+    out = graph.invoke({"goal": "pick a region"}, CONFIG)
+    assert "__interrupt__" not in out and out["status"] == "succeeded"
+    # The actor's next step saw the refusal as ask_human's error observation.
+    summary = out["tasks"]["a"].result.summary
+    assert summary.startswith("carried on: Error: invalid arguments for ask_human")
+    assert f"the question {why}" in summary
+
+
 PARALLEL = {
     "planner": [
         plan(
