@@ -142,6 +142,25 @@ def test_mistakes_are_one_line(cli: Any) -> None:
         load_public_suite("agentdojo:banking", attack="nope")
 
 
+def test_a_user_task_under_attack_is_selected_against_every_injection_task(cli: Any) -> None:
+    suite = load_public_suite("agentdojo:banking", attack="important_instructions").suite
+    chosen = [task.id for task in suite.select(ids=["user_task_0", ATTACKED[1]]).tasks]
+    injections = sorted({task.id.partition(".")[2] for task in suite.tasks})
+    assert len(injections) > 1
+    assert sorted(chosen) == sorted(
+        [f"user_task_0.{injection}" for injection in injections] + [ATTACKED[1]]
+    )
+    # An id that names no task says what the ids look like, and the closest one.
+    code, out = cli(
+        "eval", "agentdojo:banking", "--attack", "important_instructions",
+        "--model", "oracle", "--tasks", "user_task_0,user_tsk_3",
+    )  # fmt: skip
+    assert code == 2 and "no task user_tsk_3 (did you mean 'user_task_3'?)" in out
+    assert "<user task>.<injection task> (user_task_0.injection_task_0)" in out
+    with pytest.raises(SuiteError, match=r"no task user_tsk_3 \(did you mean 'user_task_3'\?\)$"):
+        load_public_suite("agentdojo:banking").suite.select(ids=["user_tsk_3"])
+
+
 def test_the_cli_reports_the_attack(cli: Any, tmp_path: Path) -> None:
     code, out = cli(
         "eval", "agentdojo:banking", "--attack", "important_instructions",

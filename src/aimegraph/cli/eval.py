@@ -97,7 +97,11 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--seed", type=int, default=0, help="rollout i sends seed SEED+i where the model takes one"
     )
-    parser.add_argument("--tasks", help="comma-separated task ids: only these")
+    parser.add_argument(
+        "--tasks",
+        help="comma-separated task ids: only these (under --attack, a user task's id "
+        "selects it against every injection task)",
+    )
     parser.add_argument("--tags", help="comma-separated tags: only tasks with one of them")
     parser.add_argument(
         "--prices",

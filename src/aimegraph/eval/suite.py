@@ -14,6 +14,7 @@ the middle of an eval.
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -292,19 +293,53 @@ class Suite(Strict):
     def select(
         self, *, ids: Sequence[str] | None = None, tags: Sequence[str] | None = None
     ) -> Suite:
-        """The tasks with one of ``ids`` and one of ``tags`` (each filter when given)."""
-        if ids:
-            unknown = sorted(set(ids) - {t.id for t in self.tasks})
-            if unknown:
-                raise SuiteError(f"{self.source}: no task {', '.join(unknown)}")
+        """The tasks with one of ``ids`` and one of ``tags`` (each filter when given).
+        In an attacked suite, whose ids are ``<user task>.<injection task>``, a user
+        task's id alone selects it under every injection task."""
+        wanted = self._ids_selected(ids) if ids else set()
         chosen = [
             t
             for t in self.tasks
-            if (not ids or t.id in ids) and (not tags or set(tags) & set(t.tags))
+            if (not ids or t.id in wanted) and (not tags or set(tags) & set(t.tags))
         ]
         if not chosen:
             raise SuiteError(f"{self.source}: no task matches the selection")
         return self.model_copy(update={"tasks": chosen})
+
+    def _ids_selected(self, ids: Sequence[str]) -> set[str]:
+        """The ids of the tasks ``ids`` name (see :meth:`select`), or a
+        :class:`SuiteError` naming each that names none, and why."""
+        known = [t.id for t in self.tasks]
+        selected: set[str] = set()
+        problems = []
+        for given in dict.fromkeys(ids):
+            if matching := self._named_by(given, known):
+                selected.update(matching)
+            elif left_out := self._named_by(given, list(self._left_out)):
+                problems.append(f"task {given} is left out: {self._left_out[left_out[0]]}")
+            else:
+                problems.append(self._no_task(given, known))
+        if problems:
+            raise SuiteError(f"{self.source}: {'; '.join(problems)}")
+        return selected
+
+    def _named_by(self, given: str, ids: list[str]) -> list[str]:
+        if given in ids:
+            return [given]
+        return [i for i in ids if self._attack is not None and i.startswith(f"{given}.")]
+
+    def _no_task(self, given: str, known: list[str]) -> str:
+        """``given`` named as no task, with the closest id (a user task's too, in an
+        attacked suite) and, in an attacked suite, the form its ids take."""
+        users = [i.partition(".")[0] for i in known] if self._attack is not None else []
+        close = difflib.get_close_matches(given, list(dict.fromkeys(users + known)), n=1)
+        said = f"no task {given}" + (f" (did you mean {close[0]!r}?)" if close else "")
+        if self._attack is None:
+            return said
+        return (
+            f"{said}; under an attack the ids are <user task>.<injection task> "
+            f"({known[0]}), and a user task's id alone selects it under every injection task"
+        )
 
     def digest(self, task: Task) -> str:
         """A hash of everything that shapes the task's rollouts: its definition and the
