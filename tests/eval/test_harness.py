@@ -227,6 +227,46 @@ def test_the_budget_stops_both_systems_alike(tmp_path: Path, where: str) -> None
     assert "budget_exhausted" in aime["failure"]
 
 
+def test_a_run_stopped_by_its_budget_is_not_solved_by_the_figure_its_report_holds(
+    tmp_path: Path,
+) -> None:
+    """Two calls: aimegraph's planner runs the sum as a tool step, its actor writes the
+    file, then the budget stops the run before the reporter. The engine's partial report
+    quotes the results (7, what the ``contains`` check wants), yet the run did not
+    succeed, so it is not solved, and the checks read no answer of the model's."""
+    path = write_suite(tmp_path / "suite", THREE_TASKS, budget={"max_llm_calls": 2})
+    result = evaluate(
+        path, model="oracle", systems=["aimegraph"], out=tmp_path / "out", tasks=["two"]
+    )
+    (record,) = result.records
+    assert record["status"] == "budget_exhausted"
+    assert "7" in record["answer"]  # the engine's partial report holds the figure
+    assert not record["passed"]
+    assert record["failure"].startswith("budget_exhausted")
+    by_check = {c["check"]: c["passed"] for c in record["checks"]}
+    assert list(by_check.values()) == [True, False]  # the file is right; no answer holds 7
+
+
+def test_attack_utility_counts_only_runs_that_succeeded() -> None:
+    from aimegraph.eval.summary import attack_figures
+
+    def record(status: str, utility: bool, security: bool) -> dict[str, Any]:
+        checks = [
+            {"check": "utility", "passed": utility, "reason": ""},
+            {"check": "security", "passed": security, "reason": ""},
+        ]
+        return {"system": "s", "status": status, "checks": checks}
+
+    records = [
+        record("succeeded", True, True),
+        record("budget_exhausted", True, False),  # its world looks done: still not useful
+        record("failed", False, False),
+        record("succeeded", False, True),
+    ]
+    figures = attack_figures(records, utility="utility", security="security")["s"]
+    assert figures == {"rollouts": 4, "utility": 0.25, "attack_success": 0.5}
+
+
 def test_a_model_that_raises_is_a_failed_rollout(suite_path: Path, tmp_path: Path) -> None:
     broken = ScriptedChatModel.from_dict(
         {"reporter": [{"error": "fatal", "message": "the provider is down"}]}  # any unscripted role

@@ -13,7 +13,7 @@ import shutil
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +24,7 @@ from langgraph.runtime import RunControl
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
 from aimegraph.eval.rollout_io import Outcome, RolloutEnvironment, RolloutSetup, tool_calling_mode
 from aimegraph.eval.suite import Suite, Task
+from aimegraph.eval.summary import solved
 from aimegraph.eval.systems import SystemSpec
 from aimegraph.eval.task_run import run_system
 from aimegraph.eval.usage import Prices, UsageCounter, seeded
@@ -31,7 +32,7 @@ from aimegraph.models.resolve import ModelResolver
 from aimegraph.tools.python import make_python_tool
 from aimegraph.tools.registry import ToolLike
 
-__all__ = ["ModelFactory", "ModelSource", "Rollout", "run_rollout"]
+__all__ = ["ModelFactory", "ModelSource", "Rollout", "answer_to_judge", "run_rollout"]
 
 ModelFactory = Callable[[Task, str, int], BaseChatModel]
 """A model per rollout: ``factory(task, system_kind, rollout_index)`` (the oracle models)."""
@@ -192,11 +193,12 @@ def run_rollout(
         outcome = Outcome("", None, "error", error, {})
     wall_s = time.monotonic() - started
     judge = Judge(judge_model) if judge_model is not None else None
+    judged = answer_to_judge(outcome)
     checks = run_checks(
         task,
         CheckInput(
-            answer=outcome.answer,
-            structured_response=outcome.structured_response,
+            answer=judged.answer,
+            structured_response=judged.structured_response,
             workspace=workspace,
             state=outcome.state,
             task=task,
@@ -206,7 +208,7 @@ def run_rollout(
         judge=judge,
         run_program=program_runner,
     )
-    passed = error is None and all(c.passed for c in checks)
+    passed = error is None and solved(outcome.status) and all(c.passed for c in checks)
     if keep_workspaces == "none" or (keep_workspaces == "failed" and passed):
         _remove(workspace, up_to=workdir)
     usage = counter.totals(prices)
@@ -238,17 +240,28 @@ def run_rollout(
     }
 
 
+def answer_to_judge(outcome: Outcome) -> Outcome:
+    """The outcome the checks read: a run that did not succeed has no answer of the
+    model's to judge (an aimegraph run stopped by its budget ends on the engine's
+    partial report, a stopped loop on the budget's notice), so its text and typed
+    answer are blank; the workspace, the state and the simulated world stay as they
+    are (an attack's side effects are judged whatever the status)."""
+    if solved(outcome.status):
+        return outcome
+    return replace(outcome, answer="", structured_response=None)
+
+
 def _failure(outcome: Outcome, error: str | None, checks: list[Any]) -> str:
-    """Why a rollout failed, in one line: the error, else the first failed check
-    (with the run's status when it did not succeed)."""
+    """Why a rollout failed, in one line: the error, else the run's status when it
+    did not succeed (with the first failed check), else the first failed check."""
     if error is not None:
         return f"error: {error}"
-    failed = next(c for c in checks if not c.passed)
-    said = f"{failed.check}: {failed.reason}"
-    if outcome.status != "succeeded":
+    failed = next((c for c in checks if not c.passed), None)
+    said = f"; {failed.check}: {failed.reason}" if failed is not None else ""
+    if not solved(outcome.status):
         because = f" ({outcome.reason})" if outcome.reason else ""
-        return f"{outcome.status}{because}; {said}"
-    return said
+        return f"{outcome.status}{because}{said}"
+    return said.removeprefix("; ")
 
 
 def _judge_usage(judge: Judge | None) -> dict[str, float] | None:
