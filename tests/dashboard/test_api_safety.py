@@ -45,7 +45,20 @@ def test_a_token_guards_every_request_and_stream(
                  f"/api/threads/{hostile_thread}/events", f"/api/threads/{hostile_thread}/plan.svg",
                  "/static/run.js"):  # fmt: skip
         assert client.get(path).status_code == 401, path
-    assert client.get("/api/threads", headers={"authorization": "Bearer wrong"}).status_code == 401
+    # No token is told one is needed; a wrong one (a header, a stale cookie, an address's
+    # ?token=) that it is wrong.
+    missing = client.get("/api/threads")
+    assert missing.status_code == 401 and "a token is required" in missing.json()["error"]
+    wrong = [
+        client.get("/api/threads", headers={"authorization": "Bearer wrong"}),
+        client.get("/api/threads?token=s3cre"),
+    ]
+    client.cookies.set("aimegraph_token", "stale")
+    wrong.append(client.get("/api/threads"))
+    client.cookies.clear()
+    assert [(r.status_code, r.json()["error"]) for r in wrong] == [
+        (401, "the token is wrong: it is not the one the dashboard was started with")
+    ] * 3
     assert client.post("/api/demo", json={}).status_code == 401
     ok = client.get("/api/threads", headers={"authorization": "Bearer s3cret"})
     assert ok.status_code == 200

@@ -169,15 +169,43 @@ async def test_a2a_answer_that_does_not_fit_asks_again(runs: ServedRuns) -> None
         assert "too vague" in events[-1].status_update.status.message.parts[0].text
 
 
+async def test_a2a_unknown_config_field_is_named_with_the_closest(runs: ServedRuns) -> None:
+    with _a2a(runs) as url:
+        client = await create_client(url, ClientConfig(streaming=True))
+        first = _message("Pick a mirror.")
+        first.metadata.update({"config": {"max_replan": 1}})
+        events = await _send(client, first)
+        assert _states(events)[-1] == TaskState.TASK_STATE_FAILED
+        assert UNKNOWN_FIELD in events[-1].status_update.status.message.parts[0].text
+
+
+UNKNOWN_FIELD = "unknown setting 'max_replan' (did you mean 'max_replans'?)"
+
+
 async def test_a2a_needs_the_token_when_it_has_one(runs: ServedRuns) -> None:
     with serving_in_background(lambda url: create_a2a_app(runs, url, token="s3cret")) as url:
         async with httpx.AsyncClient(base_url=url) as http:
             card = (await http.get(AGENT_CARD_WELL_KNOWN_PATH)).json()
             assert "bearer" in card["securitySchemes"]  # the card is public, and says so
             call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}}
-            assert (await http.post("/", json=call)).status_code == 401
+            await _refused_without_or_with_a_wrong_token(http, "/", call)
             authorised = {"Authorization": "Bearer s3cret"}
             assert (await http.post("/", json=call, headers=authorised)).status_code == 200
+
+
+async def _refused_without_or_with_a_wrong_token(
+    http: httpx.AsyncClient, path: str, body: Any
+) -> None:
+    """No token is told one is required; a wrong one, that it is wrong (RFC 6750's
+    ``invalid_token``)."""
+    none = await http.post(path, json=body)
+    assert none.status_code == 401 and none.headers["www-authenticate"] == "Bearer"
+    assert "a bearer token is required" in none.json()["error"]
+    for header in ("Bearer s3cre", "Bearer s3cret-not", "bearer S3CRET"):
+        wrong = await http.post(path, json=body, headers={"Authorization": header})
+        assert wrong.status_code == 401, header
+        assert wrong.headers["www-authenticate"] == 'Bearer error="invalid_token"'
+        assert "the bearer token is wrong" in wrong.json()["error"]
 
 
 async def _mcp_round_trip(session: ClientSession) -> None:
@@ -188,6 +216,10 @@ async def _mcp_round_trip(session: ClientSession) -> None:
     # A caller sets budgets and human control, never the host's settings.
     refused = await session.call_tool("start_run", {"goal": "x", "config": {"workspace": "/"}})
     assert refused.isError and "may not set workspace" in refused.content[0].text
+    # A field no config has is unknown, not refused: the closest one is named, as the CLI does.
+    unknown = await session.call_tool("start_run", {"goal": "x", "config": {"max_replan": 1}})
+    assert unknown.isError and refused.content[0].text != unknown.content[0].text
+    assert UNKNOWN_FIELD in unknown.content[0].text
     thread_id = (await _tool(session, "start_run", goal="Pick a mirror."))["thread_id"]
     progress: list[tuple[float, float | None, str | None]] = []
 
@@ -250,7 +282,7 @@ async def test_mcp_round_trip_over_streamable_http(runs: ServedRuns) -> None:
     server = create_mcp_server(runs)
     with serving_in_background(lambda url: mcp_http_app(server, token="s3cret")) as url:
         async with httpx.AsyncClient() as anonymous:
-            assert (await anonymous.post(f"{url}/mcp", json={})).status_code == 401
+            await _refused_without_or_with_a_wrong_token(anonymous, f"{url}/mcp", {})
         http = httpx.AsyncClient(headers={"Authorization": "Bearer s3cret"}, timeout=60)
         async with (
             http,

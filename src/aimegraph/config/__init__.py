@@ -42,6 +42,7 @@ from aimegraph.config.groups import (
 )
 from aimegraph.config.settings import WebConfig, _Settings
 from aimegraph.config.settings import settings_error as settings_error
+from aimegraph.config.settings import unknown_setting as unknown_setting
 
 __all__ = [
     "SETTINGS_GROUPS",
@@ -68,6 +69,7 @@ __all__ = [
     "VerifyPolicy",
     "WebConfig",
     "settings_error",
+    "unknown_setting",
 ]
 
 #: The groups ``AimeConfig`` is made of (its bases), each field in exactly one.

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-__all__ = ["WebConfig", "settings_error"]
+__all__ = ["WebConfig", "settings_error", "unknown_setting"]
 
 
 class _Settings(BaseModel):
@@ -26,12 +26,13 @@ class _Settings(BaseModel):
             unknown = [str(key) for key in data if key not in cls.model_fields]
             if unknown:
                 raise ValueError(
-                    "; ".join(_unknown_setting(name, cls.model_fields) for name in unknown)
+                    "; ".join(unknown_setting(name, cls.model_fields) for name in unknown)
                 )
         return data
 
 
-def _unknown_setting(name: str, known: Mapping[str, Any]) -> str:
+def unknown_setting(name: str, known: Mapping[str, Any]) -> str:
+    """``name`` refused as no setting of ``known``, with the closest one that is."""
     close = difflib.get_close_matches(name, list(known), n=1)
     return f"unknown setting {name!r}" + (f" (did you mean {close[0]!r}?)" if close else "")
 

@@ -13,7 +13,6 @@ the scripts put all text in the page as text.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import json
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -56,6 +55,7 @@ from aimegraph.dashboard.runs import (
     RunConflictError,
     RunManager,
 )
+from aimegraph.dashboard.tokens import TokenProblem, bearer_token, token_problem
 from aimegraph.dashboard.views import ThreadReader
 from aimegraph.eval.harness import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
@@ -63,6 +63,11 @@ from aimegraph.steering import ANSWER_KEYS
 
 STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
 TOKEN_COOKIE = "aimegraph_token"
+TOKEN_REFUSALS: dict[TokenProblem, str] = {
+    "missing": "a token is required: send Authorization: Bearer TOKEN, or open a page "
+    "with ?token=TOKEN",
+    "wrong": "the token is wrong: it is not the one the dashboard was started with",
+}
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1", "[::1]")
 POLL_SECONDS = 0.1
 """How often an event stream asks the checkpointer whether its thread changed."""
@@ -173,7 +178,7 @@ class _Guard(BaseHTTPMiddleware):
     ) -> Response:
         if self.token is not None:
             offered = request.query_params.get("token")
-            if offered is not None and _same(offered, self.token):
+            if offered is not None and token_problem([offered], self.token) is None:
                 # Trade the token in the address for a cookie, and drop it from
                 # the address bar (and so from the history and any Referer).
                 rest = request.url.remove_query_params("token")
@@ -183,8 +188,8 @@ class _Guard(BaseHTTPMiddleware):
                     TOKEN_COOKIE, self.token, httponly=True, samesite="strict", path="/"
                 )
                 return _secured(response)
-            if not self._authorised(request):
-                return _secured(JSONResponse({"error": "a valid token is required"}, 401))
+            if problem := self._token_problem(request):
+                return _secured(JSONResponse({"error": TOKEN_REFUSALS[problem]}, 401))
         if request.method not in ("GET", "HEAD"):
             if request.headers.get("content-type", "").split(";")[0] != "application/json":
                 return _secured(JSONResponse({"error": "send JSON"}, 415))
@@ -193,16 +198,14 @@ class _Guard(BaseHTTPMiddleware):
                 return _secured(JSONResponse({"error": "cross-origin request refused"}, 403))
         return _secured(await call_next(request))
 
-    def _authorised(self, request: Request) -> bool:
+    def _token_problem(self, request: Request) -> TokenProblem | None:
         assert self.token is not None
-        header = request.headers.get("authorization", "")
-        bearer = header.removeprefix("Bearer ").strip() if header.startswith("Bearer ") else ""
-        cookie = request.cookies.get(TOKEN_COOKIE, "")
-        return _same(bearer, self.token) or _same(cookie, self.token)
-
-
-def _same(offered: str, token: str) -> bool:
-    return bool(offered) and hmac.compare_digest(offered.encode(), token.encode())
+        offered = (
+            request.query_params.get("token", ""),
+            bearer_token(request.headers.get("authorization", "")),
+            request.cookies.get(TOKEN_COOKIE, ""),
+        )
+        return token_problem(offered, self.token)
 
 
 def _secured(response: Response) -> Response:

@@ -24,6 +24,7 @@ from pydantic_core import to_jsonable_python
 
 from aimegraph.answers import AnswerError, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError, interrupt_fields, run_config
+from aimegraph.config import AimeConfig, unknown_setting
 from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError, RunManager
 from aimegraph.state import Task
 from aimegraph.state.progress import render_checklist
@@ -115,6 +116,10 @@ class ServedRuns:
         """Start ``goal`` on ``thread_id`` (a new thread, or one whose run has ended)
         with the served model and config, ``config`` over it."""
         given = dict(config or {})
+        if unknown := [name for name in given if name not in AimeConfig.model_fields]:
+            raise ValueError(
+                "; ".join(unknown_setting(name, AimeConfig.model_fields) for name in unknown)
+            )
         if refused := sorted(set(given) - CALLER_FIELDS | set(given) & set(self.config)):
             raise ValueError(
                 f"a caller may not set {', '.join(refused)}: the server sets it, or it is "
