@@ -4,6 +4,8 @@ events, shown by ``aimegraph show``; the budgets still count the totals."""
 
 from __future__ import annotations
 
+import re
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -15,9 +17,11 @@ from tests.scripted import call, plan, spec, submit
 from tests.teams.helpers import run_team, team_task
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.models import ScriptedChatModel
+from aimegraph.models import ScriptedChatModel, load_scenario
 from aimegraph.models.calls import usage_of
-from aimegraph.state import RoleUsage, Usage
+from aimegraph.state import RoleUsage, Usage, render_timeline, run_timeline
+
+COUNTS = tuple(RoleUsage.model_fields)
 
 
 class CachingModel(ScriptedChatModel):
@@ -31,6 +35,17 @@ class CachingModel(ScriptedChatModel):
         message.usage_metadata["input_token_details"] = {"cache_read": 8}
         message.usage_metadata["output_token_details"] = {"reasoning": 2}
         return result
+
+
+def assert_adds_up(usage: Usage) -> None:
+    """Every total is the sum of its shares: by role, and by task with the usage spent
+    outside tasks (planner, reporter, final verifier)."""
+    for name in COUNTS:
+        total = getattr(usage, name)
+        by_role = sum(getattr(share, name) for share in usage.by_role.values())
+        in_tasks = sum(getattr(share, name) for share in usage.by_task.values())
+        assert total == pytest.approx(by_role), name
+        assert total == pytest.approx(in_tasks + getattr(usage.outside_tasks, name)), name
 
 
 def two_tasks() -> dict[str, Any]:
@@ -82,8 +97,9 @@ def test_a_run_splits_its_usage_by_task_with_cached_and_reasoning_tokens_and_cos
     usage: Usage = values["usage"]
 
     assert set(usage.by_task) == {"t1", "t2"}
-    assert usage.by_task["t1"].llm_calls == 2 and usage.by_task["t1"].tool_calls == 2
-    assert usage.by_task["t2"].llm_calls == 1 and usage.by_task["t2"].tool_calls == 1
+    # The calculator is a tool call; the actors' submit_result calls are not.
+    assert usage.by_task["t1"].llm_calls == 2 and usage.by_task["t1"].tool_calls == 1
+    assert usage.by_task["t2"].llm_calls == 1 and usage.by_task["t2"].tool_calls == 0
     assert sum(t.llm_calls for t in usage.by_task.values()) == usage.by_role["actor"].llm_calls
     assert usage.cached_input_tokens == 8 * usage.llm_calls
     assert usage.reasoning_tokens == 2 * usage.llm_calls
@@ -98,7 +114,7 @@ def test_a_run_splits_its_usage_by_task_with_cached_and_reasoning_tokens_and_cos
 
     # Each actor's completed event carries the attempt's usage.
     done = {p["task_id"]: p["usage"] for p in events if p.get("event") == "completed"}
-    assert done["t1"].llm_calls == 2 and done["t1"].tool_calls == 2
+    assert done["t1"].llm_calls == 2 and done["t1"].tool_calls == 1
     assert done["t2"].llm_calls == 1
 
 
@@ -123,6 +139,9 @@ def test_team_members_usage_is_kept_per_member_and_per_task(workspace: Path) -> 
     assert usage.by_member["writer"].llm_calls == 2
     assert usage.by_member["reviewer"].llm_calls == 1
     assert usage.by_task["t1"].llm_calls == 3 == usage.llm_calls
+    # The team task's share is its members' shares added up.
+    assert sum(usage.by_member.values(), RoleUsage()) == usage.by_task["t1"]
+    assert usage.tool_calls == 0  # update_progress and submit_result are reports
 
 
 def test_usage_adds_up_every_breakdown() -> None:
@@ -137,13 +156,99 @@ def test_usage_adds_up_every_breakdown() -> None:
     assert total.by_role["actor"].llm_calls == 3 and total.total_tokens == 30
 
 
+def test_the_demos_usage_adds_up_and_counts_the_tool_calls_that_ran(workspace: Path) -> None:
+    for item in (resources.files("aimegraph.demo") / "data").iterdir():
+        if item.is_file():
+            (workspace / item.name).write_bytes(item.read_bytes())
+    graph = build_aime_graph("scripted:demo", config=AimeConfig(workspace=workspace))
+    out = graph.invoke({"goal": load_scenario("demo").goal})
+    assert out["status"] == "succeeded"
+    usage: Usage = out["usage"]
+    assert_adds_up(usage)
+    # One definition of a tool call: the demo's are those its tasks' timelines time.
+    assert usage.tool_calls == sum(len(task.tool_spans) for task in out["tasks"].values()) > 0
+    for task_id, task in out["tasks"].items():
+        assert usage.by_task[task_id].tool_calls == len(task.tool_spans)
+    outside = sum((usage.by_role[r] for r in ("planner", "reporter", "verifier")), RoleUsage())
+    assert usage.outside_tasks == outside and outside.llm_calls > 0
+
+
+SALES_REPORT: dict[str, Any] = {
+    "planner": [plan(spec("a", tool_bundles=["files"]))],
+    "actors": {"a": [call("write_file", path="report.md", content="Total: 1250\n"), submit("ok")]},
+    "reporter": [{"text": "report.md gives the total: 1250."}],
+    "verifier": [
+        call("read_lines", path="report.md"),
+        call("list_dir"),
+        call("submit_verdict", passed=True, reasoning="report.md:1 says 1250."),
+    ],
+}
+
+
+def test_the_inspecting_verifiers_reads_are_its_tool_calls_and_add_up(
+    workspace: Path,
+) -> None:
+    model = ScriptedChatModel.from_dict(SALES_REPORT)
+    config = AimeConfig(workspace=workspace, verifier_inspects="always")
+    out = build_aime_graph(model, config=config).invoke({"goal": "Write report.md"})
+    assert out["status"] == "succeeded"
+    usage: Usage = out["usage"]
+    assert_adds_up(usage)
+    # Two reads; its submit_verdict is its answer, as the actor's submit_result is.
+    assert usage.by_role["verifier"].tool_calls == 2 == usage.outside_tasks.tool_calls
+    assert usage.by_task["a"].tool_calls == 1 and usage.tool_calls == 3
+
+
+def test_a_refused_call_counts_and_the_timeline_says_how_many_ran(workspace: Path) -> None:
+    scenario = {
+        **two_tasks(),
+        "actors": {
+            "t1": [call("shell", command="ls"), call("calculator", expression="6*7"), submit("")],
+            "t2": [submit("42")],
+        },
+    }
+    model = ScriptedChatModel.from_dict(scenario)
+    out = build_aime_graph(model, config=AimeConfig(workspace=workspace)).invoke({"goal": "x"})
+    assert out["status"] == "succeeded"
+    assert out["usage"].by_task["t1"].tool_calls == 2  # shell is not t1's: refused
+    t1 = next(bar for bar in run_timeline(out).bars if bar.name == "t1")
+    assert (t1.tool_calls, len(t1.tools)) == (2, 1)
+    (line,) = [row for row in render_timeline(run_timeline(out)).splitlines() if "t1" in row[:3]]
+    assert ", 2 tool calls (1 timed: " in line
+
+
+def test_show_and_its_timeline_count_a_tasks_tool_calls_alike(cli: Cli) -> None:
+    code, _ = cli.run("counted")
+    assert code == 0
+    code, text = cli("show", "counted", "--timeline")
+    assert code == 0
+    usage_part, chart = text.split("timeline (seconds since the run started):")
+    shares = {
+        line.split(":")[0].strip(): line
+        for line in usage_part.splitlines()
+        if line.startswith("    t")
+    }
+    bars = {line.split(" (")[0]: line for line in chart.splitlines() if " |" in line}
+    bars = {name: line for name, line in bars.items() if name.startswith("t")}
+    assert set(shares) == set(bars) == {"t1", "t2"}
+
+    def tool_calls(line: str) -> int:
+        found = re.search(r"(\d+) tool calls?\b", line)
+        return int(found.group(1)) if found else 0
+
+    # t1 calls the calculator (and submits): one tool call, in both; t2 only submits.
+    assert tool_calls(shares["t1"]) == tool_calls(bars["t1"]) == 1
+    assert tool_calls(shares["t2"]) == tool_calls(bars["t2"]) == 0
+    assert "    outside tasks: " in usage_part and "0 tool calls" in usage_part
+
+
 def test_show_prints_the_usage_by_task_and_the_earlier_runs(cli: Cli) -> None:
     code, _ = cli.run("shown")
     assert code == 0
     code, text = cli("show", "shown")
-    assert "  by task:\n    t1: 2 LLM calls" in text and "    t2: 1 LLM calls" in text
+    assert "  by task:\n    t1: 2 LLM calls" in text and "    t2: 1 LLM call," in text
     code, shown = cli.json("show", "shown")
-    assert shown["usage"]["by_task"]["t1"]["tool_calls"] == 2
+    assert shown["usage"]["by_task"]["t1"]["tool_calls"] == 1
     assert shown["runs"] == [] and shown["thread_usage"] is None
 
 

@@ -43,7 +43,7 @@ def test_finished_thread_show_threads_history_resume_and_fork(cli: Cli) -> None:
     assert "- [x] t1: Compute the product\n- [x] t2: Phrase the answer (after t1)" in text
     assert "verdict: passed: The answer states the product." in text
     assert "Answer: six times seven is the product is 42" in text
-    assert "usage: 6 LLM calls" in text and "3 tool calls" in text
+    assert "usage: 6 LLM calls, " in text and " tokens, 1 tool call\n" in text  # calculator
     code, shown = cli.json("show", "done")
     assert shown["verdict"]["passed"] and shown["usage"]["llm_calls"] == 6
     assert shown["interrupts"] == [] and shown["tasks"]["t1"]["result"]["summary"].endswith("42")

@@ -444,10 +444,10 @@ def test_a_team_task_with_a_member_reporting_no_usage_prints_what_was_counted_an
     print_summary(summary(out, "team", "succeeded"), Console(width=200))
     lines = capsys.readouterr().out.splitlines()
     assert (
-        "    t1: 2 LLM calls, 250 in / 30 out tokens, 1 tool calls, "
+        "    t1: 2 LLM calls, 250 in / 30 out tokens, 1 tool call, "
         "more unknown (an agent reports no usage)"
     ) in lines
-    assert "    counter: 2 LLM calls, 250 in / 30 out tokens, 1 tool calls" in lines
+    assert "    counter: 2 LLM calls, 250 in / 30 out tokens, 1 tool call" in lines
     assert "    echo: unknown (its agent reports no usage)" in lines
 
 

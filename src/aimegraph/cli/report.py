@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -24,6 +25,8 @@ from aimegraph.state import (
     run_timeline,
     thread_usage,
 )
+from aimegraph.state.timing import counted, duration_text, local_time
+from aimegraph.waits import WAIT_KINDS
 
 __all__ = [
     "Shown",
@@ -58,11 +61,14 @@ def report(
     *,
     holder: str | None = None,
     streamed: Shown = NOTHING_SHOWN,
+    heading: bool = False,
 ) -> str:
     """Print a thread's state (as JSON with --json) and what to do next; returns its
     status. ``holder`` is the live process running it, if one does: then it is
     ``running`` and nothing suggests resuming it. What the live view ``streamed``
-    (the answer as it was written, the checklist as it ended) is not printed again."""
+    (the answer as it was written, the checklist as it ended) is not printed again.
+    With ``heading`` (``show``, ``wait``: nothing above it) it starts with the thread
+    and its goal; else (after a run's live view) with a blank line."""
     state = run_state(snapshot, live=holder is not None)
     data = summary(snapshot.values, thread_id, state)
     data["interrupts"] = [{"id": i.id, **interrupt_fields(i.value)} for i in snapshot.interrupts]
@@ -70,7 +76,7 @@ def report(
     if args.json:
         print(json.dumps(data, indent=2, default=str))
         return state
-    print_summary(data, console, streamed=streamed)
+    print_summary(data, console, streamed=streamed, heading=heading)
     if getattr(args, "timeline", False):
         console.print("\n[bold]timeline[/bold] (seconds since the run started):")
         console.print(render_timeline(run_timeline(snapshot.values)), markup=False)
@@ -123,11 +129,20 @@ def summary(values: dict[str, Any], thread_id: str, state: str) -> dict[str, Any
 
 
 def print_summary(
-    data: dict[str, Any], console: Console, *, streamed: Shown = NOTHING_SHOWN
+    data: dict[str, Any],
+    console: Console,
+    *,
+    streamed: Shown = NOTHING_SHOWN,
+    heading: bool = False,
 ) -> None:
     reason = data.get("reason")
+    if heading:
+        console.print(f"[bold]thread:[/bold] {escape(data['thread_id'])}")
+        if goal := data.get("goal"):
+            console.print(f"[bold]goal:[/bold] {escape(' '.join(goal.split()))}")
     console.print(
-        f"\n[bold]status:[/bold] {data['status']}"
+        ("" if heading else "\n")
+        + f"[bold]status:[/bold] {data['status']}"
         # A cancel without a reason given records "cancelled": said once is enough.
         + (f" ({escape(reason)})" if reason and reason != data["status"] else "")
     )
@@ -155,6 +170,9 @@ def print_summary(
                 for name, share in _in_plan_order(shares, data["tasks"]):
                     line = share_line(share, known=name not in unknown)
                     console.print(f"    {name}: {line}", markup=False)
+                rest = (usage.get("outside_tasks") or {}) if key == "by_task" else {}
+                if rest.get("llm_calls") or rest.get("tool_calls"):
+                    console.print(f"    outside tasks: {usage_line(rest)}", markup=False)
     if timing := time_line(data.get("timeline") or {}):
         console.print(f"[bold]time:[/bold] {timing}")
     for number, run in enumerate(data.get("runs") or [], start=1):
@@ -206,8 +224,8 @@ def usage_line(usage: dict[str, Any]) -> str:
     if reasoning := usage.get("reasoning_tokens"):
         tokens_out += f" ({reasoning} reasoning)"
     line = (
-        f"{usage['llm_calls']} LLM calls, {tokens_in} / {tokens_out} tokens, "
-        f"{usage.get('tool_calls', 0)} tool calls"
+        f"{counted(usage['llm_calls'], 'LLM call')}, {tokens_in} / {tokens_out} tokens, "
+        f"{counted(usage.get('tool_calls', 0), 'tool call')}"
     )
     return line + (f", ${usage['cost_usd']:.4f}" if usage.get("cost_usd") else "")
 
@@ -231,11 +249,19 @@ def _past_run(run: PastRun) -> dict[str, Any]:
     }
 
 
-def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
+def show_interrupts(
+    interrupts: Sequence[Any], console: Console, *, now: float | None = None
+) -> None:
+    """What each interrupt waits for and, for a timed human wait, its deadline (and the
+    time left at ``now``) and default."""
     for item in interrupts:
         value = interrupt_fields(item.value)
         kind = value.pop("kind", "interrupt")
         error = value.pop("error", None)
+        deadline = default = None
+        if kind in WAIT_KINDS:  # its terms have a line of their own (None: no timeout)
+            deadline, default = value.pop("deadline", None), value.pop("default", None)
+            value.pop("timeout_s", None)
         console.print(f"\n[yellow]waiting ({kind})[/yellow] id={item.id}")
         if kind == "approve_plan":
             console.print(value.get("checklist", ""), markup=False)
@@ -251,14 +277,22 @@ def show_interrupts(interrupts: Sequence[Any], console: Console) -> None:
                 console.print(f"  failed {task['id']}: {task['reason']}", markup=False)
             console.print(value.get("checklist", ""), markup=False)
             console.print(f"choices: {', '.join(value.get('choices') or [])}", markup=False)
-            if value.get("deadline"):
-                console.print(
-                    f"unanswered, it takes '{value['default']}' after {value['timeout_s']:g} s"
-                )
         else:
             console.print(json.dumps(dumpd(value), indent=1, default=str), markup=False)
+        if deadline is not None:
+            console.print(deadline_line(kind, deadline, default, now=now), markup=False)
         if error:
             console.print(f"[red]{escape(error)}[/red]")
+
+
+def deadline_line(kind: str, deadline: float, default: Any, *, now: float | None = None) -> str:
+    """When a timed human wait of ``kind`` takes its ``default`` (``deadline`` in epoch
+    seconds): the local time, the time left (or past) at ``now``, and the default."""
+    left = deadline - (time.time() if now is None else now)
+    when = f"in {duration_text(left)}" if left > 0 else f"passed {duration_text(-left)} ago"
+    if kind == "ask_human":
+        default = f"the answer {default!r}" if default else "no answer"
+    return f"deadline: {local_time(deadline)} ({when}); unanswered, it takes the default: {default}"
 
 
 def report_cancel(

@@ -84,7 +84,8 @@ def cmd_show(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console:
     snapshot = _reader(saver, args.thread).get_state(run_config(args.thread))
     holder = live_threads(saver, [args.thread]).get(args.thread)
     # A run stopped mid-step shows the tasks that step had already finished.
-    report(with_finished_tasks(snapshot, saver), args.thread, args, console, holder=holder)
+    shown = with_finished_tasks(snapshot, saver)
+    report(shown, args.thread, args, console, holder=holder, heading=True)
     return 0
 
 

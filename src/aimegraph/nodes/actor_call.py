@@ -35,6 +35,7 @@ from aimegraph.nodes.actor_factory import ALWAYS_BOUND
 from aimegraph.nodes.replies import reply_messages
 from aimegraph.prompts import json_mode
 from aimegraph.state import ActorState, Usage
+from aimegraph.tools.progress import REPORT_NAMES
 
 __all__ = ["make_actor_call"]
 
@@ -109,7 +110,12 @@ def make_actor_call(
         except Exception as exc:  # noqa: BLE001 - a model failure fails the task, as data
             reraise_if_retryable(exc, runtime)
             return {"error": f"model call failed: {type(exc).__name__}: {exc}"}
-        calls = sum(len(m.tool_calls) for m in messages if isinstance(m, AIMessage))
+        calls = sum(
+            c["name"] not in REPORT_NAMES
+            for m in messages
+            if isinstance(m, AIMessage)
+            for c in m.tool_calls
+        )
         usage = sum(
             (
                 usage_of(r, "actor", cfg.prices, tool_calls=calls if r is replies[-1] else 0)

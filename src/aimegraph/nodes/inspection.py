@@ -169,14 +169,16 @@ def inspect(
                 reraise_if_retryable(exc, runtime)
             error = f"model call failed: {type(exc).__name__}: {exc}"
             return Inspection(None, error, usage, looked)
-        step_usage = usage_of(reply, "verifier", config.prices)
         if mode == "json" and (verdict := _bare_verdict(reply)) is not None:
-            return Inspection(verdict, None, usage + step_usage, looked)
+            return Inspection(
+                verdict, None, usage + usage_of(reply, "verifier", config.prices), looked
+            )
         added = reply_messages(reply, names, mode)
         conversation += added
         last = added[-1]
         calls = last.tool_calls if isinstance(last, AIMessage) else []
-        usage = usage + step_usage.model_copy(update={"tool_calls": len(calls)})
+        looks = sum(call["name"] != SUBMIT_VERDICT for call in calls)
+        usage = usage + usage_of(reply, "verifier", config.prices, tool_calls=looks)
         if isinstance(last, AIMessage) and not calls:
             break  # an answer in prose: asked for the verdict below
         for call in calls:

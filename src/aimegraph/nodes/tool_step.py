@@ -110,8 +110,7 @@ def _settle(state: ActorState, runtime: Runtime[Any]) -> dict[str, Any]:
         artifacts={OUTPUT_FILE: kept} if kept else {},
         tripwire=observation.response_metadata.get(TRIPWIRE),
     )
-    used = RoleUsage(tool_calls=1)
-    usage = Usage(**used.model_dump(), by_role={ROLE: used}).for_task(task.id)
+    usage = Usage.of_role(ROLE, RoleUsage(tool_calls=1)).for_task(task.id)
     update = settled({**state, "usage": usage}, result, runtime.stream_writer)
     if edit_note:
         edited = ProgressUpdate(task_id=task.id, status="edited", message=edit_note)

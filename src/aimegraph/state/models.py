@@ -271,13 +271,19 @@ def _merged(mine: dict[str, RoleUsage], theirs: dict[str, RoleUsage]) -> dict[st
 class Usage(_Counts):
     """Resource use of a run; the state reducer adds these up. The totals are what
     the budgets count; ``by_role`` splits them by role (planner, actor, reporter,
-    verifier, team, memory), ``by_task`` by the task whose actor (or team, or
-    check) spent them, ``by_member`` by team member (agent unit name), and
-    ``by_model`` by the model that answered (the reply's model name: with a
-    fallback chain, each call counts under the member that answered it)."""
+    verifier, team, memory, tool_step), ``by_task`` by the task whose actor (or
+    team, check, tool step) spent them, ``outside_tasks`` being the rest (planner,
+    reporter, final verifier); ``by_member`` splits team tasks' shares by member
+    (agent unit name), ``by_model`` counts the calls of named models (the reply's
+    model name: in a fallback chain, the member that answered).
+
+    A tool call is a call of a working tool (run, failed or refused): an actor's, a
+    tool step's, the inspecting verifier's reads. The actor's reports
+    (``update_progress``, ``submit_result``) and ``submit_verdict`` are not."""
 
     by_role: dict[str, RoleUsage] = Field(default_factory=dict)
     by_task: dict[str, RoleUsage] = Field(default_factory=dict)
+    outside_tasks: RoleUsage = Field(default_factory=RoleUsage)
     by_member: dict[str, RoleUsage] = Field(default_factory=dict)
     by_model: dict[str, RoleUsage] = Field(default_factory=dict)
     unknown_tasks: list[str] = Field(default_factory=list)
@@ -318,8 +324,16 @@ class Usage(_Counts):
             tool_calls=tool_calls,
             cost_usd=cost,
         )
+        return cls.of_role(role, counts, model=model)
+
+    @classmethod
+    def of_role(cls, role: str, counts: RoleUsage, *, model: str = "") -> Usage:
+        """``counts`` spent by ``role`` (and by ``model``, when named) outside any
+        task, until :meth:`for_task` attributes them to one."""
         by_model = {model: counts} if model else {}
-        return cls(**counts.model_dump(), by_role={role: counts}, by_model=by_model)
+        return cls(
+            **counts.model_dump(), by_role={role: counts}, by_model=by_model, outside_tasks=counts
+        )
 
     def totals(self) -> RoleUsage:
         """The counts without the breakdowns."""
@@ -333,6 +347,7 @@ class Usage(_Counts):
         return self.model_copy(
             update={
                 "by_task": {task_id: counts},
+                "outside_tasks": RoleUsage(),
                 "by_member": {member: counts} if member else {},
                 "unknown_tasks": [] if known else [task_id],
                 "unknown_members": [member] if member and not known else [],
@@ -358,6 +373,7 @@ class Usage(_Counts):
             **self._summed(other),
             by_role=_merged(self.by_role, other.by_role),
             by_task=_merged(self.by_task, other.by_task),
+            outside_tasks=self.outside_tasks + other.outside_tasks,
             by_member=_merged(self.by_member, other.by_member),
             by_model=_merged(self.by_model, other.by_model),
             unknown_tasks=list(dict.fromkeys([*self.unknown_tasks, *other.unknown_tasks])),

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from datetime import datetime
 from typing import Any
 
-from aimegraph.state.models import Span, Task
+from aimegraph.state.models import Span, Task, Usage
 
 Tasks = Mapping[str, Task]
 
@@ -63,8 +64,10 @@ class Bar:
     """One strip of the timeline, in seconds since the run started: a task's latest
     attempt (``kind="task"``, ``name`` its id) or one planner, reporter or verifier
     call (``kind`` and ``name`` the role). ``ready`` is a task's ready time, ``end``
-    None while it runs; ``tools`` its tool calls as ``(tool, start, end)``,
-    ``earlier`` its failed attempts before this one as ``(start, end)``."""
+    None while it runs; ``tools`` the attempt's timed tool calls (those that ran) as
+    ``(tool, start, end)``, ``tool_calls`` the task's tool calls as its usage counts
+    them (every attempt's, refused ones and its check's too), ``earlier`` its failed
+    attempts before this one as ``(start, end)``."""
 
     kind: str
     name: str
@@ -74,6 +77,7 @@ class Bar:
     title: str = ""
     status: str = ""
     tools: tuple[tuple[str, float, float], ...] = ()
+    tool_calls: int = 0
     earlier: tuple[tuple[float, float], ...] = ()
 
 
@@ -98,10 +102,11 @@ class Timeline:
 
 
 def run_timeline(values: Mapping[str, Any]) -> Timeline:
-    """The timeline of the run in a state's ``values`` (its ``tasks``, ``spans`` and
-    ``run_started_at``). Without a recorded start (a run from before timestamps, or
-    one that has not started) the earliest time found is the origin."""
+    """The timeline of the run in a state's ``values`` (its ``tasks``, ``spans``,
+    ``run_started_at`` and ``usage``). Without a recorded start (a run from before
+    timestamps, or one that has not started) the earliest time found is the origin."""
     tasks: Tasks = values.get("tasks") or {}
+    usage: Usage = values.get("usage") or Usage()
     spans: Sequence[Span] = values.get("spans") or ()
     times = [s.started_at for s in spans] + [
         t for task in tasks.values() for t in (task.ready_at, task.started_at) if t is not None
@@ -127,6 +132,7 @@ def run_timeline(values: Mapping[str, Any]) -> Timeline:
             continue
         tools = tuple((s.name, s.started_at - origin, s.ended_at - origin) for s in task.tool_spans)
         earlier = tuple((s.started_at - origin, s.ended_at - origin) for s in task.past_attempts)
+        used = usage.by_task.get(task.id)
         bars.append(
             Bar(
                 kind="task",
@@ -137,6 +143,7 @@ def run_timeline(values: Mapping[str, Any]) -> Timeline:
                 title=task.title,
                 status=task.status,
                 tools=tools,
+                tool_calls=len(tools) if used is None else used.tool_calls,
                 earlier=earlier,
             )
         )
@@ -230,15 +237,35 @@ def _times(bar: Bar) -> str:
         span += "running"
     if bar.ready is not None and bar.start - bar.ready >= 0.0005:
         span += f", ready at {_seconds(bar.ready)}"
-    if bar.tools:
-        span += f", {_counted(len(bar.tools), 'tool call')} "
-        span += _seconds(sum(end - start for _, start, end in bar.tools))
+    if bar.tool_calls or bar.tools:
+        span += f", {counted(bar.tool_calls, 'tool call')}"
+        took = _seconds(sum(end - start for _, start, end in bar.tools))
+        # Fewer ran in the attempt drawn than the task made: refused, or in other attempts.
+        span += (
+            f" {took}" if len(bar.tools) == bar.tool_calls else f" ({len(bar.tools)} timed: {took})"
+        )
     if bar.earlier:
-        span += f", after {_counted(len(bar.earlier), 'failed attempt')}"
+        span += f", after {counted(len(bar.earlier), 'failed attempt')}"
     return span
 
 
-def _counted(number: int, thing: str) -> str:
+def local_time(at: float) -> str:
+    """An epoch time as the local date and time, with the zone."""
+    return datetime.fromtimestamp(at).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+def duration_text(seconds: float) -> str:
+    """Whole ``seconds`` in hours, minutes and seconds, the larger units only when
+    needed: ``42 s``, ``1 min 5 s``, ``2 h 0 min 3 s``."""
+    hours, rest = divmod(round(seconds), 3600)
+    minutes, whole = divmod(rest, 60)
+    parts = [f"{hours} h"] if hours else []
+    parts += [f"{minutes} min"] if minutes or hours else []
+    return " ".join([*parts, f"{whole} s"])
+
+
+def counted(number: int, thing: str) -> str:
+    """``number`` ``thing``, plural unless one: ``1 tool call``, ``2 tool calls``."""
     return f"{number} {thing}" + ("s" if number != 1 else "")
 
 

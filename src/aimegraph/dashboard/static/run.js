@@ -333,8 +333,8 @@ function renderVerdict(verdict) {
   );
 }
 
-// The run's usage by role, then by task and by team member (each a share of the
-// same totals), with the cached-input and reasoning tokens inside "in" and "out". A
+// The run's usage by role, then by task (and outside tasks: planner, reporter, final
+// verifier) and by team member (each a share of the same totals), with the cached-input and reasoning tokens inside "in" and "out". A
 // share an agent unit did not report is "unknown" (or "+ unknown" beside what was
 // counted), and so is the total then: it is a lower bound.
 function renderUsage(usage) {
@@ -359,6 +359,8 @@ function renderUsage(usage) {
     el("thead", {}, el("tr", {}, el("th", {}, ""), ...columns.map((c) => el("th", { class: "num" }, c)))),
     el("tbody", {}, ...group("by role", usage.by_role),
       ...group("by task", usage.by_task, usage.unknown_tasks ?? []),
+      ...(Object.keys(usage.by_task ?? {}).length && usage.outside_tasks
+        ? [row("outside tasks", usage.outside_tasks)] : []),
       ...group("by team member", usage.by_member, usage.unknown_members ?? [])),
     el("tfoot", {}, row("total", usage, (usage.unknown_tasks ?? []).length > 0)),
   );
