@@ -424,6 +424,8 @@ def feedback(
         ThreadNotFoundError: no such thread.
         ValueError: a rating outside 1 to 5, or a thread with no goal yet.
     """
+    if isinstance(rating, bool) or not isinstance(rating, int) or not 1 <= rating <= 5:
+        raise ValueError(f"rating must be a whole number from 1 to 5, not {rating!r}")
     snapshot = reader_graph(saver).get_state(run_config(thread_id))
     if not snapshot.created_at:
         raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")

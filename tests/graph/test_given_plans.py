@@ -120,6 +120,17 @@ def test_an_input_plan_with_a_misspelled_field_is_refused(workspace: Path) -> No
     assert "unknown field 'dependecies' (did you mean 'dependencies'?)" in out["reason"]
 
 
+def test_a_misspelled_field_of_a_tool_steps_call_names_the_call_and_its_task(
+    workspace: Path,
+) -> None:
+    graph, _ = build(workspace)
+    bad = [{"id": "t2", "title": "A", "call": {"tool": "shout", "argz": {}}}]
+    out = graph.invoke({"goal": "greet", "plan": bad})
+    assert out["status"] == "failed"
+    said = "the call of task 't2' has an unknown field 'argz' (did you mean 'args'?)"
+    assert said in out["reason"] and "''" not in out["reason"]
+
+
 def test_an_invalid_plan_given_to_the_builder_is_refused_there(workspace: Path) -> None:
     with pytest.raises(PlanError, match="calls unknown tool 'nope'"):
         build(workspace, plan=[{"id": "a", "title": "A", "call": {"tool": "nope"}}])

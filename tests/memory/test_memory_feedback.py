@@ -71,7 +71,7 @@ def test_feedback_refuses_an_unknown_thread_and_a_bad_rating(tmp_path: Path) -> 
     with pytest.raises(ThreadNotFoundError):
         feedback(saver, store, "ghost", 3)
     _run(store, tmp_path, "first", saver=saver)
-    with pytest.raises(ValueError, match="rating"):
+    with pytest.raises(ValueError, match=r"^rating must be a whole number from 1 to 5, not 6$"):
         feedback(saver, store, "first", 6)
     assert not store.search(namespace("default", FEEDBACK))
 

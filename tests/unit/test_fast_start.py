@@ -69,6 +69,31 @@ def test_help_loads_no_engine_and_no_command_module(tmp_path: Path) -> None:
     ]
 
 
+def test_version_prints_the_installed_version_and_help_does_not_look_it_up(
+    tmp_path: Path,
+) -> None:
+    from importlib.metadata import version
+
+    done = subprocess.run(
+        [sys.executable, "-m", "aimegraph.cli", "--version"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (
+        0,
+        f"aimegraph {version('aimegraph')}\n",
+        "",
+    )
+    code = textwrap.dedent(
+        """
+        import contextlib, io
+        from aimegraph.cli import main
+        with contextlib.suppress(SystemExit), contextlib.redirect_stdout(io.StringIO()):
+            main(["--help"])
+        """
+    )
+    assert "importlib.metadata" not in _loaded_after(code, tmp_path)
+
+
 def test_threads_loads_no_graph_and_no_model_provider(tmp_path: Path) -> None:
     code = textwrap.dedent(
         """

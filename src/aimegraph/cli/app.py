@@ -140,6 +140,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="AIME-style multi-agent workflows on LangGraph.",
         epilog=EXIT_HELP,
     )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="print aimegraph's version and exit"
+    )
     checkpoints_option(parser, default=DEFAULT_CHECKPOINT_URL)
     parser.add_argument(
         "--store",
@@ -174,6 +177,20 @@ def build_parser() -> argparse.ArgumentParser:
     for name, spec in COMMANDS.items():
         parsers[name].populate = partial(_populate_group, spec.group, parsers)
     return parser
+
+
+class _VersionAction(argparse.Action):
+    """``--version``: argparse's own action wants the text up front, and reading the
+    installed version (importlib.metadata) would slow every start; read only here."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        from importlib.metadata import version
+
+        print(f"aimegraph {version('aimegraph')}")
+        parser.exit()
 
 
 class _CommandParser(argparse.ArgumentParser):

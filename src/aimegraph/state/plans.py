@@ -96,7 +96,7 @@ def _unknown_fields(plan: Mapping[str, Any]) -> list[str]:
         problems += _unknown(spec, TaskSpec, where)
         for key, model in (("call", ToolCallSpec), ("team", TeamSpec)):
             if isinstance(part := spec.get(key), Mapping):
-                problems += _unknown(part, model, f"{where}'s {key}")
+                problems += _unknown(part, model, f"the {key} of {where}")
     return problems
 
 
