@@ -66,7 +66,9 @@ def test_an_unresponsive_model_server_fails_the_run_after_the_configured_attempt
     workspace: Path, silent_server: SilentServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{silent_server.port}/v1")
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    # With a key, resolving the spec makes no connection of its own: each one counted
+    # below is a request.
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     config = AimeConfig(workspace=workspace, model_timeout_s=0.2, model_retries=0)
     graph = build_aime_graph("openai:silent", config=config)
 

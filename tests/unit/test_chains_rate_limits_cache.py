@@ -17,6 +17,8 @@ from langchain_ollama import ChatOllama
 from tests.model_resolution import (
     clean_openai_env,  # noqa: F401 - autouse fixture
     fake_model,
+    model_server_fixture,  # noqa: F401 - the model_server fixture, for providers_ready
+    providers_ready,  # noqa: F401 - fixture
 )
 
 from aimegraph import AimeConfig
@@ -30,6 +32,8 @@ from aimegraph.models.resolve import (
     supports_structured_output,
     supports_tool_calling,
 )
+
+pytestmark = pytest.mark.usefixtures("providers_ready")
 
 # --------------------------------------------------------------------------- fallbacks, rate limit, cache
 

@@ -18,6 +18,7 @@ from langchain_openai import ChatOpenAI
 from tests.model_resolution import (
     clean_openai_env,  # noqa: F401 - autouse fixture
     fake_model,
+    model_server_fixture,  # noqa: F401 - the model_server fixture
 )
 
 import aimegraph.models.local as local_module
@@ -74,12 +75,12 @@ def test_openai_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_openai_compatible_server_without_key_gets_placeholder(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, model_server: str
 ) -> None:
-    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{model_server}/v1")
     model = resolve_model("openai:qwen2.5-7b-instruct")
     assert isinstance(model, ChatOpenAI)
-    assert model.openai_api_base == "http://127.0.0.1:8080/v1"
+    assert model.openai_api_base == f"{model_server}/v1"
     assert model.openai_api_key is not None
     assert model.openai_api_key.get_secret_value() == PLACEHOLDER_API_KEY
     assert model.stream_usage is True
@@ -95,11 +96,11 @@ def test_openai_base_url_with_key(monkeypatch: pytest.MonkeyPatch) -> None:
     assert model.openai_api_key.get_secret_value() == "secret"
 
 
-def test_openai_legacy_api_base_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("OPENAI_API_BASE", "http://ollama:11434/v1")
+def test_openai_legacy_api_base_env(monkeypatch: pytest.MonkeyPatch, model_server: str) -> None:
+    monkeypatch.setenv("OPENAI_API_BASE", f"{model_server}/v1")
     model = resolve_model("openai:llama3.2")
     assert isinstance(model, ChatOpenAI)
-    assert model.openai_api_base == "http://ollama:11434/v1"
+    assert model.openai_api_base == f"{model_server}/v1"
 
 
 @pytest.mark.parametrize("blank", ["", "   "])
@@ -160,29 +161,36 @@ def _no_anthropic_env(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("_no_anthropic_env")
 def test_anthropic_spec_is_the_real_client_with_timeout_and_retries(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, model_server: str
 ) -> None:
-    monkeypatch.setenv("ANTHROPIC_BASE_URL", "http://127.0.0.1:9")
+    # No key: a base URL of the user's (a gateway) is checked for a listener instead.
+    monkeypatch.setenv("ANTHROPIC_BASE_URL", model_server)
     model = resolve_model("anthropic:claude-x", timeout=30, max_retries=5)
     assert isinstance(model, ChatAnthropic)
     assert model.model == "claude-x"
     assert model.default_request_timeout == 30 and model.max_retries == 5
     # ...and the Anthropic SDK client it sends requests with has them.
     assert model._client.timeout == 30 and model._client.max_retries == 5
-    assert str(model._client.base_url).startswith("http://127.0.0.1:9")
+    assert str(model._client.base_url).startswith(model_server)
 
 
 @pytest.mark.usefixtures("_no_anthropic_env")
-def test_anthropic_spec_gets_the_default_timeout_and_retries() -> None:
+def test_anthropic_spec_gets_the_default_timeout_and_retries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key")
     model = resolve_model("anthropic:claude-x")
     assert isinstance(model, ChatAnthropic)
     assert model.default_request_timeout == AimeConfig().model_timeout_s
     assert model.max_retries == AimeConfig().model_retries
 
 
-def test_ollama_spec_takes_the_timeout_through_its_http_client() -> None:
+def test_ollama_spec_takes_the_timeout_through_its_http_client(
+    monkeypatch: pytest.MonkeyPatch, model_server: str
+) -> None:
     # ChatOllama has no `timeout` or `max_retries` field: the timeout goes to its
     # client (the node's retry policy still retries its transient errors).
+    monkeypatch.setenv("OLLAMA_HOST", model_server)
     model = resolve_model("ollama:llama3.2:1b", timeout=30, max_retries=5)
     assert isinstance(model, ChatOllama)
     assert model.model == "llama3.2:1b"  # only the first colon separates the provider

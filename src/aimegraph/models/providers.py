@@ -5,7 +5,8 @@
 with aimegraph's timeout and retry settings in the form its class takes them, and every
 way it can fail as one :class:`ModelSpecError` line: an unknown provider, a provider
 package that is not installed (naming the package to install), a class that refuses
-its settings (a missing credential, a bad value).
+its settings, a model without its API key or whose server does not answer (see
+:mod:`aimegraph.models.preflight`).
 
 Each provider reads its own environment: ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``,
 ``OLLAMA_HOST``, ``GOOGLE_API_KEY``, ``MISTRAL_API_KEY``, AWS's usual variables, ...
@@ -13,25 +14,49 @@ Each provider reads its own environment: ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_B
 
 from __future__ import annotations
 
+import difflib
 import importlib
+from collections.abc import Iterable
 from typing import Any
 
 from langchain_core.language_models import BaseChatModel
 
 from aimegraph.models.errors import ModelSpecError
+from aimegraph.models.preflight import check_model_ready, check_provider_key
 
-__all__ = ["PROVIDER_EXTRAS", "UnknownProviderError", "provider_model"]
+__all__ = [
+    "PROVIDER_EXTRAS",
+    "UnknownProviderError",
+    "builtin_providers",
+    "did_you_mean",
+    "provider_model",
+]
 
 PROVIDER_EXTRAS: dict[str, str] = {"anthropic": "langchain_anthropic", "ollama": "langchain_ollama"}
 """Providers whose package the aimegraph extra of the same name installs
 (``pip install 'aimegraph[anthropic]'``), and the module that package brings."""
 
-_UNSUPPORTED_PROVIDER = "Unsupported provider"
-"""How ``init_chat_model``'s error for a provider it does not know begins."""
-
 
 class UnknownProviderError(ModelSpecError):
     """``init_chat_model`` knows no such provider (the resolver adds the accepted forms)."""
+
+
+def builtin_providers() -> tuple[str, ...]:
+    """The providers ``init_chat_model`` knows, from its own registry: LangChain keeps no
+    public list (``_BUILTIN_PROVIDERS`` in current releases, ``_SUPPORTED_PROVIDERS`` in
+    1.0, which ``langchain>=1.0`` still admits)."""
+    from langchain.chat_models import base
+
+    registry = getattr(base, "_BUILTIN_PROVIDERS", None)
+    if registry is None:  # langchain 1.0
+        registry = base._SUPPORTED_PROVIDERS  # type: ignore[attr-defined]
+    return tuple(sorted(registry))
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the choice closest to a misspelt ``word``, else ``""``."""
+    close = difflib.get_close_matches(word, list(choices), n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def provider_model(
@@ -42,11 +67,17 @@ def provider_model(
     ``timeout`` (seconds per request) and ``max_retries`` (client retries) are passed as
     the provider's class takes them (see :func:`client_settings`).
 
+    The model is checked as :func:`~aimegraph.models.preflight.check_model_ready` says:
+    an API key for a class that reads one, else a server that accepts a connection.
+
     Raises:
         UnknownProviderError: for a provider LangChain does not know.
-        ModelSpecError: for a provider package that is not installed, or a model its
-            class refuses to build.
+        ModelSpecError: for a provider package that is not installed, a model its class
+            refuses to build, a model without its API key or whose server does not answer.
     """
+    if provider not in builtin_providers():
+        raise UnknownProviderError(f"unknown model provider {provider!r} in {spec!r}")
+    check_provider_key(provider, spec)
     try:
         if (module := PROVIDER_EXTRAS.get(provider)) is not None:
             # First: without langchain-ollama, init_chat_model falls back to
@@ -56,16 +87,16 @@ def provider_model(
         # settings that class takes (few do without them; building is cheap and lazy).
         model = _init(provider, name)
         settings = client_settings(type(model), timeout=timeout, max_retries=max_retries)
-        return _init(provider, name, **settings) if settings else model
+        model = _init(provider, name, **settings) if settings else model
     except ImportError as exc:
         raise ModelSpecError(missing_package_line(spec, provider, exc)) from exc
     except Exception as exc:
-        if isinstance(exc, ValueError) and str(exc).startswith(_UNSUPPORTED_PROVIDER):
-            raise UnknownProviderError(f"unknown model provider {provider!r} in {spec!r}") from exc
         # A class that cannot be built is the user's setup, whatever its error type
         # (pydantic's ValidationError, openai.OpenAIError for a missing key, botocore's
         # NoRegionError, ...).
         raise ModelSpecError(f"cannot build model {spec!r}: {_one_line(exc)}") from exc
+    check_model_ready(model, spec, provider)
+    return model
 
 
 def client_settings(

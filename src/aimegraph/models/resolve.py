@@ -6,10 +6,12 @@ Accepted specs:
 - ``openai:<model>``: :class:`langchain_openai.ChatOpenAI`. Honours ``OPENAI_API_KEY`` and
   ``OPENAI_BASE_URL`` (or LangChain's ``OPENAI_API_BASE``), so any OpenAI-compatible server
   works (vLLM, Ollama, llama.cpp server, LM Studio). With a base URL and no key a
-  placeholder key is sent, since such servers do not check it;
+  placeholder key is sent, since such servers do not check it, and the server must
+  accept a connection when the spec is resolved;
 - ``<provider>:<model>`` for any other provider LangChain's ``init_chat_model`` knows
   (``anthropic``, ``ollama``, ``google_genai``, ``mistralai``, ``bedrock_converse``, ...),
-  see :mod:`aimegraph.models.providers`;
+  see :mod:`aimegraph.models.providers`; its API key, or its server for one that needs
+  no key, is checked when the spec is resolved (:mod:`aimegraph.models.preflight`);
 - ``local`` or ``local:<path-to-gguf>``: the bundled Gemma 3 270M (or the given GGUF)
   in-process through llama.cpp, see :mod:`aimegraph.models.local` (extra ``[local]``);
 - ``scripted:<scenario>``: the deterministic offline model of
@@ -30,7 +32,13 @@ from langchain_core.language_models import BaseChatModel
 
 from aimegraph.models.errors import ModelSpecError
 from aimegraph.models.fallbacks import FallbackChatModel
-from aimegraph.models.providers import UnknownProviderError, provider_model
+from aimegraph.models.preflight import check_server
+from aimegraph.models.providers import (
+    UnknownProviderError,
+    builtin_providers,
+    did_you_mean,
+    provider_model,
+)
 from aimegraph.models.resilience import ModelSetup
 
 __all__ = [
@@ -89,7 +97,9 @@ def resolve_model(
     fallback chain, see :mod:`aimegraph.models.fallbacks`.
 
     Raises:
-        ModelSpecError: for an unknown or incomplete spec, a missing API key, or a missing
+        ModelSpecError: for an unknown or incomplete spec (with the provider it may
+            have meant), a missing API key (naming its variable), a model server that
+            does not accept a connection (naming its address and variable), a missing
             optional dependency or provider package (the line names what to install), a
             bad rate limit, or a cache file that cannot be opened.
     """
@@ -198,7 +208,8 @@ def _built_model(spec: str, setup: ModelSetup) -> BaseChatModel:
         return load_local_model(model_path=name) if name else load_local_model()
 
     if not sep:
-        raise ModelSpecError(f"unknown model spec {spec!r}; accepted: {ACCEPTED_SPECS}")
+        hint = did_you_mean(provider, ("local",))
+        raise ModelSpecError(f"unknown model spec {spec!r}{hint}; accepted: {ACCEPTED_SPECS}")
     if not name:
         raise ModelSpecError(f"empty model name in {spec!r}; e.g. 'openai:gpt-4o-mini'")
     if provider == "openai":
@@ -208,7 +219,8 @@ def _built_model(spec: str, setup: ModelSetup) -> BaseChatModel:
     try:
         return provider_model(provider, name, text, timeout=timeout, max_retries=max_retries)
     except UnknownProviderError as exc:
-        raise ModelSpecError(f"{exc}; accepted: {ACCEPTED_SPECS}") from exc
+        hint = did_you_mean(provider, (*builtin_providers(), "local", "scripted"))
+        raise ModelSpecError(f"{exc}{hint}; accepted: {ACCEPTED_SPECS}") from exc
 
 
 def check_goal(spec: str | BaseChatModel | None, goal: str, earlier: Sequence[str] = ()) -> None:
@@ -278,11 +290,14 @@ def _openai_model(name: str, *, timeout: float | None, max_retries: int) -> Base
     from langchain_openai import ChatOpenAI
 
     api_key = _env("OPENAI_API_KEY")
-    base_url = _env("OPENAI_BASE_URL") or _env("OPENAI_API_BASE")
+    base_variable = next((v for v in ("OPENAI_BASE_URL", "OPENAI_API_BASE") if _env(v)), None)
+    base_url = _env(base_variable) if base_variable else None
     if api_key is None and base_url is None:
         raise ModelSpecError(
             "set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
         )
+    if api_key is None and base_url is not None:  # a server of the user's: it must be up
+        check_server(f"openai:{name}", base_url, base_variable)
     kwargs: dict[str, Any] = {
         "model": name,
         "timeout": timeout,
