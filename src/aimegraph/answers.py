@@ -1,15 +1,34 @@
 """A human's answer, as a front end gives it (the CLI, the dashboard, the A2A and MCP
-servers), turned into the ``Command(resume=...)`` the interrupt it is meant for takes:
-one translation for every front end, re-exported by :mod:`aimegraph.steering`."""
+servers), turned into the ``Command(resume=...)`` the interrupt it is meant for takes,
+and handed to the process waiting on it when one holds the thread
+(:func:`hold_or_hand_over`): one way for every front end, re-exported by
+:mod:`aimegraph.steering`."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
-from langgraph.types import Command, Interrupt
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.types import Command, Interrupt, StateSnapshot
 
-__all__ = ["AnswerError", "NoSuchInterruptError", "answer_for", "resume_command"]
+from aimegraph.checkpoints.lease import (
+    StaleAnswerError,
+    ThreadBusyError,
+    ThreadLease,
+    hand_answer,
+    hold_thread,
+)
+
+__all__ = [
+    "AnswerError",
+    "HandedOver",
+    "NoSuchInterruptError",
+    "answer_for",
+    "hold_or_hand_over",
+    "resume_command",
+]
 
 
 class AnswerError(ValueError):
@@ -89,3 +108,57 @@ def resume_command(
     if not chosen:
         raise NoSuchInterruptError(f"no pending interrupt {interrupt_id!r}")
     return Command(resume={i.id: answer_for(i.value, answer) for i in chosen})
+
+
+@dataclass(frozen=True)
+class HandedOver:
+    """An answer handed to the process that holds the thread while it waits on a
+    human (:func:`hold_or_hand_over`): it carries the run on."""
+
+    thread_id: str
+    holder: str
+    """Who took it: ``pid 1234 on host``."""
+    interrupt_ids: frozenset[str]
+    """The waits it answered."""
+
+    def __str__(self) -> str:
+        return f"answer sent to the process running thread {self.thread_id} ({self.holder})"
+
+
+def hold_or_hand_over(
+    saver: BaseCheckpointSaver[Any],
+    thread_id: str,
+    state: Callable[[], StateSnapshot],
+    answer_inputs: Callable[[StateSnapshot], Any] | None = None,
+) -> ThreadLease | HandedOver:
+    """The thread's lease, to carry it on here; or, when another process holds it
+    while it waits on a human (``state()``, the thread's state, has interrupts) and
+    there is an answer, the answer handed to that process, which carries the run on
+    (see :func:`aimegraph.checkpoints.lease.hand_answer`). ``answer_inputs`` turns
+    the state into the ``Command(resume=...)`` a resume here would run with, raising
+    as it would for a direct resume, so an answer that does not fit is refused the
+    same way.
+
+    Raises:
+        ThreadBusyError: another process holds the thread, and there is no answer or
+            nothing waits on one (``AnswerNotTakenError`` when the holder did not
+            take it).
+        NoSuchInterruptError: the holder dropped the answer: the wait had ended first.
+    """
+    while True:
+        try:
+            return hold_thread(saver, thread_id)
+        except ThreadBusyError:
+            snapshot = state()
+            if answer_inputs is None or not snapshot.interrupts:
+                raise
+            command = answer_inputs(snapshot)
+            if not isinstance(command, Command) or not isinstance(command.resume, Mapping):
+                raise
+            try:
+                holder = hand_answer(saver, thread_id, command.resume)
+            except StaleAnswerError as exc:
+                raise NoSuchInterruptError(str(exc)) from exc
+            if holder is not None:
+                return HandedOver(thread_id, holder, frozenset(command.resume))
+            # The holder let the thread go without taking it: carry it on here.

@@ -25,7 +25,7 @@ from langgraph.types import Interrupt
 
 from aimegraph.waits import WAIT_KINDS, HumanWaitSettings
 
-__all__ = ["NOTIFY_TIMEOUT_S", "announce_waits", "wait_notice"]
+__all__ = ["NOTIFY_TIMEOUT_S", "announce_waits", "wait_notice", "wait_summary"]
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ def wait_notice(settings: HumanWaitSettings, thread_id: str, item: Interrupt) ->
         "kind": value.get("kind"),
         "thread_id": thread_id,
         "interrupt_id": item.id,
-        "summary": _summary(value),
+        "summary": wait_summary(value),
         "timeout_s": value.get("timeout_s"),
         "deadline": value.get("deadline"),
         "default": value.get("default"),
@@ -86,7 +86,9 @@ def _post(url: str, body: dict[str, Any]) -> bool:
     return True
 
 
-def _summary(value: Mapping[str, Any]) -> str:
+def wait_summary(value: Mapping[str, Any]) -> str:
+    """What a human wait asks, in brief: the plan, the tool call, the question or the
+    escalation's reason."""
     kind = value.get("kind")
     if kind == "approve_tool":
         args = json.dumps(value.get("args"), default=str)

@@ -5,7 +5,9 @@
 The interrupt records its terms, ``timeout_s``, ``default`` and ``deadline`` (epoch
 seconds), so whichever process drives the run (``aimegraph run`` / ``resume``, the
 dashboard, a distributed worker, a Python program through :func:`await_overdue`)
-answers the default once the deadline has passed, unless a human answered first.
+answers the default once the deadline has passed, unless a human answered first
+(a process that waits holding the thread takes the answers posted for it meanwhile:
+:func:`await_overdue`'s ``posted``).
 One mechanism for every kind: :func:`default_answer` is the only place that knows
 how each kind takes its default.
 """
@@ -13,7 +15,7 @@ how each kind takes its default.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Literal
 
 from langgraph.types import Command, Interrupt
@@ -23,6 +25,7 @@ __all__ = [
     "NO_DEADLINE",
     "WAIT_KINDS",
     "HumanWaitSettings",
+    "PostedAnswers",
     "await_overdue",
     "default_answer",
     "overdue_answers",
@@ -129,25 +132,42 @@ def overdue_answers(interrupts: Sequence[Interrupt], now: float | None = None) -
     }
 
 
+PostedAnswers = Callable[[Collection[str]], Mapping[str, Any] | None]
+"""Answers posted for a waiting process, asked with the ids of the waits pending:
+resume values for some of them by interrupt id, or None (see
+:meth:`aimegraph.checkpoints.ThreadLease.take_answer`)."""
+
+
 def await_overdue(
     pending: Callable[[], Sequence[Interrupt]],
     *,
+    posted: PostedAnswers | None = None,
     poll_s: float = 0.5,
     clock: Callable[[], float] = time.time,
     sleep: Callable[[float], None] = time.sleep,
 ) -> Command[Any] | None:
     """For the process driving an unattended run: wait until the first deadline of
     the human waits ``pending()`` returns (the thread's interrupts, read again every
-    ``poll_s``), then the ``Command`` resuming every overdue one with its default.
-    None at once when no wait has a deadline, and as soon as the one waited for is
-    answered by someone else (its interrupt gone)."""
-    deadlines = wait_deadlines(pending())
+    ``poll_s``), then the ``Command`` resuming every overdue one with its default;
+    or, as soon as ``posted`` (asked every ``poll_s`` too) has answers for waits
+    still pending, the ``Command`` resuming with those. None at once when no wait
+    has a deadline, and as soon as the one waited for is answered by someone else
+    (its interrupt gone)."""
+    interrupts = pending()
+    deadlines = wait_deadlines(interrupts)
     if not deadlines:
         return None
     first = min(deadlines, key=deadlines.__getitem__)
-    while (left := deadlines[first] - clock()) > 0:
-        sleep(min(poll_s, left))
-        if first not in {i.id for i in pending()}:
+    while True:
+        ids = {i.id for i in interrupts}
+        if first not in ids:
             return None
-    answers = overdue_answers(pending(), clock())
+        answers = {k: v for k, v in (posted(ids) or {}).items() if k in ids} if posted else {}
+        if answers:
+            return Command(resume=answers)
+        if (left := deadlines[first] - clock()) <= 0:
+            break
+        sleep(min(poll_s, left))
+        interrupts = pending()
+    answers = overdue_answers(interrupts, clock())
     return Command(resume=answers) if answers else None

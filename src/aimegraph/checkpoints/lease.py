@@ -21,21 +21,31 @@ A cancel request (:func:`request_cancel`) is recorded beside the lease (a
 ``.cancel`` file, a row of ``aimegraph_cancels``, an entry in the process table);
 a watcher thread of the holder checks it a few times a second and asks the run to
 drain (``RunControl.request_drain``), so a lease costs its run nothing per step.
+
+An answer for a holder that waits on a human (a timed wait: it holds the thread
+until the deadline) is posted beside the lease the same way (:func:`hand_answer`:
+an ``.answer-*`` file, a row of ``aimegraph_answers``, an entry in the process
+table), and the holder takes it while it waits (:meth:`ThreadLease.take_answer`),
+so a run waiting on a human never holds the thread against the human.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import socket
 import threading
 import time
 import weakref
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from pydantic_core import to_jsonable_python
 
 from aimegraph.checkpoints.lease_backends import (
     THREAD_LOCK_KEY,  # noqa: F401  kept importable from here for a release
@@ -51,17 +61,23 @@ if TYPE_CHECKING:
     from langgraph.runtime import RunControl
 
 __all__ = [
+    "ANSWER_PICKUP_S",
     "DRAIN_CANCEL",
     "DRAIN_LEASE_LOST",
+    "AnswerNotTakenError",
     "LeaseTarget",
+    "StaleAnswerError",
+    "TakenAnswer",
     "ThreadBusyError",
     "ThreadLease",
     "cancel_pending",
     "clear_cancel",
+    "hand_answer",
     "hold_thread",
     "live_threads",
     "remember_location",
     "request_cancel",
+    "share_leases",
 ]
 
 DRAIN_CANCEL = "cancel"
@@ -77,6 +93,13 @@ PROBE_GRACE_S = 0.1
 reader checking whether a thread is live holds its lock for microseconds."""
 WAIT_POLL_S = 0.2
 """How often ``hold_thread(..., wait=True)`` tries again."""
+ANSWER_PICKUP_S = 30.0
+"""How long :func:`hand_answer` waits for the holder to take an answer (a holder
+waiting on a human takes it within a second) before taking it back."""
+ANSWER_POLL_S = 0.1
+"""How often :func:`hand_answer` looks whether the holder took the answer."""
+
+log = logging.getLogger(__name__)
 
 LeaseTarget = BaseCheckpointSaver[Any] | str
 """Where a thread's checkpoints live: the saver, or its URL (``open_checkpointer``'s)."""
@@ -84,13 +107,39 @@ LeaseTarget = BaseCheckpointSaver[Any] | str
 
 class ThreadBusyError(RuntimeError):
     """Another runner holds the thread (CLI exit 9). ``holder`` says who, if known
-    (``pid 1234 on host``)."""
+    (``pid 1234 on host``); ``detail`` adds what came of it."""
 
-    def __init__(self, thread_id: str, holder: str | None = None) -> None:
+    def __init__(self, thread_id: str, holder: str | None = None, detail: str = "") -> None:
         where = f" ({holder})" if holder else ""
-        super().__init__(f"thread {thread_id!r} is being run by another process{where}")
+        super().__init__(f"thread {thread_id!r} is being run by another process{where}{detail}")
         self.thread_id = thread_id
         self.holder = holder
+
+
+class AnswerNotTakenError(ThreadBusyError):
+    """The process holding the thread did not take an answer posted for it within
+    :data:`ANSWER_PICKUP_S` (it was not waiting on a human): the answer was taken back."""
+
+    def __init__(self, thread_id: str, holder: str | None, waited_s: float) -> None:
+        detail = (
+            f", which did not take the answer within {waited_s:g} s (it is not waiting on "
+            "a human now): nothing was answered"
+        )
+        super().__init__(thread_id, holder, detail)
+
+
+class StaleAnswerError(LookupError):
+    """The process holding the thread dropped an answer posted for it: the wait it
+    answered had ended first (its deadline passed, or another answer came first)."""
+
+
+@dataclass(frozen=True)
+class TakenAnswer:
+    """The answers a holder took (:meth:`ThreadLease.take_answer`): resume values by
+    interrupt id, and who sent them (``pid 1234 on host``)."""
+
+    answers: dict[str, Any]
+    senders: tuple[str, ...]
 
 
 class ThreadLease:
@@ -126,6 +175,24 @@ class ThreadLease:
                 self.cancelled = True
                 self.control.request_drain(DRAIN_CANCEL)
                 return
+
+    def take_answer(self, pending: Collection[str]) -> TakenAnswer | None:
+        """The answers posted for the thread (:func:`hand_answer`) that answer waits
+        among ``pending`` (interrupt ids), each taken once; one for a wait no longer
+        pending, or for one an earlier answer took, is dropped (its poster is told).
+        None when there is none to apply."""
+        taken: dict[str, Any] = {}
+        senders: list[str] = []
+        for posted in self._held.posted_answers():
+            fits = bool(posted.answers) and set(posted.answers) <= set(pending) - set(taken)
+            if not self._held.settle_answer(posted.key, applied=fits):
+                continue  # its poster took it back
+            if fits:
+                taken.update(posted.answers)
+                senders.append(posted.sender)
+            else:
+                log.warning("dropped an answer for a wait on %s that has ended", self.thread_id)
+        return TakenAnswer(taken, tuple(senders)) if taken else None
 
     def release(self) -> None:
         """Let the thread go (idempotent)."""
@@ -186,6 +253,49 @@ def hold_thread(
         time.sleep(WAIT_POLL_S if wait is not False else PROBE_GRACE_S / 4)
 
 
+def hand_answer(
+    target: LeaseTarget,
+    thread_id: str,
+    answers: Mapping[str, Any],
+    *,
+    patience_s: float = ANSWER_PICKUP_S,
+) -> str | None:
+    """Hand ``answers`` (resume values by interrupt id, JSON-ready) to the process
+    holding ``thread_id`` while it waits on a human; returns who took it (``pid 1234
+    on host``) once it has. None, the answer taken back, when nobody holds the thread
+    or its holder let it go without taking it: carry the run on yourself.
+
+    Raises:
+        AnswerNotTakenError: the holder did not take it within ``patience_s``.
+        StaleAnswerError: the holder dropped it: the wait had ended first.
+    """
+    backend = _backend(target)
+    holder = backend.holders([thread_id]).get(thread_id)
+    if holder is None:
+        return None
+    sender = f"pid {os.getpid()} on {socket.gethostname()}"
+    delivery = backend.post_answer(thread_id, to_jsonable_python(dict(answers)), sender)
+    deadline = time.monotonic() + patience_s
+    try:
+        while (outcome := delivery.outcome()) == "posted":
+            late = time.monotonic() >= deadline
+            if late or thread_id not in backend.holders([thread_id]):
+                if delivery.withdraw():
+                    if late:
+                        raise AnswerNotTakenError(thread_id, holder, patience_s)
+                    return None
+                continue  # taken just now: its outcome says how
+            time.sleep(ANSWER_POLL_S)
+    finally:
+        delivery.close()
+    if outcome == "dropped":
+        raise StaleAnswerError(
+            f"the process running thread {thread_id!r} ({holder}) had ended that wait "
+            "before the answer came (its deadline passed, or another answer came first)"
+        )
+    return holder
+
+
 def live_threads(target: LeaseTarget, thread_ids: list[str]) -> dict[str, str]:
     """The threads among ``thread_ids`` a runner holds now, with who holds them."""
     return _backend(target).holders(thread_ids) if thread_ids else {}
@@ -221,6 +331,17 @@ def remember_location(saver: BaseCheckpointSaver[Any], url: str) -> None:
     """Note the URL ``saver`` was opened from (``open_checkpointer`` does), so that
     its leases live where its checkpoints do."""
     _LOCATIONS[saver] = url
+
+
+def share_leases(copy: BaseCheckpointSaver[Any], saver: BaseCheckpointSaver[Any]) -> None:
+    """``copy`` (a shallow copy of ``saver`` with another serializer, which keeps its
+    checkpoints in the same place) takes its leases where ``saver`` does, also when
+    those live in this process alone (an ``InMemorySaver``)."""
+    with _REGISTRY_LOCK:
+        if (url := _LOCATIONS.get(saver)) is not None:
+            _LOCATIONS[copy] = url
+        else:
+            _PROCESS[copy] = _PROCESS.setdefault(saver, _ProcessLeases())
 
 
 def _backend(target: LeaseTarget) -> _Backend:

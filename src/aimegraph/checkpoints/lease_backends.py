@@ -1,4 +1,5 @@
-"""Where a thread's lease and cancel requests live: SQLite flocks, Postgres locks, this process."""
+"""Where a thread's lease, cancel requests and posted answers live: SQLite flocks,
+Postgres locks, this process (the answers' own records: :mod:`.lease_answers`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from aimegraph.checkpoints.lease_answers import (
+    ANSWERS_SCHEMA,
+    Delivery,
+    FileMailbox,
+    Posted,
+    ProcessMailbox,
+    pg_post,
+    pg_posted,
+    pg_settle,
+)
 from aimegraph.checkpoints.urls import CheckpointConnectionError, redact_url
 
 if TYPE_CHECKING:
@@ -24,11 +35,20 @@ class _Held(Protocol):
     def cancel_requested(self) -> bool:
         """Whether a cancel was requested; raises when the lease itself is gone."""
 
+    def posted_answers(self) -> list[Posted]:
+        """The answers posted for the thread and not yet taken, oldest first."""
+
+    def settle_answer(self, key: str, *, applied: bool) -> bool:
+        """Take the posted answer ``key``: applied, or dropped (its poster is told);
+        False when its poster withdrew it first."""
+
     def release(self) -> None: ...
 
 
 class _Backend(Protocol):
     def try_acquire(self, thread_id: str, holder: str) -> _Held | None: ...
+
+    def post_answer(self, thread_id: str, answers: dict[str, Any], sender: str) -> Delivery: ...
 
     def holders(self, thread_ids: list[str]) -> dict[str, str]: ...
 
@@ -47,9 +67,16 @@ def _digest(thread_id: str) -> str:
 class _FileHeld:
     fd: int
     cancel_file: Path
+    mailbox: FileMailbox
 
     def cancel_requested(self) -> bool:
         return self.cancel_file.exists()
+
+    def posted_answers(self) -> list[Posted]:
+        return self.mailbox.posted()
+
+    def settle_answer(self, key: str, *, applied: bool) -> bool:
+        return self.mailbox.settle(key, applied=applied)
 
     def release(self) -> None:
         os.close(self.fd)  # closing the descriptor drops the flock
@@ -75,7 +102,13 @@ class _FileLeases:
             return None
         os.ftruncate(fd, 0)
         os.pwrite(fd, holder.encode(), 0)
-        return _FileHeld(fd, self._path(thread_id, ".cancel"))
+        return _FileHeld(fd, self._path(thread_id, ".cancel"), self._mailbox(thread_id))
+
+    def _mailbox(self, thread_id: str) -> FileMailbox:
+        return FileMailbox(self.directory, _digest(thread_id))
+
+    def post_answer(self, thread_id: str, answers: dict[str, Any], sender: str) -> Delivery:
+        return self._mailbox(thread_id).post(answers, sender)
 
     def holders(self, thread_ids: list[str]) -> dict[str, str]:
         found = {}
@@ -112,6 +145,7 @@ class _ProcessLeases:
 
     held: dict[str, str] = field(default_factory=dict)
     cancels: dict[str, str] = field(default_factory=dict)
+    answers: ProcessMailbox = field(default_factory=ProcessMailbox)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def try_acquire(self, thread_id: str, holder: str) -> _Held | None:
@@ -137,6 +171,9 @@ class _ProcessLeases:
         with self.lock:
             self.cancels.pop(thread_id, None)
 
+    def post_answer(self, thread_id: str, answers: dict[str, Any], sender: str) -> Delivery:
+        return self.answers.post(thread_id, answers, sender)
+
 
 @dataclass
 class _ProcessHeld:
@@ -145,6 +182,12 @@ class _ProcessHeld:
 
     def cancel_requested(self) -> bool:
         return self.leases.cancel_pending(self.thread_id) is not None
+
+    def posted_answers(self) -> list[Posted]:
+        return self.leases.answers.posted_for(self.thread_id)
+
+    def settle_answer(self, key: str, *, applied: bool) -> bool:
+        return self.leases.answers.settle(self.thread_id, key, applied=applied)
 
     def release(self) -> None:
         with self.leases.lock:
@@ -188,6 +231,12 @@ class _PostgresHeld:
         ).fetchone()
         return row is not None
 
+    def posted_answers(self) -> list[Posted]:
+        return pg_posted(self.conn, self.thread_id)
+
+    def settle_answer(self, key: str, *, applied: bool) -> bool:
+        return pg_settle(self.conn, key, applied=applied)
+
     def release(self) -> None:
         import psycopg
 
@@ -229,6 +278,7 @@ class _PostgresLeases:
         with conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (_CANCELS_SCHEMA_LOCK_ID,))
             conn.execute(_CANCELS_SCHEMA)
+            conn.execute(ANSWERS_SCHEMA)
         self._schema_ready = True
 
     def try_acquire(self, thread_id: str, holder: str) -> _Held | None:
@@ -275,3 +325,12 @@ class _PostgresLeases:
             row = conn.execute("SELECT to_regclass('aimegraph_cancels')").fetchone()
             if row is not None and row[0] is not None:
                 conn.execute("DELETE FROM aimegraph_cancels WHERE thread_id = %s", (thread_id,))
+
+    def post_answer(self, thread_id: str, answers: dict[str, Any], sender: str) -> Delivery:
+        conn = self._connect()
+        try:
+            self._ensure_schema(conn)
+            return pg_post(conn, thread_id, answers, sender)
+        except BaseException:
+            conn.close()
+            raise

@@ -1,4 +1,6 @@
-"""Running a leased thread live: the lease, the signals, the live view, the exit code."""
+"""Running a leased thread live: the lease, the signals, the live view, the waits on a
+human (said, with the commands that answer them; answered by the answers handed to
+this process, or by their defaults at the deadline), the exit code."""
 
 from __future__ import annotations
 
@@ -6,7 +8,8 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -32,14 +35,18 @@ from aimegraph.cli.support import (
     EXIT_SIGNALLED,
     CliError,
 )
+from aimegraph.cli.waiting import wait_lines
 from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
 from aimegraph.notify import announce_waits
 from aimegraph.running.drain import SignalDrain
 from aimegraph.steering import stream_held
-from aimegraph.waits import await_overdue
+from aimegraph.waits import await_overdue, wait_deadlines
 
 __all__ = ["execute", "hold"]
+
+WAIT_POLL_S = 0.25
+"""How often a run waiting on a human looks for an answer handed to it."""
 
 
 def execute(
@@ -82,17 +89,39 @@ def execute(
         announce_waits(settings.config, thread_id, waiting(), known)
         return shown
 
+    heard: list[str] = []  # who sent the answer taken, if one was
+
+    def handed(pending: Collection[str]) -> Mapping[str, Any] | None:
+        """An answer handed to this process (``aimegraph resume``, the dashboard, A2A,
+        MCP) for the waits ``pending``."""
+        taken = lease.take_answer(pending)
+        if taken is None:
+            return None
+        heard.extend(taken.senders)
+        return taken.answers
+
     with stops:
         try:
             if not args.json:
                 console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
             streamed = follow(inputs, config)
-            # An unattended run: a human wait nobody answers by its deadline takes its
-            # default.
-            while overdue := await_overdue(waiting):
-                if not args.json:
-                    console.print("no answer in time: taking the default", markup=False)
-                streamed = follow(overdue, run_config(thread_id, settings))
+            # A timed human wait: answered by a human meanwhile, through whichever front
+            # end, or by its default at the deadline.
+            while wait_deadlines(interrupts := waiting()):
+                for line in wait_lines(thread_id, interrupts, time.time()):
+                    _say(console, args, line)
+                command = await_overdue(waiting, posted=handed, poll_s=WAIT_POLL_S)
+                if command is None:  # answered by a process that did not hold the thread
+                    break
+                _say(
+                    console,
+                    args,
+                    f"answered by {', '.join(heard)}: carrying on"
+                    if heard
+                    else "no answer in time: taking the default",
+                )
+                heard.clear()
+                streamed = follow(command, run_config(thread_id, settings))
         except GraphDrained as exc:
             if stops.received is None:  # the lease's Postgres session ended
                 raise CliError(
@@ -110,6 +139,15 @@ def execute(
             f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
         )
     return EXIT_CODES.get(state, 1)
+
+
+def _say(console: Console, args: argparse.Namespace, line: str) -> None:
+    """A plain line of what the run is doing: on stderr with --json (stdout is the
+    JSON), flushed as it is said (through a pipe too)."""
+    if args.json:
+        print(line, file=sys.stderr, flush=True)
+    else:
+        console.print(line, markup=False, highlight=False)
 
 
 def _carry_on(thread_id: str) -> str:

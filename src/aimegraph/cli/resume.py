@@ -1,6 +1,7 @@
 """``aimegraph resume | note | fork | cancel``: carry a thread on (live, under its
-lease, see :mod:`aimegraph.cli.live`), re-run it from a checkpoint, end it, or send
-a note to its running actors."""
+lease, see :mod:`aimegraph.cli.live`; or, when another process runs it and waits on a
+human, hand that process the answer), re-run it from a checkpoint, end it, or send a
+note to its running actors."""
 
 from __future__ import annotations
 
@@ -16,15 +17,18 @@ from langgraph.types import Command, StateSnapshot
 from rich.console import Console
 from typing_extensions import Unpack
 
-from aimegraph.answers import AnswerError, NoSuchInterruptError
+from aimegraph.answers import AnswerError, HandedOver, NoSuchInterruptError, hold_or_hand_over
 from aimegraph.checkpoints import (
     RunSettings,
     SettingsNotStoredError,
+    ThreadBusyError,
+    ThreadLease,
     ThreadNotFoundError,
     latest_settings,
     run_config,
     run_state,
 )
+from aimegraph.checkpoints.lease import AnswerNotTakenError
 from aimegraph.checkpoints.runs import GivenSettings
 from aimegraph.cli.live import execute, hold
 from aimegraph.cli.options import (
@@ -35,6 +39,7 @@ from aimegraph.cli.options import (
 )
 from aimegraph.cli.report import report_cancel, show_interrupts
 from aimegraph.cli.support import (
+    EXIT_BUSY,
     EXIT_CODES,
     EXIT_NOT_FOUND,
     EXIT_USAGE,
@@ -146,13 +151,42 @@ def cmd_resume(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], consol
         snapshot = reader.get_state(run_config(args.thread))
         return resume_distributed(args, record, _inputs(snapshot, args, console), console)
     graph = run_graph(settings, saver, args.memory_store())
-    with hold(saver, args.thread, args) as lease:
+    held = _hold_or_hand_over(graph, saver, args, console)
+    if isinstance(held, HandedOver):
+        if args.json:
+            print(json.dumps({"thread_id": args.thread, "handed_to": held.holder}))
+        else:
+            console.print(f"{held}: it carries the run on", markup=False)
+            console.print(f"follow it with: aimegraph show {args.thread}", markup=False)
+        return 0
+    with held as lease:
         if settle_pending_cancel(graph, args.thread):
             raise CliError(f"thread {args.thread!r} was cancelled: nothing to resume", 6)
         snapshot = graph.get_state(run_config(args.thread))
         inputs = _inputs(snapshot, args, console)
         _check_tools(snapshot, settings)
         return execute(graph, inputs, lease, settings, args, console)
+
+
+def _hold_or_hand_over(
+    graph: Any, saver: BaseCheckpointSaver[Any], args: argparse.Namespace, console: Console
+) -> ThreadLease | HandedOver:
+    """The thread's lease; or, when another process runs it and waits on a human,
+    the answer given handed to it (checked as a resume here checks it)."""
+    answering = _answer(args) is not None
+    try:
+        return hold_or_hand_over(
+            saver,
+            args.thread,
+            lambda: graph.get_state(run_config(args.thread)),
+            (lambda snapshot: _inputs(snapshot, args, console)) if answering else None,
+        )
+    except AnswerNotTakenError as exc:
+        raise CliError(str(exc), EXIT_BUSY) from exc
+    except NoSuchInterruptError as exc:  # the wait ended before the answer came
+        raise CliError(str(exc), EXIT_NOT_FOUND) from exc
+    except ThreadBusyError:
+        return hold(saver, args.thread, args)  # exit 9 naming the holder, or --wait
 
 
 def cmd_note(args: argparse.Namespace, saver: BaseCheckpointSaver[Any], console: Console) -> int:

@@ -42,7 +42,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
 
 from aimegraph.alerts import AlertSettings
-from aimegraph.answers import AnswerError, NoSuchInterruptError
+from aimegraph.answers import AnswerError, HandedOver, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError
 from aimegraph.checkpoints.runs import phase
 from aimegraph.config import settings_error
@@ -414,5 +414,8 @@ class _Api:
             return JSONResponse({"error": str(exc)}, 400)
         if isinstance(result, str):  # a new run's thread id
             return JSONResponse({"thread_id": result}, 202)
+        if isinstance(result, HandedOver):  # to the process waiting on the answer
+            handed = {"thread_id": thread, "queued": False, "handed_to": result.holder}
+            return JSONResponse(handed, 202)
         # A resume: True when it was queued for the distributed workers.
         return JSONResponse({"thread_id": thread, "queued": bool(result)}, 202)

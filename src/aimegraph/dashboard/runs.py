@@ -3,7 +3,10 @@ thread of its own.
 
 Starting, resuming, answering and cancelling go through :mod:`aimegraph.steering`,
 the same code the CLI uses, under the thread's lease: a thread another process
-runs is refused here (409), and the other way round. Every step lands in the
+runs is refused here (409), and the other way round, except an answer for a
+process that waits on a human holding the thread (a timed wait of ``aimegraph
+run``): it is handed to that process, which carries the run on
+(:func:`aimegraph.answers.hold_or_hand_over`). Every step lands in the
 checkpointer, which the pages read; so a run paused by the CLI can be answered
 here and the other way round.
 Graphs are built with the dashboard's memory store, as the CLI builds them with
@@ -17,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +28,9 @@ from typing import Any
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from langgraph.store.memory import InMemoryStore
-from langgraph.types import Interrupt
+from langgraph.types import Interrupt, StateSnapshot
 
-from aimegraph.answers import NoSuchInterruptError
+from aimegraph.answers import HandedOver, NoSuchInterruptError, hold_or_hand_over
 from aimegraph.checkpoints import (
     RunSettings,
     ThreadBusyError,
@@ -37,6 +40,7 @@ from aimegraph.checkpoints import (
     has_ended,
     hold_thread,
     latest_settings,
+    live_threads,
     new_thread_id,
     run_config,
 )
@@ -115,6 +119,7 @@ class RunManager:
         self.distributed = distributed
         self.max_runs = max_runs
         self._active: dict[str, threading.Thread] = {}
+        self._handed: dict[str, frozenset[str]] = {}
         self.errors: dict[str, str] = {}
         self._lock = threading.Lock()
 
@@ -182,11 +187,12 @@ class RunManager:
 
     def resume(
         self, thread_id: str, answer: Mapping[str, Any] | None, interrupt_id: str | None = None
-    ) -> bool:
+    ) -> bool | HandedOver:
         """Answer the thread's pending interrupts (``answer`` as in
         :func:`aimegraph.answers.answer_for`), or carry on a run that has not ended.
         True when the thread is a distributed run and its resume was queued for the
-        workers, False when it carries on here."""
+        workers, False when it carries on here, :class:`HandedOver` when the answer
+        went to the process that holds the thread waiting on it."""
         record = self._distributed_record(thread_id)
         settings = record.settings if record is not None else latest_settings(self.saver, thread_id)
         # Workers build a run's graph with their memory store (`aimegraph worker
@@ -195,14 +201,30 @@ class RunManager:
         store = self.store if self.store is not None or record is None else InMemoryStore()
         graph = run_graph(settings, self.saver, store)
         if record is not None:
-            inputs = self._inputs(graph, thread_id, answer, interrupt_id)
+            snapshot = graph.get_state(run_config(thread_id))
+            inputs = self._inputs(snapshot, thread_id, answer, interrupt_id)
             self._enqueue(thread_id, inputs.resume if inputs is not None else None)
             return True
-        lease = self._hold(thread_id)
+        try:
+            held = hold_or_hand_over(
+                self.saver,
+                thread_id,
+                lambda: graph.get_state(run_config(thread_id)),
+                (lambda snapshot: self._inputs(snapshot, thread_id, answer, interrupt_id))
+                if answer
+                else None,
+            )
+        except ThreadBusyError as exc:
+            raise RunConflictError(str(exc)) from exc
+        if isinstance(held, HandedOver):
+            self._handed[thread_id] = held.interrupt_ids
+            return held
+        lease = held
         try:
             if settle_pending_cancel(graph, thread_id):
                 raise NothingToResumeError(f"thread {thread_id!r} was cancelled")
-            inputs = self._inputs(graph, thread_id, answer, interrupt_id)
+            snapshot = graph.get_state(run_config(thread_id))
+            inputs = self._inputs(snapshot, thread_id, answer, interrupt_id)
             self._launch(lease, graph, settings, inputs)
         except BaseException:
             lease.release()
@@ -224,14 +246,22 @@ class RunManager:
                 raise NothingToResumeError(str(exc)) from exc
         return cancel_run(reader_graph(self.saver), thread_id)
 
+    def running_elsewhere(self, thread_id: str, pending: Collection[str]) -> bool:
+        """Whether another process runs the thread now: it holds the thread, and does
+        not wait on a human (none of the waits ``pending``, or only those answered
+        from here, the answer handed to it: its step has not written a checkpoint
+        yet, so they still read as pending)."""
+        if pending and not set(pending) <= self._handed.get(thread_id, frozenset()):
+            return False
+        return thread_id in live_threads(self.saver, [thread_id])
+
     def _inputs(
         self,
-        graph: Any,
+        snapshot: StateSnapshot,
         thread_id: str,
         answer: Mapping[str, Any] | None,
         interrupt_id: str | None,
     ) -> Any:
-        snapshot = graph.get_state(run_config(thread_id))
         try:
             return resume_inputs(snapshot, dict(answer) if answer else None, interrupt_id)
         except AnswerNeededError as exc:

@@ -133,7 +133,8 @@ class ServedRuns:
         self, thread_id: str, answer: Mapping[str, Any], interrupt_id: str | None = None
     ) -> None:
         """Answer the thread's pending interrupts (``answer`` as
-        :func:`aimegraph.answers.answer_for` takes it); the run carries on."""
+        :func:`aimegraph.answers.answer_for` takes it); the run carries on, here or in
+        the process that holds the thread waiting on the answer."""
         self.manager.resume(thread_id, answer, interrupt_id)
 
     def cancel(self, thread_id: str, timeout: float = 30.0) -> RunView:
@@ -151,6 +152,10 @@ class ServedRuns:
         """
         live = thread_id in self.manager.active()
         snapshot = self._reader.get_state(run_config(thread_id))
+        # Run by another process (the CLI), unless it waits on a human.
+        live = live or self.manager.running_elsewhere(
+            thread_id, [i.id for i in snapshot.interrupts]
+        )
         if not snapshot.created_at:
             if live:
                 return RunView(thread_id, "running")
