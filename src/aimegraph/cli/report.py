@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import interrupt_fields, run_state
+from aimegraph.cli.waiting import resume_hint
 from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import (
     PastRun,
@@ -82,10 +83,7 @@ def report(
         console.print(render_timeline(run_timeline(snapshot.values)), markup=False)
     if snapshot.interrupts:
         show_interrupts(snapshot.interrupts, console)
-        console.print(
-            f"resume with: aimegraph resume {thread_id} --approve "
-            "(or --reject REASON, --answer TEXT, --edit-args JSON, --plan-file JSON, --replan)"
-        )
+        console.print(f"resume with: {resume_hint(thread_id, snapshot.interrupts)}", markup=False)
     elif state == "running":
         console.print(
             f"running now ({holder}); stop it with: aimegraph cancel {thread_id}", markup=False
