@@ -37,6 +37,13 @@ function render() {
 // Alerts of the dashboard's rules (aimegraph dashboard --alerts) and of the workers'
 // (stale: a firing alert whose worker stopped checking): firing ones first.
 const ALERT_BADGES = { firing: "failed", stale: "paused", resolved: "succeeded" };
+const at = (seconds) => when(new Date(seconds * 1000).toISOString());
+
+// A firing alert since it fired; a resolved one when it resolved, and when it fired.
+function alertTime(alert) {
+  if (alert.state !== "resolved" || !alert.resolved_at) return ` since ${at(alert.fired_at)}`;
+  return ` resolved ${at(alert.resolved_at)} (fired ${at(alert.fired_at)})`;
+}
 
 function renderAlerts(alerts) {
   const list = document.getElementById("alerts");
@@ -45,7 +52,7 @@ function renderAlerts(alerts) {
       el("li", { class: `alert ${alert.state}` },
         el("span", { class: `badge status-${ALERT_BADGES[alert.state] || "succeeded"}` }, alert.state),
         ` ${alert.rule}${alert.origin ? ` (${alert.origin})` : ""}: ${alert.message}`,
-        el("span", { class: "when" }, ` since ${when(new Date(alert.fired_at * 1000).toISOString())}`),
+        el("span", { class: "when" }, alertTime(alert)),
         alert.delivery ? el("span", { class: "error" }, ` (webhook: ${alert.delivery})`) : "",
       ),
     ),
