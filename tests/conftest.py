@@ -1,10 +1,21 @@
-"""Shared fixtures. Tests run offline and deterministic with the scripted model."""
+"""Shared fixtures. Tests run offline and deterministic with the scripted model.
+
+They run with LangGraph's strict checkpoint deserialisation (``LANGGRAPH_STRICT_MSGPACK``,
+as ``make test`` sets it): a type a checkpoint holds that nobody registered comes back
+as plain data, so a test finds it. LangGraph reads the variable once, when its
+serializer is first imported, so it is set here before anything imports LangGraph.
+"""
+
+# ruff: noqa: E402
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
+
 import importlib
 import json
-import os
 import sys
 import threading
 from collections.abc import Callable, Iterator
@@ -13,6 +24,7 @@ from types import ModuleType
 from typing import Any
 
 import pytest
+from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
 from langgraph.graph.state import CompiledStateGraph
 
 from aimegraph import AimeConfig, build_aime_graph
@@ -21,6 +33,17 @@ from aimegraph.models import ScriptedChatModel
 from aimegraph.sandbox import BubblewrapSandbox, SandboxUnavailable
 from tests.fake_openai import FakeOpenAI
 from tests.webhook_receiver import Receiver
+
+
+@pytest.fixture
+def serde_events() -> Iterator[list[SerdeEvent]]:
+    """Every allowlist event LangGraph's checkpoint serializer emits during the test
+    (a type revived unregistered, or blocked). Its log warnings are de-duplicated
+    per process; the events come on every occurrence."""
+    events: list[SerdeEvent] = []
+    unregister = register_serde_event_listener(events.append)
+    yield events
+    unregister()
 
 
 @pytest.fixture

@@ -82,7 +82,7 @@ def test_task_map_is_rebuilt_from_a_reopened_sqlite_database(
 def test_raw_checkpoints_read_back_the_same_task_map_as_get_state(
     scripted_graph: GraphFactory,
 ) -> None:
-    saver = InMemorySaver()
+    saver = InMemorySaver(serde=make_serializer())  # read directly below
     graph, _ = scripted_graph(
         independent_plan(60),
         checkpointer=saver,

@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import json
 import logging
+import operator
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from enum import Enum
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar, Literal
 
 import ormsgpack
 import pytest
 from langchain_core.messages import AIMessage, ToolMessage
-from langgraph.checkpoint.serde.event_hooks import SerdeEvent, register_serde_event_listener
+from langgraph.checkpoint.serde.event_hooks import SerdeEvent
 from langgraph.checkpoint.serde.jsonplus import (
     EXT_CONSTRUCTOR_KW_ARGS,
     EXT_CONSTRUCTOR_POS_ARGS,
@@ -30,25 +33,23 @@ from langgraph.checkpoint.serde.jsonplus import (
 )
 from pydantic import BaseModel
 from tests.checkpoint_records import ext, sample_state
+from tests.teams.helpers import UNITS
+from typing_extensions import TypedDict
 
-from aimegraph.checkpoints import ALLOWED_MSGPACK_TYPES, make_serializer
-from aimegraph.state.models import RoleUsage, Task, TaskResult
+from aimegraph import AimeConfig, build_aime_graph
+from aimegraph.checkpoints import ALLOWED_MSGPACK_TYPES, PROJECT_MSGPACK_TYPES, make_serializer
+from aimegraph.checkpoints.serde import classes_in
+from aimegraph.state.models import (
+    ProgressUpdate,
+    RoleUsage,
+    Span,
+    Task,
+    TaskResult,
+    Usage,
+    Verdict,
+)
 
 # --- fixtures and helpers -------------------------------------------------------
-
-
-@pytest.fixture
-def serde_events() -> Iterator[list[SerdeEvent]]:
-    """Every allowlist event LangGraph's serializer emits during the test.
-
-    The library's log warnings are de-duplicated per process, so events (emitted
-    on every occurrence) are the reliable signal that a type was blocked or let
-    through unregistered.
-    """
-    events: list[SerdeEvent] = []
-    unregister = register_serde_event_listener(events.append)
-    yield events
-    unregister()
 
 
 class Canary(BaseModel):
@@ -97,15 +98,53 @@ def test_round_trip_of_state_records_and_messages_is_exact_and_silent(
     assert caplog.records == []
 
 
-def test_allowlist_covers_every_type_langgraph_finds_in_the_state_schema() -> None:
-    # Guard against drift: a record type added to AimeState / ActorInput must be
-    # added to PROJECT_MSGPACK_TYPES too, or it would come back as a plain dict.
+@pytest.mark.parametrize("scheduler", ["eager", "batch"])
+def test_allowlist_covers_every_type_langgraph_finds_in_the_graph_and_its_subgraphs(
+    workspace: Path, scheduler: str
+) -> None:
+    # Guard against drift: a class a state, input, output or node schema names (the
+    # aime graph's, the planner's, the actor's, each team mode's, the verifier's) is
+    # allowed, or it would come back from a checkpoint as a plain dict. The same
+    # function LangGraph's compile() uses in strict mode finds them. (Not the context
+    # schema's: the context is never checkpointed.)
     serde_internal = pytest.importorskip("langgraph._internal._serde")
-    from aimegraph.state import ActorInput, AimeState
+    graph = build_aime_graph(
+        "scripted:demo", agents=UNITS, config=AimeConfig(workspace=workspace, scheduler=scheduler)
+    )
+    graphs = [graph, *(subgraph for _, subgraph in graph.get_subgraphs(recurse=True))]
+    assert {g.builder.state_schema.__name__ for g in graphs} >= {
+        "AimeState", "PlannerState", "ActorState", "TeamState", "VerifierState"
+    }  # fmt: skip
+    for compiled in graphs:
+        builder = compiled.builder
+        schemas = [builder.state_schema, builder.input_schema, builder.output_schema]
+        schemas += [n.input_schema for n in builder.nodes.values()]
+        found = serde_internal.build_serde_allowlist(schemas=schemas, channels=builder.channels)
+        assert found - ALLOWED_MSGPACK_TYPES == set(), compiled.name
 
-    found = serde_internal.build_serde_allowlist(schemas=[AimeState, ActorInput])
-    assert found
-    assert found <= ALLOWED_MSGPACK_TYPES
+
+class Colour(Enum):
+    RED = "red"
+
+
+@dataclass
+class Point:
+    colour: Colour
+
+
+class Shape(BaseModel):
+    corners: list[Point]
+
+
+class Drawing(TypedDict, total=False):
+    shapes: Annotated[list[Shape], operator.add]
+    kind: Literal["sketch"]
+    frame: Shape | None
+
+
+def test_classes_in_finds_models_dataclasses_and_enums_through_the_type_hints() -> None:
+    assert set(classes_in(Drawing)) == {Shape, Point, Colour}
+    assert {Task, Usage, Verdict, Span, ProgressUpdate} <= set(PROJECT_MSGPACK_TYPES)
 
 
 def test_extra_types_are_revived() -> None:

@@ -2,8 +2,9 @@
 
 ``open_checkpointer(url)`` / ``aopen_checkpointer(url)`` are context managers that
 yield a ready LangGraph saver and close its connection on exit; every saver uses
-``make_serializer()``, which only revives LangGraph's safe types and aimegraph's
-state records when a checkpoint is loaded.
+``make_serializer()``, which only revives LangGraph's safe types, aimegraph's
+state records and the types registered with ``allow_types`` when a checkpoint is
+loaded.
 
 Every name is imported on first use (the CLI's flags need only the URL helpers).
 """
@@ -47,7 +48,10 @@ if TYPE_CHECKING:
     from aimegraph.checkpoints.serde import (
         ALLOWED_MSGPACK_TYPES,
         PROJECT_MSGPACK_TYPES,
+        allow_types,
+        allowed_types,
         make_serializer,
+        with_allowed_types,
     )
 
 _HOMES = {
@@ -65,6 +69,9 @@ _HOMES = {
     "ALLOWED_MSGPACK_TYPES": ".serde",
     "PROJECT_MSGPACK_TYPES": ".serde",
     "make_serializer": ".serde",
+    "allow_types": ".serde",
+    "allowed_types": ".serde",
+    "with_allowed_types": ".serde",
     "ThreadBusyError": ".lease",
     "ThreadLease": ".lease",
     "hold_thread": ".lease",
@@ -96,6 +103,8 @@ __all__ = [
     "ThreadLease",
     "ThreadNotFoundError",
     "ThreadSummary",
+    "allow_types",
+    "allowed_types",
     "aopen_checkpointer",
     "has_ended",
     "hold_thread",
@@ -110,6 +119,7 @@ __all__ = [
     "run_state",
     "sqlite_file",
     "thread_config",
+    "with_allowed_types",
 ]
 
 __getattr__, __dir__ = lazy_exports(__name__, _HOMES)

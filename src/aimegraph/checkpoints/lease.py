@@ -333,10 +333,16 @@ def remember_location(saver: BaseCheckpointSaver[Any], url: str) -> None:
     _LOCATIONS[saver] = url
 
 
-def share_leases(copy: BaseCheckpointSaver[Any], saver: BaseCheckpointSaver[Any]) -> None:
-    """``copy`` (a shallow copy of ``saver`` with another serializer, which keeps its
-    checkpoints in the same place) takes its leases where ``saver`` does, also when
-    those live in this process alone (an ``InMemorySaver``)."""
+def share_leases(copy: Any, saver: Any) -> None:
+    """``copy`` (a shallow copy of the saver ``saver`` with another serializer, which
+    keeps its checkpoints in the same place) takes its leases where ``saver`` does,
+    also when those live in this process alone (an ``InMemorySaver``). Nothing to do
+    when either is no saver (a graph's ``checkpointer`` may be None, True or False)
+    or both are the same."""
+    if copy is saver or not (
+        isinstance(copy, BaseCheckpointSaver) and isinstance(saver, BaseCheckpointSaver)
+    ):
+        return
     with _REGISTRY_LOCK:
         if (url := _LOCATIONS.get(saver)) is not None:
             _LOCATIONS[copy] = url

@@ -7,12 +7,13 @@ from itertools import pairwise
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import Runtime
 from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
+from aimegraph.checkpoints.lease import share_leases
+from aimegraph.checkpoints.serde import with_allowed_types
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.compiled import AimeGraph
@@ -94,7 +95,12 @@ def build_aime_graph(
         models: Per-role models overriding ``model``: keys ``planner``, ``actor``,
             ``verifier``, ``reporter``; and ``reflection``, the model that rewrites
             prompts when ``config.optimize_online`` is on (default: the planner's).
-        checkpointer: Enables pause/resume, human approval and crash recovery.
+        checkpointer: Enables pause/resume, human approval and crash recovery. The
+            graph uses it with aimegraph's records, the types registered with
+            ``aimegraph.checkpoints.allow_types`` and the ``response_format`` model
+            in its serializer's allowlist (``aimegraph.checkpoints.with_allowed_types``:
+            LangGraph's default serializer is replaced by ``make_serializer()``'s, an
+            allowlist is extended, a serializer of your own is kept as it is).
         store: A LangGraph store (see ``aimegraph.memory.open_store``): long-term
             memory. The planner and each actor recall similar past runs and
             episodes from it, and each settled task and each finished run is
@@ -121,9 +127,8 @@ def build_aime_graph(
             in with structured output (re-asked when a reply does not validate) into
             ``structured_response`` (the model's instance, or a dict for a schema);
             ``final_answer`` is its JSON, which the verifier judges. A reply that
-            never validates ends the run ``failed`` with the reason. With a
-            ``checkpointer`` whose serializer has an allowlist (``make_serializer``),
-            the model class is added to it for this graph.
+            never validates ends the run ``failed`` with the reason. The model
+            class joins the checkpointer's allowlist (see ``checkpointer``).
         mcp_servers: MCP servers whose tools actors may use (the ``[mcp]`` extra): the
             path of a JSON file in the common ``{"mcpServers": {...}}`` shape, that
             content, or ``{name: spec}``; added to ``config.mcp_servers``. Each server
@@ -172,11 +177,11 @@ def build_aime_graph(
     if skills:
         config = config.model_copy(update={"skills": (*config.skills, *map(str, skills))})
     typed = TypedAnswer.of(response_format) if response_format is not None else None
-    if typed is not None and not typed.plain and isinstance(checkpointer, BaseCheckpointSaver):
-        # A strict serializer would hand the typed answer back from a checkpoint as
-        # a plain dict (and log that it blocked the class).
-        schema = typed.schema
-        checkpointer = checkpointer.with_allowlist([(schema.__module__, schema.__name__)])
+    # The typed answer's class too: a strict serializer would hand it back from a
+    # checkpoint as a plain dict.
+    checkpointer = with_allowed_types(
+        checkpointer, [typed.schema] if typed is not None and not typed.plain else ()
+    )
     if tools is not None and not isinstance(tools, ToolRegistry):
         tools = list(tools)  # read twice: registered, and recorded in the run settings
     parts = _graph_parts(
@@ -347,6 +352,9 @@ def build_aime_graph(
         ),
         run_settings=settings,
     )
+    # In strict mode LangGraph's compile() runs the graph on a copy of the saver that
+    # also allows the context schema's classes: it takes its leases where the saver does.
+    share_leases(graph.checkpointer, checkpointer)
     # LangGraph's sync thread pool defaults to min(32, cores + 4) workers, which on
     # small machines would serialise a batch wider than that.
     return graph.with_config(max_concurrency=max(config.max_parallel + 4, 8))
