@@ -103,7 +103,8 @@ def test_every_kind_of_wait_is_answered_by_resume_from_another_process(
     run = waiting_run(started, tmp_path, "w", scenario_spec(tmp_path, EVERY_WAIT), EVERY_KIND)
     said = run.waits()
     assert said[:2] == ["waiting for a human: approve the plan:", "- [ ] t1: Compute, then ask"]
-    assert re.match(r"deadline: .* \(in \d+ s\); unanswered, it takes the default: reject", said[2])
+    left = r"in (\d+ h )?(\d+ min )?\d+ s"
+    assert re.match(rf"deadline: .* \({left}\); unanswered, it takes the default: reject", said[2])
     assert (
         said[3]
         == "answer with: aimegraph resume w --approve (or --reject REASON, --plan-file JSON)"

@@ -13,7 +13,7 @@ from tests.human_scenarios import EVERY_WAIT
 
 from aimegraph import AimeConfig, build_aime_graph
 from aimegraph.checkpoints import open_checkpointer, thread_config
-from aimegraph.cli.report import deadline_line
+from aimegraph.cli.waiting import deadline_line
 from aimegraph.models import ScriptedChatModel
 from aimegraph.state.timing import local_time
 

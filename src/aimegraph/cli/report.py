@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import time
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
@@ -16,7 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from aimegraph.checkpoints import interrupt_fields, run_state
-from aimegraph.cli.waiting import resume_hint
+from aimegraph.cli.waiting import deadline_line, resume_hint
 from aimegraph.models.response_format import answer_as_json
 from aimegraph.state import (
     PastRun,
@@ -26,7 +25,7 @@ from aimegraph.state import (
     run_timeline,
     thread_usage,
 )
-from aimegraph.state.timing import counted, duration_text, local_time
+from aimegraph.state.timing import counted
 from aimegraph.waits import WAIT_KINDS
 
 __all__ = [
@@ -281,16 +280,6 @@ def show_interrupts(
             console.print(deadline_line(kind, deadline, default, now=now), markup=False)
         if error:
             console.print(f"[red]{escape(error)}[/red]")
-
-
-def deadline_line(kind: str, deadline: float, default: Any, *, now: float | None = None) -> str:
-    """When a timed human wait of ``kind`` takes its ``default`` (``deadline`` in epoch
-    seconds): the local time, the time left (or past) at ``now``, and the default."""
-    left = deadline - (time.time() if now is None else now)
-    when = f"in {duration_text(left)}" if left > 0 else f"passed {duration_text(-left)} ago"
-    if kind == "ask_human":
-        default = f"the answer {default!r}" if default else "no answer"
-    return f"deadline: {local_time(deadline)} ({when}); unanswered, it takes the default: {default}"
 
 
 def report_cancel(

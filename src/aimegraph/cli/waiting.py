@@ -5,16 +5,17 @@ the waiting process too: see :func:`aimegraph.answers.hold_or_hand_over`)."""
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 
 from langgraph.types import Interrupt
 
 from aimegraph.notify import wait_summary
+from aimegraph.state.timing import duration_text, local_time
 from aimegraph.waits import WAIT_KINDS
 
-__all__ = ["resume_hint", "wait_lines"]
+__all__ = ["deadline_line", "resume_hint", "wait_lines"]
 
 ANSWER_FLAGS: Mapping[str, tuple[str, ...]] = {
     "approve_plan": ("--approve", "--reject REASON", "--plan-file JSON"),
@@ -63,15 +64,15 @@ def wait_lines(thread_id: str, interrupts: Sequence[Interrupt], now: float) -> l
         asks = wait_summary(value) if kind in WAIT_KINDS else f"answer: {item.value}"
         lines += f"waiting for a human: {asks}".splitlines()
         if (deadline := value.get("deadline")) is not None:
-            when = datetime.fromtimestamp(deadline).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-            lines.append(
-                f"deadline: {when} (in {max(0.0, deadline - now):.0f} s); unanswered, it "
-                f"takes the default: {_default(kind, value.get('default'))}"
-            )
+            lines.append(deadline_line(str(kind), deadline, value.get("default"), now=now))
     return [*lines, f"answer with: {resume_hint(thread_id, interrupts)}"]
 
 
-def _default(kind: Any, default: Any) -> str:
+def deadline_line(kind: str, deadline: float, default: Any, *, now: float | None = None) -> str:
+    """When a timed human wait of ``kind`` takes its ``default`` (``deadline`` in epoch
+    seconds): the local time, the time left (or past) at ``now``, and the default."""
+    left = deadline - (time.time() if now is None else now)
+    when = f"in {duration_text(left)}" if left > 0 else f"passed {duration_text(-left)} ago"
     if kind == "ask_human":
-        return f"the answer {default!r}" if default else "no answer"
-    return str(default)
+        default = f"the answer {default!r}" if default else "no answer"
+    return f"deadline: {local_time(deadline)} ({when}); unanswered, it takes the default: {default}"
