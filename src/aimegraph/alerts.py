@@ -41,6 +41,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from aimegraph.metrics import Metrics
+from aimegraph.state.timing import counted, duration_text, local_time
 from aimegraph.yaml_faults import yaml_problem
 
 __all__ = ["Alert", "AlertEngine", "AlertRule", "AlertSettings", "Webhook", "load_alerts"]
@@ -242,7 +243,7 @@ class AlertEngine:
         elif rule.kind == "failed_runs":
             streak = self.metrics.failed_runs_in_a_row()
             if streak >= rule.limit:
-                yield "", float(streak), f"{streak} runs in a row did not succeed"
+                yield "", float(streak), f"{counted(streak, 'run')} in a row did not succeed"
 
     def _tool_failures(self, rule: AlertRule) -> Iterator[Condition]:
         now, then = self._samples[-1].tool_calls, self._since(rule.window_s).tool_calls
@@ -302,4 +303,8 @@ def payload(alert: Alert, format: Literal["json", "slack"]) -> dict[str, Any]:
         return {"source": "aimegraph", **alert.record()}
     mark = ":rotating_light:" if alert.state == "firing" else ":white_check_mark:"
     where = f" on {alert.origin}" if alert.origin else ""
-    return {"text": f"{mark} aimegraph alert {alert.rule} {alert.state}{where}: {alert.message}"}
+    text = f"{mark} aimegraph alert {alert.rule} {alert.state}{where}: {alert.message}"
+    if alert.resolved_at is not None:  # the message says what held when it fired
+        lasted = duration_text(alert.resolved_at - alert.fired_at)
+        text += f" (fired {local_time(alert.fired_at)}, resolved after {lasted})"
+    return {"text": text}

@@ -18,6 +18,7 @@ from tests.local_http import LocalSite, serve
 from aimegraph.alerts import AlertEngine, AlertRule, AlertSettings, Webhook, load_alerts
 from aimegraph.metrics import Metrics
 from aimegraph.state import Usage
+from aimegraph.state.timing import duration_text, local_time
 
 HOUR = 3600.0
 
@@ -123,10 +124,25 @@ def test_failed_runs_in_a_row_fire_and_a_success_resolves(
     metrics.run_ended("budget_exhausted", 1.0)
     assert [a.value for a in alerts.check()] == [3.0]
     metrics.run_ended("succeeded", 1.0)
-    assert [a.state for a in alerts.check()] == ["resolved"]
+    (resolved,) = alerts.check()
+    assert resolved.state == "resolved" and resolved.resolved_at is not None
     texts = [p["text"] for p in posted(site)]
-    assert texts[0].startswith(":rotating_light: aimegraph alert failing firing: 3 runs")
-    assert "resolved" in texts[1]
+    assert (
+        texts[0]
+        == ":rotating_light: aimegraph alert failing firing: 3 runs in a row did not succeed"
+    )
+    # Resolved, it says when it fired and how long it held, not only what held then.
+    lasted = duration_text(resolved.resolved_at - resolved.fired_at)
+    assert texts[1] == (
+        ":white_check_mark: aimegraph alert failing resolved: 3 runs in a row did not succeed "
+        f"(fired {local_time(resolved.fired_at)}, resolved after {lasted})"
+    )
+
+
+def test_one_failed_run_is_one_run_in_a_row(site: LocalSite, metrics: Metrics) -> None:
+    alerts = engine(site, metrics, AlertRule(name="failing", kind="failed_runs", limit=1))
+    metrics.run_ended("failed", 1.0)
+    assert [a.message for a in alerts.check()] == ["1 run in a row did not succeed"]
 
 
 def test_a_webhook_that_refuses_is_noted_on_the_alert(site: LocalSite, metrics: Metrics) -> None:
