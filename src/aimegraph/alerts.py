@@ -18,7 +18,8 @@ last ``window_s``, once it has ``min_calls`` calls there), seconds for
 ``task_duration`` (a task in flight) and ``human_wait`` (a paused run; the
 dashboard, which sees every thread, checks these), USD for ``cost_per_hour`` (the
 spend of the last ``window_s``, default an hour, scaled to an hour) and a count for
-``failed_runs`` (failed, rejected or out-of-budget runs since the last success).
+``failed_runs`` (failed, rejected or out-of-budget runs since the last success; on
+the dashboard, those of every process its checkpoints show).
 
 A worker's alerts reach the dashboard through the shared Postgres database: the
 engine hands each check's alerts to its ``sink`` (see
@@ -136,7 +137,8 @@ class AlertEngine:
     """Checks the rules against ``metrics`` (and ``waits``: how long each paused run
     has waited, in seconds), posts each change to the webhook, keeps the alerts for
     the dashboard and, after each check, hands them to ``sink`` (alerts marked with
-    ``origin``)."""
+    ``origin``). ``refresh`` is called before each check to bring ``metrics`` up to
+    date (the dashboard counts there the runs other processes ended)."""
 
     def __init__(
         self,
@@ -147,8 +149,10 @@ class AlertEngine:
         keep: int = 100,
         origin: str = "",
         sink: AlertSink | None = None,
+        refresh: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
+        self.refresh = refresh
         self.metrics = metrics
         self.waits = waits
         self.origin = origin
@@ -169,6 +173,8 @@ class AlertEngine:
 
     def check(self) -> list[Alert]:
         """Check every rule once; returns the alerts that fired or resolved."""
+        if self.refresh is not None:
+            self.refresh()
         with self._lock:
             self._samples.append(self._sample())
             holding = {

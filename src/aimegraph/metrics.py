@@ -16,7 +16,9 @@ Two sources feed them, hooked in where tracing hooks in:
 Labels are bounded: status, outcome, role, model (the model name replies carry),
 tool and token kind; never a thread id, a task id or a goal.
 
-Off until :func:`enable_metrics`; then every run of the process counts. The
+Off until :func:`enable_metrics`; then every run of the process counts (and on
+the dashboard, the ends of the runs other processes ran on its checkpoint store:
+:meth:`Metrics.counted_here` keeps its own from counting twice). The
 prometheus-client package (``[metrics]`` extra) is imported only then. With
 ``PROMETHEUS_MULTIPROC_DIR`` set (a forking pool of your own), :func:`exposition`
 reports the counters and histograms of every process of the directory, and the
@@ -123,6 +125,8 @@ class Metrics:
         self._lock = threading.Lock()
         self._tasks: dict[UUID, float] = {}
         self._runs = 0
+        self._stops: dict[str, str] = {}
+        """Per thread run here, the checkpoint its last run stopped at ("": running)."""
         self.live: list[LiveCollector] = []
         self.add_live(LiveCollector(self._live))
 
@@ -161,12 +165,28 @@ class Metrics:
             self.model_cost.labels(model).inc(counts.cost_usd)
 
     def run_ended(self, status: str, seconds: float) -> None:
+        """Count a run that ended (or paused) with ``status`` after ``seconds``."""
         self.runs.labels(status).inc()
         self.run_seconds.labels(status).observe(seconds)
         if status in FAILED_STATUSES:
             self.failed_in_a_row.inc()
         elif status == "succeeded":
             self.failed_in_a_row.set(0)
+
+    def run_here(self, thread_id: str, stopped_at: str | None = "") -> None:
+        """This process runs the thread (``""``), or ran it to its stop at the
+        checkpoint ``stopped_at`` (None: no stop, it raised), and counts it there."""
+        with self._lock:
+            if stopped_at is None:
+                self._stops.pop(thread_id, None)
+            else:
+                self._stops[thread_id] = stopped_at
+
+    def counted_here(self, thread_id: str, checkpoint_id: str) -> bool:
+        """Whether this process counts the thread's stop at ``checkpoint_id``: a
+        reader of the checkpoints (the dashboard) leaves it out."""
+        with self._lock:
+            return self._stops.get(thread_id) in ("", checkpoint_id)
 
     # -- what alerts read
 
@@ -403,6 +423,8 @@ class ObservedRun:
         self.config = config if metrics is None else with_handler(config, MetricsCallback(metrics))
         self.started = time.perf_counter()
         self.status: str | None = None
+        self.stopped_at: str | None = None
+        """The checkpoint the run stopped at."""
 
     def update(self, chunk: Any) -> None:
         """Count the usage a ``stream_mode="updates"`` chunk adds (at the end of each
@@ -419,6 +441,7 @@ class ObservedRun:
     def ended(self, snapshot: StateSnapshot) -> None:
         """The run stopped here: ended (its status) or paused for a human."""
         self.status = "paused" if snapshot.interrupts else snapshot.values.get("status", "running")
+        self.stopped_at = snapshot.config.get("configurable", {}).get("checkpoint_id")
 
 
 def with_handler(config: RunnableConfig, handler: BaseCallbackHandler) -> RunnableConfig:
@@ -446,6 +469,8 @@ def observe_run(graph: Any, config: RunnableConfig) -> Iterator[ObservedRun]:
         yield run
         return
     _count_wait(metrics, graph, config)
+    thread_id = str(config.get("configurable", {}).get("thread_id") or "")
+    metrics.run_here(thread_id)
     with metrics.run_in_flight():
         try:
             yield run
@@ -457,6 +482,7 @@ def observe_run(graph: Any, config: RunnableConfig) -> Iterator[ObservedRun]:
             raise
         finally:
             metrics.run_ended(run.status or "error", time.perf_counter() - run.started)
+            metrics.run_here(thread_id, run.stopped_at)
 
 
 def _count_wait(metrics: Metrics, graph: Any, config: RunnableConfig) -> None:

@@ -386,8 +386,9 @@ def test_postgres_checkpoints_feed_the_dashboard(
 
 def test_a_run_in_another_connection_streams_live(live: LiveServer, store_url: str) -> None:
     """The page's stream follows a run written through another connection to the
-    store (as another process would): it waits for the thread to appear, shows the
-    pause, then the end."""
+    store (as another process would): opened while that process holds the thread
+    before its first checkpoint, it waits for the thread to appear, shows the pause,
+    then the end."""
     import queue
     import threading
 
@@ -395,17 +396,17 @@ def test_a_run_in_another_connection_streams_live(live: LiveServer, store_url: s
     from aimegraph.steering import prepare_demo, run_graph
 
     views: queue.Queue[dict[str, Any]] = queue.Queue()
+    answered: queue.Queue[int] = queue.Queue()
 
     def follow() -> None:
         try:
             with httpx.stream("GET", f"{live.url}/api/threads/elsewhere/events", timeout=30) as r:
+                answered.put(r.status_code)
                 for line in r.iter_lines():
                     if line.startswith("data:"):
                         views.put(json.loads(line.removeprefix("data:")))
         except httpx.HTTPError:
             pass  # the server stopped at the end of the test
-
-    threading.Thread(target=follow, daemon=True).start()
 
     def next_with(status: str) -> dict[str, Any]:
         while True:
@@ -414,6 +415,9 @@ def test_a_run_in_another_connection_streams_live(live: LiveServer, store_url: s
                 return view
 
     with open_checkpointer(store_url) as elsewhere:
+        with hold_thread(elsewhere, "elsewhere"):  # starting its run: no checkpoint yet
+            threading.Thread(target=follow, daemon=True).start()
+            assert answered.get(timeout=30) == 200
         settings, goal = prepare_demo("elsewhere", approve_plan=True)
         graph = run_graph(settings, elsewhere)
         graph.invoke({"goal": goal}, run_config("elsewhere", settings))

@@ -12,31 +12,21 @@ the scripts put all text in the page as text.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable
-from importlib import resources
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.store.base import BaseStore
 from pydantic import ValidationError
-from sse_starlette.sse import EventSourceResponse
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.middleware import Middleware
 from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.requests import Request
-from starlette.responses import (
-    FileResponse,
-    HTMLResponse,
-    JSONResponse,
-    RedirectResponse,
-    Response,
-)
+from starlette.responses import FileResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp
@@ -44,11 +34,11 @@ from starlette.types import ASGIApp
 from aimegraph.alerts import AlertSettings
 from aimegraph.answers import AnswerError, HandedOver, NoSuchInterruptError
 from aimegraph.checkpoints import ThreadNotFoundError
-from aimegraph.checkpoints.runs import phase
 from aimegraph.config import settings_error
 from aimegraph.dashboard.operations import Operations
-from aimegraph.dashboard.pages import run_page, threads_page
+from aimegraph.dashboard.pages import STATIC
 from aimegraph.dashboard.panes import EvalsPane, MemoryPane, PromptsPane, json_body
+from aimegraph.dashboard.reading import ThreadsApi
 from aimegraph.dashboard.runs import (
     NothingToResumeError,
     QueueUnavailableError,
@@ -61,7 +51,6 @@ from aimegraph.eval.harness import DEFAULT_EVALS
 from aimegraph.optimizer.store import PromptStore
 from aimegraph.steering import ANSWER_KEYS
 
-STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
 TOKEN_COOKIE = "aimegraph_token"
 TOKEN_REFUSALS: dict[TokenProblem, str] = {
     "missing": "a token is required: send Authorization: Bearer TOKEN, or open a page "
@@ -112,23 +101,24 @@ def create_app(
     operations = Operations(
         reader, alerts, runs.distributed.checkpoints if runs.distributed is not None else None
     )
-    api = _Api(reader, runs, poll_seconds, closing, operations)
+    reads = ThreadsApi(reader, runs, poll_seconds, closing, operations)
+    api = _Api(runs)
     memory = MemoryPane(store if store is not None else runs.store)
     prompt_pane = PromptsPane(prompts)
     eval_pane = EvalsPane(evals)
     app = Starlette(
         routes=[
-            Route("/", api.threads_page),
-            Route("/memory", _page("memory.html")),
-            Route("/prompts", _page("prompts.html")),
-            Route("/evals", _page("evals.html")),
+            Route("/", reads.threads_page),
+            Route("/memory", _page("memory.html", MEMORY_PAGE)),
+            Route("/prompts", _page("prompts.html", PROMPTS_PAGE)),
+            Route("/evals", _page("evals.html", EVALS_PAGE)),
             Route("/evals/{name}", eval_pane.report),
-            Route("/threads/{thread_id:path}", api.run_page),
-            Route("/api/threads", api.threads),
-            Route("/api/events", api.threads_events),
-            Route("/api/threads/{thread_id}", api.run),
-            Route("/api/threads/{thread_id}/plan.svg", api.plan_svg),
-            Route("/api/threads/{thread_id}/events", api.run_events),
+            Route("/threads/{thread_id:path}", reads.run_page),
+            Route("/api/threads", reads.threads),
+            Route("/api/events", reads.threads_events),
+            Route("/api/threads/{thread_id}", reads.run),
+            Route("/api/threads/{thread_id}/plan.svg", reads.plan_svg),
+            Route("/api/threads/{thread_id}/events", reads.run_events),
             Route("/api/threads/{thread_id}/resume", api.resume, methods=["POST"]),
             Route("/api/threads/{thread_id}/cancel", api.cancel, methods=["POST"]),
             Route("/api/threads/{thread_id}/notes", api.note, methods=["POST"]),
@@ -159,10 +149,28 @@ def create_app(
     return app
 
 
-def _page(name: str) -> Callable[[Request], Awaitable[Response]]:
+MEMORY_PAGE = """The memory pane (HTML): the episodes and lessons of a scope; its script
+reads ``GET /api/memory`` and forgets through ``POST /api/memory/forget``.
+
+Answers: 200 HTML."""
+PROMPTS_PAGE = """The prompts pane (HTML): the prompt store's versions; its script reads
+``GET /api/prompts`` and ``GET /api/prompts/{version}`` and switches versions through
+``POST /api/prompts/use``.
+
+Answers: 200 HTML."""
+EVALS_PAGE = """The evals pane (HTML): the evals ``aimegraph eval`` wrote; its script reads
+``GET /api/evals``.
+
+Answers: 200 HTML."""
+
+
+def _page(name: str, description: str) -> Callable[[Request], Awaitable[Response]]:
+    """A static page; ``description`` is its entry in the HTTP reference."""
+
     async def page(request: Request) -> Response:
         return FileResponse(STATIC / name, media_type="text/html")
 
+    page.__doc__ = description
     return page
 
 
@@ -215,119 +223,28 @@ def _secured(response: Response) -> Response:
 
 
 class _Api:
-    def __init__(
-        self,
-        reader: ThreadReader,
-        runs: RunManager,
-        poll_seconds: float,
-        closing: threading.Event,
-        operations: Operations,
-    ) -> None:
-        self.operations = operations
-        self.reader = reader
+    """The steering routes: start, answer, carry on, cancel, note and rate runs.
+    Each endpoint's docstring is its entry in the HTTP reference
+    (:mod:`aimegraph.dashboard.reference`)."""
+
+    def __init__(self, runs: RunManager) -> None:
         self.runs = runs
-        self.poll_seconds = poll_seconds
-        self.closing = closing
-
-    # -- reading
-
-    async def threads(self, request: Request) -> Response:
-        status = request.query_params.get("status") or None
-        return JSONResponse(await self._threads(status))
-
-    async def _threads(self, status: str | None = None) -> dict[str, Any]:
-        queued = await run_in_threadpool(self.runs.queued)
-        rows = await run_in_threadpool(self.reader.threads, status, queued)
-        return {
-            "threads": rows,
-            "active": sorted(self.runs.active()),
-            "alerts": await run_in_threadpool(self.operations.listed),
-        }
-
-    async def run(self, request: Request) -> Response:
-        view = await self._run(request.path_params["thread_id"])
-        if view is None:
-            return JSONResponse({"error": "no such thread"}, 404)
-        return JSONResponse(view)
-
-    async def _run(self, thread_id: str, version: str | None = None) -> dict[str, Any] | None:
-        view = await run_in_threadpool(self.reader.run, thread_id, version)
-        if view is None:
-            return None
-        holder = await self._holder(thread_id)
-        status = view["status"]
-        return {
-            **view,
-            # A run that has not ended is live only while a process holds its lease.
-            "status": phase(status, live=holder is not None) if status == "running" else status,
-            "holder": holder,
-            "active": thread_id in self.runs.active(),
-            "error": self.runs.errors.get(thread_id),
-        }
-
-    async def _holder(self, thread_id: str) -> str | None:
-        holders = await run_in_threadpool(self.reader.holders, [thread_id])
-        return holders.get(thread_id)
-
-    async def plan_svg(self, request: Request) -> Response:
-        tasks = await run_in_threadpool(self.reader.tasks, request.path_params["thread_id"])
-        if tasks is None:
-            return JSONResponse({"error": "no such thread"}, 404)
-        try:
-            from aimegraph.drawing import draw_plan
-
-            drawing = await run_in_threadpool(draw_plan, tasks, format="svg")
-        except (ImportError, RuntimeError) as exc:  # the [draw] extra or `dot` is missing
-            return JSONResponse({"error": f"no drawing: {exc}"}, 501)
-        return Response(drawing.text, media_type="image/svg+xml")
-
-    # -- pages: their state in the HTML, then live (see aimegraph.dashboard.pages)
-
-    async def threads_page(self, request: Request) -> Response:
-        data = await self._threads()
-        status = request.query_params.get("status") or None
-        return HTMLResponse(threads_page(STATIC / "threads.html", data, status))
-
-    async def run_page(self, request: Request) -> Response:
-        thread_id = request.path_params["thread_id"]
-        view = await self._run(thread_id)
-        return HTMLResponse(run_page(STATIC / "run.html", thread_id, view))
-
-    # -- live
-
-    async def threads_events(self, request: Request) -> Response:
-        async def stream() -> AsyncIterator[dict[str, str]]:
-            last = None
-            while not self.closing.is_set():
-                data = await self._threads()
-                text = json.dumps(data)
-                if text != last:
-                    last = text
-                    yield {"event": "threads", "data": text}
-                await asyncio.sleep(max(self.poll_seconds, 0.5))
-
-        return EventSourceResponse(stream(), ping=15)
-
-    async def run_events(self, request: Request) -> Response:
-        thread_id = request.path_params["thread_id"]
-
-        async def stream() -> AsyncIterator[dict[str, str]]:
-            last: tuple[str | None, str | None, str | None] | None = None
-            while not self.closing.is_set():
-                version = await run_in_threadpool(self.reader.version, thread_id)
-                state = (version, await self._holder(thread_id), self.runs.errors.get(thread_id))
-                if state != last and version is not None:
-                    view = await self._run(thread_id, version)
-                    if view is not None:
-                        last = state
-                        yield {"event": "run", "data": json.dumps(view)}
-                await asyncio.sleep(self.poll_seconds)
-
-        return EventSourceResponse(stream(), ping=15)
 
     # -- steering
 
     async def start(self, request: Request) -> Response:
+        """Start a run on a goal, as ``aimegraph run`` does, in the dashboard's process.
+
+        Body: ``goal`` (required); ``model``, a model spec (default: the thread's stored
+        model, else the bundled demo's scripted model); ``config``, ``AimeConfig`` fields
+        as a JSON object; ``thread_id`` (default: a new thread; a thread whose run has
+        ended takes the new goal and keeps its stored settings, the given ones over
+        them); ``response_format``, a typed answer's ``module:Class``.
+
+        Answers: 202 ``{"thread_id": ...}`` (the run goes on in the background: follow
+        its page or its event stream); 400 no goal, a config that is not an object or
+        has an unknown field or a bad value, a bad model spec; 409 the thread is being
+        run, has a run that has not ended, or too many runs are in flight here."""
         body = await json_body(request)
         config = body.get("config") or {}
         if not isinstance(config, dict):
@@ -342,6 +259,14 @@ class _Api:
         )
 
     async def start_demo(self, request: Request) -> Response:
+        """Start the bundled demo (a scripted model: no key, no network), as
+        ``aimegraph demo`` does.
+
+        Body: ``approve_plan`` (true: the run pauses for its plan's approval);
+        ``thread_id`` (default: a new ``demo-...`` thread).
+
+        Answers: 202 ``{"thread_id": ...}``; 409 the thread is being run or has a run
+        that has not ended."""
         body = await json_body(request)
         return await self._launch(
             self.runs.start_demo,
@@ -350,6 +275,27 @@ class _Api:
         )
 
     async def resume(self, request: Request) -> Response:
+        """Answer the run's pending waits for a human, or carry on a run that stopped
+        before it ended, as ``aimegraph resume`` does. An answer for a process that
+        waits on it holding the thread (a timed wait of ``aimegraph run``) is handed to
+        that process; a distributed run's is queued for the workers.
+
+        Body: the answer, as the wait asks: ``{"action": "approve"}``, ``{"action":
+        "reject", "reason": ...}`` or ``{"action": "edit", "plan": {...}}`` for a plan;
+        ``approve``, ``deny`` (with a ``reason``) or ``edit`` with ``args`` for a tool call
+        (or LangChain's ``decisions``); ``{"answer": text}`` for ``ask_human``; for an
+        escalation ``{"answer": text, "task_id": ...}``, ``{"action": "replan", "note":
+        ...}``, ``{"action": "give_up"}`` or ``{"action": "edit", "plan": {...}}``.
+        ``interrupt_id`` (optional) answers that wait alone, else every pending one.
+        ``{}`` carries on a stopped run.
+
+        Answers: 202 ``{"thread_id": ..., "queued": bool}`` (queued: for the workers),
+        with ``"handed_to"`` (the process) when the answer went to the process waiting
+        on it; 400 an answer that does not fit the wait, or none while one is needed;
+        404 no such thread, no such pending wait, or nothing to resume (the run has
+        ended or was cancelled); 409 another process runs the thread (or a distributed
+        run is queued or running); 503 a distributed run with no broker or no
+        ``[distributed]`` extra."""
         thread_id = request.path_params["thread_id"]
         body = await json_body(request)
         answer = {k: body[k] for k in ANSWER_KEYS if k in body}
@@ -359,6 +305,14 @@ class _Api:
         )
 
     async def cancel(self, request: Request) -> Response:
+        """End the thread's run as ``cancelled``, as ``aimegraph cancel`` does: a paused
+        or stopped run at once, a live one (another process runs it) at its next step.
+
+        Body: none (send ``{}``).
+
+        Answers: 202 ``{"thread_id": ..., "status": "cancelled" | "requested"}``; 404 no
+        such thread, or its run has already ended; 503 a distributed run whose queue
+        cannot be reached."""
         thread_id = request.path_params["thread_id"]
         try:
             outcome = await run_in_threadpool(self.runs.cancel, thread_id)
@@ -371,6 +325,13 @@ class _Api:
         return JSONResponse({"thread_id": thread_id, "status": outcome}, 202)
 
     async def note(self, request: Request) -> Response:
+        """Send a note to the run's actors (read at their next step) and its planner, as
+        ``aimegraph note`` does; it goes through the dashboard's memory store.
+
+        Body: ``text``, the note (not empty).
+
+        Answers: 202 ``{"thread_id": ...}``; 400 an empty note, or a dashboard with no
+        memory store; 404 ``{"error": "no thread 'ID' in this checkpoint store"}``."""
         thread_id = request.path_params["thread_id"]
         body = await json_body(request)
         try:
@@ -382,6 +343,17 @@ class _Api:
         return JSONResponse({"thread_id": thread_id}, 202)
 
     async def feedback(self, request: Request) -> Response:
+        """Rate the thread's latest run, as ``aimegraph feedback`` does: kept in the
+        dashboard's memory store, where a low rating or a correction becomes a lesson
+        for the planner of the next similar goal.
+
+        Body: ``rating``, a whole number from 1 to 5; ``note`` (optional), what was
+        wrong or right.
+
+        Answers: 201 the stored verdict (``thread_id``, ``goal``, ``rating``, ``note``,
+        the run's ``status`` and ``answer``, ``created_at``); 400 a rating outside 1 to
+        5, a thread with no goal yet, or a dashboard with no memory store; 404
+        ``{"error": "no thread 'ID' in this checkpoint store"}``."""
         thread_id = request.path_params["thread_id"]
         body = await json_body(request)
         rating, note = body.get("rating"), str(body.get("note") or "")

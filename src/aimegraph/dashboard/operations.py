@@ -1,5 +1,7 @@
 """The dashboard's operations endpoints: ``/metrics`` (Prometheus text: the runs of
-this process, and the runs waiting for a human among every thread it shows) and
+this process, the runs other processes ended on its checkpoint store (see
+:mod:`aimegraph.dashboard.run_ends`), and the runs waiting for a human among every
+thread it shows) and
 ``/api/alerts`` (the alerts of the rules it was given, see :mod:`aimegraph.alerts`,
 and those the workers recorded in the distributed runs' database)."""
 
@@ -17,8 +19,10 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
 from aimegraph.alerts import AlertEngine, AlertSettings
+from aimegraph.dashboard.run_ends import RunEnds
 from aimegraph.dashboard.views import ThreadReader
 from aimegraph.distributed.alert_records import shared_alerts, sort_alerts
+from aimegraph.distributed.records import find_run
 from aimegraph.metrics import LiveCollector, Metrics, enable_metrics, exposition
 
 if TYPE_CHECKING:
@@ -44,6 +48,7 @@ class Operations:
         self.reader = reader
         self.shared = shared
         self.metrics: Metrics | None = None
+        self.run_ends: RunEnds | None = None
         self.waiting: CollectorRegistry | None = None
         self.alerts: AlertEngine | None = None
         self._read_at = -SHARED_TTL_S
@@ -57,8 +62,14 @@ class Operations:
 
         self.waiting = CollectorRegistry()
         self.waiting.register(LiveCollector(self._waiting))
+        self.run_ends = RunEnds(reader, self.metrics, self._run_by_a_worker)
         if rules is not None:
-            self.alerts = AlertEngine(rules, self.metrics, self.waits, origin="dashboard")
+            self.alerts = AlertEngine(
+                rules, self.metrics, self.waits, origin="dashboard", refresh=self.run_ends.count
+            )
+
+    def _run_by_a_worker(self, thread_id: str) -> bool:
+        return self.shared is not None and find_run(self.shared, thread_id) is not None
 
     def waits(self) -> list[float]:
         """How long each paused run (of any process) has been waiting, in seconds."""
@@ -82,14 +93,31 @@ class Operations:
         )
 
     async def scrape(self, request: Request) -> Response:
+        """Prometheus metrics (text exposition).
+
+        The runs this dashboard ran (with their tasks, model and tool calls, tokens and
+        cost), the runs other processes ended on its checkpoint store since it started
+        (by status and duration), and the runs waiting for a human.
+
+        Answers: 200 Prometheus text (``text/plain``); 501 without prometheus-client (the
+        ``[metrics]`` extra)."""
         if self.waiting is None:
             return JSONResponse(
                 {"error": "metrics need: pip install 'aimegraph[metrics]'"}, status_code=501
             )
+        if self.run_ends is not None:
+            await run_in_threadpool(self.run_ends.count)
         body, content_type = await run_in_threadpool(exposition, self.waiting)
         return Response(body, media_type=content_type)
 
     async def alert_list(self, request: Request) -> Response:
+        """The alerts of the dashboard's rules (``--alerts``) and those the workers
+        recorded: firing first, then resolved, newest first.
+
+        Answers: 200 ``{"alerts": [...]}``, each with its ``rule``, ``kind``,
+        ``subject``, ``value``, ``limit``, ``message``, ``state`` (``firing``,
+        ``resolved``, ``stale``), ``fired_at``, ``resolved_at``, ``delivery`` (why the
+        webhook did not take it), ``origin`` and ``id``."""
         return JSONResponse({"alerts": await run_in_threadpool(self.listed)})
 
     def listed(self) -> list[dict[str, Any]]:

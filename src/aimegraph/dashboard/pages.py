@@ -13,12 +13,16 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from html import escape
+from importlib import resources
 from pathlib import Path
 from string import Template
 from typing import Any
 from urllib.parse import quote
 
-__all__ = ["LIVE_STATUSES", "run_page", "threads_page"]
+__all__ = ["LIVE_STATUSES", "STATIC", "no_thread_page", "run_page", "threads_page"]
+
+STATIC = Path(str(resources.files("aimegraph.dashboard") / "static"))
+"""The pages, their templates, scripts and styles."""
 
 LIVE_STATUSES = frozenset({"running", "paused", "stopped", "queued"})
 """Statuses of a run that has not ended: its actors read a note at their next step (a
@@ -26,7 +30,8 @@ paused, stopped or queued run's once it goes on); a note to an ended run would b
 
 
 def run_page(template: Path, thread_id: str, view: Mapping[str, Any] | None) -> str:
-    """The run page of ``thread_id`` showing ``view`` (None: no such thread yet)."""
+    """The run page of ``thread_id`` showing ``view`` (None: a run is starting on the
+    thread and has written no checkpoint yet)."""
     shown = view or {}
     status = str(shown.get("status") or "unknown")
     return _fill(
@@ -41,6 +46,11 @@ def run_page(template: Path, thread_id: str, view: Mapping[str, Any] | None) -> 
         note_hidden="" if status in LIVE_STATUSES else "hidden",
         initial=_data_block(view),
     )
+
+
+def no_thread_page(template: Path, thread_id: str) -> str:
+    """The page of a thread the store does not have (served with 404)."""
+    return _fill(template, thread_id=escape(thread_id))
 
 
 def threads_page(template: Path, data: Mapping[str, Any], status: str | None = None) -> str:

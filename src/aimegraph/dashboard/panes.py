@@ -43,6 +43,17 @@ class MemoryPane:
         self.store = store
 
     async def items(self, request: Request) -> Response:
+        """The memories of one scope, newest first, or those nearest a search (the
+        retrieval the planner and actors use), as ``aimegraph memory list | search``.
+
+        Query: ``scope`` (a ``user_id``; default ``default``), ``kind`` (``episodes``
+        or ``lessons``; default both), ``q`` (a search), ``limit`` (1 to 500; default 100).
+
+        Answers: 200 ``{"scopes": [...], "scope": ..., "query": ..., "items": [...]}``,
+        each item with its ``namespace``, ``key``, ``value``, ``kind``, ``line`` (what it
+        is, in one line), ``created_at``, ``updated_at`` (and ``score`` from a search);
+        400 an unknown ``kind`` or a ``limit`` that is not a number; 404 the dashboard
+        has no memory store."""
         if self.store is None:
             return _no_store()
         params = request.query_params
@@ -78,6 +89,13 @@ class MemoryPane:
         }
 
     async def forget(self, request: Request) -> Response:
+        """Delete a memory (an episode and the lesson stored under its key), as
+        ``aimegraph memory forget``.
+
+        Body: ``key`` (required); ``scope`` (default ``default``).
+
+        Answers: 200 ``{"key": ..., "scope": ..., "forgotten": [kinds deleted]}``; 400 no
+        key; 404 no such key in the scope, or the dashboard has no memory store."""
         if self.store is None:
             return _no_store()
         body = await json_body(request)
@@ -101,6 +119,13 @@ class PromptsPane:
         self.store = store
 
     async def versions(self, request: Request) -> Response:
+        """The prompt store's versions, newest first (the built-in prompts among them),
+        as ``aimegraph prompts list``.
+
+        Answers: 200 ``{"path": ..., "active": ..., "current": ..., "versions": [...]}``,
+        each version with its ``parent``, ``source``, ``created_at``, ``scores``,
+        ``note``, the components it ``changed`` and whether it is ``active``; 404 the
+        dashboard has no prompt store."""
         if self.store is None:
             return _no_prompts()
         return JSONResponse(await run_in_threadpool(self._versions, self.store))
@@ -118,6 +143,10 @@ class PromptsPane:
         }
 
     async def version(self, request: Request) -> Response:
+        """One prompt version with its component texts, as ``aimegraph prompts show``.
+
+        Answers: 200 the version as listed, with ``texts`` (component: text) and
+        ``changed_from_parent``; 404 no such version, or no prompt store."""
         if self.store is None:
             return _no_prompts()
         try:
@@ -139,6 +168,13 @@ class PromptsPane:
         }
 
     async def use(self, request: Request) -> Response:
+        """Make a version the active one: the runs that start from then on use it, as
+        ``aimegraph prompts use``.
+
+        Body: ``version`` (required).
+
+        Answers: 200 ``{"active": version}``; 400 no version; 404 no such version, or no
+        prompt store."""
         if self.store is None:
             return _no_prompts()
         version = str((await json_body(request)).get("version") or "")
@@ -168,10 +204,19 @@ class EvalsPane:
         self.folder = folder
 
     async def evals(self, request: Request) -> Response:
+        """The evals ``aimegraph eval`` wrote in the evals folder, newest first.
+
+        Answers: 200 ``{"folder": ..., "evals": [...]}``, each eval with its ``name``,
+        ``suite``, ``k``, ``complete``, ``rollouts`` of ``expected``, ``updated_at`` and
+        per system its pass@1 and tokens and cost per solved task."""
         items = await run_in_threadpool(list_evals, self.folder)
         return JSONResponse({"folder": str(self.folder), "evals": items})
 
     async def report(self, request: Request) -> Response:
+        """An eval's HTML report (self-contained; served with a policy that lets it load
+        and run nothing).
+
+        Answers: 200 HTML; 404 ``{"error": "no such eval report"}``."""
         path = eval_report(self.folder, request.path_params["name"])
         if path is None:
             return JSONResponse({"error": "no such eval report"}, 404)

@@ -272,17 +272,22 @@ class RunManager:
     def note(self, thread_id: str, text: str) -> str:
         """Send a note to the thread's run (see :func:`aimegraph.steering.send_note`);
         returns the thread id."""
-        if self.saver.get_tuple(run_config(thread_id)) is None:
-            raise ThreadNotFoundError(f"no thread {thread_id!r}")
+        self._known(thread_id)
         send_note(self.store, thread_id, text)
         return thread_id
 
     def feedback(self, thread_id: str, rating: int, note: str) -> Feedback:
         """Store a user's verdict on the thread's latest run in the dashboard's memory
         store (see :func:`aimegraph.steering.feedback`)."""
+        self._known(thread_id)
         if self.store is None:
             raise ValueError("feedback is kept in the memory store: serve with one (--store)")
         return feedback(self.saver, self.store, thread_id, rating, note)
+
+    def _known(self, thread_id: str) -> None:
+        """ThreadNotFoundError when the store has no checkpoint of the thread."""
+        if self.saver.get_tuple(run_config(thread_id)) is None:
+            raise ThreadNotFoundError(f"no thread {thread_id!r} in this checkpoint store")
 
     def _distributed_record(self, thread_id: str) -> RunRecord | None:
         """The thread's row in the distributed runs table (read with psycopg alone),

@@ -85,19 +85,7 @@ class ThreadReader:
         state replaces the checkpointed status, and those with no checkpoint yet
         get a row of their own (as ``aimegraph threads`` lists them)."""
         heads = self.feed.heads()
-        rows = []
-        for thread_id, head in heads.items():
-            with self._lock:
-                cached = self._rows.get(thread_id)
-            if cached is None or cached[0] != head:
-                row = self._row(thread_id, head)
-                if row is None:
-                    continue
-                with self._lock:
-                    self._rows[thread_id] = (head, row)
-            else:
-                row = cached[1]
-            rows.append(row)
+        rows = [row for thread_id, head in heads.items() if (row := self.row(thread_id, head))]
         holders = self.holders([row["thread_id"] for row in rows if row["status"] == "running"])
         rows = [_shown(row, row["thread_id"] in holders) for row in rows]
         if active:
@@ -105,6 +93,20 @@ class ThreadReader:
         rows = [row for row in rows if status in (None, "", row["status"])]
         rows.sort(key=lambda r: r["updated"], reverse=True)
         return rows
+
+    def row(self, thread_id: str, head: Head) -> dict[str, Any] | None:
+        """The thread's row as of its checkpoint ``head`` (read once per head), with
+        its status as checkpointed (``running`` whether or not a process holds it);
+        None when that checkpoint is gone."""
+        with self._lock:
+            cached = self._rows.get(thread_id)
+        if cached is not None and cached[0] == head:
+            return cached[1]
+        row = self._row(thread_id, head)
+        if row is not None:
+            with self._lock:
+                self._rows[thread_id] = (head, row)
+        return row
 
     def _row(self, thread_id: str, head: Head) -> dict[str, Any] | None:
         item = self.saver.get_tuple(_root(thread_id, head.checkpoint_id))
