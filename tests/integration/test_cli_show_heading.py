@@ -4,16 +4,21 @@ wait's deadline (the local time and the time left) and the default it then takes
 
 from __future__ import annotations
 
+import argparse
 import re
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
+from rich.console import Console
 from tests.conftest import Cli
 from tests.human_scenarios import EVERY_WAIT
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.checkpoints import open_checkpointer, thread_config
+from aimegraph.checkpoints import RunSettings, open_checkpointer, thread_config
+from aimegraph.cli.distributed import show_record
 from aimegraph.cli.waiting import deadline_line
+from aimegraph.distributed.records import RunRecord
 from aimegraph.models import ScriptedChatModel
 from aimegraph.state.timing import local_time
 
@@ -24,6 +29,19 @@ def test_show_starts_with_the_thread_and_its_goal(cli: Cli) -> None:
     code, text = cli("show", "headed")
     assert code == 0
     assert text.startswith("thread: headed\ngoal: Multiply six by seven\nstatus: succeeded\n")
+
+
+def test_show_of_a_queued_distributed_run_starts_the_same_way(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = RunSettings(model="scripted:demo", config=AimeConfig())
+    record = RunRecord(
+        thread_id="queued-1", state="queued", status=None, reason=None, goal="Count\n  the rows",
+        settings=settings, worker=None, deliveries=0, submitted_at=datetime.now(UTC),
+    )  # fmt: skip
+    assert show_record(record, argparse.Namespace(json=False), Console(width=200)) == 0
+    said = capsys.readouterr().out
+    assert said.startswith("thread: queued-1\ngoal: Count the rows\nstatus: queued\nmodel: ")
 
 
 @pytest.mark.parametrize(

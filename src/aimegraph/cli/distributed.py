@@ -252,8 +252,9 @@ def show_record(record: RunRecord, args: argparse.Namespace, console: Console) -
         return 0
     where = f" on {record.worker}" if record.state == "running" else ""
     reason = f" ({record.reason})" if record.reason else ""
-    console.print(f"\n[bold]status:[/bold] {record.outcome}{where}{escape(reason)}")
-    console.print(f"goal: {record.goal}", markup=False)
+    console.print(f"[bold]thread:[/bold] {escape(record.thread_id)}")
+    console.print(f"[bold]goal:[/bold] {escape(' '.join(record.goal.split()))}")
+    console.print(f"[bold]status:[/bold] {record.outcome}{where}{escape(reason)}")
     console.print(
         f"model: {record.settings.model}; submitted {record.submitted_at:%Y-%m-%d %H:%M:%S}; "
         f"deliveries: {record.deliveries}",
