@@ -1,6 +1,7 @@
 """The threads page in a real browser (headless Chromium, as test_browser.py): its
 table fits a 1,100 px window whatever the thread ids and goals, and a resolved alert
-says when it resolved as well as when it fired (issue 47, point 12)."""
+says when it resolved as well as when it fired (issue 47, point 12); a run page's usage
+table has the share spent outside tasks, so that its task rows add up (point 5)."""
 
 from __future__ import annotations
 
@@ -91,3 +92,24 @@ def test_a_resolved_alert_says_when_it_resolved_and_when_it_fired(
             expect(resolved).not_to_contain_text(" since ")
     finally:
         app.state.alerts.stop()
+
+
+def test_the_run_pages_usage_table_adds_the_share_outside_tasks(
+    live: LiveServer, page: Any, saver: BaseCheckpointSaver[Any], tmp_path: Path
+) -> None:
+    scenario = {
+        "planner": [plan(spec("t1", tool_bundles=["compute"]))],
+        "actors": {"t1": [call("calculator", expression="6*7"), submit("42")]},
+    }
+    graph = build_aime_graph(
+        ScriptedChatModel.from_dict(scenario),
+        config=AimeConfig(workspace=tmp_path),
+        checkpointer=saver,
+    )
+    out = graph.invoke({"goal": "Multiply six by seven"}, thread_config("used"))
+    page.goto(f"{live.url}/threads/used")
+    row = page.locator("#usage tr", has=page.locator("td", has_text="outside tasks"))
+    expect(row).to_have_count(1)
+    # Its LLM calls: the planner's, reporter's and verifier's (t1's are in t1's row).
+    expect(row.locator("td").nth(1)).to_have_text(str(out["usage"].outside_tasks.llm_calls))
+    assert out["usage"].outside_tasks.llm_calls == out["usage"].llm_calls - 2
