@@ -13,7 +13,9 @@ cannot create further user namespaces (bubblewrap >= 0.8), and its environment i
 one :func:`~aimegraph.sandbox.process.job_environment` builds.
 
 When a job ends (or is killed at its timeout) its namespace's init is killed and awaited,
-which takes every process the job started with it: nothing outlives the call.
+which takes every process the job started with it: nothing outlives the call. bwrap runs
+under a tether (:mod:`~aimegraph.sandbox.tether`), so nothing outlives the engine either,
+wherever in the call it dies: ``--die-with-parent`` alone leaves a window there.
 """
 
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """Running a job as a local process: the launcher that sets the limits, the clean
-environment, output capture, the timeout. Shared by the local sandboxes (bubblewrap and
-the unconfined opt-out) and usable by others that start a local client process.
+environment, output capture, the timeout, and the tether (:mod:`~aimegraph.sandbox.tether`)
+that ends whatever the job started once the call ends or the engine dies. Shared by the
+local sandboxes (bubblewrap and the unconfined opt-out) and usable by others that start a
+local client process.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from aimegraph.sandbox.protocol import Job, Outcome
+from aimegraph.sandbox.tether import TETHER_AVAILABLE, tethered
 
 __all__ = ["job_environment", "launcher_command", "run_process"]
 
@@ -132,24 +135,32 @@ def run_process(
     limits = job.limits
     before = job.workspace.file_states()
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.PIPE,
-            stdout=out,
-            stderr=err,
-            cwd=cwd,
-            env=env,
-            start_new_session=True,
-            pass_fds=tuple(pass_fds),
-        )
+        # Only this process holds the lifeline's write end: its end of file (the call
+        # ended, or this process died) ends everything the job started.
+        lifeline, holding = os.pipe()
+        try:
+            proc = subprocess.Popen(
+                tethered(command, lifeline, path=env.get("PATH", os.defpath)),
+                stdin=subprocess.PIPE,
+                stdout=out,
+                stderr=err,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
+                pass_fds=(*pass_fds, lifeline),
+            )
+        except BaseException:
+            os.close(holding)
+            raise
+        finally:
+            os.close(lifeline)
         finish: Finish | None = None
         try:
             finish = started(proc) if started is not None else None
             # The source comes on stdin, which has no length limit unlike an argument.
             timed_out = not _feed_and_wait(proc, job.source.encode("utf-8"), limits.timeout_s)
         finally:
-            # Background processes the job started in its session must not outlive it.
-            _kill_group(proc)
+            _end_job(proc, holding)
             if finish is not None:
                 finish()
             with contextlib.suppress(OSError):
@@ -221,11 +232,17 @@ def _pidfd(pid: int) -> Iterator[int]:
         os.close(fd)
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    # The job may have started children of its own; they share the session's group.
+def _end_job(proc: subprocess.Popen[bytes], lifeline: int) -> None:
+    """End whatever is left of the job: the tether kills it all when its lifeline
+    closes; then its session's group goes too (the tether itself if it hangs, the job
+    where there is no tether)."""
+    os.close(lifeline)
+    # A process stuck in the kernel may survive even SIGKILL; do not hang on it.
+    if TETHER_AVAILABLE:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=REAP_TIMEOUT_S)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
-    # A process stuck in the kernel may survive even SIGKILL; do not hang on it.
     with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=REAP_TIMEOUT_S)
 
