@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.store.memory import InMemoryStore
 from starlette.testclient import TestClient
 from tests.conftest import TWO_TASKS, cli_process
 from tests.dashboard.conftest import LOCAL
@@ -124,12 +125,14 @@ def test_a_failed_cli_run_moves_the_counters_and_fires_the_alert_and_own_runs_co
         engine.stop()
 
 
+@pytest.mark.parametrize("memory", [False, True], ids=["no-store", "store"])
 def test_a_run_of_another_graph_on_the_same_file_counts_once_when_it_ends(
-    saver: BaseCheckpointSaver[Any], runs: RunManager, store_url: str, tmp_path: Path
+    saver: BaseCheckpointSaver[Any], runs: RunManager, store_url: str, tmp_path: Path, memory: bool
 ) -> None:
     """A graph run with no lease (plain ``stream``, its own connection to the file),
     looked at after every step: its status says ``budget_exhausted`` steps before
-    the graph ends (the reporter still writes), yet it counts once, at its end."""
+    the graph ends (the reporter still writes, and with a store ``record_run``), yet
+    it counts once, at its end."""
     client = TestClient(create_app(saver, runs=runs), base_url=LOCAL)
     start = scrape(client)
     looks = []
@@ -138,6 +141,7 @@ def test_a_run_of_another_graph_on_the_same_file_counts_once_when_it_ends(
             ScriptedChatModel.from_dict(FAILING),
             config=AimeConfig(workspace=tmp_path, max_replans=0, task_retries=0),
             checkpointer=other,
+            store=InMemoryStore() if memory else None,
         )
         config = thread_config("another-graph")
         for _ in graph.stream({"goal": "Fetch it"}, config, durability="sync"):

@@ -46,5 +46,5 @@ def test_a_thread_a_run_is_starting_on_has_its_page(saver: BaseCheckpointSaver[A
     with hold_thread(saver, "starting"):
         page = client.get("/threads/starting")
         assert page.status_code == 200
-        assert 'id="status"' in page.text
+        assert 'id="status" class="badge status-starting">starting<' in page.text
     assert client.get("/threads/starting").status_code == 404

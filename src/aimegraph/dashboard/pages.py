@@ -33,7 +33,7 @@ def run_page(template: Path, thread_id: str, view: Mapping[str, Any] | None) -> 
     """The run page of ``thread_id`` showing ``view`` (None: a run is starting on the
     thread and has written no checkpoint yet)."""
     shown = view or {}
-    status = str(shown.get("status") or "unknown")
+    status = str(shown.get("status") or "starting")
     return _fill(
         template,
         thread_id=escape(thread_id),

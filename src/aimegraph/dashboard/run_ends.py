@@ -15,23 +15,26 @@ in its checkpoints (a killed or drained process leaves its run ``running``).
 from __future__ import annotations
 
 import logging
+import tempfile
 import threading
 from collections.abc import Callable, Generator
 from contextlib import closing
 from datetime import datetime
-from typing import TYPE_CHECKING, cast
+from pathlib import Path
+from typing import Any, cast
 
-from langgraph.checkpoint.base import CheckpointTuple
+from langgraph.checkpoint.base import BaseCheckpointSaver, CheckpointTuple
+from langgraph.store.memory import InMemoryStore
 
 from aimegraph.checkpoints import has_ended, thread_config
+from aimegraph.config import AimeConfig
 from aimegraph.dashboard.feed import Head
 from aimegraph.dashboard.views import ThreadReader, pending_interrupts
+from aimegraph.graphs.aime import AimeGraph, build_aime_graph
 from aimegraph.metrics import Metrics
+from aimegraph.optimizer.store import PromptStore
 from aimegraph.state import ENDED_STATUSES
-from aimegraph.steering import reader_graph
-
-if TYPE_CHECKING:
-    from aimegraph.graphs.aime import AimeGraph
+from aimegraph.steering import DEMO_SCENARIO
 
 __all__ = ["RunEnds"]
 
@@ -100,7 +103,7 @@ class RunEnds:
         if status not in ENDED_STATUSES:
             return status
         if self._graph is None:
-            self._graph = reader_graph(self.reader.saver)
+            self._graph = _ending_graph(self.reader.saver)
         config = thread_config(thread_id, checkpoint_ns="", checkpoint_id=head.checkpoint_id)
         return status if has_ended(self._graph.get_state(config)) else "running"
 
@@ -124,6 +127,21 @@ class RunEnds:
                 if item.metadata.get("source") == "input":
                     break  # its goal
         return 0.0 if end is None or start is None else max(0.0, end - start)
+
+
+def _ending_graph(saver: BaseCheckpointSaver[Any]) -> AimeGraph:
+    """A graph to tell whether any thread's run has a step left: it has every node a
+    run ends with (a memory store's ``record_run``, ``optimize_online``'s), and a
+    node a run never reached is never pending in its checkpoints. Nothing runs on it
+    (its store and prompt store are never written)."""
+    scratch = Path(tempfile.gettempdir())
+    return build_aime_graph(
+        DEMO_SCENARIO,
+        config=AimeConfig(workspace=scratch, optimize_online=True),
+        checkpointer=saver,
+        store=InMemoryStore(),
+        prompts=PromptStore(scratch / "aimegraph-unused-prompts.jsonl"),
+    )
 
 
 def _at(item: CheckpointTuple) -> float:
