@@ -9,9 +9,11 @@ answer; ``show`` meanwhile prints a ``resume with:`` command that works."""
 from __future__ import annotations
 
 import json
+import queue
 import re
 import shlex
 import subprocess
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -37,7 +39,6 @@ class WaitingRun:
 
     def __init__(self, tmp_path: Path, *args: str, json_output: bool = True) -> None:
         command, env = cli_process(tmp_path)
-        self.json_output = json_output
         self.proc = subprocess.Popen(
             [*command, *args, *(["--json"] if json_output else [])],
             cwd=tmp_path,
@@ -47,23 +48,45 @@ class WaitingRun:
             text=True,
         )
         self.said: list[str] = []
+        self._lines: queue.Queue[str | None] = queue.Queue()
+        self._streams: dict[str, list[str]] = {"out": [], "err": []}
+        self._readers = [
+            threading.Thread(
+                target=self._read,
+                # With --json it says what it waits for on stderr.
+                args=(stream, name, (name == "err") == json_output),
+                daemon=True,
+            )
+            for name, stream in (("out", self.proc.stdout), ("err", self.proc.stderr))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def _read(self, stream: IO[str] | None, name: str, told: bool) -> None:
+        assert stream is not None
+        for line in stream:
+            self._streams[name].append(line)
+            if told:
+                self._lines.put(line.rstrip("\n"))
+        if told:
+            self._lines.put(None)  # it ended
 
     def waits(self) -> list[str]:
         """The lines it says from here until it names the commands answering its wait."""
-        stream: IO[str] | None = self.proc.stderr if self.json_output else self.proc.stdout
-        assert stream is not None
         lines: list[str] = []
         while not (lines and lines[-1].startswith("answer with:")):
-            line = stream.readline()
-            assert line, f"it ended without waiting: {self.said + lines}"
-            lines.append(line.rstrip("\n"))
+            line = self._lines.get(timeout=120)
+            assert line is not None, f"it ended without waiting: {self.said + lines}"
+            lines.append(line)
         self.said += lines
         return lines
 
     def outcome(self) -> tuple[int, str, str]:
         """Its exit code, stdout and stderr, once it has ended."""
-        out, err = self.proc.communicate(timeout=300)
-        return self.proc.returncode, out, err
+        self.proc.wait(timeout=300)
+        for reader in self._readers:  # read to the end
+            reader.join(60)
+        return self.proc.returncode, "".join(self._streams["out"]), "".join(self._streams["err"])
 
     def summary(self) -> tuple[int, dict[str, Any]]:
         code, out, err = self.outcome()
@@ -73,7 +96,7 @@ class WaitingRun:
     def stop(self) -> None:
         if self.proc.poll() is None:
             self.proc.kill()
-        self.proc.communicate()
+        self.proc.wait()
 
 
 @pytest.fixture

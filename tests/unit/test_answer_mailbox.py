@@ -166,5 +166,6 @@ def test_await_overdue_takes_the_default_when_nothing_is_posted() -> None:
     command = await_overdue(
         lambda: pending, posted=lambda ids: None, poll_s=5, clock=clock.time, sleep=clock.sleep
     )
-    assert command is not None and command.resume["plan"]["action"] == "reject"
+    assert command is not None and isinstance(command.resume, dict)
+    assert command.resume["plan"]["action"] == "reject"
     assert clock.now >= 1_060
