@@ -23,7 +23,7 @@ from langgraph.store.base import BaseStore
 from pydantic_core import to_jsonable_python
 
 from aimegraph.answers import AnswerError, NoSuchInterruptError
-from aimegraph.checkpoints import ThreadNotFoundError, interrupt_fields, run_config
+from aimegraph.checkpoints import ThreadNotFoundError, has_ended, interrupt_fields, run_config
 from aimegraph.config import AimeConfig, unknown_setting
 from aimegraph.dashboard.runs import NothingToResumeError, RunConflictError, RunManager
 from aimegraph.state import Task
@@ -152,10 +152,8 @@ class ServedRuns:
         """
         live = thread_id in self.manager.active()
         snapshot = self._reader.get_state(run_config(thread_id))
-        # Run by another process (the CLI), unless it waits on a human.
-        live = live or self.manager.running_elsewhere(
-            thread_id, [i.id for i in snapshot.interrupts]
-        )
+        if not live and not has_ended(snapshot):  # run by another process (the CLI)?
+            live = self.manager.running_elsewhere(thread_id, [i.id for i in snapshot.interrupts])
         if not snapshot.created_at:
             if live:
                 return RunView(thread_id, "running")
