@@ -22,6 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.constants import CONFIG_KEY_CHECKPOINTER
 from langgraph.graph import START, StateGraph
 from langgraph.types import Command
 from pydantic import BaseModel
@@ -109,6 +110,27 @@ def test_a_run_on_a_plain_saver_pauses_and_resumes_with_every_record_revived_sil
     assert stored["spans"] and all(isinstance(s, Span) for s in stored["spans"])
     assert serde_events == []
     assert langgraph_serde_logs(caplog) == []
+
+
+def test_a_checkpointer_lent_at_run_time_revives_every_record_in_strict_mode(
+    workspace: Path, serde_events: list[SerdeEvent]
+) -> None:
+    # LangGraph Server compiles no checkpointer into the graph: it lends its own, with
+    # its own serializer, through the run's config. In strict mode the graph's
+    # allow-list is applied to it.
+    saver = InMemorySaver(serde=given_serializer("strict"))
+    graph = build_aime_graph(
+        ScriptedChatModel.from_dict(city_scenario(PARIS)),
+        config=AimeConfig(workspace=workspace, approve_plan=True),
+        response_format=CityFacts,
+    )
+    thread = {"configurable": {"thread_id": "lent", CONFIG_KEY_CHECKPOINTER: saver}}
+    graph.invoke({"goal": GOAL}, thread)
+    out = graph.invoke(Command(resume={"action": "approve"}), thread)
+
+    assert out["status"] == "succeeded", out.get("reason")
+    assert graph.get_state(thread).values["structured_response"] == CityFacts(**PARIS)
+    assert serde_events == []
 
 
 def test_the_saver_given_to_the_builder_and_the_graphs_copy_share_their_leases(

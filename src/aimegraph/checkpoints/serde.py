@@ -181,10 +181,11 @@ def allow_types(*types: type | TypeKey) -> None:
     _registered = _registered | _keys(types)
 
 
-def allowed_types() -> frozenset[TypeKey]:
-    """What a serializer made now revives: ``ALLOWED_MSGPACK_TYPES`` and the types
-    registered with :func:`allow_types`."""
-    return ALLOWED_MSGPACK_TYPES | _registered
+def allowed_types(extra_types: Iterable[type | TypeKey] = ()) -> frozenset[TypeKey]:
+    """What a serializer made now revives: ``ALLOWED_MSGPACK_TYPES``, the types
+    registered with :func:`allow_types` and ``extra_types`` (as :func:`allow_types`
+    takes them)."""
+    return ALLOWED_MSGPACK_TYPES | _registered | _keys(extra_types)
 
 
 def make_serializer(
@@ -210,7 +211,7 @@ def make_serializer(
         allowed_json_modules=None,
         # The library treats a set of tuples as "exactly these" (strict), True as
         # "anything, with a warning" and None as "only its safe types".
-        allowed_msgpack_modules=sorted(allowed_types() | _keys(extra_types)),
+        allowed_msgpack_modules=sorted(allowed_types(extra_types)),
     )
 
 
@@ -245,7 +246,7 @@ def with_allowed_types(
         saver = copy.copy(checkpointer)
         saver.serde = strict
     elif isinstance(serde, JsonPlusSerializer | EncryptedSerializer):
-        saver = checkpointer.with_allowlist(allowed_types() | _keys(extra_types))
+        saver = checkpointer.with_allowlist(allowed_types(extra_types))
     else:
         return checkpointer
     share_leases(saver, checkpointer)

@@ -13,7 +13,7 @@ from langgraph.store.base import BaseStore
 from langgraph.types import Checkpointer
 
 from aimegraph.checkpoints.lease import share_leases
-from aimegraph.checkpoints.serde import with_allowed_types
+from aimegraph.checkpoints.serde import allowed_types, with_allowed_types
 from aimegraph.config import AimeConfig
 from aimegraph.graphs.actor import build_actor_graph
 from aimegraph.graphs.compiled import AimeGraph
@@ -179,9 +179,8 @@ def build_aime_graph(
     typed = TypedAnswer.of(response_format) if response_format is not None else None
     # The typed answer's class too: a strict serializer would hand it back from a
     # checkpoint as a plain dict.
-    checkpointer = with_allowed_types(
-        checkpointer, [typed.schema] if typed is not None and not typed.plain else ()
-    )
+    answer_class = [typed.schema] if typed is not None and not typed.plain else []
+    checkpointer = with_allowed_types(checkpointer, answer_class)
     if tools is not None and not isinstance(tools, ToolRegistry):
         tools = list(tools)  # read twice: registered, and recorded in the run settings
     parts = _graph_parts(
@@ -351,6 +350,7 @@ def build_aime_graph(
             transformers=parts.middleware["actor"].transformers or None,
         ),
         run_settings=settings,
+        serde_types=allowed_types(answer_class),
     )
     # In strict mode LangGraph's compile() runs the graph on a copy of the saver that
     # also allows the context schema's classes: it takes its leases where the saver does.

@@ -18,9 +18,9 @@ top-level graph needs besides.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Collection, Iterator, Sequence
 from dataclasses import replace
-from typing import Any, cast
+from typing import Any, Self, cast
 
 from langchain_core.runnables import RunnableConfig, ensure_config
 from langgraph._internal._constants import CONFIG_KEY_TASK_ID
@@ -82,11 +82,24 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
         graph: CompiledStateGraph[AimeState, AimeConfig, AimeInput, AimeOutput],
         *,
         run_settings: RunSettings | None = None,
+        serde_types: Collection[tuple[str, ...]] = (),
     ) -> AimeGraph:
-        """``graph`` (as ``StateGraph.compile`` made it) as an aime graph."""
+        """``graph`` (as ``StateGraph.compile`` made it) as an aime graph, whose
+        checkpoint allow-list (applied in strict mode to a checkpointer lent at run
+        time, as LangGraph Server's) has ``serde_types`` besides what ``compile()``
+        found in the state schema."""
         # As Pregel.copy builds its copies: the constructor takes the attributes.
         attrs = {k: v for k, v in vars(graph).items() if k != "__orig_class__"}
-        return cls(run_settings=run_settings, **attrs)
+        made = cls(run_settings=run_settings, **attrs)
+        made._serde_allowlist = (graph._serde_allowlist or set()) | set(serde_types)
+        return made
+
+    def copy(self, update: dict[str, Any] | None = None) -> Self:
+        made = super().copy(update)
+        # The constructor Pregel.copy calls leaves the allow-list out (a copy would
+        # then revive no record from a lent checkpointer in strict mode).
+        made._serde_allowlist = self._serde_allowlist
+        return made
 
     def stream(  # type: ignore[override]
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
