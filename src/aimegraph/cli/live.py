@@ -9,14 +9,14 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from functools import partial
 from typing import Any
 
 from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.base import BaseCheckpointSaver
 from langgraph.errors import GraphDrained
-from langgraph.types import Interrupt, StreamMode
+from langgraph.types import Command, Interrupt, StreamMode
 from rich.console import Console
 from rich.markup import escape
 
@@ -89,38 +89,12 @@ def execute(
         announce_waits(settings.config, thread_id, waiting(), known)
         return shown
 
-    heard: list[str] = []  # who sent the answer taken, if one was
-
-    def handed(pending: Collection[str]) -> Mapping[str, Any] | None:
-        """An answer handed to this process (``aimegraph resume``, the dashboard, A2A,
-        MCP) for the waits ``pending``."""
-        taken = lease.take_answer(pending)
-        if taken is None:
-            return None
-        heard.extend(taken.senders)
-        return taken.answers
-
     with stops:
         try:
             if not args.json:
                 console.print(f"[bold]thread:[/bold] {escape(thread_id)}")
             streamed = follow(inputs, config)
-            # A timed human wait: answered by a human meanwhile, through whichever front
-            # end, or by its default at the deadline.
-            while wait_deadlines(interrupts := waiting()):
-                for line in wait_lines(thread_id, interrupts, time.time()):
-                    _say(console, args, line)
-                command = await_overdue(waiting, posted=handed, poll_s=WAIT_POLL_S)
-                if command is None:  # answered by a process that did not hold the thread
-                    break
-                _say(
-                    console,
-                    args,
-                    f"answered by {', '.join(heard)}: carrying on"
-                    if heard
-                    else "no answer in time: taking the default",
-                )
-                heard.clear()
+            while command := _await_human(lease, waiting, partial(_say, console, args)):
                 streamed = follow(command, run_config(thread_id, settings))
         except GraphDrained as exc:
             if stops.received is None:  # the lease's Postgres session ended
@@ -139,6 +113,38 @@ def execute(
             f"inspect with: aimegraph show {thread_id}   (history: aimegraph history {thread_id})"
         )
     return EXIT_CODES.get(state, 1)
+
+
+def _await_human(
+    lease: ThreadLease, waiting: Callable[[], Sequence[Interrupt]], say: Callable[[str], None]
+) -> Command[Any] | None:
+    """While the run waits on a human with a deadline: say what it waits for and how to
+    answer, then the command carrying it on: an answer handed to this process
+    (``aimegraph resume``, the dashboard, A2A, MCP), or the default at the deadline.
+    None when nothing waits with a deadline, or someone not holding the thread
+    answered."""
+    interrupts = waiting()
+    if not wait_deadlines(interrupts):
+        return None
+    for line in wait_lines(lease.thread_id, interrupts, time.time()):
+        say(line)
+    senders: list[str] = []
+
+    def handed(pending: Collection[str]) -> Mapping[str, Any] | None:
+        taken = lease.take_answer(pending)
+        if taken is None:
+            return None
+        senders.extend(taken.senders)
+        return taken.answers
+
+    command = await_overdue(waiting, posted=handed, poll_s=WAIT_POLL_S)
+    if command is not None:
+        say(
+            f"answered by {', '.join(senders)}: carrying on"
+            if senders
+            else "no answer in time: taking the default"
+        )
+    return command
 
 
 def _say(console: Console, args: argparse.Namespace, line: str) -> None:
