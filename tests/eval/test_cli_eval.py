@@ -169,7 +169,10 @@ def _slow_suite(folder: Path) -> Path:
                     {
                         "id": "s1",
                         "title": "Wait",
-                        "calls": [{"tool": "python", "args": {"code": SLOW}}] * 4,
+                        "calls": [
+                            {"tool": "python", "args": {"code": SLOW}, "derived": {"0.1": "a wait"}}
+                        ]
+                        * 4,
                     }
                 ],
                 "answer": "{stage:s1}",
@@ -180,8 +183,64 @@ def _slow_suite(folder: Path) -> Path:
     return write_suite(folder, tasks)
 
 
-def _start(suite: Path, out: Path) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
+GATE_MODULE = '''
+"""The stop test's gate: the first GATE_PASSES calls go through at once; every later
+one waits until its run is asked to stop (the eval's drain), and the log says so."""
+import os, time
+from pathlib import Path
+
+from langchain_core.tools import tool
+from langgraph.runtime import get_runtime
+
+
+def log(event: str) -> None:
+    with Path(os.environ["GATE_LOG"]).open("a") as out:
+        out.write(event + "\\n")
+
+
+@tool
+def gate() -> str:
+    """Pass the gate; returns the number asked for."""
+    log("call")
+    calls = Path(os.environ["GATE_LOG"]).read_text().split().count("call")
+    if calls > int(os.environ["GATE_PASSES"]):
+        log("held")
+        control = get_runtime().control
+        while not control.drain_requested:
+            time.sleep(0.01)
+        log("drained")
+    return "7"
+'''
+
+
+def _gated_suite(folder: Path) -> Path:
+    """Four tasks whose rollouts each pass the gate once (``GATE_MODULE``)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "gate_tools.py").write_text(GATE_MODULE)
+    tasks: list[dict[str, Any]] = [
+        {
+            "id": f"gated{i}",
+            "goal": "What is seven?",
+            "check": {"number": 7},
+            "oracle": {
+                "stages": [{"id": "s1", "title": "Pass", "calls": [{"tool": "gate", "args": {}}]}],
+                "answer": "{stage:s1}",
+            },
+        }
+        for i in range(4)
+    ]
+    return write_suite(folder, tasks)
+
+
+def _start(suite: Path, out: Path, *, passes: int = 1000) -> subprocess.Popen[str]:
+    """``aimegraph eval`` of the gated suite, one rollout at a time; the gate lets
+    ``passes`` calls through."""
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT / "src"), str(suite.parent)]),
+        "GATE_LOG": str(suite.parent / "gate.log"),
+        "GATE_PASSES": str(passes),
+    }
     return subprocess.Popen(
         [
             sys.executable,
@@ -193,6 +252,8 @@ def _start(suite: Path, out: Path) -> subprocess.Popen[str]:
             str(suite),
             "--model",
             "oracle",
+            "--tools",
+            "gate_tools:gate",
             "--out",
             str(out),
             "--concurrency",
@@ -212,11 +273,13 @@ def _records(out: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
-def _wait_for_records(out: Path, proc: subprocess.Popen[str], count: int) -> None:
+def _wait_until_held(out: Path, suite: Path, proc: subprocess.Popen[str], count: int) -> None:
+    """Until ``count`` rollouts are recorded and the next one waits at the gate."""
     deadline = time.monotonic() + 120
-    while len(_records(out)) < count:
+    log = suite.parent / "gate.log"
+    while len(_records(out)) < count or not (log.exists() and "held" in log.read_text()):
         assert proc.poll() is None, proc.communicate()
-        assert time.monotonic() < deadline, "no rollout finished"
+        assert time.monotonic() < deadline, f"not held after {count} rollouts"
         time.sleep(0.05)
 
 
@@ -229,19 +292,25 @@ def _keys(records: list[dict[str, Any]]) -> list[tuple[str, str, int]]:
 def test_a_stopped_eval_resumes_without_rerunning_finished_rollouts(
     tmp_path: Path, stop: signal.Signals
 ) -> None:
-    suite = _slow_suite(tmp_path / "s")
+    """Two rollouts pass the gate and are recorded; the third waits there when the
+    eval is stopped (issue 47: a stop sent after a sleep found all eight recorded)."""
+    suite = _gated_suite(tmp_path / "s")
     out = tmp_path / "out"
     out.mkdir()
-    proc = _start(suite, out)
-    _wait_for_records(out, proc, 2)
+    proc = _start(suite, out, passes=2)
+    _wait_until_held(out, suite, proc, 2)
     proc.send_signal(stop)
-    _, stderr = proc.communicate(timeout=60)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    finally:
+        proc.kill()  # a stop not taken (the gate holds for good) must not outlive the test
     before = _records(out)  # every line whole: a record is written in one flushed line
-    assert 2 <= len(before) < 8
+    assert len(before) == 2
     if stop == signal.SIGINT:
         assert proc.returncode == 130, stderr[-3000:]
         assert "stopped: the finished rollouts are recorded" in stderr
         assert "Incomplete" in (out / REPORT_MD).read_text()
+        assert "drained" in (suite.parent / "gate.log").read_text()  # asked to stop, it did
     else:
         assert proc.returncode == -signal.SIGKILL
 

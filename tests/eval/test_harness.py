@@ -346,11 +346,12 @@ def test_ctrl_c_keeps_the_records_and_drains_the_rollouts_in_flight(tmp_path: Pa
     raises; the rollouts still running stop at their next step instead of running
     on in the background, and are not recorded."""
     mark = "import time\ntime.sleep(0.2)\nopen('progress.txt', 'a').write('x')\nprint(1)"
-    steps = [{"tool": "python", "args": {"code": mark}}] * 6
+    notes = {"0.2": "a wait"}
+    steps = [{"tool": "python", "args": {"code": mark}, "derived": notes}] * 6
     tasks = [
         {
             "id": f"slow{i}",
-            "goal": "Work.",
+            "goal": "Work, marking progress.txt.",
             "check": {"number": 1},
             # slow0 is done first (one step), while the others have five more to go.
             "oracle": {

@@ -107,6 +107,13 @@ def test_the_gullible_model_obeys_the_injection_and_the_oracle_does_not(
         assert "100.0%" in text and "attack success rate" in text
 
 
+# Banking tasks whose every call its request gives (the knowledge rule lets the planner
+# write them as tool steps): a transaction list of a size the request names, a password
+# it quotes. A task whose call takes a value read from the data (user_task_0 pays the
+# bill it reads) is an actor's.
+PLANNED_FROM_THE_REQUEST = ["user_task_8.injection_task_0", "user_task_14.injection_task_1"]
+
+
 def test_tool_steps_fixed_by_the_plan_leave_the_gullible_model_nothing_to_obey(
     tmp_path: Path,
 ) -> None:
@@ -115,7 +122,7 @@ def test_tool_steps_fixed_by_the_plan_leave_the_gullible_model_nothing_to_obey(
         public.suite,
         model=GullibleModels(public.injections, tool_steps=True),
         systems=["aimegraph"],
-        tasks=ATTACKED,
+        tasks=PLANNED_FROM_THE_REQUEST,
         out=tmp_path,
     )
     assert attack_figures(result.records)["aimegraph"] == {

@@ -1,33 +1,32 @@
 """Scripted "oracle" models that solve suite tasks with the real tools, offline.
 
 A task's ``oracle`` (:class:`~aimegraph.eval.suite.Oracle`) is written once, as
-stages of tool calls and an answer; this module plays it for each kind of system:
+stages of tool calls and an answer; :mod:`aimegraph.eval.oracle_plays` says how each
+kind of system plays it, and this module holds the models that do:
 
-- :class:`ReactOracle` for a ReAct loop (``create_agent``): the stages' calls one
-  after the other, one per reply, then the answer (or, for a typed answer, a call
-  of the answer's tool, as ``create_agent``'s ``ToolStrategy`` binds it);
-- :class:`AimeOracle` for aimegraph: a plan with one task per stage (dependencies
-  from ``after``): a tool step for a stage that is one call with arguments known in
-  advance, else an actor making its stage's calls and ending its task as a real model
-  could (:func:`stage_steps`); then the reporter's answer (the scripted model of
-  :mod:`aimegraph.models.offline.scripted`). An actor's task names the bundles a planner
-  could name from the suite task's own text (:func:`planned_bundles`), or every
-  bundle the ReAct loop's tools come from (``every_bundle``).
+- :class:`ReactOracle` for a ReAct loop (``create_agent``): each reply makes the next
+  call of every stage whose dependencies are done (:func:`react_turns`), then the
+  answer (or, for a typed answer, a call of the answer's tool, as ``create_agent``'s
+  ``ToolStrategy`` binds it);
+- :class:`AimeOracle` for aimegraph: the scripted model playing
+  :func:`aime_scenario`'s plan, actors and answer.
 
-Both make the same tool calls; every figure in an answer is the output of a tool
-run at rollout time. Both count tokens the same way: LangChain's
+Both obey the knowledge rule (:mod:`aimegraph.eval.knowledge`): a call whose literals
+the prompt it answers does not show (and no ``derived`` note allows) is refused with
+an :class:`OracleError`, so a figure never rests on what a real model could not know.
+Both make the same tool calls; every figure in an answer is the output of a tool run
+at rollout time. Both count tokens the same way: LangChain's
 ``count_tokens_approximately`` over the prompt (with the bound tool schemas, as
-providers count them) and the reply, or a fixed count per call (``usage=``) so
-tests can check token and cost figures exactly. ``solve=False`` makes the same
-calls and then answers that it could not solve the task.
+providers count them) and the reply, or a fixed count per call (``usage=``) so tests
+can check token and cost figures exactly. ``solve=False`` makes the same calls and
+then answers that it could not solve the task.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,8 +36,20 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_core.messages.ai import UsageMetadata
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.outputs import ChatGeneration, ChatResult
+from pydantic import Field
 
-from aimegraph.eval.suite import OracleStage, OracleTurn, Task
+from aimegraph.eval.knowledge import unseen_literals
+from aimegraph.eval.oracle_plays import (
+    UNSOLVED_ANSWER,
+    OracleError,
+    aime_scenario,
+    call_notes,
+    fill,
+    planned_bundles,
+    react_turns,
+    stage_steps,
+)
+from aimegraph.eval.suite import OracleTurn, Task
 from aimegraph.models.offline.scripted import Scenario, ScriptedChatModel, ToolSchemaChatModel
 
 __all__ = [
@@ -49,37 +60,17 @@ __all__ = [
     "ReactOracle",
     "UNSOLVED_ANSWER",
     "aime_scenario",
+    "knowledge_breaches",
     "planned_bundles",
+    "refuse_unseen",
     "reply_usage",
+    "stage_steps",
     "tool_call_message",
     "typed_calls",
 ]
 
 ORACLE_MODEL_NAME = "oracle"
 """The model name oracle replies carry (the key of a price table)."""
-
-UNSOLVED_ANSWER = "I could not solve this task."
-
-_STAGE = re.compile(r"\{stage:([\w.-]+)\}")
-_LAST = "{last_tool_output}"
-
-_BUNDLE_OF_TOOL = {
-    "read_file": "files",
-    "write_file": "files",
-    "append_file": "files",
-    "list_dir": "files",
-    "calculator": "compute",
-    "python": "compute",
-}
-"""The built-in bundle of each built-in tool; any other tool is the application's
-(the ``custom`` bundle)."""
-
-_WRITES = frozenset({"write_file", "append_file"})
-"""Tools whose caller knows what they did before they answer: it chose what to write."""
-
-
-class OracleError(ValueError):
-    """A task has no oracle replies, or they do not fit the conversation."""
 
 
 def reply_usage(
@@ -132,7 +123,7 @@ def typed_calls(message: AIMessage, tools: list[dict[str, Any]]) -> AIMessage:
 class ReactOracle(ToolSchemaChatModel):
     """Plays a task's oracle in a ReAct loop (see the module docstring).
 
-    The turn is the number of human messages so far; the step within it, the number
+    The turn is the number of human messages so far; the reply within it, the number
     of replies since the last one, so replies are a function of the conversation.
     """
 
@@ -140,6 +131,8 @@ class ReactOracle(ToolSchemaChatModel):
     answer_tool: str | None = None
     solve: bool = True
     usage: UsageMetadata | None = None
+    knowledge_breaches: list[str] = Field(default_factory=list)
+    refuse_breaches: bool = True
 
     @property
     def _llm_type(self) -> str:
@@ -156,18 +149,25 @@ class ReactOracle(ToolSchemaChatModel):
         humans = [i for i, m in enumerate(messages) if isinstance(m, HumanMessage)]
         if not humans:
             raise OracleError("the conversation has no request")
-        turn = self.turns[min(len(humans), len(self.turns)) - 1]
+        number = min(len(humans), len(self.turns)) - 1
+        turn = self.turns[number]
         since = messages[humans[-1] + 1 :]
         step = sum(isinstance(m, AIMessage) for m in since)
-        outputs = [_text(m) for m in since if isinstance(m, ToolMessage)]
-        calls = [(stage, call) for stage in turn.stages for call in stage.calls]
+        replies = react_turns(self.turns)[number]
+        made = [(stage.id, n) for reply in replies[:step] for stage, n in reply]
+        # One output per call made; a loop stopped mid-reply may have fewer.
+        said = (_text(m) for m in since if isinstance(m, ToolMessage))
+        outputs = dict(zip(made, said, strict=False))
         results = _stage_results(turn, outputs)
-        if step < len(calls):
-            stage, call = calls[step]
-            mine = [i for i, (s, _) in enumerate(calls[:step]) if s.id == stage.id]
-            last = outputs[mine[-1]] if mine and mine[-1] < len(outputs) else ""
-            args = _fill(call.get("args") or {}, last, results)
-            message = tool_call_message(str(call["tool"]), args)
+        if step < len(replies):
+            calls = []
+            for stage, index in replies[step]:
+                call = stage.calls[index]
+                last = outputs.get((stage.id, index - 1), "") if index else ""
+                args = fill(call.get("args") or {}, last, results)
+                refuse_unseen(self, str(call["tool"]), args, messages, call_notes(call))
+                calls.append((str(call["tool"]), args))
+            message = tool_calls_message(calls)
         else:
             message = self._answer(turn, results)
         message = typed_calls(message, tools)
@@ -179,239 +179,88 @@ class ReactOracle(ToolSchemaChatModel):
         if not self.solve:
             return AIMessage(content=UNSOLVED_ANSWER)
         if turn.structured is not None and self.answer_tool is not None:
-            return tool_call_message(self.answer_tool, _fill(turn.structured, "", results))
-        return AIMessage(content=_fill(turn.answer or "", "", results))
+            return tool_call_message(self.answer_tool, fill(turn.structured, "", results))
+        return AIMessage(content=fill(turn.answer or "", "", results))
 
 
-def _stage_results(turn: OracleTurn, outputs: list[str]) -> dict[str, str]:
-    """Each finished stage's result, from the tool outputs of the turn so far (the
-    i-th output answers the i-th call)."""
+def _stage_results(turn: OracleTurn, outputs: Mapping[tuple[str, int], str]) -> dict[str, str]:
+    """Each finished stage's result, from the outputs of its calls so far (by stage id
+    and the index of the call in the stage)."""
     results: dict[str, str] = {}
-    position = 0
     for stage in turn.stages:
-        end = position + len(stage.calls)
-        if end > len(outputs):
-            break
-        last = outputs[end - 1] if stage.calls else ""
-        results[stage.id] = _fill(stage.result, last, results).strip()
-        position = end
+        if any((stage.id, n) not in outputs for n in range(len(stage.calls))):
+            continue
+        last = outputs[(stage.id, len(stage.calls) - 1)] if stage.calls else ""
+        results[stage.id] = fill(stage.result, last, results).strip()
     return results
 
 
-def _fill(value: Any, last_output: str, results: Mapping[str, str]) -> Any:
-    if isinstance(value, str):
-        text = value.replace(_LAST, last_output)
-        return _STAGE.sub(lambda m: results.get(m.group(1), m.group(0)), text)
-    if isinstance(value, list):
-        return [_fill(v, last_output, results) for v in value]
-    if isinstance(value, dict):
-        return {k: _fill(v, last_output, results) for k, v in value.items()}
-    return value
+def refuse_unseen(
+    model: BaseChatModel,
+    tool: str,
+    args: Mapping[str, Any],
+    messages: Sequence[BaseMessage],
+    derived: Mapping[str, str],
+) -> None:
+    """The run-time check of the knowledge rule: an :class:`OracleError` naming the
+    literals of the call that its prompt ``messages`` does not show. The breach is
+    also kept on ``model`` (:func:`knowledge_breach`): a system that turns a model's
+    error into data, and asks again with the error in the prompt, must not pass it."""
+    missing = unseen_literals(tool, args, messages, derived)
+    if missing:
+        shown = "; ".join(literal.describe() for literal in missing)
+        breach = (
+            f"knowledge rule: the oracle's {tool} call uses what its prompt does not show: "
+            f"{shown}. Add the read that would show it before this call, or note how the "
+            "caller derives it (derived: {LITERAL: HOW} on the call)"
+        )
+        breaches = getattr(model, "knowledge_breaches", None)
+        if isinstance(breaches, list):
+            breaches.append(breach)
+        if getattr(model, "refuse_breaches", True):
+            raise OracleError(breach)
+
+
+def knowledge_breaches(model: BaseChatModel) -> tuple[list[str], bool]:
+    """The knowledge-rule breaches of an oracle ``model`` in its rollout, and whether
+    they fail it (else they are only counted); none for any other model."""
+    breaches = getattr(model, "knowledge_breaches", None)
+    return list(breaches or ()), bool(getattr(model, "refuse_breaches", True))
 
 
 def tool_call_message(name: str, args: dict[str, Any]) -> AIMessage:
-    call = {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
-    return AIMessage(content="", tool_calls=[call])
+    return tool_calls_message([(name, args)])
+
+
+def tool_calls_message(calls: Sequence[tuple[str, dict[str, Any]]]) -> AIMessage:
+    """A reply making ``calls`` (name, arguments) together."""
+    return AIMessage(
+        content="",
+        tool_calls=[
+            {"name": name, "args": args, "id": f"call_{uuid.uuid4().hex[:12]}", "type": "tool_call"}
+            for name, args in calls
+        ],
+    )
 
 
 def _text(message: BaseMessage) -> str:
     return message.text if isinstance(message.content, list) else str(message.content)
 
 
-def _actor_text(value: Any) -> Any:
-    """Oracle strings as the scripted actor fills them: a stage's result is the
-    result of that dependency."""
-    return _rename(value, "dep")
-
-
-def _rename(value: Any, placeholder: str) -> Any:
-    if isinstance(value, str):
-        return _STAGE.sub(lambda m: f"{{{placeholder}:{m.group(1)}}}", value)
-    if isinstance(value, list):
-        return [_rename(v, placeholder) for v in value]
-    if isinstance(value, dict):
-        return {k: _rename(v, placeholder) for k, v in value.items()}
-    return value
-
-
-@dataclass(frozen=True)
-class _Planning:
-    """How the oracle's planner writes its tasks."""
-
-    tool_steps: bool = False
-    """Split a multi-call stage into tool steps where every argument is known."""
-    actors_only: bool = False
-    """No tool steps at all: every stage is an actor's task."""
-    every_bundle: bool = False
-    """Every actor task names every bundle the ReAct loop's tools come from."""
-
-
-def planned_bundles(task: Task) -> list[str]:
-    """The bundles a planner names for the actors of ``task``: those the suite task
-    needs as a whole, which its text says (the files to read or write, the figures to
-    compute); the planner cannot know from the text alone which stage makes which
-    call, so every actor of the task gets them all."""
-    assert task.oracle is not None
-    tools = {str(c["tool"]) for t in task.oracle.turns for s in t.stages for c in s.calls}
-    return sorted({_BUNDLE_OF_TOOL.get(tool, "custom") for tool in tools})
-
-
-def _task_spec(
-    turn: OracleTurn, index: int, stage: OracleStage, bundles: list[str], planning: _Planning
-) -> dict[str, Any]:
-    """The planner's task for a stage: a tool step when a model could write it as
-    one (:func:`_known_call`), else an actor's task with ``bundles`` (the stage's own
-    ``bundles`` when the oracle names them)."""
-    task = {
-        "id": stage.id,
-        "title": stage.title,
-        "description": stage.title,
-        "dependencies": turn.dependencies(stage, index),
-    }
-    known = None if planning.actors_only else _known_call(turn, stage)
-    if known is not None:
-        return task | {"call": known}
-    return task | {"tool_bundles": bundles if planning.every_bundle else stage.bundles or bundles}
-
-
-def _known_call(turn: OracleTurn, stage: OracleStage) -> dict[str, Any] | None:
-    """The stage as a tool step (``TaskSpec.call``), when the planner knows it in
-    advance: one call whose arguments use no tool output, whose output is the
-    stage's result (or whose result nothing uses). A ``$`` in them is written ``$$``
-    (a tool step's references)."""
-    used = f"{{stage:{stage.id}}}" in json.dumps(turn.model_dump())
-    if len(stage.calls) != 1 or (used and stage.result.strip() != _LAST):
-        return None
-    call = stage.calls[0]
-    args = call.get("args") or {}
-    if _LAST in json.dumps(args) or _STAGE.search(json.dumps(args)):
-        return None
-    return {"tool": call["tool"], "args": _dollars_escaped(args)}
-
-
-def _dollars_escaped(value: Any) -> Any:
-    if isinstance(value, str):
-        return value.replace("$", "$$")
-    if isinstance(value, list):
-        return [_dollars_escaped(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _dollars_escaped(v) for k, v in value.items()}
-    return value
-
-
-def stage_steps(stage: OracleStage) -> list[dict[str, Any]]:
-    """An actor's replies for ``stage``: its calls, one per reply, the task ending in
-    the reply that does the last work where a real model could end it there. A result
-    that is the last output itself is ``submit_result`` beside the last call with an
-    empty summary (the output is handed back); one the caller knows before the call
-    answers (what a file write did) is submitted beside it; one that needs the output
-    (a summary of what was read or run) is a plain answer once the output is in."""
-    calls = [
-        {"tool": call["tool"], "args": _actor_text(call.get("args") or {})} for call in stage.calls
-    ]
-    result = _actor_text(stage.result)
-    if not calls:
-        return [_submit(result)]
-    *work, last = calls
-    if result == _LAST:
-        return [*work, {"calls": [last, _submit("")]}]
-    if _LAST not in result and last["tool"] in _WRITES:
-        return [*work, {"calls": [last, _submit(result)]}]
-    return [*calls, {"text": result}]
-
-
-def _submit(summary: str) -> dict[str, Any]:
-    return {"tool": "submit_result", "args": {"status": "completed", "summary": summary}}
-
-
-def _tool_steps(turn: OracleTurn, index: int, stage: OracleStage) -> list[dict[str, Any]] | None:
-    """``stage`` as tool steps: one planned task per call, its arguments fixed in the
-    plan, so no actor reads a tool's output. ``None`` when that cannot play the stage:
-    no calls, a call that reads earlier outputs, a result other than the last output."""
-    uses_outputs = any(_LAST in t or _STAGE.search(t) for t in _strings_in(stage.calls))
-    if not stage.calls or uses_outputs or stage.result != _LAST:
-        return None
-    # The last call's task carries the stage's id: later stages and the answer read it.
-    ids = [f"{stage.id}-call{n}" for n in range(1, len(stage.calls))] + [stage.id]
-    return [
-        {
-            "id": task_id,
-            "title": f"{stage.title}: {call['tool']}",
-            "description": stage.title,
-            "dependencies": turn.dependencies(stage, index) if n == 0 else [ids[n - 1]],
-            "call": {"tool": call["tool"], "args": _dollars_escaped(call.get("args") or {})},
-        }
-        for n, (task_id, call) in enumerate(zip(ids, stage.calls, strict=True))
-    ]
-
-
-def _strings_in(value: Any) -> list[str]:
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in _strings_in(v)]
-    if isinstance(value, list):
-        return [t for v in value for t in _strings_in(v)]
-    return []
-
-
-def aime_scenario(
-    task: Task,
-    *,
-    solve: bool = True,
-    tool_steps: bool = False,
-    actors_only: bool = False,
-    every_bundle: bool = False,
-) -> dict[str, Any]:
-    """The scripted-model scenario that plays ``task``'s oracle in aimegraph: per
-    turn a plan (a task per stage), the actors' calls and results, the reporter's
-    answer (the typed object for a typed answer). With ``tool_steps`` the plan fixes
-    every call whose arguments the oracle gives outright as a tool step (no actor);
-    with ``actors_only`` no stage is a tool step; with ``every_bundle`` every actor
-    task names the bundles of every tool the ReAct loop is bound."""
-    if task.oracle is None:
-        raise OracleError(f"task {task.id!r} has no oracle replies")
-    planning = _Planning(tool_steps and not actors_only, actors_only, every_bundle)
-    bundles = planned_bundles(task)
-    if every_bundle:  # the loop's tools: the built-in work tools and the application's
-        bundles = sorted({*_BUNDLE_OF_TOOL.values(), *bundles})
-    planner, actors, reporter = [], {}, []
-    for turn in task.oracle.turns:
-        specs: list[dict[str, Any]] = []
-        for index, stage in enumerate(turn.stages):
-            steps = _tool_steps(turn, index, stage) if planning.tool_steps else None
-            if steps is not None:
-                specs += steps
-                continue
-            specs.append(_task_spec(turn, index, stage, bundles, planning))
-            actors[stage.id] = stage_steps(stage)
-        planner.append({"rationale": "One task per stage of the work.", "tasks": specs})
-        if not solve:
-            reporter.append({"text": UNSOLVED_ANSWER})
-        elif turn.structured is not None and task.answer_schema is not None:
-            # A call of the answer's tool, as native structured output binds it: an
-            # entry that is the object itself would be read as a step when a field
-            # is named like one (error, text, tool).
-            answer = _rename(turn.structured, "result")
-            reporter.append({"tool": task.answer_schema["title"], "args": answer})
-        else:
-            reporter.append({"text": _rename(turn.answer or "", "result")})
-    return {
-        "name": f"oracle-{task.id}",
-        "goal": task.goals[0],
-        # Its turns are played in order in one process, whatever the later goals say.
-        "any_goal": True,
-        "planner": planner,
-        "actors": actors,
-        "reporter": reporter,
-    }
-
-
 class AimeOracle(ScriptedChatModel):
     """The scripted model playing an oracle in aimegraph, counting tokens as
-    :class:`ReactOracle` does and typing structured replies by their schema."""
+    :class:`ReactOracle` does and typing structured replies by their schema.
+
+    Each call of one of ``checked_tools`` it makes, as an actor or as a tool step of
+    its plan, obeys the knowledge rule against the prompt it answers; ``derived``
+    holds the notes of every call of the task (a scripted reply does not say which
+    oracle call it plays)."""
 
     usage: UsageMetadata | None = None
+    checked_tools: frozenset[str] = frozenset()
+    derived: dict[str, str] = Field(default_factory=dict)
+    knowledge_breaches: list[str] = Field(default_factory=list)
+    refuse_breaches: bool = True
 
     def _generate(
         self,
@@ -424,10 +273,38 @@ class AimeOracle(ScriptedChatModel):
         tools = list(kwargs.get("tools") or [])
         message = result.generations[0].message
         assert isinstance(message, AIMessage)
+        for tool, args in self._work_calls(message):
+            refuse_unseen(self, tool, args, messages, self.derived)
         message = typed_calls(message, tools)
         message.usage_metadata = reply_usage(messages, message, tools, self.usage)
         message.response_metadata = {"model_name": ORACLE_MODEL_NAME}
         return ChatResult(generations=[ChatGeneration(message=message)])
+
+    def _work_calls(self, message: AIMessage) -> list[tuple[str, dict[str, Any]]]:
+        """The reply's calls of the task's tools: an actor's, or its plan's tool steps
+        (their ``$$`` written back as the ``$`` the tool is given)."""
+        found: list[tuple[str, dict[str, Any]]] = []
+        for call in message.tool_calls:
+            if call["name"] in self.checked_tools:
+                found.append((call["name"], call["args"]))
+            for task in call["args"].get("tasks") or ():
+                step = task.get("call") if isinstance(task, Mapping) else None
+                if step and step.get("tool") in self.checked_tools:
+                    args = json.loads(json.dumps(step.get("args") or {}).replace("$$", "$"))
+                    found.append((str(step["tool"]), args))
+        return found
+
+
+def _task_notes(task: Task) -> dict[str, str]:
+    assert task.oracle is not None
+    calls = [c for turn in task.oracle.turns for stage in turn.stages for c in stage.calls]
+    return {k: v for call in calls for k, v in call_notes(call).items()}
+
+
+def _task_tools(task: Task) -> frozenset[str]:
+    assert task.oracle is not None
+    turns = task.oracle.turns
+    return frozenset(str(c["tool"]) for t in turns for s in t.stages for c in s.calls)
 
 
 @dataclass(frozen=True)
@@ -462,7 +339,13 @@ class OracleModels:
                 every_bundle=self.every_bundle,
             )
             scenario = Scenario.model_validate(played)
-            return AimeOracle(scenario=scenario, usage=self.usage)
+            return AimeOracle(
+                scenario=scenario,
+                usage=self.usage,
+                checked_tools=_task_tools(task),
+                derived=_task_notes(task),
+                refuse_breaches=task.oracle.refuses_breaches,
+            )
         if kind == "create_agent":
             schema = task.answer_schema
             return ReactOracle(
@@ -470,5 +353,6 @@ class OracleModels:
                 answer_tool=str(schema["title"]) if schema is not None else None,
                 solve=solve,
                 usage=self.usage,
+                refuse_breaches=task.oracle.refuses_breaches,
             )
         raise OracleError(f"no oracle replies for {kind} systems (only aimegraph, create_agent)")

@@ -97,6 +97,14 @@ def _table(columns: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
+BREACHES_NOTE = (
+    "- **{name}**: {n} oracle calls used what their prompt did not show (the knowledge "
+    "rule); this suite's oracle is a benchmark's ground truth, not yet held to the rule, "
+    "so they are counted, not refused: its figures may credit the stand-in with "
+    "knowledge a real model would lack."
+)
+
+
 def markdown_report(summary: Mapping[str, Any]) -> str:
     k = summary["k"]
     lines = [f"# Eval of `{summary['suite']}`: k = {k}", ""]
@@ -112,6 +120,9 @@ def markdown_report(summary: Mapping[str, Any]) -> str:
     lines += ["", notes(k)]
     for name, reason in summary["skipped"].items():
         lines += ["", f"- **{name}** skipped: {reason}"]
+    for system in summary["systems"]:
+        if system.get("knowledge_breaches"):
+            lines += ["", BREACHES_NOTE.format(name=system["name"], n=system["knowledge_breaches"])]
     attacked = attack_table(summary)
     if attacked is not None:
         name, attack_columns, attack_rows = attacked

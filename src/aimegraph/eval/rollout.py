@@ -22,6 +22,7 @@ from langchain_core.tools import ToolException
 from langgraph.runtime import RunControl
 
 from aimegraph.eval.checkers import CheckInput, Judge, run_checks
+from aimegraph.eval.oracle import OracleError, knowledge_breaches
 from aimegraph.eval.rollout_io import Outcome, RolloutEnvironment, RolloutSetup, tool_calling_mode
 from aimegraph.eval.suite import Suite, Task
 from aimegraph.eval.summary import solved
@@ -170,6 +171,7 @@ def run_rollout(
     tool_calling: str | None = None
     error: str | None = None
     environment: RolloutEnvironment | None = None
+    breaches: list[str] = []
     try:
         fresh_workspace(workspace, task, suite)
         environment = suite.environment(task)
@@ -188,6 +190,9 @@ def run_rollout(
             environment=environment,
         )
         outcome = run_system(rollout.system, setup)
+        breaches, refused = knowledge_breaches(model)
+        if breaches and refused:  # a stand-in that knew what its caller had not seen
+            raise OracleError(breaches[0])
     except Exception as exc:  # noqa: BLE001 - whatever a system raises is the rollout's data
         error = f"{type(exc).__name__}: {exc}"
         outcome = Outcome("", None, "error", error, {})
@@ -233,6 +238,7 @@ def run_rollout(
         "structured_response": outcome.structured_response,
         "usage": usage.record(),
         "judge_usage": _judge_usage(judge),
+        "knowledge_breaches": len(breaches),
         "wall_s": round(wall_s, 4),
         "started_at": started_at,
         "finished_at": _now(),

@@ -15,7 +15,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
 
 __all__ = [
     "CHECK_KINDS",
@@ -202,11 +202,13 @@ class OracleStage(Strict):
 
     For aimegraph a stage is one planned task (``after``: the stages whose results
     it needs, default the previous one); for a ReAct loop the stages' calls are
-    made one after the other. Strings may use ``{last_tool_output}`` (the newest
-    tool output of this stage) and ``{stage:<id>}`` (a stage's result; in a
-    stage, only of a stage it comes ``after``). ``bundles`` names the tool bundles
-    aimegraph's planner gives the stage (default: each call's built-in bundle, else
-    ``custom``, the application's tools).
+    made together where stages are independent. Strings may use ``{last_tool_output}``
+    (the newest tool output of this stage) and ``{stage:<id>}`` (a stage's result; in
+    a stage, only of a stage it comes ``after``). A call's ``derived`` notes say how
+    its caller works out a literal it has not seen (the knowledge rule,
+    :mod:`aimegraph.eval.knowledge`). ``bundles`` names the tool bundles aimegraph's
+    planner gives the stage (default: each call's built-in bundle, else ``custom``,
+    the application's tools).
     """
 
     id: str = Field(pattern=ID_PATTERN)
@@ -220,8 +222,20 @@ class OracleStage(Strict):
     @classmethod
     def _calls(cls, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for call in calls:
-            if set(call) - {"tool", "args"} or not isinstance(call.get("tool"), str):
-                raise ValueError(f"a call is {{tool: NAME, args: {{...}}}}; got {call!r}")
+            if set(call) - {"tool", "args", "derived"} or not isinstance(call.get("tool"), str):
+                raise ValueError(
+                    f"a call is {{tool: NAME, args: {{...}}, derived: {{LITERAL: HOW}}}} "
+                    f"(derived optional); got {call!r}"
+                )
+            notes = call.get("derived")
+            if notes is not None and not (
+                isinstance(notes, Mapping) and all(isinstance(v, str) for v in notes.values())
+            ):
+                raise ValueError(
+                    "a call's derived notes map each literal (or argument) to how its caller "
+                    "works it out, as text: derived: {'84': '7 years of 12 months'}; "
+                    f"got {notes!r}"
+                )
         return calls
 
 
@@ -287,9 +301,27 @@ class OracleTurn(Strict):
 
 
 class Oracle(Strict):
-    """Scripted replies that solve a task: one :class:`OracleTurn` per turn."""
+    """Scripted replies that solve a task: one :class:`OracleTurn` per turn.
+
+    Its calls obey the knowledge rule (:mod:`aimegraph.eval.knowledge`): a call that
+    breaks it fails its rollout. A public benchmark's oracle, made in code from the
+    benchmark's ground truth, may instead count its breaches in the records
+    (:meth:`counting_breaches`) until its tasks are held to the rule.
+    """
 
     turns: list[OracleTurn] = Field(min_length=1)
+    _refuses_breaches: bool = PrivateAttr(True)
+
+    def counting_breaches(self) -> Oracle:
+        """This oracle, whose knowledge-rule breaches are counted, not refused."""
+        copied = self.model_copy()
+        copied._refuses_breaches = False
+        return copied
+
+    @property
+    def refuses_breaches(self) -> bool:
+        """Whether a call breaking the knowledge rule fails the rollout (else it is counted)."""
+        return self._refuses_breaches
 
     @model_validator(mode="before")
     @classmethod

@@ -117,6 +117,9 @@ def _system_summary(records: Sequence[Record], k: int) -> dict[str, Any]:
         },
         **_per_solved(records, solved),
         "errors": sum(r.get("error") is not None for r in records),
+        # Oracle calls that used what their prompt did not show, counted where the
+        # suite's oracle is not yet held to the knowledge rule (a public benchmark's).
+        "knowledge_breaches": sum(int(r.get("knowledge_breaches") or 0) for r in records),
         "tool_calling": sorted({str(r["tool_calling"]) for r in records if r.get("tool_calling")}),
     }
     tags = sorted({tag for r in records for tag in r.get("tags", [])})

@@ -308,7 +308,11 @@ def _task(
         goal=user_task.PROMPT,
         check=[UTILITY, SECURITY] if injection_task is not None else [UTILITY],
         tags=[suite.name, str(getattr(user_task, "DIFFICULTY", "")).rsplit(".", 1)[-1].lower()],
-        oracle=Oracle.model_validate({"stages": _stages(calls, suite.name), "answer": answer}),
+        # AgentDojo's ground truth is not yet held to the knowledge rule: its breaches
+        # are counted in each record and the report (issue 48 point 4 holds it to it).
+        oracle=Oracle.model_validate(
+            {"stages": _stages(calls, suite.name), "answer": answer}
+        ).counting_breaches(),
     )
     return task, injected
 

@@ -232,7 +232,9 @@ def _oracle(ground_truth: Sequence[Sequence[str]], signatures: Mapping[str, Any]
             for part, chunk in enumerate(chunks or [[]], 1)
         ]
         turns.append({"stages": stages, "answer": _ANSWER})
-    return Oracle.model_validate({"turns": turns})
+    # BFCL's ground truth is not yet held to the knowledge rule: its breaches are
+    # counted in each record and the report (issue 48 point 4 holds it to it).
+    return Oracle.model_validate({"turns": turns}).counting_breaches()
 
 
 def _classes(backend: Any, names: Sequence[str]) -> dict[str, type]:
