@@ -176,6 +176,17 @@ def test_an_escalation_is_answered_by_resume_from_another_process(
     assert summary["tasks"]["b"]["result"]["summary"] == "b: (answered by a human) 1250"
 
 
+def test_a_run_waiting_on_a_human_is_cancelled_at_once(
+    cli: Cli, tmp_path: Path, started: list[WaitingRun]
+) -> None:
+    run = waiting_run(started, tmp_path, "c", TWO_TASKS, {"approve_plan": True, **TIMED})
+    run.waits()
+    code, text = cli("cancel", "c", "--reason", "not needed")
+    assert code == 0 and "cancel requested" in text
+    code, summary = run.summary()
+    assert code == 8 and summary["status"] == "cancelled" and summary["reason"] == "not needed"
+
+
 def test_a_plan_approval_is_answered_from_the_dashboard(
     tmp_path: Path, started: list[WaitingRun]
 ) -> None:

@@ -24,6 +24,7 @@ from aimegraph.checkpoints import (
     RunSettings,
     ThreadBusyError,
     ThreadLease,
+    has_ended,
     hold_thread,
     run_config,
 )
@@ -40,7 +41,7 @@ from aimegraph.console import LiveProgress
 from aimegraph.graphs.aime import AimeGraph
 from aimegraph.notify import announce_waits
 from aimegraph.running.drain import SignalDrain
-from aimegraph.steering import stream_held
+from aimegraph.steering import end_cancelled, stream_held
 from aimegraph.waits import await_overdue, wait_deadlines
 
 __all__ = ["execute", "hold"]
@@ -75,9 +76,8 @@ def execute(
     )
 
     def waiting() -> Sequence[Interrupt]:
-        """The thread's interrupts, while nothing asks the run to stop (a cancelled
-        run has ended: it has none)."""
-        if lease.control.drain_requested and not lease.cancelled:
+        """The thread's interrupts, while nothing asks the run to stop."""
+        if lease.control.drain_requested:
             raise GraphDrained(lease.control.drain_reason or "shutdown")
         return graph.get_state(run_config(thread_id)).interrupts
 
@@ -89,6 +89,7 @@ def execute(
         announce_waits(settings.config, thread_id, waiting(), known)
         return shown
 
+    streamed = Shown()
     with stops:
         try:
             if not args.json:
@@ -97,13 +98,18 @@ def execute(
             while command := _await_human(lease, waiting, partial(_say, console, args)):
                 streamed = follow(command, run_config(thread_id, settings))
         except GraphDrained as exc:
-            if stops.received is None:  # the lease's Postgres session ended
-                raise CliError(
-                    f"stopped: {exc.reason} (the database connection holding the thread's "
-                    f"lease ended); carry on with: aimegraph resume {thread_id}"
-                ) from exc
-            print(_carry_on(thread_id), file=sys.stderr)
-            return EXIT_SIGNALLED + stops.received
+            if not lease.cancelled:
+                if stops.received is None:  # the lease's Postgres session ended
+                    raise CliError(
+                        f"stopped: {exc.reason} (the database connection holding the "
+                        f"thread's lease ended); carry on with: aimegraph resume {thread_id}"
+                    ) from exc
+                print(_carry_on(thread_id), file=sys.stderr)
+                return EXIT_SIGNALLED + stops.received
+            # Cancelled: a stretch of the run ends it so itself; a wait on a human is
+            # ended here, at once (reported below).
+            if not has_ended(graph.get_state(run_config(thread_id))):
+                end_cancelled(graph, thread_id)
     snapshot = graph.get_state(run_config(thread_id))
     if isinstance(graph.checkpointer, BaseCheckpointSaver):  # paused: its step so far
         snapshot = with_finished_tasks(snapshot, graph.checkpointer)
