@@ -14,6 +14,14 @@ import os
 
 os.environ.setdefault("LANGGRAPH_STRICT_MSGPACK", "true")
 
+import signal
+
+# A suite started as a background job (`make test &`, a runner without job control)
+# inherits SIGINT ignored from its shell, and so would every process a test starts: the
+# tests of Ctrl-C would find their signal ignored (issue 47). Tests run as from a terminal.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 import importlib
 import json
 import sys

@@ -155,34 +155,6 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert err.startswith("error:") and message in " ".join(err.split())
 
 
-SLOW = "import time\ntime.sleep(0.1)\nprint(7)"
-
-
-def _slow_suite(folder: Path) -> Path:
-    tasks: list[dict[str, Any]] = [
-        {
-            "id": f"slow{i}",
-            "goal": "What is seven?",
-            "check": {"number": 7},
-            "oracle": {
-                "stages": [
-                    {
-                        "id": "s1",
-                        "title": "Wait",
-                        "calls": [
-                            {"tool": "python", "args": {"code": SLOW}, "derived": {"0.1": "a wait"}}
-                        ]
-                        * 4,
-                    }
-                ],
-                "answer": "{stage:s1}",
-            },
-        }
-        for i in range(4)
-    ]
-    return write_suite(folder, tasks)
-
-
 GATE_MODULE = '''
 """The stop test's gate: the first GATE_PASSES calls go through at once; every later
 one waits until its run is asked to stop (the eval's drain), and the log says so."""

@@ -3,16 +3,20 @@ node that calls a model several times makes no further call once one is asked.""
 
 from __future__ import annotations
 
+import operator
 import os
 import signal
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Annotated, Any, TypedDict
 
 import pytest
-from langchain_core.runnables import RunnableLambda
+from langchain_core.runnables import RunnableConfig, RunnableLambda
+from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.errors import GraphDrained
+from langgraph.graph import END, START, StateGraph
 from langgraph.runtime import RunControl
 
+from aimegraph.graphs.compiled import AimeGraph
 from aimegraph.models.steps import ModelCall, arun_steps, run_steps
 from aimegraph.running.drain import SignalDrain
 
@@ -87,3 +91,40 @@ def test_a_node_makes_no_further_model_call_once_a_drain_is_asked() -> None:
     with pytest.raises(GraphDrained):
         asyncio.run(arun_steps(steps(), control=control))
     assert made == [0]
+
+
+def _interrupting_graph(*nodes: str) -> AimeGraph:
+    """A chain of ``nodes``; the one named ``ctrl_c`` sends this process SIGINT."""
+
+    class State(TypedDict):
+        ran: Annotated[list[str], operator.add]
+
+    def node(name: str) -> Callable[[State], dict[str, list[str]]]:
+        def run(state: State) -> dict[str, list[str]]:
+            if name == "ctrl_c":
+                os.kill(os.getpid(), signal.SIGINT)
+            return {"ran": [name]}
+
+        return run
+
+    builder = StateGraph(State)
+    for name in nodes:
+        builder.add_node(name, node(name))
+    for before, after in zip((START, *nodes), (*nodes, END), strict=True):
+        builder.add_edge(before, after)
+    return AimeGraph.of(builder.compile(checkpointer=InMemorySaver()))
+
+
+@pytest.mark.parametrize("nodes", [("ctrl_c", "after"), ("before", "ctrl_c")])
+def test_ctrl_c_in_a_runs_step_ends_it_in_keyboard_interrupt_even_in_its_last(
+    nodes: tuple[str, ...],
+) -> None:
+    """Issue 47: a Ctrl-C in the last step was lost (no step was left to stop before:
+    the run ended as if nothing had happened, and a program looping over runs went on)."""
+    graph = _interrupting_graph(*nodes)
+    config: RunnableConfig = {"configurable": {"thread_id": "t"}}
+    with pytest.raises(KeyboardInterrupt):
+        graph.invoke({"ran": []}, config)
+    ran = graph.get_state(config).values["ran"]
+    assert ran == list(nodes[: nodes.index("ctrl_c") + 1])  # the step finished and was kept
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

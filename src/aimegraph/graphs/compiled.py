@@ -24,14 +24,14 @@ from typing import Any, Self, cast
 
 from langchain_core.runnables import RunnableConfig, ensure_config
 from langgraph._internal._constants import CONFIG_KEY_TASK_ID
-from langgraph.errors import GraphDrained, InvalidUpdateError
+from langgraph.errors import InvalidUpdateError
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.runtime import RunControl
 from langgraph.types import StateSnapshot, StateUpdate
 
 from aimegraph.checkpoints.runs import SETTINGS_KEY, RunSettings
 from aimegraph.config import AimeConfig
-from aimegraph.running.drain import SignalDrain
+from aimegraph.running.drain import interrupted_by_ctrl_c
 from aimegraph.running.scoped_graph import RunScopedGraph
 from aimegraph.state import AimeInput, AimeOutput, AimeState
 
@@ -63,7 +63,8 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
     - driven from the main thread, Ctrl-C drains the run (LangGraph's
       ``RunControl.request_drain()``): the steps in flight finish and are saved,
       nothing new starts, and ``KeyboardInterrupt`` is raised once the run has
-      stopped; a second Ctrl-C raises it at once. The thread resumes from there
+      stopped (or ended: a Ctrl-C in its last step is not lost); a second Ctrl-C
+      raises it at once. The thread resumes from there
       (``graph.invoke(None, config)``). A program that handles SIGINT itself keeps
       its handler; pass ``control=RunControl()`` and call its ``request_drain()``
       from any thread to stop a run the same way (``GraphDrained`` is raised).
@@ -110,13 +111,8 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
         kwargs = self._resolved_context(kwargs)
         config = self._with_settings(config, kwargs.get("context"))
         control = kwargs.pop("control", None) or RunControl()
-        with SignalDrain(control, only_unclaimed=True) as stop:
-            try:
-                yield from super().stream(input, config, control=control, **kwargs)
-            except GraphDrained as exc:
-                if stop.received is None:
-                    raise
-                raise KeyboardInterrupt("the run stopped at a step boundary") from exc
+        with interrupted_by_ctrl_c(control):
+            yield from super().stream(input, config, control=control, **kwargs)
 
     async def astream(  # type: ignore[override]
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
@@ -128,14 +124,9 @@ class AimeGraph(RunScopedGraph[AimeState, AimeConfig, AimeInput, AimeOutput]):
         kwargs = self._resolved_context(kwargs)
         config = self._with_settings(config, kwargs.get("context"))
         control = kwargs.pop("control", None) or RunControl()
-        with SignalDrain(control, only_unclaimed=True) as stop:
-            try:
-                async for chunk in super().astream(input, config, control=control, **kwargs):
-                    yield chunk
-            except GraphDrained as exc:
-                if stop.received is None:
-                    raise
-                raise KeyboardInterrupt("the run stopped at a step boundary") from exc
+        with interrupted_by_ctrl_c(control):
+            async for chunk in super().astream(input, config, control=control, **kwargs):
+                yield chunk
 
     def bulk_update_state(
         self, config: RunnableConfig, supersteps: Sequence[Sequence[StateUpdate]]

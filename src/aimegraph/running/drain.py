@@ -9,20 +9,24 @@ calls in flight are not worth waiting for: by default it raises
 ``KeyboardInterrupt`` as Ctrl-C always does; the CLI exits at once instead.
 
 Signal handlers belong to the main thread: elsewhere, and when the program has
-installed its own handler, :class:`SignalDrain` changes nothing.
+installed its own handler (or ignores the signal), :class:`SignalDrain` changes nothing.
+:func:`interrupted_by_ctrl_c` is what a run driven from Python gets: Ctrl-C drains it,
+then raises ``KeyboardInterrupt``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from types import FrameType, TracebackType
 from typing import Any
 
+from langgraph.errors import GraphDrained
 from langgraph.runtime import RunControl
 
-__all__ = ["SignalDrain"]
+__all__ = ["SignalDrain", "interrupted_by_ctrl_c"]
 
 _DEFAULT_HANDLERS: dict[int, Any] = {
     signal.SIGINT: signal.default_int_handler,
@@ -94,3 +98,21 @@ class SignalDrain:
         self.control.request_drain(signal.Signals(signum).name)
         if self.on_first is not None:
             self.on_first(signum)
+
+
+@contextlib.contextmanager
+def interrupted_by_ctrl_c(control: RunControl) -> Iterator[SignalDrain]:
+    """Around a run driven from the main thread: Ctrl-C drains ``control`` (unless the
+    program handles SIGINT itself), and once the run has stopped the ``with`` block
+    ends in ``KeyboardInterrupt``, also when the run ended in the step the signal came
+    in (LangGraph checks a drain before a step, and none was left): a Ctrl-C is never
+    lost. A drain asked for otherwise stays LangGraph's ``GraphDrained``."""
+    with SignalDrain(control, only_unclaimed=True) as stop:
+        try:
+            yield stop
+        except GraphDrained as exc:
+            if stop.received is None:
+                raise
+            raise KeyboardInterrupt("the run stopped at a step boundary") from exc
+    if stop.received is not None:
+        raise KeyboardInterrupt("the run ended as it was interrupted")
