@@ -15,7 +15,6 @@ tests skip locally and fail when ``CI`` is set.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -32,6 +31,8 @@ from typing import Any
 import pytest
 from langchain_core.tools import tool
 from langgraph.types import Command
+from tests.host import left_running
+from tests.integration.run_control_env import wait_until_saved
 from tests.scripted import call, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
@@ -78,35 +79,33 @@ def log_events(log: Path) -> list[tuple[str, str, int]]:
 # --- SIGKILL and resume ---
 
 
-def kill_once_logged(
+def kill_once_saved(
     run: subprocess.Popen[bytes],
     log: Path,
     events: set[tuple[str, str]],
     *,
-    settle_s: float,
+    url: str,
+    saved: str,
     timeout_s: float = 60,
 ) -> list[tuple[str, str]]:
-    """SIGKILL ``run`` once ``log`` shows ``events`` (and ``settle_s`` more), as a
-    machine crash would, with the python children it left running; the events seen
-    at the kill."""
+    """SIGKILL ``run`` once ``log`` shows ``events`` and the store at ``url`` holds task
+    ``saved``'s result, as a machine crash would; the events seen at the kill. Nothing
+    of the run may outlive it (its sandboxed calls die with it)."""
+    workspace = log.parent
     try:
         deadline = time.monotonic() + timeout_s
         while events - {(t, e) for t, e, _ in log_events(log)}:
             assert run.poll() is None, f"the run ended early (exit {run.returncode})"
             assert time.monotonic() < deadline, f"the run did not get going: {log_events(log)}"
             time.sleep(0.05)
-        time.sleep(settle_s)
+        wait_until_saved(url, "killed", saved, timeout=timeout_s)
         seen = [(t, e) for t, e, _ in log_events(log)]
     finally:
         run.kill()  # SIGKILL: no cleanup, no final checkpoint
         run.wait()
     assert run.returncode == -signal.SIGKILL
-    # The python tool runs code in its own session, so a child outlives the engine:
-    # end it too, as it would not survive a machine crash either.
-    for task, event, pid in log_events(log):
-        if event == "start" and (task, "end", pid) not in log_events(log):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    assert left_running(workspace) == {}
+    (workspace / "go").touch()  # what waits for it runs through on resume
     return seen
 
 
@@ -124,10 +123,10 @@ def test_sigkill_mid_run_then_resume_runs_no_completed_task_twice(
         "--config", '{"stream_plans": false}',
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    # t0 -> (a quick, b slow) -> c: kill once a is done and b is still sleeping (and
-    # let a's actor submit and its write reach the checkpoint first).
-    seen = kill_once_logged(run, log, {("a", "end"), ("b", "start")}, settle_s=1.0)
-    assert ("b", "end") not in seen and ("c", "start") not in seen, "killed too late"
+    # t0 -> (a quick, b waiting for the file go) -> c: kill once a is done and saved
+    # (its actor has submitted and its write reached the checkpoint) and b waits.
+    seen = kill_once_saved(run, log, {("a", "end"), ("b", "start")}, url=url, saved="a")
+    assert ("b", "end") not in seen and ("c", "start") not in seen
     before = Counter((t, e) for t, e, _ in log_events(log))
     assert before == {("t0", "start"): 1, ("t0", "end"): 1, ("a", "start"): 1,
                       ("a", "end"): 1, ("b", "start"): 1}  # fmt: skip

@@ -13,7 +13,7 @@ from tests.integration.test_persistence import (
     SCENARIOS,
     aimegraph,
     finish,
-    kill_once_logged,
+    kill_once_saved,
     log_events,
 )
 
@@ -35,10 +35,13 @@ def test_sigkill_while_the_plan_streams_then_resume_runs_no_completed_task_twice
         "--durability", "sync", "--json",
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    # The plan streams a (quick), b (slow), then c's long spec: kill once a is done
-    # and b is running, while c's spec (and so the reply) is still streaming in.
-    seen = kill_once_logged(run, log, {("a", "end"), ("b", "start")}, settle_s=0.5, timeout_s=90)
-    assert ("b", "end") not in seen and ("c", "start") not in seen, "killed too late"
+    # The plan streams a (quick), b (waiting for the file go), then c's long spec: kill
+    # once a is done and saved and b waits, while c's spec (and so the reply) is still
+    # streaming in.
+    seen = kill_once_saved(
+        run, log, {("a", "end"), ("b", "start")}, url=url, saved="a", timeout_s=90
+    )
+    assert ("b", "end") not in seen and ("c", "start") not in seen
     before = Counter((t, e) for t, e, _ in log_events(log))
     assert before == {("a", "start"): 1, ("a", "end"): 1, ("b", "start"): 1}
 

@@ -5,11 +5,7 @@ again (the steps' side-effect log counts them)."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -17,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from tests.conftest import TWO_TASKS, Cli
-from tests.integration.test_persistence import aimegraph, finish, log_events
+from tests.integration.test_persistence import aimegraph, finish, kill_once_saved, log_events
 
 
 @pytest.fixture
@@ -83,13 +79,18 @@ def test_a_bad_plan_file_is_one_error_line_and_exit_2(
     assert line.startswith("error: --plan: ") and says in line
 
 
-def logged_step(task: str, sleep: float, *deps: str) -> dict[str, Any]:
-    """A tool step of the python tool that logs "<task> start|end <pid>" around a sleep."""
+HELD = "while not os.path.exists('go'):\n    time.sleep(0.01)"
+"""Code that waits until the test puts the file go in the workspace."""
+
+
+def logged_step(task: str, sleep: float | None, *deps: str) -> dict[str, Any]:
+    """A tool step of the python tool that logs "<task> start|end <pid>" around a sleep
+    (None: around a wait for the file go, ``HELD``)."""
     code = (
         "import os, time\n"
         "with open('log.txt', 'a') as log:\n"
         f"    print(f'{task} start {{os.getpid()}}', file=log)\n"
-        f"time.sleep({sleep})\n"
+        f"{HELD if sleep is None else f'time.sleep({sleep})'}\n"
         "with open('log.txt', 'a') as log:\n"
         f"    print(f'{task} end {{os.getpid()}}', file=log)\n"
         f"print('{task} logged')\n"
@@ -114,7 +115,7 @@ def test_sigkill_during_a_tool_step_then_resume_runs_no_completed_step_again(
             "tasks": [
                 logged_step("t0", 0.2),
                 logged_step("a", 0.2, "t0"),
-                logged_step("b", 3, "t0"),
+                logged_step("b", None, "t0"),
                 logged_step("c", 0, "a", "b"),
             ]
         },
@@ -127,23 +128,9 @@ def test_sigkill_during_a_tool_step_then_resume_runs_no_completed_step_again(
         "--durability", "sync", "--verify", "off", "--json",
         cwd=tmp_path, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 60
-        while {("a", "end"), ("b", "start")} - {(t, e) for t, e, _ in log_events(log)}:
-            assert run.poll() is None, f"the run ended early (exit {run.returncode})"
-            assert time.monotonic() < deadline, f"the run did not get going: {log_events(log)}"
-            time.sleep(0.05)
-        time.sleep(1.0)  # let a's step settle and its write reach the checkpoint
-        seen = [(t, e) for t, e, _ in log_events(log)]
-        assert ("b", "end") not in seen and ("c", "start") not in seen, "killed too late"
-    finally:
-        run.kill()
-        run.wait()
-    assert run.returncode == -signal.SIGKILL
-    for task, event, pid in log_events(log):  # b's python process outlived the engine
-        if event == "start" and (task, "end", pid) not in log_events(log):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+    # Killed once a's step is done and saved, while b waits for the file go.
+    seen = kill_once_saved(run, log, {("a", "end"), ("b", "start")}, url=url, saved="a")
+    assert ("b", "end") not in seen and ("c", "start") not in seen
 
     code, summary = finish(aimegraph("--checkpoints", url, "resume", "killed", "--json",
                                      cwd=tmp_path, stdout=subprocess.PIPE,

@@ -17,12 +17,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from aimegraph.sandbox import BubblewrapSandbox
+from tests.host import left_running
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,24 +100,6 @@ esac
 """
 
 
-def _survivors(workspace: Path) -> dict[int, str]:
-    """Live processes (not zombies) whose working directory is in ``workspace`` or whose
-    command line names it: pid -> command line."""
-    found: dict[int, str] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            state = (entry / "stat").read_text().rpartition(")")[2].split()[0]
-            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            cwd = os.readlink(entry / "cwd")
-        except OSError:  # gone meanwhile, or a zombie
-            continue
-        if state != "Z" and (Path(cwd).is_relative_to(workspace) or str(workspace) in cmdline):
-            found[int(entry.name)] = cmdline[:200]
-    return found
-
-
 def _killed_at(sandbox: str, point: str, tmp_path: Path) -> dict[int, str]:
     """Run the driver (``sandbox``: "none" or the bwrap to use) until it kills itself at
     ``point``; what of its call is left once nothing more goes (or 30 s passed)."""
@@ -129,12 +111,7 @@ def _killed_at(sandbox: str, point: str, tmp_path: Path) -> dict[int, str]:
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert driver.returncode == -signal.SIGKILL, driver.stderr[-3000:]
-    deadline = time.monotonic() + 30
-    while (left := _survivors(workspace)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    for pid in left:  # leave the machine clean for the next test
-        os.kill(pid, signal.SIGKILL)
-    return left
+    return left_running(workspace)
 
 
 @pytest.mark.parametrize("point", list(CODE))
