@@ -19,8 +19,11 @@ from collections.abc import Iterator
 import pytest
 from langchain.chat_models import base as chat_models_base
 from langchain_anthropic import ChatAnthropic
-from tests.model_resolution import model_server_fixture  # noqa: F401 - model_server
+from langchain_ollama import ChatOllama
+from langchain_openai import ChatOpenAI
+from tests.model_resolution import fake_model, model_server_fixture  # noqa: F401 - model_server
 
+from aimegraph.models.fallbacks import FallbackChatModel
 from aimegraph.models.preflight import PROVIDER_KEY_VARIABLES
 from aimegraph.models.resolve import ModelSpecError, resolve_model
 
@@ -200,3 +203,56 @@ def test_a_misspelt_provider_gets_a_did_you_mean(spec: str, meant: str) -> None:
 def test_a_provider_nothing_resembles_gets_no_guess() -> None:
     message = _refusal("zzzzqqq:m")
     assert message.startswith("unknown model provider 'zzzzqqq' in 'zzzzqqq:m'; accepted: ")
+
+
+# --------------------------------------------------------------------------- fallback chains
+# A member whose server is down (a state that may pass) stays in a chain while another
+# member is ready; a member's configuration mistake refuses the chain at once.
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_a_chain_keeps_a_member_whose_server_is_down_while_another_is_ready(
+    monkeypatch: pytest.MonkeyPatch, closed_port: int
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{closed_port}")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    chain = resolve_model("ollama:llama3,openai:gpt-4o-mini")
+    assert isinstance(chain, FallbackChatModel)
+    local, cloud = chain.models
+    assert isinstance(local, ChatOllama) and local.model == "llama3"
+    assert isinstance(cloud, ChatOpenAI) and cloud.model_name == "gpt-4o-mini"
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_a_call_moves_on_from_the_member_whose_server_is_down(
+    monkeypatch: pytest.MonkeyPatch, closed_port: int
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{closed_port}")
+    chain = resolve_model(["ollama:llama3", fake_model("from the next member")])
+    assert chain.invoke("hello").content == "from the next member"
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_a_chain_none_of_whose_servers_answers_names_each(
+    monkeypatch: pytest.MonkeyPatch, closed_port: int
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{closed_port}")
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{closed_port}/v1")
+    assert _refusal("ollama:llama3,openai:llama3") == (
+        "no model of the fallback chain is ready: "
+        f"(1) model 'ollama:llama3': no server answers at 127.0.0.1:{closed_port} "
+        "(Connection refused); start it, or set OLLAMA_HOST to its address; "
+        f"(2) model 'openai:llama3': no server answers at 127.0.0.1:{closed_port} "
+        "(Connection refused); start it, or set OPENAI_BASE_URL to its address"
+    )
+
+
+@pytest.mark.usefixtures("no_credentials")
+def test_a_chain_member_without_its_key_is_refused_while_another_is_ready(
+    monkeypatch: pytest.MonkeyPatch, closed_port: int
+) -> None:
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{closed_port}")
+    monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+    assert _refusal("ollama:llama3,anthropic:claude-x,openai:gpt-4o-mini") == (
+        "model 'anthropic:claude-x' needs an API key: set ANTHROPIC_API_KEY"
+    )

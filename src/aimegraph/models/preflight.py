@@ -12,7 +12,10 @@ call fails with the client's connection error).
   to its address, which the line names with the variable that sets it.
 
 Nothing here sends a request to a model or reads a response: the connect only proves
-something listens.
+something listens. A missing key refuses a model as it is built; its server
+(:class:`ModelServer`) is connected to by the resolver afterwards, so that a fallback
+chain keeps a member whose server is down (:class:`ServerNotAnsweringError`) while
+another member is ready.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import ipaddress
 import os
 import socket
 from collections.abc import Mapping
+from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 from langchain_core.language_models import BaseChatModel
@@ -32,9 +36,10 @@ __all__ = [
     "CONNECT_TIMEOUT_S",
     "PROVIDER_KEY_VARIABLES",
     "SERVER_VARIABLES",
-    "check_model_ready",
+    "ModelServer",
+    "ServerNotAnsweringError",
     "check_provider_key",
-    "check_server",
+    "server_to_reach",
 ]
 
 CONNECT_TIMEOUT_S = 3.0
@@ -71,49 +76,89 @@ def check_provider_key(provider: str, spec: str) -> None:
         raise ModelSpecError(f"model {spec!r} needs an API key: set {' or '.join(variables)}")
 
 
-def check_model_ready(model: BaseChatModel, spec: str, provider: str) -> None:
-    """Refuse ``model`` (built from ``spec``) when it has no API key, or its server does
-    not accept a connection (see the module's docstring).
+class ServerNotAnsweringError(ModelSpecError):
+    """Nothing accepts a connection at ``server``: a state that may pass (the server is
+    started later), unlike a spec's other refusals, which are mistakes in its
+    configuration."""
+
+    def __init__(self, message: str, server: ModelServer) -> None:
+        super().__init__(message)
+        self.server = server
+
+
+@dataclass(frozen=True)
+class ModelServer:
+    """The server of the user's that the model built from ``spec`` sends its requests
+    to (its address set by the environment variable ``variable``, when known)."""
+
+    spec: str
+    host: str
+    port: int
+    variable: str | None = None
+
+    @classmethod
+    def at(cls, spec: str, url: str, variable: str | None) -> ModelServer:
+        """The server at ``url``'s host and port (a bare ``host:port`` too).
+
+        Raises:
+            ModelSpecError: for a port that is not a number.
+        """
+        address = urlsplit(url if "//" in url else f"http://{url}")
+        try:
+            port = address.port or _DEFAULT_PORTS.get(address.scheme, 80)
+        except ValueError as exc:
+            raise ModelSpecError(f"model {spec!r}: bad server address {url!r} ({exc})") from exc
+        return cls(spec, address.hostname or "127.0.0.1", port, variable)
+
+    @property
+    def address(self) -> str:
+        """``host:port`` (an IPv6 host in brackets)."""
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{host}:{self.port}"
+
+    def check(self) -> None:
+        """Refuse the model when nothing accepts a TCP connection at the server.
+
+        Raises:
+            ServerNotAnsweringError: naming the address and the variable that sets it.
+        """
+        try:
+            with socket.create_connection(
+                (_connectable(self.host), self.port), timeout=CONNECT_TIMEOUT_S
+            ):
+                return
+        except OSError as exc:
+            reason = exc.strerror or str(exc) or type(exc).__name__
+            fix = (
+                f"start it, or set {self.variable} to its address" if self.variable else "start it"
+            )
+            raise ServerNotAnsweringError(
+                f"model {self.spec!r}: no server answers at {self.address} ({reason}); {fix}",
+                self,
+            ) from exc
+
+
+def server_to_reach(model: BaseChatModel, spec: str, provider: str) -> ModelServer | None:
+    """Refuse ``model`` (built from ``spec``) when it has no API key; else the server of
+    the user's it must reach, if any, for its caller to check (see the module's
+    docstring).
 
     Raises:
-        ModelSpecError: one line naming the key's variable, or the server's address and
-            the variable that sets it.
+        ModelSpecError: one line naming the key's variable, or a server address whose
+            port is not a number.
     """
     keys = _key_fields(model)
     if keys and (_has_a_key(model, keys) or _has_credential_chain(model)):
-        return
+        return None
     url = _server_url(model)
     variable = _variable_holding(url) if url else None
     if keys and variable is None:  # the provider's own API, and no key for it
         raise ModelSpecError(
             f"model {spec!r} needs an API key: set {' or '.join(dict.fromkeys(keys.values()))}"
         )
-    if url is not None:
-        check_server(spec, url, variable or SERVER_VARIABLES.get(provider))
-
-
-def check_server(spec: str, url: str, variable: str | None) -> None:
-    """Refuse ``spec`` when nothing accepts a TCP connection at ``url``'s host and port.
-
-    Raises:
-        ModelSpecError: naming the address and ``variable`` (which sets it), if known.
-    """
-    address = urlsplit(url if "//" in url else f"http://{url}")
-    host = address.hostname or "127.0.0.1"
-    try:
-        port = address.port or _DEFAULT_PORTS.get(address.scheme, 80)
-    except ValueError as exc:  # a port that is not a number
-        raise ModelSpecError(f"model {spec!r}: bad server address {url!r} ({exc})") from exc
-    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    try:
-        with socket.create_connection((_connectable(host), port), timeout=CONNECT_TIMEOUT_S):
-            return
-    except OSError as exc:
-        reason = exc.strerror or str(exc) or type(exc).__name__
-        fix = f"start it, or set {variable} to its address" if variable else "start it"
-        raise ModelSpecError(
-            f"model {spec!r}: no server answers at {where} ({reason}); {fix}"
-        ) from exc
+    if url is None:
+        return None
+    return ModelServer.at(spec, url, variable or SERVER_VARIABLES.get(provider))
 
 
 def _key_fields(model: BaseChatModel) -> dict[str, str]:

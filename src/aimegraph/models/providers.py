@@ -5,8 +5,8 @@
 with aimegraph's timeout and retry settings in the form its class takes them, and every
 way it can fail as one :class:`ModelSpecError` line: an unknown provider, a provider
 package that is not installed (naming the package to install), a class that refuses
-its settings, a model without its API key or whose server does not answer (see
-:mod:`aimegraph.models.preflight`).
+its settings, a model without its API key (see :mod:`aimegraph.models.preflight`). It
+hands back the server of the user's the model must reach, which its caller checks.
 
 Each provider reads its own environment: ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``,
 ``OLLAMA_HOST``, ``GOOGLE_API_KEY``, ``MISTRAL_API_KEY``, AWS's usual variables, ...
@@ -22,7 +22,7 @@ from typing import Any
 from langchain_core.language_models import BaseChatModel
 
 from aimegraph.models.errors import ModelSpecError
-from aimegraph.models.preflight import check_model_ready, check_provider_key
+from aimegraph.models.preflight import ModelServer, check_provider_key, server_to_reach
 
 __all__ = [
     "PROVIDER_EXTRAS",
@@ -61,19 +61,20 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
 
 def provider_model(
     provider: str, name: str, spec: str, *, timeout: float | None, max_retries: int
-) -> BaseChatModel:
-    """``provider``'s chat model ``name`` through ``init_chat_model``.
+) -> tuple[BaseChatModel, ModelServer | None]:
+    """``provider``'s chat model ``name`` through ``init_chat_model``, and the server of
+    the user's it must reach, if any (not yet checked).
 
     ``timeout`` (seconds per request) and ``max_retries`` (client retries) are passed as
     the provider's class takes them (see :func:`client_settings`).
 
-    The model is checked as :func:`~aimegraph.models.preflight.check_model_ready` says:
-    an API key for a class that reads one, else a server that accepts a connection.
+    The model is checked as :func:`~aimegraph.models.preflight.server_to_reach` says:
+    an API key for a class that reads one, else a server, the one returned.
 
     Raises:
         UnknownProviderError: for a provider LangChain does not know.
         ModelSpecError: for a provider package that is not installed, a model its class
-            refuses to build, a model without its API key or whose server does not answer.
+            refuses to build, a model without its API key.
     """
     if provider not in builtin_providers():
         raise UnknownProviderError(f"unknown model provider {provider!r} in {spec!r}")
@@ -95,8 +96,7 @@ def provider_model(
         # (pydantic's ValidationError, openai.OpenAIError for a missing key, botocore's
         # NoRegionError, ...).
         raise ModelSpecError(f"cannot build model {spec!r}: {_one_line(exc)}") from exc
-    check_model_ready(model, spec, provider)
-    return model
+    return model, server_to_reach(model, spec, provider)
 
 
 def client_settings(

@@ -7,11 +7,13 @@ Accepted specs:
   ``OPENAI_BASE_URL`` (or LangChain's ``OPENAI_API_BASE``), so any OpenAI-compatible server
   works (vLLM, Ollama, llama.cpp server, LM Studio). With a base URL and no key a
   placeholder key is sent, since such servers do not check it, and the server must
-  accept a connection when the spec is resolved;
+  accept a connection when the spec is resolved (in a fallback chain: unless another
+  member is ready);
 - ``<provider>:<model>`` for any other provider LangChain's ``init_chat_model`` knows
   (``anthropic``, ``ollama``, ``google_genai``, ``mistralai``, ``bedrock_converse``, ...),
   see :mod:`aimegraph.models.providers`; its API key, or its server for one that needs
-  no key, is checked when the spec is resolved (:mod:`aimegraph.models.preflight`);
+  no key, is checked when the spec is resolved (:mod:`aimegraph.models.preflight`), a
+  chain member's server only when no member before it is ready;
 - ``local`` or ``local:<path-to-gguf>``: the bundled Gemma 3 270M (or the given GGUF)
   in-process through llama.cpp, see :mod:`aimegraph.models.local` (extra ``[local]``);
 - ``scripted:<scenario>``: the deterministic offline model of
@@ -32,7 +34,7 @@ from langchain_core.language_models import BaseChatModel
 
 from aimegraph.models.errors import ModelSpecError
 from aimegraph.models.fallbacks import FallbackChatModel
-from aimegraph.models.preflight import check_server
+from aimegraph.models.preflight import ModelServer, ServerNotAnsweringError
 from aimegraph.models.providers import (
     UnknownProviderError,
     builtin_providers,
@@ -94,12 +96,16 @@ def resolve_model(
     ``AimeConfig.model_timeout_s`` and ``model_retries``. ``rate_limit`` (``"2/s"``,
     ``"30/min"``) and ``cache`` (a SQLite path) apply to the models built from specs,
     see :mod:`aimegraph.models.resilience`. A list (or comma-separated specs) is a
-    fallback chain, see :mod:`aimegraph.models.fallbacks`.
+    fallback chain, see :mod:`aimegraph.models.fallbacks`: a member whose server does
+    not accept a connection stays in it while another member is ready (the server may
+    be started later; a call moves on from it as from any member that fails
+    transiently).
 
     Raises:
         ModelSpecError: for an unknown or incomplete spec (with the provider it may
             have meant), a missing API key (naming its variable), a model server that
-            does not accept a connection (naming its address and variable), a missing
+            does not accept a connection (naming its address and variable; for a chain,
+            every member's when none is ready), a missing
             optional dependency or provider package (the line names what to install), a
             bad rate limit, or a cache file that cannot be opened.
     """
@@ -148,7 +154,9 @@ def resolve_models(
 class ModelResolver:
     """Resolves specs with the same settings, each distinct spec string once: the
     models it builds share one rate limiter per provider and the cache (an eval's
-    models across its systems, a graph's across its roles).
+    models across its systems, a graph's across its roles). A model is built first and
+    the server of the user's it must reach, if any, asked after: once per resolver, and
+    for a chain's members in order until one is ready.
 
     Raises:
         ModelSpecError: for a bad rate limit or a cache file that cannot be opened.
@@ -164,19 +172,54 @@ class ModelResolver:
     ) -> None:
         self.setup = ModelSetup(timeout, max_retries, rate_limit, cache)
         self.by_spec: dict[str, BaseChatModel] = {}
+        self._server_of: dict[str, ModelServer | None] = {}
+        self._not_answering: dict[ModelServer, ServerNotAnsweringError | None] = {}
 
     def resolve(self, spec: ModelSpec) -> BaseChatModel:
         """:func:`resolve_model` with this resolver's settings."""
         if isinstance(spec, str) and "," in spec:
             spec = spec.split(",")
-        if isinstance(spec, str | BaseChatModel):
-            return self._one(spec)
-        if not isinstance(spec, Sequence):
-            return self._one(spec)  # refuses it
-        chain = [self._one(member) for member in spec]
+        members = [spec] if isinstance(spec, str) or not isinstance(spec, Sequence) else spec
+        # Every member is built before any server is asked: a mistake in the
+        # configuration refuses a chain whatever the state of its servers.
+        chain = [self._one(member) for member in members]
         if not chain:
             raise ModelSpecError(f"empty fallback chain; accepted: {ACCEPTED_SPECS}")
+        self._refuse_unless_one_is_ready(members)
         return chain[0] if len(chain) == 1 else FallbackChatModel(models=chain)
+
+    def _refuse_unless_one_is_ready(self, members: Sequence[str | BaseChatModel]) -> None:
+        """Refuse ``members`` (built) unless one has no server of the user's to reach or
+        its server answers. A member whose server does not answer stays in a chain: it
+        may be started later, and a call moves on from it as from any member that fails
+        transiently.
+
+        Raises:
+            ServerNotAnsweringError: the one member's.
+            ModelSpecError: naming every member's server, when none answers.
+        """
+        problems: list[ServerNotAnsweringError] = []
+        for member in members:
+            server = self._server_of[member.strip()] if isinstance(member, str) else None
+            problem = self._not_answering_at(server) if server is not None else None
+            if problem is None:
+                return
+            problems.append(problem)
+        if len(problems) == 1:
+            raise problems[0]
+        numbered = "; ".join(f"({n}) {problem}" for n, problem in enumerate(problems, 1))
+        raise ModelSpecError(f"no model of the fallback chain is ready: {numbered}")
+
+    def _not_answering_at(self, server: ModelServer) -> ServerNotAnsweringError | None:
+        """Why ``server`` does not answer, if it does not (asked once per resolver)."""
+        if server not in self._not_answering:
+            try:
+                server.check()
+            except ServerNotAnsweringError as exc:
+                self._not_answering[server] = exc
+            else:
+                self._not_answering[server] = None
+        return self._not_answering[server]
 
     def _one(self, spec: str | BaseChatModel) -> BaseChatModel:
         if isinstance(spec, BaseChatModel):
@@ -189,11 +232,14 @@ class ModelResolver:
         key = spec.strip()
         if key not in self.by_spec:
             provider = key.partition(":")[0].strip().lower()
-            self.by_spec[key] = self.setup.applied(_built_model(spec, self.setup), provider)
+            model, self._server_of[key] = _built_model(spec, self.setup)
+            self.by_spec[key] = self.setup.applied(model, provider)
         return self.by_spec[key]
 
 
-def _built_model(spec: str, setup: ModelSetup) -> BaseChatModel:
+def _built_model(spec: str, setup: ModelSetup) -> tuple[BaseChatModel, ModelServer | None]:
+    """The model ``spec`` names, and the server of the user's it must reach, if any (not
+    yet asked)."""
     timeout, max_retries = setup.timeout, setup.max_retries
     text = spec.strip()
     provider, sep, name = text.partition(":")
@@ -205,7 +251,7 @@ def _built_model(spec: str, setup: ModelSetup) -> BaseChatModel:
 
         if sep and not name:
             raise ModelSpecError("empty path in 'local:'; use 'local' for the bundled model")
-        return load_local_model(model_path=name) if name else load_local_model()
+        return (load_local_model(model_path=name) if name else load_local_model()), None
 
     if not sep:
         hint = did_you_mean(provider, ("local",))
@@ -215,7 +261,7 @@ def _built_model(spec: str, setup: ModelSetup) -> BaseChatModel:
     if provider == "openai":
         return _openai_model(name, timeout=timeout, max_retries=max_retries)
     if provider == "scripted":
-        return _scripted_model(name)
+        return _scripted_model(name), None
     try:
         return provider_model(provider, name, text, timeout=timeout, max_retries=max_retries)
     except UnknownProviderError as exc:
@@ -286,7 +332,9 @@ def supports_structured_output(model: BaseChatModel) -> bool:
     )
 
 
-def _openai_model(name: str, *, timeout: float | None, max_retries: int) -> BaseChatModel:
+def _openai_model(
+    name: str, *, timeout: float | None, max_retries: int
+) -> tuple[BaseChatModel, ModelServer | None]:
     from langchain_openai import ChatOpenAI
 
     api_key = _env("OPENAI_API_KEY")
@@ -296,8 +344,9 @@ def _openai_model(name: str, *, timeout: float | None, max_retries: int) -> Base
         raise ModelSpecError(
             "set OPENAI_API_KEY (or OPENAI_BASE_URL for an OpenAI-compatible server)"
         )
+    server = None
     if api_key is None and base_url is not None:  # a server of the user's: it must be up
-        check_server(f"openai:{name}", base_url, base_variable)
+        server = ModelServer.at(f"openai:{name}", base_url, base_variable)
     kwargs: dict[str, Any] = {
         "model": name,
         "timeout": timeout,
@@ -308,7 +357,7 @@ def _openai_model(name: str, *, timeout: float | None, max_retries: int) -> Base
     }
     if base_url is not None:
         kwargs["base_url"] = base_url
-    return ChatOpenAI(**kwargs)
+    return ChatOpenAI(**kwargs), server
 
 
 def _scripted_model(scenario: str) -> BaseChatModel:
