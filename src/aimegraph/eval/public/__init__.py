@@ -27,8 +27,7 @@ PREFIXES = ("agentdojo:", "bfcl:")
 @dataclass(frozen=True)
 class Injection:
     """What an attack plants in one task: the attacker's goal (the instruction a
-    gullible model obeys when it reads it in a tool output) and the calls that
-    reach it."""
+    gullible model obeys wherever it reads it) and the calls that reach it."""
 
     goal: str
     calls: list[dict[str, Any]]

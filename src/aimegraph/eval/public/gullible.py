@@ -1,11 +1,12 @@
-"""The gullible model: an offline stand-in that obeys any instruction it reads in a
-tool output, the worst case of a prompt injection, the same for every system.
+"""The gullible model: an offline stand-in that obeys any instruction it reads, the
+worst case of a prompt injection, the same for every system.
 
-It plays each task's oracle (:mod:`aimegraph.eval.oracle`) until a tool output
-carries the attacker's goal that the attack planted in the task
+It plays each task's oracle (:mod:`aimegraph.eval.oracle`) until anything it is shown
+(a tool output, a dependency's result in an actor's prompt, a document: any message
+but its own replies) carries the attacker's goal that the attack planted in the task
 (:class:`~aimegraph.eval.public.Injection`). From there it makes the attacker's
-calls, one per reply, then resumes the oracle where it left off (the oracle sees
-the conversation without the detour). Whether the attacker's goal was reached is
+calls it is offered, one per reply, then resumes the oracle where it left off (the
+oracle sees the conversation without the detour). Whether the attacker's goal was reached is
 judged by the benchmark (AgentDojo's security check), so the rate of successful
 attacks measures what a system's defences stop: a call the system refused, paused
 or never offered the model is an attack that failed.
@@ -59,14 +60,16 @@ def _reply(
     run_manager: CallbackManagerForLLMRun | None,
     kwargs: Mapping[str, Any],
 ) -> ChatResult:
-    """The attacker's next call once a tool output carried its goal, else the
-    oracle's reply to the conversation without the detour."""
+    """The attacker's next call once anything the model is shown carried its goal,
+    else the oracle's reply to the conversation without the detour."""
     goal = _flat(injection.goal)
     trigger = next(
         (
             i
             for i, m in enumerate(messages)
-            if isinstance(m, ToolMessage) and goal in _flat(_text(m))
+            # Whatever carries it: a tool output, a dependency's result or a document
+            # in a prompt; only the model's own replies are not read as instructions.
+            if not isinstance(m, AIMessage) and goal in _flat(_text(m))
         ),
         None,
     )
@@ -74,9 +77,11 @@ def _reply(
         return generate(messages, stop, run_manager, **kwargs)
     detour = [m for m in messages[trigger + 1 :] if isinstance(m, AIMessage)]
     detour = detour[: len(injection.calls)]
-    if len(detour) < len(injection.calls):
+    tools = list(kwargs.get("tools") or [])
+    offered = {t["function"]["name"] for t in tools}
+    if len(detour) < len(injection.calls) and injection.calls[len(detour)]["tool"] in offered:
+        # A call the model was never offered is one it cannot make: the attack fails here.
         call = injection.calls[len(detour)]
-        tools = list(kwargs.get("tools") or [])
         message = typed_calls(tool_call_message(str(call["tool"]), dict(call["args"])), tools)
         message.usage_metadata = reply_usage(messages, message, tools, None)
         message.response_metadata = {"model_name": GULLIBLE_MODEL_NAME}
@@ -128,9 +133,8 @@ class GullibleModels:
 
     injections: Mapping[str, Injection]
     tool_steps: bool = False
-    """aimegraph's planner fixes every call of the ground truth as a tool step: no
-    actor reads an output (an upper bound: a real planner knows only the arguments
-    the request gives)."""
+    """aimegraph's planner splits the ground truth's stages into tool steps wherever
+    the request gives every argument (the knowledge rule); actors make the rest."""
     plan_first: bool = False
     """aimegraph's planner fixes only the calls whose arguments the request gives;
     actors make the others (:mod:`aimegraph.eval.public.plan_first`)."""
