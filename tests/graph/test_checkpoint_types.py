@@ -19,6 +19,8 @@ from typing import Any, Literal
 
 import pytest
 from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.checkpoint.serde.base import SerializerProtocol
+from langgraph.checkpoint.serde.encrypted import EncryptedSerializer
 from langgraph.checkpoint.serde.event_hooks import SerdeEvent
 from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -45,19 +47,32 @@ from aimegraph.steering import run_thread
 
 GOAL = "Population of the capital of France?"
 
-SerdeKind = Literal["default", "strict"]
+SerdeKind = Literal["default", "strict", "encrypted"]
 
 
-def given_serializer(kind: SerdeKind) -> JsonPlusSerializer:
+class Rot13Bytes:
+    """A stand-in cipher (LangGraph's ``CipherProtocol``): the test needs no key."""
+
+    def encrypt(self, plaintext: bytes) -> tuple[str, bytes]:
+        return "rot", bytes((b + 13) % 256 for b in plaintext)
+
+    def decrypt(self, ciphername: str, ciphertext: bytes) -> bytes:
+        assert ciphername == "rot"
+        return bytes((b - 13) % 256 for b in ciphertext)
+
+
+def given_serializer(kind: SerdeKind) -> SerializerProtocol:
     """LangGraph's ``JsonPlusSerializer()`` as a user gets it: outside strict mode it
-    revives any class with a warning; in strict mode only its safe types."""
-    if kind == "default":
-        return JsonPlusSerializer(allowed_msgpack_modules=True)
-    return JsonPlusSerializer(allowed_msgpack_modules=None)
+    revives any class with a warning (``default``; ``encrypted``: inside LangGraph's
+    ``EncryptedSerializer``); in strict mode only its safe types."""
+    if kind == "strict":
+        return JsonPlusSerializer(allowed_msgpack_modules=None)
+    default = JsonPlusSerializer(allowed_msgpack_modules=True)
+    return default if kind == "default" else EncryptedSerializer(Rot13Bytes(), default)
 
 
 @contextmanager
-def plain_saver(kind: str, serde: JsonPlusSerializer, tmp_path: Path) -> Iterator[Any]:
+def plain_saver(kind: str, serde: SerializerProtocol, tmp_path: Path) -> Iterator[Any]:
     """A saver made as LangGraph's docs make it, not by aimegraph."""
     if kind == "memory":
         yield InMemorySaver(serde=serde)
@@ -76,7 +91,7 @@ def langgraph_serde_logs(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records if r.name.startswith("langgraph.checkpoint")]
 
 
-@pytest.mark.parametrize("serde_kind", ["default", "strict"])
+@pytest.mark.parametrize("serde_kind", ["default", "strict", "encrypted"])
 @pytest.mark.parametrize("saver_kind", ["memory", "sqlite"])
 def test_a_run_on_a_plain_saver_pauses_and_resumes_with_every_record_revived_silently(
     workspace: Path,

@@ -241,12 +241,12 @@ def with_allowed_types(
     """
     if not isinstance(checkpointer, BaseCheckpointSaver):
         return checkpointer
-    serde = checkpointer.serde
-    if (strict := _instead_of_default(serde, extra_types)) is not None:
+    serde, extra = checkpointer.serde, tuple(extra_types)
+    if (strict := _instead_of_default(serde, extra)) is not None:
         saver = copy.copy(checkpointer)
         saver.serde = strict
     elif isinstance(serde, JsonPlusSerializer | EncryptedSerializer):
-        saver = checkpointer.with_allowlist(allowed_types(extra_types))
+        saver = checkpointer.with_allowlist(allowed_types(extra))
     else:
         return checkpointer
     share_leases(saver, checkpointer)
