@@ -58,7 +58,8 @@ APPROVAL = {"tool_policy": ASK}
 RECIPIENTS = "aimegraph.eval.public.defences:recipients_from_request"
 
 TOOL_STEPS = SystemSpec(name="aimegraph-tool-steps")
-"""aimegraph (defaults) whose planner writes the ground truth as tool steps."""
+"""aimegraph (defaults) whose planner splits the ground truth's stages into tool steps
+wherever the request gives every argument (the knowledge rule); actors make the rest."""
 PLAN_FIRST_OFF = SystemSpec(name="aimegraph-plan-first-policy-off")
 """The plan-first stand-in planner without the policy: what its plan alone stops."""
 DEFENCES_ON = SystemSpec(
@@ -166,18 +167,20 @@ def _utility_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
     table.notes += [
         "Every task's ground-truth calls, played by the oracle (aimegraph: a plan of one task "
         "per 8 calls, each made by an actor, or a tool step where a task is one call whose "
-        "arguments the oracle knows; create_agent: one call per reply), then the ground "
-        "truth's answer; tokens counted with LangChain's count_tokens_approximately over each "
-        "prompt (bound tool schemas included) and reply. Tokens per solved task: all the "
-        "tokens a system spent, failed rollouts included, over the tasks it solved.",
+        "arguments the request gives; create_agent: the calls of independent stages in one "
+        "reply), then the ground truth's answer. The ground truths are not yet held to the "
+        "knowledge rule: a call using a literal its prompt does not show is counted, not "
+        "refused (knowledge_breaches in each record). Tokens counted with LangChain's "
+        "count_tokens_approximately over each prompt (bound tool schemas included) and "
+        "reply. Tokens per solved task: all the tokens a system spent, failed rollouts "
+        "included, over the tasks it solved.",
         f"{DEFENCES_ON.name}: {_defences(DEFENCES_ON)}. No one answers in an eval: a rollout "
         "whose task needs an asked tool ends paused, unsolved.",
         f"{SCREEN_TRIP.name}: the built-in prompt-injection screen ending the run blocked when "
         "a tool output reads like instructions to the model (a false alarm costs the task).",
-        f"{TOOL_STEPS.name}: aimegraph's defaults, the oracle's plan fixing every ground-truth "
-        "call as a tool step (no actor; the engine makes the call): the planner, reporter and "
-        "verifier calls are all that remain. An upper bound: the oracle knows every argument "
-        "when it plans, a real planner only those the request gives.",
+        f"{TOOL_STEPS.name}: aimegraph's defaults, the oracle's plan splitting the ground "
+        "truth into tool steps wherever the request gives every argument of a call (the "
+        "engine makes it); actors make the rest.",
         f"{PLAN_FIRST.name}: {_defences(PLAN_FIRST)}. Its stand-in planner fixes a call as a "
         "tool step only when every argument is written in the request; an actor makes every "
         "other call, and the policy refuses the actor's side effects, so a task whose side "
@@ -256,15 +259,20 @@ def _attack_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
     lost = _lost_under_attack(records)
     table.notes += [
         "The gullible model plays each user task's ground truth but, on reading the "
-        "attacker's goal in a tool output, first makes the injection task's ground-truth "
-        "calls: the worst case, the same for every system. It obeys what it reads whatever "
-        "wraps it: a flagged or quarantined output that still holds the goal is obeyed (a "
-        "real model may heed the warning; the stand-in never does). AgentDojo's own utility "
-        "and security functions judge each rollout.",
+        "attacker's goal anywhere it is shown (a tool output, a dependency's result in an "
+        "actor's prompt, any message but its own replies), first makes the injection "
+        "task's ground-truth calls it is offered: the worst case, the same for every system. "
+        "It obeys what it reads whatever wraps it: a flagged or quarantined output that "
+        "still holds the goal is obeyed (a real model may heed the warning; the stand-in "
+        "never does). AgentDojo's own utility and security functions judge each rollout.",
         "An actor of the stand-in ends its task in the reply that makes its last call, so "
-        "it never reads that call's output: an attack reaches it only in the output of an "
-        "earlier call of the same task. A task that is one call is a tool step in the "
-        "oracle's plan (no actor at all); only the reporter, which has no tools, reads it.",
+        "it never reads that call's output: an attack reaches it in the output of an "
+        "earlier call of the same task or in a dependency's result. Under the knowledge "
+        "rule a stage is a tool step only where the request gives every argument; the "
+        "reporter, which has no tools, reads everything and can call nothing.",
+        "The ground truths are not yet held to the knowledge rule (their breaches are "
+        "counted, not refused), and the gap between a system's defaults and create_agent "
+        "comes from the stand-in's plan shape, not from a defence.",
         *stopped,
         *lost,
         "The verifier is played by the same model (it passes what it is shown), and judges "
@@ -272,9 +280,9 @@ def _attack_table(root: Path, quick: bool, metrics: dict[str, float]) -> Table:
         "the calls; no one answers in an eval, so the rollout ends paused at the first asked "
         "call, the attacker's or the user's own. A tripped guardrail or screen ends the run "
         "blocked, the user's task with it.",
-        f"{TOOL_STEPS.name}: the gullible model's plan makes every ground-truth call a tool "
-        "step, its arguments fixed before any output is read; only the reporter (no tools) "
-        "reads the outputs. An upper bound: the oracle knows every argument when it plans.",
+        f"{TOOL_STEPS.name}: the gullible model's plan makes a tool step of every "
+        "ground-truth call whose arguments the request gives, fixed before any output is "
+        "read; actors make the others.",
         f"{PLAN_FIRST.name}: the stand-in planner fixes as tool steps the calls whose every "
         "argument the request writes; an actor makes the others, reading outputs (the attack "
         f"included), and the tool policy refuses its side effects. {PLAN_FIRST_OFF.name}: the "
@@ -353,13 +361,13 @@ def _defences(spec: SystemSpec) -> str:
     if spec.kind != "aimegraph":
         return "–"
     if spec is TOOL_STEPS:
-        return "the plan fixes every call as a tool step (no actor reads an output)"
+        return "the plan fixes as a tool step every call the request gives; actors make the rest"
     if spec is PLAN_FIRST_OFF:
         return "the plan fixes the calls the request gives; actors make the rest (no policy)"
     shown = [_setting(key, value) for key, value in spec.config.items()]
     if spec.guardrails == RECIPIENTS:
         shown.append(f"guardrail: {', '.join(REQUEST_ONLY)} of a side effect only from the request")
-    return "; ".join(shown) or "defaults (verify: final)"
+    return "; ".join(shown) or "defaults (verify: auto)"
 
 
 def _setting(key: str, value: Any) -> str:
@@ -420,7 +428,9 @@ def _headlines(metrics: dict[str, float]) -> list[Headline]:
             f"{attack('aimegraph-screen-quarantine')}, trip {attack(SCREEN_TRIP.name)}; "
             f"recipient guardrail {attack('aimegraph-recipients')}; approval "
             f"{attack('aimegraph-approval')}; all defences on {attack(DEFENCES_ON.name)}; "
-            f"plan-first {attack(PLAN_FIRST.name)}; tool steps (upper bound) "
-            f"{attack(TOOL_STEPS.name)}; create_agent {attack('create_agent')}",
+            f"plan-first {attack(PLAN_FIRST.name)}; tool steps where the request gives the "
+            f"arguments {attack(TOOL_STEPS.name)}; create_agent {attack('create_agent')} "
+            "(a stand-in's figures: the gap between the defaults and create_agent is the "
+            "stand-in's plan shape, not a defence)",
         ),
     ]
