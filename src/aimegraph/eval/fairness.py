@@ -27,9 +27,9 @@ from aimegraph.eval.oracle_plays import (
     planner_writes,
     react_turns,
 )
-from aimegraph.eval.suite import OracleStage, Task
+from aimegraph.eval.suite import OracleStage, Suite, Task
 
-__all__ = ["Clairvoyance", "clairvoyant_calls", "derived_notes"]
+__all__ = ["Clairvoyance", "clairvoyance_problem", "clairvoyant_calls", "derived_notes"]
 
 
 @dataclass(frozen=True)
@@ -48,6 +48,22 @@ class Clairvoyance:
             f"task {self.task!r}, stage {self.stage!r}, call {self.call + 1} ({self.tool}): "
             f"{self.literal.describe()} is in nothing {self.caller} has seen"
         )
+
+
+def clairvoyance_problem(suite: Suite) -> str | None:
+    """Why ``suite`` is refused under the knowledge rule, in one line (None: it is fair):
+    its figures would credit a stand-in with what no real model could know."""
+    files = {src: suite.file_path(src) for task in suite.tasks for src in task.files.values()}
+    found = clairvoyant_calls(suite.tasks, files)
+    if not found:
+        return None
+    listed = "; ".join(c.describe() for c in found[:3])
+    more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+    return (
+        f"an oracle uses what its caller has not seen (the knowledge rule): {listed}{more}. "
+        "Add the read that would show it before the call (read_file of the file it comes "
+        "from), or note how the caller works it out: derived: {LITERAL: HOW} on the call"
+    )
 
 
 def derived_notes(tasks: Sequence[Task]) -> int:

@@ -406,28 +406,12 @@ def load_suite(source: str | Path) -> Suite:
     ]
     if missing:
         raise SuiteError(f"{shown}: " + "; ".join(missing))
-    _refuse_clairvoyance(suite, shown)
+    from aimegraph.eval.fairness import clairvoyance_problem  # it reads this module's types
+
+    problem = clairvoyance_problem(suite)
+    if problem is not None:
+        raise SuiteError(f"{shown}: {problem}")
     return suite
-
-
-def _refuse_clairvoyance(suite: Suite, shown: str) -> None:
-    """A suite whose oracle uses what its caller has not seen is refused (the
-    knowledge rule, :mod:`aimegraph.eval.knowledge`): its figures would credit a
-    stand-in with what no real model could know."""
-    from aimegraph.eval.fairness import clairvoyant_calls
-
-    files = {src: suite.file_path(src) for task in suite.tasks for src in task.files.values()}
-    found = clairvoyant_calls(suite.tasks, files)
-    if not found:
-        return
-    listed = "; ".join(c.describe() for c in found[:3])
-    more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
-    raise SuiteError(
-        f"{shown}: an oracle uses what its caller has not seen (the knowledge rule): "
-        f"{listed}{more}. Add the read that would show it before the call (read_file of "
-        "the file it comes from), or note how the caller works it out: "
-        "derived: {LITERAL: HOW} on the call"
-    )
 
 
 def _parse(path: Path, text: str) -> dict[str, Any]:
