@@ -16,7 +16,7 @@ import yaml
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 
 from aimegraph.eval import evaluate, load_suite
-from aimegraph.eval.fairness import clairvoyant_calls, derived_notes
+from aimegraph.eval.fairness import clairvoyance_problem, clairvoyant_calls, derived_notes
 from aimegraph.eval.knowledge import call_literals, unseen
 from aimegraph.eval.oracle import OracleError, ReactOracle
 from aimegraph.eval.oracle_plays import aime_scenario, react_turns
@@ -103,10 +103,14 @@ SUM = {
 LOOK = {"tool": "read_file", "args": {"path": "data.csv"}}
 
 
-def test_a_clairvoyant_suite_is_refused_naming_task_stage_call_and_literal(tmp_path: Path) -> None:
+def test_a_clairvoyant_suite_is_refused_before_stand_ins_play_it_naming_the_literal(
+    tmp_path: Path,
+) -> None:
     path = _suite(tmp_path, [{"id": "sum", "title": "Sum", "calls": [SUM]}], "Sum data.csv.")
+    load_suite(path)  # a real model may be evaluated on it: its oracle is not played
     with pytest.raises(SuiteError) as refused:
-        load_suite(path)
+        evaluate(path, model="oracle", out=tmp_path / "out")
+    assert not (tmp_path / "out" / "results.jsonl").exists()  # before any rollout
     said = str(refused.value)
     assert "task 't', stage 'sum', call 1 (python): string 'units' (in code)" in said
     assert "Add the read that would show it" in said and "derived:" in said
@@ -206,7 +210,7 @@ def test_a_breach_seen_only_at_run_time_fails_the_rollout_on_both_systems(tmp_pa
         },
     ]
     path = _suite(tmp_path, stages, "Say hello, then more.")
-    load_suite(path)  # nothing the load can decide
+    assert clairvoyance_problem(load_suite(path)) is None  # nothing to decide before the run
     result = evaluate(path, model="oracle", out=tmp_path / "out")
     for record in result.records:
         assert not record["passed"], record["system"]

@@ -1,7 +1,8 @@
-"""The load-time check of the knowledge rule (:mod:`aimegraph.eval.knowledge`): every
-oracle call, as each system plays it (:mod:`aimegraph.eval.oracle_plays`), uses only
-what its caller has seen, so a suite whose oracle is clairvoyant is refused before a
-figure rests on it.
+"""The first check of the knowledge rule (:mod:`aimegraph.eval.knowledge`), made by the
+eval harness before stand-ins play a suite: every oracle call, as each system plays it
+(:mod:`aimegraph.eval.oracle_plays`), uses only what its caller has seen, so a suite
+whose oracle is clairvoyant is refused before a figure rests on it. (An oracle that
+counts its breaches instead, a public benchmark's ground truth, is left to the run.)
 
 What a caller has seen is followed as the run would show it: the goals; the text of
 a read of one of the task's files (the real ``read_file`` and ``list_dir`` over a
@@ -76,7 +77,7 @@ def clairvoyant_calls(tasks: Sequence[Task], files: Mapping[str, Path]) -> list[
     ``files`` maps each task file's source (as the task names it) to its path."""
     found: list[Clairvoyance] = []
     for task in tasks:
-        if task.oracle is None:
+        if task.oracle is None or not task.oracle.refuses_breaches:
             continue
         reads = StaticReads({target: files[source] for target, source in task.files.items()})
         try:

@@ -34,11 +34,12 @@ from langgraph.runtime import RunControl
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from aimegraph.eval.fairness import clairvoyance_problem
 from aimegraph.eval.html import html_report
 from aimegraph.eval.oracle import OracleModels
 from aimegraph.eval.report import markdown_report
 from aimegraph.eval.rollout import KeepWorkspaces, ModelFactory, ModelSource, Rollout, run_rollout
-from aimegraph.eval.suite import Budget, Suite, load_suite
+from aimegraph.eval.suite import Budget, Suite, SuiteError, load_suite
 from aimegraph.eval.summary import read_records, summarise
 from aimegraph.eval.systems import SystemSpec, load_systems, unavailable_reason
 from aimegraph.eval.usage import Prices
@@ -145,6 +146,12 @@ def evaluate(
     loaded = suite if isinstance(suite, Suite) else load_suite(suite)
     if tasks or tags:
         loaded = loaded.select(ids=tasks, tags=tags)
+    if model == ORACLE or not isinstance(model, str | BaseChatModel):
+        # Stand-ins play the tasks' oracles: one that knows what its caller has not seen
+        # is refused before a figure rests on it (the knowledge rule).
+        problem = clairvoyance_problem(loaded)
+        if problem is not None:
+            raise SuiteError(f"{loaded.source}: {problem}")
     if budget is not None:
         loaded = loaded.capped(budget)
     specs = load_systems(systems)

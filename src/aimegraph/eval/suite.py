@@ -406,11 +406,6 @@ def load_suite(source: str | Path) -> Suite:
     ]
     if missing:
         raise SuiteError(f"{shown}: " + "; ".join(missing))
-    from aimegraph.eval.fairness import clairvoyance_problem  # it reads this module's types
-
-    problem = clairvoyance_problem(suite)
-    if problem is not None:
-        raise SuiteError(f"{shown}: {problem}")
     return suite
 
 
