@@ -31,6 +31,7 @@ __all__ = [
     "OracleError",
     "aime_scenario",
     "call_notes",
+    "dollars_escaped",
     "fill",
     "planned_bundles",
     "planner_sight",
@@ -186,16 +187,17 @@ def _planned_call(call: Mapping[str, Any], sight: str) -> dict[str, Any] | None:
         return None
     if unseen(call_literals(str(call["tool"]), args), sight, call_notes(call)):
         return None
-    return {"tool": call["tool"], "args": _dollars_escaped(args)}
+    return {"tool": call["tool"], "args": dollars_escaped(args)}
 
 
-def _dollars_escaped(value: Any) -> Any:
+def dollars_escaped(value: Any) -> Any:
+    """A tool step's arguments: a ``$`` is written ``$$`` (a reference otherwise)."""
     if isinstance(value, str):
         return value.replace("$", "$$")
     if isinstance(value, list):
-        return [_dollars_escaped(v) for v in value]
+        return [dollars_escaped(v) for v in value]
     if isinstance(value, dict):
-        return {k: _dollars_escaped(v) for k, v in value.items()}
+        return {k: dollars_escaped(v) for k, v in value.items()}
     return value
 
 

@@ -33,6 +33,7 @@ from aimegraph.eval.oracle import (
     planned_bundles,
     stage_steps,
 )
+from aimegraph.eval.oracle_plays import dollars_escaped
 from aimegraph.eval.public.defences import given_by
 from aimegraph.eval.suite import OracleStage, Task
 from aimegraph.eval.systems import SystemSpec
@@ -70,17 +71,6 @@ def _runs(request: str, calls: list[dict[str, Any]]) -> list[tuple[bool, list[di
     return runs
 
 
-def _escaped(value: Any) -> Any:
-    """A tool step's arguments: a ``$`` is written ``$$`` (a reference otherwise)."""
-    if isinstance(value, str):
-        return value.replace("$", "$$")
-    if isinstance(value, list):
-        return [_escaped(v) for v in value]
-    if isinstance(value, dict):
-        return {k: _escaped(v) for k, v in value.items()}
-    return value
-
-
 def plan_first_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
     """The scripted scenario of the stand-in planner (see the module docstring) for
     ``task``, whose oracle's calls are literal (a public benchmark's).
@@ -111,7 +101,7 @@ def plan_first_scenario(task: Task, *, solve: bool = True) -> dict[str, Any]:
             task_id = f"t{number}-{len(specs) + 1}"
             if fixed:
                 call = run[0]
-                step = {"tool": call["tool"], "args": _escaped(call.get("args") or {})}
+                step = {"tool": call["tool"], "args": dollars_escaped(call.get("args") or {})}
                 title = f"Call {call['tool']}"
                 specs.append(_spec(task_id, title, before) | {"call": step})
                 continue
