@@ -115,7 +115,7 @@ def test_timeline_from_fixed_times() -> None:
     assert next(bar for bar in timeline.bars if bar.name == "d").end is None
     assert timeline.as_dict()["bars"][0] == {
         "kind": "planner", "name": "planner", "start": 0.25, "end": 1.0, "ready": None,
-        "title": "", "status": "", "tools": (), "earlier": (),
+        "title": "", "status": "", "tools": (), "earlier": (), "tool_calls": 0,
     }  # fmt: skip
 
 
