@@ -189,7 +189,7 @@ def test_pages_show_their_state_before_the_live_stream(
     expect(page.locator("#count")).to_have_text("1 of 1")
 
 
-def test_the_threads_page_lists_firing_alerts_with_their_origin(
+def test_the_threads_page_lists_firing_alerts_with_their_origin_then_when_they_resolved(
     saver: BaseCheckpointSaver[Any], runs: RunManager, page: Any
 ) -> None:
     rules = AlertSettings(
@@ -204,6 +204,14 @@ def test_the_threads_page_lists_firing_alerts_with_their_origin(
             expect(page.locator("#alerts-card")).to_be_visible()
             alert = page.locator("#alerts li.alert.firing")
             expect(alert).to_contain_text("waiting (dashboard): a run has waited")
+            expect(alert).to_contain_text(" since ")
             expect(alert.locator(".badge.status-failed")).to_have_text("firing")
+            runs.resume(thread_id, {"action": "reject", "reason": "not now"})
+            runs.wait(thread_id, timeout=60)  # rejected: nothing waits any more
+            # A resolved alert says when it resolved and when it fired (issue 47 point 12).
+            resolved = page.locator("#alerts li.alert.resolved")
+            expect(resolved).to_contain_text(" resolved ")
+            expect(resolved).to_contain_text("(fired ")
+            expect(resolved).not_to_contain_text(" since ")
     finally:
         app.state.alerts.stop()

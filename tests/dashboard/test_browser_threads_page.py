@@ -15,11 +15,7 @@ from tests.dashboard.conftest import LiveServer
 from tests.scripted import call, plan, spec, submit
 
 from aimegraph import AimeConfig, build_aime_graph
-from aimegraph.alerts import AlertRule, AlertSettings
 from aimegraph.checkpoints import thread_config
-from aimegraph.dashboard import create_app
-from aimegraph.dashboard.runs import RunManager
-from aimegraph.dashboard.server import serve_in_background
 from aimegraph.models import ScriptedChatModel
 
 expect = pytest.importorskip("playwright.sync_api", reason="playwright is not installed").expect
@@ -69,29 +65,6 @@ def test_the_threads_table_fits_a_1100_px_window(
     expect(long_row.locator("a")).to_have_text(LONG_ID)
     goal = long_row.locator("td.goal")
     assert goal.evaluate("cell => cell.scrollWidth > cell.clientWidth")
-
-
-def test_a_resolved_alert_says_when_it_resolved_and_when_it_fired(
-    saver: BaseCheckpointSaver[Any], runs: RunManager, page: Any
-) -> None:
-    rules = AlertSettings(
-        rules=[AlertRule(name="waiting", kind="human_wait", limit=0.1)], interval_s=0.05
-    )
-    app = create_app(saver, runs=runs, alerts=rules, poll_seconds=0.05)
-    try:
-        with serve_in_background(app) as url:
-            thread_id = runs.start_demo(approve_plan=True)
-            runs.wait(thread_id, timeout=60)  # paused for the plan's approval
-            page.goto(url + "/")
-            expect(page.locator("#alerts li.alert.firing")).to_contain_text(" since ")
-            runs.resume(thread_id, {"action": "reject", "reason": "not now"})
-            runs.wait(thread_id, timeout=60)  # rejected: nothing waits any more
-            resolved = page.locator("#alerts li.alert.resolved")
-            expect(resolved).to_contain_text(" resolved ")
-            expect(resolved).to_contain_text("(fired ")
-            expect(resolved).not_to_contain_text(" since ")
-    finally:
-        app.state.alerts.stop()
 
 
 def test_the_run_pages_usage_table_adds_the_share_outside_tasks(
